@@ -1,0 +1,330 @@
+"""The benchmark cases. Each `build(cfg)` returns candidates, numbaflow first.
+
+Programs are built by functions that take the framework module, so the very same
+code builds the paddle peer: `build(numbaflow)` or `build(paddle)`.
+"""
+import importlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import baselines, peers
+from .harness import Candidate, Case, Skip
+
+
+@dataclass
+class Config:
+    """Sizes and sampling; `quick` shrinks both for a smoke test."""
+    size: int = 2048          # elementwise arrays: size x size float32
+    bias_relu_size: int = 4096
+    matmul_size: int = 512
+    mlp_batch: int = 128
+    repeat: int = 15
+    min_time: float = 0.05    # seconds per sample
+    peers: bool = True
+    quick: bool = False
+
+
+def quick_config():
+    return Config(size=256, bias_relu_size=512, matmul_size=128, repeat=3, min_time=0.005,
+                  quick=True)
+
+
+def _nf():
+    import numbaflow
+    numbaflow.enable_static()
+    return numbaflow
+
+
+def _guard(pd):
+    """A fresh unique-name generator: parameters are always named fc_0.w_0, fc_0.b_0, ..."""
+    return importlib.import_module(pd.__name__ + ".utils.unique_name").guard()
+
+
+def _check(name, got, want, rtol=1e-4, atol=1e-5):
+    """The candidates must agree before their times mean anything."""
+    got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+    if got.shape != want.shape or not np.allclose(got, want, rtol=rtol, atol=atol):
+        err = np.max(np.abs(got - want)) if got.shape == want.shape else "shape"
+        raise AssertionError(f"{name}: result differs from the baseline "
+                             f"(shapes {got.shape} vs {want.shape}, max abs err {err})")
+
+
+def _runner(nf, program, feed, fetch, scope):
+    exe = nf.static.Executor(nf.CPUPlace())
+    return lambda: exe.run(program, feed=feed, fetch_list=fetch, scope=scope)
+
+
+def _fused(nf, program):
+    """CompiledProgram with Paddle's add+act fusion and the general elementwise fuser."""
+    bs = nf.static.BuildStrategy()
+    bs.fuse_elewise_add_act_ops = True
+    bs.enable_auto_fusion = True
+    return nf.static.CompiledProgram(program, build_strategy=bs)
+
+
+# ---------------------------------------------------------------- elementwise
+
+def _np_sigmoid(x, y, out):
+    np.negative(x, out=out)
+    np.exp(out, out=out)
+    out += 1
+    return np.reciprocal(out, out=out)
+
+
+# name: (op type, numbaflow layer, numpy with out=, second input: None / "same" / "bias")
+ELEMENTWISE = {
+    "add": ("elementwise_add", lambda pd, x, y: pd.add(x, y),
+            lambda x, y, out: np.add(x, y, out=out), "same"),
+    "relu": ("relu", lambda pd, x, y: pd.nn.functional.relu(x),
+             lambda x, y, out: np.maximum(x, 0, out=out), None),
+    "sigmoid": ("sigmoid", lambda pd, x, y: pd.nn.functional.sigmoid(x), _np_sigmoid, None),
+    "tanh": ("tanh", lambda pd, x, y: pd.tanh(x), lambda x, y, out: np.tanh(x, out=out), None),
+    "mul_bias": ("elementwise_mul", lambda pd, x, y: pd.multiply(x, y),
+                 lambda x, y, out: np.multiply(x, y, out=out), "bias"),
+}
+
+
+def _elementwise_inputs(n, second, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, n), dtype=np.float32)
+    y = {None: None, "same": rng.standard_normal((n, n), dtype=np.float32),
+         "bias": rng.standard_normal((n,), dtype=np.float32)}[second]
+    return x, y
+
+
+def elementwise_kernel_case(name):
+    """The numbaflow CPU kernel alone (preallocated output) vs numpy with out=."""
+    op_type, _, np_fn, second = ELEMENTWISE[name]
+
+    def build(cfg):
+        _nf()  # registers the ops
+        try:
+            from numbaflow.kernels.registry import build_cpu_kernel
+        except ImportError as e:
+            raise Skip(f"no kernel hook ({e}); see the executor row") from None
+        x, y = _elementwise_inputs(cfg.size, second)
+        inputs = {"X": x} if y is None else {"X": x, "Y": y}
+        # thunk() recomputes outs["Out"][0] in place: the kernel without executor overhead.
+        thunk, outs = build_cpu_kernel(op_type, inputs, {})
+        thunk()
+        ref = np.empty_like(x)
+        _check(name, outs["Out"][0], np_fn(x, y, ref))
+        return [Candidate(f"kernel {op_type}", thunk),
+                Candidate("numpy out=", lambda: np_fn(x, y, ref))]
+
+    return Case(f"elementwise/{name}/kernel", _what(name), build)
+
+
+def elementwise_executor_case(name):
+    """A one-op program through Executor.run (feed x, fetch out) vs the numpy expression."""
+    _, layer, np_fn, second = ELEMENTWISE[name]
+
+    def build(cfg):
+        nf = _nf()
+        x, y = _elementwise_inputs(cfg.size, second)
+        main, startup = nf.static.Program(), nf.static.Program()
+        with _guard(nf), nf.static.program_guard(main, startup):
+            xv = nf.static.data(name="x", shape=[None, cfg.size], dtype="float32")
+            yv = None
+            if y is not None:
+                yv = nf.static.data(name="y", shape=[None, cfg.size] if y.ndim == 2 else [cfg.size],
+                                    dtype="float32")
+            out = layer(nf, xv, yv)
+        feed = {"x": x} if y is None else {"x": x, "y": y}
+        run = _runner(nf, main, feed, [out], nf.static.Scope())
+        _check(name, run()[0], np_fn(x, y, np.empty_like(x)))
+        return [Candidate("Executor.run", run),
+                Candidate("numpy (allocates)", lambda: np_fn(x, y, np.empty_like(x)))]
+
+    return Case(f"elementwise/{name}/executor", _what(name), build)
+
+
+def _what(name):
+    bias = " * b[{size}]" if ELEMENTWISE[name][3] == "bias" else ""
+    return f"{name} {{size}}x{{size}}{bias} f32"
+
+
+def bias_relu_case():
+    """SPEC 7, first row: relu(x + bias) through a fused CompiledProgram."""
+
+    def build(cfg):
+        nf = _nf()
+        n = cfg.bias_relu_size
+        x, b = _elementwise_inputs(n, "bias", seed=1)
+        main, startup = nf.static.Program(), nf.static.Program()
+        with _guard(nf), nf.static.program_guard(main, startup):
+            xv = nf.static.data(name="x", shape=[None, n], dtype="float32")
+            bv = nf.static.data(name="b", shape=[n], dtype="float32")
+            out = nf.nn.functional.relu(nf.add(xv, bv))
+        run = _runner(nf, _fused(nf, main), {"x": x, "b": b}, [out], nf.static.Scope())
+        loop_out = np.empty_like(x)
+        baselines.bias_relu_loop(x, b, loop_out)
+        want = np.maximum(x + b, 0)
+        _check("bias_relu", run()[0], want)
+        _check("bias_relu numba loop", loop_out, want)
+        return [Candidate("CompiledProgram fused", run),
+                Candidate("numba fused loop", lambda: baselines.bias_relu_loop(x, b, loop_out)),
+                Candidate("numpy maximum(x+b,0)", lambda: np.maximum(x + b, 0))]
+
+    return Case("fused/bias_relu", "relu(x + b), x {bias_relu_size}^2 f32", build,
+                targets={"numba": 1.3, "numpy": 0.25})
+
+
+def matmul_case():
+    """matmul of two fed matrices through Executor.run vs np.matmul (both allocate)."""
+
+    def build(cfg):
+        nf = _nf()
+        n = cfg.matmul_size
+        rng = np.random.default_rng(2)
+        a, b = (rng.standard_normal((n, n), dtype=np.float32) for _ in range(2))
+        main, startup = nf.static.Program(), nf.static.Program()
+        with _guard(nf), nf.static.program_guard(main, startup):
+            av = nf.static.data(name="a", shape=[n, n], dtype="float32")
+            bv = nf.static.data(name="b", shape=[n, n], dtype="float32")
+            out = nf.matmul(av, bv)
+        run = _runner(nf, main, {"a": a, "b": b}, [out], nf.static.Scope())
+        _check("matmul", run()[0], a @ b, rtol=1e-4, atol=1e-3)
+        return [Candidate("Executor.run", run), Candidate("np.matmul", lambda: np.matmul(a, b))]
+
+    return Case("matmul", "{matmul_size}^2 @ {matmul_size}^2 f32", build)
+
+
+# ---------------------------------------------------------------- model steps
+
+def seed_program(pd):
+    """Paddle's quick-start model: X [N,1] -> fc 10 -> mean -> SGD 0.01."""
+    main, startup = pd.static.Program(), pd.static.Program()
+    with _guard(pd), pd.static.program_guard(main, startup):
+        x = pd.static.data(name="X", shape=[None, 1], dtype="float32")
+        hidden = pd.static.nn.fc(x, size=10)
+        loss = pd.mean(hidden)
+        pd.optimizer.SGD(learning_rate=0.01).minimize(loss)
+    return main, startup, loss
+
+
+def mlp_program(pd):
+    """MLP 784-512-512-10, relu, softmax cross-entropy on int64 labels, SGD 0.1."""
+    main, startup = pd.static.Program(), pd.static.Program()
+    with _guard(pd), pd.static.program_guard(main, startup):
+        x = pd.static.data(name="x", shape=[None, 784], dtype="float32")
+        y = pd.static.data(name="y", shape=[None, 1], dtype="int64")
+        h = pd.static.nn.fc(x, size=512, activation="relu")
+        h = pd.static.nn.fc(h, size=512, activation="relu")
+        logits = pd.static.nn.fc(h, size=10)
+        loss = pd.nn.functional.cross_entropy(logits, y)
+        pd.optimizer.SGD(learning_rate=0.1).minimize(loss)
+    return main, startup, loss
+
+
+def _param_names(layers):
+    return [f"fc_{i}.{k}_0" for i in range(layers) for k in ("w", "b")]
+
+
+def _initialised(nf, build, layers):
+    """Build with numbaflow, run startup in a fresh scope; return (main, loss, scope, params)."""
+    main, startup, loss = build(nf)
+    scope = nf.static.Scope()
+    nf.static.Executor(nf.CPUPlace()).run(startup, scope=scope)
+    params = [np.array(scope.find_var(n).get_tensor()) for n in _param_names(layers)]
+    return main, loss, scope, params
+
+
+def _peer_candidates(cfg, build, params, x, y, lr, loss_kind, feed, layers):
+    """torch / jax / paddle doing the same step, those that are installed."""
+    factories = {
+        "torch": lambda: peers.torch_step(params, x, y, lr, loss_kind),
+        "jax": lambda: peers.jax_step(params, x, y, lr, loss_kind),
+        "paddle": lambda: peers.paddle_step(build, params, _param_names(layers), feed),
+    }
+    if not cfg.peers:
+        return []
+    return [Candidate(name, make()) for name, make in factories.items() if peers.installed(name)]
+
+
+def _check_steps(name, candidates, steps=2):
+    """Every candidate starts from the same parameters: its first losses must match numpy's."""
+    ref = [float(candidates[1].fn()) for _ in range(steps)]
+    for c in candidates[:1] + candidates[2:]:
+        _check(f"{name} {c.label}", [float(np.asarray(c.fn()).ravel()[0]) for _ in range(steps)],
+               ref, rtol=1e-4, atol=1e-6)
+
+
+def model_case(name, what, build, layers, batch, make_numpy, targets, fused=False):
+    """A training step of a numbaflow program vs the hand-written numpy step (and peers)."""
+
+    def build_case(cfg):
+        nf = _nf()
+        x, y, feed, lr, loss_kind = batch(cfg)
+        main, loss, scope, params = _initialised(nf, build, layers)
+        program = _fused(nf, main) if fused else main
+        run = _runner(nf, program, feed, [loss], scope)
+        candidates = [Candidate("CompiledProgram fused" if fused else "Executor.run",
+                                lambda: run()[0]),
+                      Candidate("numpy by hand", make_numpy(params, x, y, lr))]
+        candidates += _peer_candidates(cfg, build, params, x, y, lr, loss_kind, feed, layers)
+        _check_steps(name, candidates)
+        return candidates
+
+    return Case(name, what, build_case, targets=targets)
+
+
+def _seed_batch(cfg):
+    x = np.random.default_rng(3).random((10, 1), dtype=np.float32)
+    return x, None, {"X": x}, 0.01, "mean"
+
+
+def _mlp_batch(cfg):
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((cfg.mlp_batch, 784), dtype=np.float32)
+    y = rng.integers(0, 10, size=(cfg.mlp_batch, 1), dtype=np.int64)
+    return x, y, {"x": x, "y": y}, 0.1, "ce"
+
+
+def _numpy_seed(params, x, y, lr):
+    return baselines.NumpySeedStep(params[0], params[1], x, lr)
+
+
+def _numpy_mlp(params, x, y, lr):
+    return baselines.NumpyMLPStep(params, x, y, lr)
+
+
+def seed_x100_case(k=100):
+    """K iterations per Executor.run (ExecutionStrategy.num_iteration_per_run), per iteration."""
+
+    def build(cfg):
+        nf = _nf()
+        if not (hasattr(nf.static, "ExecutionStrategy")
+                and hasattr(nf.static.CompiledProgram, "with_data_parallel")):
+            raise Skip("ExecutionStrategy / with_data_parallel not available yet")
+        x, _, feed, lr, _ = _seed_batch(cfg)
+        main, loss, scope, params = _initialised(nf, seed_program, 1)
+        es = nf.static.ExecutionStrategy()
+        es.num_iteration_per_run = k
+        program = nf.static.CompiledProgram(main).with_data_parallel(
+            loss_name=loss.name, exec_strategy=es, places=nf.static.cpu_places(1))
+        run = _runner(nf, program, feed, [loss], scope)
+        step = _numpy_seed(params, x, None, lr)
+        want = [step() for _ in range(k)][-1]  # the fetch is the last iteration's loss
+        _check(f"seed x{k}", np.asarray(run()[0]).ravel()[0], want, rtol=1e-3)
+        return [Candidate(f"Executor.run x{k}", run, iterations=k),
+                Candidate("numpy by hand", step)]
+
+    return Case(f"model/seed_step_x{k}", f"seed step, {k} iterations per run", build,
+                max_time=1e-6)
+
+
+def all_cases():
+    """Every case, in report order."""
+    cases = [elementwise_kernel_case(n) for n in ELEMENTWISE]
+    cases += [elementwise_executor_case(n) for n in ELEMENTWISE]
+    cases += [bias_relu_case(), matmul_case()]
+    cases.append(model_case("model/seed_step", "fc 1->10, mean, SGD, batch 10", seed_program, 1,
+                            _seed_batch, _numpy_seed, {"numpy": 1.0}))
+    cases.append(seed_x100_case())
+    for fused in (False, True):
+        cases.append(model_case("model/mlp_step" + ("_fused" if fused else ""),
+                                "MLP 784-512-512-10, batch {mlp_batch}, SGD", mlp_program, 3,
+                                _mlp_batch, _numpy_mlp, {"numpy": 0.95}, fused=fused))
+    return cases

@@ -1,0 +1,142 @@
+"""CompiledProgram: a program plus the BuildStrategy / ExecutionStrategy it runs under.
+
+Nothing is built until the first run, which binds the compiled program to that run's
+scope and place. The user's Program and strategy objects are never modified: the
+resolved settings live in `build_strategy_effective` / `exec_strategy_effective`.
+"""
+import collections.abc
+
+from ..graph.ir_graph import Graph
+from ..graph.program import BACKWARD, Program
+from .place import CPUPlace, CUDAPlace, cpu_places, cuda_places, to_place
+from .strategy import BuildStrategy, ExecutionStrategy
+
+
+class CompiledProgram:
+    """>>> compiled = static.CompiledProgram(main, build_strategy=static.BuildStrategy())
+    >>> loss_val, = exe.run(compiled, feed={'X': x}, fetch_list=[loss])
+    """
+
+    def __init__(self, program_or_graph, build_strategy=None):
+        if isinstance(program_or_graph, Graph):
+            self._program = program_or_graph.program
+        elif isinstance(program_or_graph, Program):
+            self._program = program_or_graph
+        else:
+            raise TypeError("The type of program_to_graph parameter is wrong, expected Graph or "
+                            f"Program, but received {type(program_or_graph).__name__}")
+        if build_strategy is not None and not isinstance(build_strategy, BuildStrategy):
+            raise TypeError(f"build_strategy must be a BuildStrategy, got "
+                            f"{type(build_strategy).__name__}")
+        self._build_strategy = build_strategy
+        self._exec_strategy = None
+        self._is_data_parallel = False
+        self._loss_name = None
+        self._places = None
+        self._share_vars_from = None
+        self._scope = None
+        self._place = None
+        self._executor = None
+        self.build_strategy_effective = None
+        self.exec_strategy_effective = None
+
+    @property
+    def program(self):
+        return self._program
+
+    def with_data_parallel(self, loss_name=None, build_strategy=None, exec_strategy=None,
+                           share_vars_from=None, places=None):
+        """Run on several places (threads) and MPI ranks; returns self."""
+        if self._is_data_parallel:
+            raise RuntimeError("Already compiled with parallel, cannot be recompiled.")
+        block = self._program.global_block()
+        if loss_name is not None:
+            name = loss_name.name if hasattr(loss_name, "name") else loss_name
+            var = block.vars.get(name)
+            if var is None:
+                raise ValueError(f"with_data_parallel: loss_name {name!r} is not a variable of "
+                                 f"the program")
+            if any(d not in (1,) for d in var.shape):
+                raise ValueError(f"with_data_parallel: loss {name!r} must be a scalar or have "
+                                 f"one element, got shape {var.shape}")
+            loss_name = name
+        elif any(op.role == BACKWARD for op in block.ops):
+            raise ValueError("with_data_parallel: the program has backward ops, so loss_name "
+                             "must be set (e.g. loss_name=loss.name); without it replicas would "
+                             "train unsynchronised")
+        if build_strategy is not None:
+            self._build_strategy = build_strategy
+        self._exec_strategy = exec_strategy
+        self._loss_name = loss_name
+        self._share_vars_from = share_vars_from
+        if places is not None:
+            places = [to_place(p) for p in (places if isinstance(places, (list, tuple)) else [places])]
+            if not places:
+                raise ValueError("with_data_parallel: places is empty")
+        self._places = places
+        self._is_data_parallel = True
+        return self
+
+    def _resolve_places(self, exe_place):
+        if not self._is_data_parallel:
+            return [exe_place]
+        places = self._places
+        if places is None:
+            places = cuda_places() if isinstance(exe_place, CUDAPlace) else cpu_places()
+        kind = type(exe_place)
+        if any(not isinstance(p, kind) for p in places):
+            raise ValueError("Place type not match. You may set wrong type of places: the "
+                             f"executor runs on {exe_place} but places are {places}")
+        return places
+
+    def _bind(self, exe, scope):
+        place = exe.place
+        if self._scope is None:
+            self._scope, self._place = scope, place
+            bs = self._build_strategy or BuildStrategy()
+            es = self._exec_strategy or ExecutionStrategy()
+            self._device_places = self._resolve_places(place)
+            self.build_strategy_effective = bs.effective()
+            self.exec_strategy_effective = es.effective(len(self._device_places))
+        elif scope is not self._scope:
+            raise ValueError("Cannot compile program with different scope.")
+        elif place != self._place:
+            raise ValueError("Cannot compile program with different place.")
+        self._executor = exe
+
+    def _run(self, exe, feed, fetch_list, scope, return_numpy, return_merged):
+        self._bind(exe, scope)
+        if len(self._device_places) > 1:
+            raise NotImplementedError(
+                f"data-parallel execution over {len(self._device_places)} places is not "
+                f"available in this build yet; run with one place (CPU_NUM=1)")
+        k = self.exec_strategy_effective.num_iteration_per_run
+        feeds = _iteration_feeds(feed, k)
+        result = None
+        for f in feeds:
+            result = exe._run_program(self._program, f, fetch_list, scope, return_numpy)
+        return result
+
+    def drop_local_exe_scopes(self):
+        """Release cached temporaries now (they are rebuilt on the next run)."""
+        if self._executor is not None:
+            self._executor._plans.clear()
+
+
+def _iteration_feeds(feed, k):
+    """The K feeds of one run: a dict reused K times, or K items from an iterator."""
+    if feed is None or isinstance(feed, dict):
+        return [feed] * k
+    if isinstance(feed, collections.abc.Iterator):
+        out = []
+        for i in range(k):
+            try:
+                out.append(next(feed))
+            except StopIteration:
+                raise ValueError(f"num_iteration_per_run={k} but the feed iterator ended after "
+                                 f"{i} feeds") from None
+        return out
+    raise TypeError(f"feed must be a dict or an iterator of dicts, got {type(feed).__name__}")
+
+
+__all__ = ["CompiledProgram", "CPUPlace"]

@@ -1,0 +1,147 @@
+"""Executor: validates feeds and fetches at the API boundary, then runs a cached Plan."""
+import numpy as np
+
+from ..graph.program import Program, Variable, default_main_program
+from .place import CPUPlace, CUDAPlace, to_place
+from .plan import Plan, _close
+from .scope import Tensor, global_scope
+
+
+class Executor:
+    """Runs programs on one place.
+
+    >>> exe = static.Executor(paddle.CPUPlace())
+    >>> exe.run(static.default_startup_program())
+    >>> loss_val, = exe.run(feed={'x': x}, fetch_list=[loss])
+    """
+
+    def __init__(self, place=None):
+        self.place = CPUPlace() if place is None else to_place(place)
+        self._plans = {}
+
+    def close(self):
+        self._plans.clear()
+
+    def run(self, program=None, feed=None, fetch_list=None, feed_var_name="feed",
+            fetch_var_name="fetch", scope=None, return_numpy=True, use_program_cache=True,
+            return_merged=True, use_prune=False):
+        from .compiled_program import CompiledProgram
+        if program is None:
+            program = default_main_program()
+        scope = global_scope() if scope is None else scope
+        if isinstance(program, CompiledProgram):
+            return program._run(self, feed, fetch_list, scope, return_numpy, return_merged)
+        if not isinstance(program, Program):
+            raise TypeError(f"Executor.run: program must be a Program or CompiledProgram, got "
+                            f"{type(program).__name__}")
+        return self._run_program(program, feed, fetch_list, scope, return_numpy)
+
+    def _run_program(self, program, feed, fetch_list, scope, return_numpy=True):
+        if isinstance(self.place, CUDAPlace):
+            raise NotImplementedError("running on CUDAPlace needs the GPU backend, which this "
+                                      "build does not have yet; use CPUPlace()")
+        block = program.global_block()
+        feed_arrays = check_feed(block, feed)
+        fetch_vars = resolve_fetch(block, fetch_list)
+        key = (program._uid, program.version, id(scope),
+               tuple((n, a.shape, a.dtype.str) for n, a in feed_arrays.items()),
+               tuple(v.name for v in fetch_vars))
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = Plan(program, {block.vars[n]: a for n, a in feed_arrays.items()},
+                        fetch_vars, scope)
+            self._plans[key] = plan
+        results = plan.run(feed_arrays)
+        if return_numpy:
+            return results
+        return [_Fetched(r) for r in results]
+
+
+class _Fetched(Tensor):
+    """A fetched value when return_numpy=False (numpy-convertible, like Paddle's tensor)."""
+
+    def __init__(self, array):
+        self._array = array
+
+    def __array__(self, dtype=None, copy=None):
+        return self._array if dtype is None else self._array.astype(dtype)
+
+    def shape(self):
+        return list(self._array.shape)
+
+    def _dtype(self):
+        return self._array.dtype
+
+
+def check_feed(block, feed):
+    """Convert and check every fed value; return {name: C-contiguous ndarray}.
+
+    Names must exist; values get the declared dtype if they are lists/scalars and must
+    match it if they are arrays; rank and known dims must match; a batch of 0 is refused.
+    """
+    if feed is None:
+        return {}
+    if not isinstance(feed, dict):
+        raise TypeError(f"feed must be a dict of {{name: array}}, got {type(feed).__name__}")
+    out = {}
+    for key, value in feed.items():
+        name = key.name if isinstance(key, Variable) else key
+        var = block.vars.get(name)
+        if var is None:
+            close = _close(name, list(block.vars))
+            raise ValueError(f"feed: the program has no variable {name!r}" +
+                             (f"; did you mean {close}?" if close else "") +
+                             " Feed only variables created with static.data (or persistables).")
+        if isinstance(value, np.ndarray) or hasattr(value, "__array__") and not \
+                isinstance(value, (list, tuple, int, float)):
+            arr = np.asarray(value)
+            if arr.dtype != var.dtype:
+                raise ValueError(f"The data type of fed Variable {name!r} must be "
+                                 f"'{var.dtype}', but received '{arr.dtype}'; convert it with "
+                                 f".astype('{var.dtype}')")
+        else:
+            try:
+                arr = np.asarray(value, dtype=var.dtype)
+            except (TypeError, ValueError) as e:
+                raise ValueError(f"feed {name!r}: cannot convert {type(value).__name__} to "
+                                 f"{var.dtype}: {e}") from None
+        if var.persistable:
+            if arr.shape != var.shape and arr.size == max(1, int(np.prod(var.shape))):
+                arr = arr.reshape(var.shape)
+        _check_shape(var, arr)
+        out[name] = np.ascontiguousarray(arr)
+    return out
+
+
+def _check_shape(var, arr):
+    expected = var.shape
+    ok = len(expected) == arr.ndim and all(e == -1 or e == a for e, a in zip(expected, arr.shape))
+    if not ok:
+        raise ValueError(f"The fed Variable {var.name!r} should have dimensions = "
+                         f"{len(expected)}, shape = {expected}, but received fed shape "
+                         f"{tuple(arr.shape)}" +
+                         ("" if len(expected) == arr.ndim else
+                          f" (rank {arr.ndim}); reshape it to rank {len(expected)}"))
+    if arr.ndim and arr.shape[0] == 0:
+        raise ValueError(f"The fed Variable {var.name!r} has a batch of size 0 (shape "
+                         f"{tuple(arr.shape)}); feed at least one sample")
+
+
+def resolve_fetch(block, fetch_list):
+    if fetch_list is None:
+        return []
+    if isinstance(fetch_list, (Variable, str)):
+        fetch_list = [fetch_list]
+    out = []
+    for f in fetch_list:
+        name = f.name if isinstance(f, Variable) else f
+        if not isinstance(name, str):
+            raise TypeError(f"fetch_list items must be Variables or names, got {type(f).__name__}")
+        var = block.vars.get(name)
+        if var is None:
+            close = _close(name, list(block.vars))
+            raise ValueError(f"Cannot find fetched variable {name!r} in the program" +
+                             (f"; did you mean {close}?" if close else "") +
+                             " (fetch a variable of the program being run)")
+        out.append(var)
+    return out

@@ -1,0 +1,102 @@
+"""Places: where a program runs. `CPUPlace()`, `CUDAPlace(i)`, and the list helpers."""
+import os
+import sys
+
+
+class CPUPlace:
+    def __eq__(self, other):
+        return isinstance(other, CPUPlace)
+
+    def __hash__(self):
+        return hash("cpu")
+
+    def __repr__(self):
+        return "Place(cpu)"
+
+
+def cuda_available():
+    """True when numba can see a CUDA GPU (or its simulator is enabled)."""
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+        return True
+    try:
+        from numba import cuda
+        return bool(cuda.is_available())
+    except Exception:   # numba-cuda missing or no driver: no GPU either way
+        return False
+
+
+class CUDAPlace:
+    """GPU number `device_id`. Raises RuntimeError at construction when no GPU is usable."""
+
+    def __init__(self, device_id=0):
+        if not isinstance(device_id, int) or device_id < 0:
+            raise ValueError(f"CUDAPlace: device_id must be a non-negative int, got {device_id!r}")
+        if not cuda_available():
+            raise RuntimeError(
+                f"CUDAPlace({device_id}): no usable CUDA GPU was found (numba.cuda.is_available() "
+                f"is False). Use CPUPlace(), install the 'cuda' extra on a machine with an NVIDIA "
+                f"GPU, or set NUMBA_ENABLE_CUDASIM=1 to run on numba's CUDA simulator.")
+        self.device_id = device_id
+
+    def get_device_id(self):
+        return self.device_id
+
+    def __eq__(self, other):
+        return isinstance(other, CUDAPlace) and other.device_id == self.device_id
+
+    def __hash__(self):
+        return hash(("gpu", self.device_id))
+
+    def __repr__(self):
+        return f"Place(gpu:{self.device_id})"
+
+
+def to_place(p):
+    """Accept a place object or a string "cpu" / "gpu" / "gpu:N"."""
+    if isinstance(p, (CPUPlace, CUDAPlace)):
+        return p
+    if isinstance(p, str):
+        s = p.strip().lower()
+        if s == "cpu":
+            return CPUPlace()
+        if s in ("gpu", "cuda"):
+            return CUDAPlace(0)
+        for prefix in ("gpu:", "cuda:"):
+            if s.startswith(prefix) and s[len(prefix):].isdigit():
+                return CUDAPlace(int(s[len(prefix):]))
+    raise ValueError(f"unknown place {p!r}; expected CPUPlace(), CUDAPlace(i), 'cpu' or 'gpu:N'")
+
+
+def cpu_places(device_count=None):
+    """`device_count` CPUPlaces; default from env CPU_NUM, else 1 (with a one-line warning)."""
+    if device_count is None:
+        env = os.environ.get("CPU_NUM")
+        if env is None:
+            print("numbaflow: CPU_NUM is not set; using 1 CPU place "
+                  "(set CPU_NUM=N to use N places)", file=sys.stderr)
+            os.environ["CPU_NUM"] = "1"
+            env = "1"
+        try:
+            device_count = int(env)
+        except ValueError:
+            raise ValueError(f"CPU_NUM must be a positive integer, got {env!r}") from None
+    if device_count < 1:
+        raise ValueError(f"cpu_places: device_count must be >= 1, got {device_count}")
+    return [CPUPlace() for _ in range(device_count)]
+
+
+def cuda_places(device_ids=None):
+    """CUDAPlaces for `device_ids`, else FLAGS_selected_gpus, else every visible GPU."""
+    if device_ids is None:
+        flag = os.environ.get("FLAGS_selected_gpus", "").strip()
+        if flag:
+            device_ids = [int(x) for x in flag.split(",") if x.strip()]
+        else:
+            if not cuda_available():
+                raise RuntimeError("cuda_places: no usable CUDA GPU was found; set "
+                                   "NUMBA_ENABLE_CUDASIM=1 for numba's CUDA simulator")
+            from numba import cuda
+            device_ids = list(range(len(cuda.gpus)))
+    elif isinstance(device_ids, int):
+        device_ids = [device_ids]
+    return [CUDAPlace(i) for i in device_ids]

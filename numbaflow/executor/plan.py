@@ -1,0 +1,161 @@
+"""Lowering: (program, feed signature, fetch list, scope) -> a Plan of bound kernels.
+
+Built once per signature and cached by the Executor. Building does all the checking
+(missing feeds, uninitialised parameters), infers every concrete shape, allocates every
+buffer with numpy and binds each op's kernel to its buffers. A steady-state run is
+then: copy feeds in, call the thunks in order, copy fetches out.
+
+Failure atomicity: persistables written *before* the last op that may raise are backed
+up into preallocated buffers at the start of each run and restored if it fails; so are
+persistables set through the feed.
+"""
+import numpy as np
+
+from .. import config
+from ..graph.program import infer_op
+from ..kernels.registry import MAY_FAIL, ConcreteOp, get_op_def
+
+
+def _close(name, candidates):
+    import difflib
+    return difflib.get_close_matches(name, candidates, n=3, cutoff=0.5)
+
+
+def select_ops(block, fetch_vars):
+    """Ops needed for the fetches, plus every op that writes a persistable."""
+    needed, keep = set(fetch_vars), []
+    for op in reversed(block.ops):
+        outs = op.output_vars()
+        if any(v in needed for v in outs) or any(v.persistable for v in outs):
+            keep.append(op)
+            needed.update(op.input_vars())
+    keep.reverse()
+    return keep
+
+
+class Plan:
+    def __init__(self, program, feed, fetch_vars, scope):
+        """feed: {Variable: ndarray (already dtype/shape-checked)}."""
+        block = program.global_block()
+        self.ops = select_ops(block, fetch_vars)
+        self.scope = scope
+        self.scope_version = None
+        fed = set(feed)
+        produced = set()
+        shapes = {}     # Variable -> concrete VarInfo
+        from ..kernels.registry import VarInfo
+        for v, a in feed.items():
+            shapes[v] = VarInfo(a.shape, a.dtype)
+        # check reads before any kernel exists
+        for op in self.ops:
+            for v in op.input_vars():
+                if v in fed or v in produced:
+                    continue
+                if v.persistable:
+                    arr = scope._arrays.get(v.name)
+                    if arr is None:
+                        raise RuntimeError(
+                            f"variable {v.name!r} (read by op {op.type}) is not initialised in "
+                            f"the scope; run the startup program first "
+                            f"(exe.run(static.default_startup_program())) or load a checkpoint")
+                    shapes[v] = VarInfo(arr.shape, arr.dtype)
+                elif v.is_data:
+                    raise ValueError(
+                        f"data variable {v.name!r} is needed (by op {op.type}) but was not fed; "
+                        f"add it to feed={{...}}. Fed: {sorted(x.name for x in fed)}")
+                else:
+                    raise ValueError(f"variable {v.name!r} is read by op {op.type} but nothing "
+                                     f"computes it and it was not fed")
+            produced.update(op.output_vars())
+        # concrete shapes
+        self.concrete = []
+        for op in self.ops:
+            inferred = infer_op(op, shapes)
+            ins = set(op.input_vars())
+            for slot, vs in op.outputs.items():
+                for v, info in zip(vs, inferred.get(slot, [])):
+                    if v in ins:      # in-place: keeps its buffer
+                        continue
+                    if v.persistable and v in shapes and tuple(shapes[v].shape) != tuple(info.shape):
+                        raise ValueError(f"op {op.type} produces {v.name} with shape "
+                                         f"{info.shape}, but it holds {shapes[v].shape}")
+                    shapes[v] = info
+            self.concrete.append(ConcreteOp(
+                op.type, op.attrs, {k: [shapes[v] for v in vs] for k, vs in op.inputs.items()},
+                {k: [shapes[v] for v in vs] for k, vs in op.outputs.items()}))
+        self.shapes = shapes
+        self.feed_vars = list(feed)
+        self.fetch_vars = list(fetch_vars)
+        self.bind()
+
+    def bind(self):
+        """Allocate buffers and bind kernels (again, when the scope replaced an array)."""
+        scope, shapes = self.scope, self.shapes
+        bufs = {}
+        for v in self.feed_vars:
+            bufs[v] = scope._ensure(v.name, shapes[v].shape, shapes[v].dtype) if v.persistable \
+                else np.empty(shapes[v].shape, shapes[v].dtype)
+        for op in self.ops:
+            for v in op.input_vars() + op.output_vars():
+                if v in bufs:
+                    continue
+                info = shapes[v]
+                bufs[v] = scope._ensure(v.name, info.shape, info.dtype) if v.persistable \
+                    else np.empty(info.shape, info.dtype)
+        self.scope_version = scope.version
+        self.buffers = bufs
+        self.feed_slots = [(v.name, bufs[v]) for v in self.feed_vars]
+        thunks = []
+        check = config.check_nan_inf()
+        for op, cop in zip(self.ops, self.concrete):
+            ins = {k: [bufs[v] for v in vs] for k, vs in op.inputs.items()}
+            outs = {k: [bufs[v] for v in vs] for k, vs in op.outputs.items()}
+            thunk = get_op_def(op.type).cpu(cop)(ins, outs)
+            if check:
+                thunk = _nan_checked(thunk, op, [(v.name, bufs[v]) for v in op.output_vars()])
+            thunks.append(thunk)
+        self.thunks = tuple(thunks)
+        # persistables to back up: those written before the last op that may fail
+        last_fail = max((i for i, op in enumerate(self.ops)
+                         if check or get_op_def(op.type).has(MAY_FAIL)), default=-1)
+        risky = {v for op in self.ops[:last_fail] for v in op.output_vars() if v.persistable}
+        risky.update(v for v in self.feed_vars if v.persistable)
+        self.backups = [(bufs[v], np.empty_like(bufs[v])) for v in risky]
+
+    def run(self, feed_arrays):
+        """feed_arrays: {name: ndarray} matching the signature this plan was built for."""
+        if self.scope.version != self.scope_version:
+            self.bind()
+        for live, saved in self.backups:
+            np.copyto(saved, live)
+        for name, buf in self.feed_slots:
+            np.copyto(buf, feed_arrays[name])
+        i = 0
+        try:
+            for thunk in self.thunks:
+                thunk()
+                i += 1
+        except Exception as e:
+            for live, saved in self.backups:
+                np.copyto(live, saved)
+            raise _op_error(e, self.ops[i]) from e
+        return [self.buffers[v].copy() for v in self.fetch_vars]
+
+
+def _op_error(e, op):
+    msg = (f"op {op.type} failed (inputs {op.input_arg_names}, outputs {op.output_arg_names}): "
+           f"{e}. Parameters and optimizer state were left as before this run.")
+    try:
+        return type(e)(msg)
+    except Exception:
+        return RuntimeError(msg)
+
+
+def _nan_checked(thunk, op, outputs):
+    def run():
+        thunk()
+        for name, a in outputs:
+            if a.dtype.kind == "f" and not np.isfinite(a).all():
+                raise FloatingPointError(f"NUMBAFLOW_CHECK_NAN_INF: op {op.type} produced a "
+                                         f"NaN or Inf in {name!r}")
+    return run

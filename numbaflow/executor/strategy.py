@@ -1,0 +1,139 @@
+"""BuildStrategy and ExecutionStrategy: every option of Paddle's, with typed setters.
+
+Unknown attributes raise AttributeError and wrongly typed values TypeError, so a typo
+never passes silently. The objects are plain settings; `CompiledProgram` resolves the
+effective values on copies and never writes back into them.
+"""
+import copy
+import enum
+import os
+import warnings
+
+
+class ReduceStrategy(enum.Enum):
+    AllReduce = 0
+    Reduce = 1
+
+
+class GradientScaleStrategy(enum.Enum):
+    CoeffNumDevice = 0
+    One = 1
+    Customized = 2
+
+
+def _mpi_env():
+    """(world size, rank) from the launcher's environment, without importing MPI."""
+    for size_key, rank_key in (("PMI_SIZE", "PMI_RANK"),
+                               ("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK")):
+        if size_key in os.environ:
+            return int(os.environ[size_key]), int(os.environ.get(rank_key, "0"))
+    return 1, 0
+
+
+class _Strict:
+    """Attributes limited to `_SCHEMA` = {name: (types, default)}; None allowed if listed."""
+    _SCHEMA = {}
+
+    def __init__(self):
+        for name, (_, default) in self._SCHEMA.items():
+            object.__setattr__(self, name, default() if callable(default) else default)
+
+    def __setattr__(self, name, value):
+        if name not in self._SCHEMA:
+            import difflib
+            close = difflib.get_close_matches(name, list(self._SCHEMA), n=1)
+            raise AttributeError(f"{type(self).__name__} has no option {name!r}" +
+                                 (f"; did you mean {close[0]!r}?" if close else ""))
+        types, _ = self._SCHEMA[name]
+        ok = isinstance(value, types) and not (bool not in _as_tuple(types)
+                                               and isinstance(value, bool)
+                                               and int in _as_tuple(types))
+        if not ok:
+            names = " or ".join("None" if t is type(None) else t.__name__ for t in _as_tuple(types))
+            raise TypeError(f"{type(self).__name__}.{name} must be {names}, got "
+                            f"{type(value).__name__} {value!r}")
+        object.__setattr__(self, name, value)
+
+    def _copy(self):
+        return copy.copy(self)
+
+    def __repr__(self):
+        items = ", ".join(f"{k}={getattr(self, k)!r}" for k in self._SCHEMA)
+        return f"{type(self).__name__}({items})"
+
+
+def _as_tuple(t):
+    return t if isinstance(t, tuple) else (t,)
+
+
+_B, _OB = bool, (bool, type(None))
+
+
+class BuildStrategy(_Strict):
+    """How CompiledProgram builds the graph (passes, data-parallel strategy).
+
+    >>> bs = static.BuildStrategy()
+    >>> bs.fuse_elewise_add_act_ops = True
+    >>> bs.reduce_strategy = static.BuildStrategy.ReduceStrategy.Reduce
+    """
+    ReduceStrategy = ReduceStrategy
+    GradientScaleStrategy = GradientScaleStrategy
+    _SCHEMA = {
+        "debug_graphviz_path": (str, ""),
+        "enable_sequential_execution": (_B, False),
+        "fuse_broadcast_ops": (_OB, None),
+        "fuse_elewise_add_act_ops": (_B, False),
+        "fuse_relu_depthwise_conv": (_B, False),
+        "gradient_scale_strategy": (GradientScaleStrategy, GradientScaleStrategy.CoeffNumDevice),
+        "memory_optimize": (_OB, None),
+        "reduce_strategy": (ReduceStrategy, ReduceStrategy.AllReduce),
+        "remove_unnecessary_lock": (_B, True),
+        "sync_batch_norm": (_B, False),
+        "enable_inplace": (_B, True),
+        "fuse_all_reduce_ops": (_OB, None),
+        "fuse_all_optimizer_ops": (_B, False),
+        "enable_auto_fusion": (_B, False),
+        "fuse_grad_size_in_MB": ((int, float), 32),
+        "num_trainers": (int, lambda: _mpi_env()[0]),
+        "trainer_id": (int, lambda: _mpi_env()[1]),
+    }
+
+    def effective(self):
+        """A copy with every None resolved to what it means under these settings."""
+        e = self._copy()
+        allreduce = e.reduce_strategy is ReduceStrategy.AllReduce
+        if e.fuse_broadcast_ops is None:
+            object.__setattr__(e, "fuse_broadcast_ops", not allreduce)
+        if e.fuse_all_reduce_ops is None:
+            object.__setattr__(e, "fuse_all_reduce_ops", allreduce)
+        if e.memory_optimize is None:
+            object.__setattr__(e, "memory_optimize", True)
+        return e
+
+
+class ExecutionStrategy(_Strict):
+    """How a compiled program is executed (threads, iterations per run, scope dropping)."""
+    _SCHEMA = {
+        "num_threads": (int, 0),
+        "num_iteration_per_drop_scope": (int, 100),
+        "num_iteration_per_run": (int, 1),
+        "allow_op_delay": (_B, False),
+        "use_thread_barrier": (_B, False),
+    }
+
+    def __setattr__(self, name, value):
+        if name in ("num_threads",) and isinstance(value, int) and value < 0:
+            raise ValueError(f"ExecutionStrategy.{name} must be >= 0, got {value}")
+        if name in ("num_iteration_per_drop_scope", "num_iteration_per_run") and \
+                isinstance(value, int) and not isinstance(value, bool) and value < 1:
+            raise ValueError(f"ExecutionStrategy.{name} must be >= 1, got {value}")
+        super().__setattr__(name, value)
+        if name == "allow_op_delay" and value:
+            warnings.warn("ExecutionStrategy.allow_op_delay has no effect and is deprecated",
+                          DeprecationWarning, stacklevel=2)
+
+    def effective(self, num_places=1):
+        e = self._copy()
+        if e.num_threads == 0:
+            object.__setattr__(e, "num_threads", max(1, min(os.cpu_count() or 1, 2 * num_places)))
+        return e

@@ -1,0 +1,216 @@
+"""Reverse-mode autodiff over the IR: `append_backward` and `gradients`.
+
+The walk keeps an explicit map from each forward Variable to its gradient
+contributions (object references, not name conventions). Each forward op's OpDef
+grad rule appends ordinary registered ops through a `GradContext`; a variable with
+several contributions gets a `sum` op before its gradient is first read.
+"""
+from ..kernels.registry import NO_GRAD, get_op_def
+from .program import BACKWARD, FORWARD, LOSS_GRAD, Parameter, Variable, default_main_program
+
+
+class GradContext:
+    """What a grad rule sees for one forward op."""
+
+    def __init__(self, engine, op, requires_grad):
+        self.engine, self.op, self.requires_grad = engine, op, requires_grad
+        self.opdef = get_op_def(op.type)
+        self.attrs = op.attrs
+
+    def fwd(self, slot, i=0):
+        """The forward op's variable in input or output slot `slot`."""
+        vs = self.fwd_list(slot)
+        return vs[i] if i < len(vs) else None
+
+    def fwd_list(self, slot):
+        return self.op.inputs.get(slot) or self.op.outputs.get(slot) or []
+
+    def dout(self, slot, i=0):
+        """The gradient of output `slot` (None if nothing downstream needs it)."""
+        vs = self.op.outputs.get(slot) or []
+        return self.engine.final_grad(vs[i]) if i < len(vs) else None
+
+    def dout_or_zeros(self, slot, i=0):
+        d = self.dout(slot, i)
+        if d is None:
+            out = self.op.outputs[slot][i]
+            d = self.tmp(out)
+            self.append("fill_any_like", {"X": out}, {"Out": d}, {"value": 0.0})
+        return d
+
+    def dx(self, slot, i=0):
+        """A new Variable to receive input `slot`'s gradient, or None if not needed."""
+        vs = self.op.inputs.get(slot) or []
+        if i >= len(vs) or self.opdef.input_slot(slot).no_grad or vs[i] not in self.requires_grad:
+            return None
+        return self.engine.new_contribution(vs[i])
+
+    def dx_list(self, slot):
+        return [self.dx(slot, i) for i in range(len(self.op.inputs.get(slot) or []))]
+
+    def tmp(self, like, shape=None, dtype=None):
+        """A fresh intermediate variable shaped like `like` (or `shape`/`dtype`)."""
+        return self.engine.tmp_var(like, shape, dtype)
+
+    def append(self, type, inputs, outputs, attrs=None):
+        """Append a grad op; skipped when none of its outputs is needed."""
+        outputs = {k: v for k, v in outputs.items()
+                   if v is not None and not (isinstance(v, list) and all(x is None for x in v))}
+        if not outputs:
+            return None
+        return self.engine.block.append_op(type, inputs, outputs, attrs)
+
+
+class _Engine:
+    def __init__(self, block, no_grad_names):
+        self.block = block
+        self.no_grad = no_grad_names
+        self.contribs = {}      # forward Variable -> [grad contribution Variables]
+        self.final = {}         # forward Variable -> its finalised gradient Variable
+        self.n_tmp = 0
+
+    def grad_name(self, var):
+        name, k = f"{var.name}@GRAD", 1
+        while name in self.block.vars:
+            name, k = f"{var.name}@GRAD_{k}", k + 1
+        return name
+
+    def new_contribution(self, var):
+        lst = self.contribs.setdefault(var, [])
+        name = f"{var.name}@GRAD@RENAME@{len(lst)}"
+        while name in self.block.vars:
+            name += "_"
+        g = self.block.create_var(name, var.shape, var.dtype)
+        lst.append(g)
+        return g
+
+    def tmp_var(self, like, shape, dtype):
+        self.n_tmp += 1
+        name = f"{like.name}@GRAD@TMP@{self.n_tmp}" if like is not None else f"grad_tmp_{self.n_tmp}"
+        return self.block.create_var(name, shape if shape is not None else like.shape,
+                                     dtype if dtype is not None else like.dtype)
+
+    def final_grad(self, var):
+        if var in self.final:
+            return self.final[var]
+        lst = self.contribs.get(var)
+        if not lst:
+            self.final[var] = None
+            return None
+        if len(lst) == 1:
+            self.block._rename_var(lst[0], self.grad_name(var))
+            g = lst[0]
+        else:
+            g = self.block.create_var(self.grad_name(var), var.shape, var.dtype)
+            self.block.append_op("sum", {"X": lst}, {"Out": g})
+        self.final[var] = g
+        return g
+
+    def seed(self, target, target_grad):
+        if target_grad is None:
+            g = self.block.create_var(self.grad_name(target), target.shape, target.dtype)
+            with self.block.program._role_guard(LOSS_GRAD):
+                if all(d >= 0 for d in target.shape):
+                    self.block.append_op("fill_constant", outputs={"Out": g},
+                                         attrs={"shape": list(target.shape), "value": 1.0,
+                                                "dtype": str(target.dtype)})
+                else:
+                    self.block.append_op("fill_any_like", {"X": target}, {"Out": g},
+                                         {"value": 1.0})
+        else:
+            g = target_grad
+        self.contribs.setdefault(target, []).append(g)
+        self.final[target] = g
+
+
+def _requires_grad(ops, wanted, no_grad):
+    """Forward pass: the variables whose value depends on a variable we differentiate.
+
+    A leaf (not produced by `ops`) counts when it is wanted or has stop_gradient=False
+    (parameters; data only if the user cleared stop_gradient).
+    """
+    produced = {v for op in ops for v in op.output_vars()}
+    req = {v for op in ops for v in op.input_vars()
+           if v not in produced and v.name not in no_grad and (v in wanted or not v.stop_gradient)}
+    for op in ops:
+        opdef = get_op_def(op.type)
+        if opdef.has(NO_GRAD):
+            continue
+        if any(v in req for slot, vs in op.inputs.items()
+               if not opdef.input_slot(slot).no_grad for v in vs):
+            req.update(o for o in op.output_vars()
+                       if o.name not in no_grad and (not o.stop_gradient or o in wanted))
+    return req
+
+
+def _backward(targets, target_grads, wanted, no_grad_set):
+    block = targets[0].block
+    program = block.program
+    no_grad = {v.name if isinstance(v, Variable) else v for v in (no_grad_set or ())}
+    fwd_ops = [op for op in block.ops if op.role == FORWARD]
+    req = _requires_grad(fwd_ops, set(wanted), no_grad)
+    # ops on a path from a grad-requiring variable to a target
+    needed, relevant = set(targets), []
+    for op in reversed(fwd_ops):
+        if get_op_def(op.type).has(NO_GRAD):
+            continue
+        if any(o in needed for o in op.output_vars()) and any(i in req for i in op.input_vars()):
+            relevant.append(op)
+            needed.update(i for i in op.input_vars() if i in req)
+    engine = _Engine(block, no_grad)
+    with program._role_guard(BACKWARD):
+        for t, tg in zip(targets, target_grads):
+            engine.seed(t, tg)
+        for op in relevant:
+            if all(engine.final_grad(o) is None for o in op.output_vars()):
+                continue
+            opdef = get_op_def(op.type)
+            if opdef.grad is None:
+                raise NotImplementedError(f"op {op.type!r} has no gradient rule; mark its "
+                                          f"inputs stop_gradient=True or add one to its OpDef")
+            opdef.grad(GradContext(engine, op, req))
+        return engine, {v: engine.final_grad(v) for v in wanted}
+
+
+def append_backward(loss, parameter_list=None, no_grad_set=None, callbacks=None):
+    """Append the backward ops of `loss`; return [(param, grad)] for trainable parameters.
+
+    >>> params_grads = static.append_backward(loss)
+    """
+    if not isinstance(loss, Variable):
+        raise TypeError(f"append_backward: loss must be a Variable, got {type(loss).__name__}")
+    if any(d not in (1, -1) for d in loss.shape) or (loss.shape and -1 in loss.shape):
+        raise ValueError(f"append_backward: loss {loss.name!r} must be a scalar (shape () or "
+                         f"(1,)), got shape {loss.shape}; reduce it with paddle.mean first")
+    block = loss.block
+    if parameter_list is not None:
+        params = [block.var(p) if isinstance(p, str) else p for p in parameter_list]
+    else:
+        params = [p for p in block.all_parameters() if p.trainable]
+    params = [p for p in params
+              if p.name not in {v.name if isinstance(v, Variable) else v
+                                for v in (no_grad_set or ())}]
+    _, grads = _backward([loss], [None], params, no_grad_set)
+    return [(p, grads[p]) for p in params if grads.get(p) is not None]
+
+
+def gradients(targets, inputs, target_gradients=None, no_grad_set=None):
+    """Append ops computing d(sum of targets)/d(inputs); return one grad per input
+    (None where an input does not affect the targets).
+
+    >>> dx, = static.gradients([y], [x])
+    """
+    targets = list(targets) if isinstance(targets, (list, tuple)) else [targets]
+    inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+    if target_gradients is None:
+        target_gradients = [None] * len(targets)
+    elif not isinstance(target_gradients, (list, tuple)):
+        target_gradients = [target_gradients]
+    if len(target_gradients) != len(targets):
+        raise ValueError(f"gradients: {len(targets)} targets but {len(target_gradients)} "
+                         f"target_gradients")
+    _, grads = _backward(targets, target_gradients, inputs, no_grad_set)
+    return [grads.get(v) for v in inputs]
+
+
+__all__ = ["append_backward", "gradients", "GradContext", "Parameter", "default_main_program"]

@@ -1,0 +1,4 @@
+"""Every op numbaflow knows, registered on import (one OpDef per op)."""
+from . import registry  # noqa: F401
+from . import elementwise, activation, linalg, reduction, creation, optim  # noqa: F401
+from .registry import get_op_def, all_op_types, run_op  # noqa: F401

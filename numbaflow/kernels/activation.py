@@ -1,0 +1,107 @@
+"""Unary elementwise ops (activations and math functions) with their gradient ops.
+
+Each pair is: forward body, then the `_grad` op's body over (saved forward value,
+Out@GRAD). Bodies use the vocabulary of scalar.py and are rendered by the same template.
+"""
+import math
+
+from . import scalar as S
+from .elementwise import elementwise_op, grad_rule
+from .registry import NO_GRAD, Slot
+
+_GRAD_OUT = (Slot("X@GRAD"),)
+
+
+def unary(type, body, grad_body=None, reads="X", attrs=None, doc=""):
+    """Register `type` (X -> Out) and, when `grad_body` is given, `type_grad`.
+
+    reads: the forward value the gradient needs, "X" or "Out" (relu/sigmoid/tanh save Out).
+    """
+    grad = grad_rule(f"{type}_grad", reads=(reads,)) if grad_body else None
+    elementwise_op(type, ("X",), body, attrs=attrs, grad=grad, doc=doc)
+    if grad_body:
+        elementwise_op(f"{type}_grad", (reads, "Out@GRAD"), grad_body, outputs=_GRAD_OUT,
+                       attrs=attrs, out_like={"X@GRAD": reads}, traits=(NO_GRAD,))
+
+
+unary("relu", lambda a, x: S.maximum(x, 0.0),
+      lambda a, out, d: S.where(out > 0.0, d, 0.0), reads="Out")
+unary("sigmoid", lambda a, x: 1.0 / (1.0 + S.exp(-x)),
+      lambda a, out, d: d * out * (1.0 - out), reads="Out")
+unary("tanh", lambda a, x: S.tanh(x),
+      lambda a, out, d: d * (1.0 - out * out), reads="Out")
+unary("exp", lambda a, x: S.exp(x), lambda a, out, d: d * out, reads="Out")
+unary("log", lambda a, x: S.log(x), lambda a, x, d: d / x)
+unary("sqrt", lambda a, x: S.sqrt(x), lambda a, out, d: d * 0.5 / out, reads="Out")
+unary("square", lambda a, x: x * x, lambda a, x, d: d * 2.0 * x)
+unary("abs", lambda a, x: S.abs_(x), lambda a, x, d: d * S.sign(x))
+unary("leaky_relu", lambda a, x: S.where(x > 0.0, x, a["alpha"] * x),
+      lambda a, x, d: S.where(x > 0.0, d, a["alpha"] * d), attrs={"alpha": 0.02})
+unary("pow", lambda a, x: x ** a["factor"],
+      lambda a, x, d: d * a["factor"] * x ** (a["factor"] - 1.0), attrs={"factor": 1.0})
+unary("clip", lambda a, x: S.minimum(S.maximum(x, a["min"]), a["max"]),
+      lambda a, x, d: S.where(x > a["min"], S.where(x < a["max"], d, 0.0), 0.0),
+      attrs={"min": -math.inf, "max": math.inf})
+
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+def _gelu(a, x):
+    if a["approximate"]:
+        return 0.5 * x * (1.0 + S.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)))
+    return 0.5 * x * (1.0 + S.erf(x / S.SQRT_2))
+
+
+def _gelu_grad(a, x, d):
+    if a["approximate"]:
+        inner = _SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)
+        t = S.tanh(inner)
+        dinner = _SQRT_2_OVER_PI * (1.0 + 3.0 * 0.044715 * x * x)
+        return d * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * dinner)
+    return d * (0.5 * (1.0 + S.erf(x / S.SQRT_2)) + x * S.exp(-0.5 * x * x) * S.INV_SQRT_2PI)
+
+
+unary("gelu", _gelu, _gelu_grad, attrs={"approximate": False})
+
+
+# scale: Out = scale * X + bias (or scale * (X + bias)); its gradient is itself a scale.
+def _scale_body(a, x):
+    if a["bias_after_scale"]:
+        return x * a["scale"] + a["bias"]
+    return (x + a["bias"]) * a["scale"]
+
+
+def _scale_grad(g):
+    g.append("scale", {"X": g.dout("Out")}, {"Out": g.dx("X")},
+             {"scale": g.attrs["scale"], "bias": 0.0, "bias_after_scale": True})
+
+
+elementwise_op("scale", ("X",), _scale_body, grad=_scale_grad,
+               attrs={"scale": 1.0, "bias": 0.0, "bias_after_scale": True})
+
+
+# assign: a copy; cast: a copy into another dtype. Both differentiate to themselves.
+def _assign_grad(g):
+    g.append("assign", {"X": g.dout("Out")}, {"Out": g.dx("X")})
+
+
+elementwise_op("assign", ("X",), lambda a, x: x, grad=_assign_grad)
+
+
+def _cast_grad(g):
+    g.append("cast", {"X": g.dout("Out")}, {"Out": g.dx("X")},
+             {"in_dtype": g.attrs["out_dtype"], "out_dtype": g.attrs["in_dtype"]})
+
+
+def _cast_body(a, x):
+    return S.cast(x, a["out_dtype"])
+
+
+elementwise_op("cast", ("X",), _cast_body, grad=_cast_grad,
+               attrs={"in_dtype": "float32", "out_dtype": "float32"},
+               dtype_rule=lambda a, dts: S.np.dtype(a["out_dtype"]))
+
+# fill_any_like: a constant shaped like X (X's values are not read).
+elementwise_op("fill_any_like", ("X",), lambda a, x: a["value"],
+               attrs={"value": 0.0, "dtype": None}, traits=(NO_GRAD,),
+               dtype_rule=lambda a, dts: S.np.dtype(a["dtype"]) if a["dtype"] else dts[0])

@@ -1,0 +1,1 @@
+"""Scalar body -> source -> compiled kernel (CPU loop template; CUDA comes later)."""

@@ -1,0 +1,199 @@
+"""The CPU elementwise loop template and its launcher.
+
+One template serves every elementwise op (and, later, every fused group): the output's
+iteration space is collapsed to (outer dims..., inner), each input gets element strides
+over it (0 where it broadcasts), and the body is pasted into the innermost loop. After
+collapsing, an input's inner stride is 1 (contiguous) or 0 (broadcast), which is baked
+into the source so the inner loop is a plain vectorisable stream.
+
+Outputs smaller than the iteration space (gradients of broadcast inputs) are computed
+full-size into a scratch buffer owned by the bound kernel and summed down with numpy.
+"""
+import functools
+
+import numpy as np
+
+from . import cache
+from .render import render
+
+PARALLEL_MIN_SIZE = 1 << 15   # below this, thread wake-up costs more than it saves
+BLOCK = 1 << 14               # elements per parallel task along the inner dimension
+
+
+def broadcast_strides(in_shapes, full_shape):
+    """Collapse the iteration space; return (shape, strides[n_in][ndim], inner_kinds).
+
+    `in_shapes` are already aligned to len(full_shape). Dims of size 1 are dropped and
+    neighbouring dims merged where every input is contiguous (or broadcast) across both.
+    """
+    dims = [d for d, n in enumerate(full_shape) if n != 1]
+    strides = []
+    for s in in_shapes:
+        st, acc = {}, 1
+        for d in range(len(full_shape) - 1, -1, -1):
+            st[d] = 0 if (s[d] == 1 and full_shape[d] != 1) else acc
+            acc *= s[d]
+        strides.append([st[d] for d in dims])
+    shape = [full_shape[d] for d in dims]
+    # merge dim k into k+1 where stride[k] == stride[k+1] * shape[k+1] for every input
+    k = len(shape) - 2
+    while k >= 0:
+        if all(st[k] == st[k + 1] * shape[k + 1] for st in strides):
+            shape[k + 1] *= shape[k]
+            del shape[k]
+            for st in strides:
+                del st[k]
+        k -= 1
+    if not shape:
+        shape, strides = [1], [[0] for _ in in_shapes]
+    inner_kinds = tuple(1 if st[-1] else 0 for st in strides)
+    return shape, strides, inner_kinds
+
+
+def kernel_source(outputs, n_in, ndim, inner_kinds, float_dtype, parallel):
+    """Source of one elementwise kernel module (a single function named `kernel`)."""
+    loads = [f"in{i}[b{i} + j]" if inner_kinds[i] else f"in{i}[b{i}]" for i in range(n_in)]
+    body, out_exprs = render(outputs, loads)
+    out_args = [f"out{k}" for k in range(len(outputs))]
+    in_args = [f"in{i}" for i in range(n_in)]
+    loop = "prange" if parallel else "range"
+    src = [
+        "import math",
+        "import numpy as np",
+        "from numba import njit, prange",
+        f"_F = np.{np.dtype(float_dtype).name}",
+        "",
+        f"@njit(parallel={parallel}, nogil=True, cache=True, error_model='numpy')",
+        f"def kernel(shape, strides, nblk, block, {', '.join(out_args + in_args)}):",
+        f"    inner = shape[{ndim - 1}]",
+        "    nrows = 1",
+        f"    for d in range({ndim - 1}):",
+        "        nrows *= shape[d]",
+        f"    for t in {loop}(nrows * nblk):",
+        "        r = t // nblk",
+        "        j0 = (t - r * nblk) * block",
+        "        j1 = min(j0 + block, inner)",
+        "        rem = r",
+    ]
+    src += [f"        b{i} = 0" for i in range(n_in)]
+    if ndim > 1:
+        src += [f"        for d in range({ndim - 2}, -1, -1):",
+                "            q = rem // shape[d]",
+                "            idx = rem - q * shape[d]",
+                "            rem = q"]
+        src += [f"            b{i} += idx * strides[{i}, d]" for i in range(n_in)]
+    src += ["        o = r * inner",
+            "        for j in range(j0, j1):"]
+    src += [f"            {line}" for line in body]
+    src += [f"            out{k}[o + j] = {e}" for k, e in enumerate(out_exprs)]
+    return "\n".join(src) + "\n"
+
+
+_compiled_kernels = {}
+
+
+def _compiled(outputs, n_in, ndim, inner_kinds, float_dtype, parallel):
+    key = (_SymKey.of(outputs), n_in, ndim, inner_kinds, float_dtype, parallel)
+    fn = _compiled_kernels.get(key)
+    if fn is None:
+        src = kernel_source(outputs, n_in, ndim, inner_kinds, float_dtype, parallel)
+        fn = _compiled_kernels[key] = cache.load_source(src, label="elementwise").kernel
+    return fn
+
+
+class _SymKey:
+    """Hashable structural key of a traced body, so equal bodies share one kernel."""
+
+    @staticmethod
+    def of(outputs):
+        memo = {}
+
+        def key(s):
+            k = memo.get(id(s))
+            if k is None:
+                val = s.value if s.op != "cast" else str(s.value)
+                if isinstance(val, float):
+                    val = ("f", repr(val))
+                k = (s.op, val, tuple(key(a) for a in s.args))
+                memo[id(s)] = k
+            return k
+        return tuple(key(o) for o in outputs)
+
+
+def align_shape(shape, ndim):
+    return (1,) * (ndim - len(shape)) + tuple(shape)
+
+
+class ElementwiseKernel:
+    """A traced body specialised to concrete shapes and dtypes; `bind` makes a thunk.
+
+    outputs: traced Syms, one per produced output; out_shapes: the aligned shape each
+    output is written at (the full iteration shape, or a broadcast input's shape).
+    """
+
+    def __init__(self, outputs, in_shapes, out_shapes, full_shape, float_dtype):
+        self.full_shape = tuple(full_shape)
+        self.out_shapes = [tuple(s) for s in out_shapes]
+        self.size = int(np.prod(self.full_shape)) if self.full_shape else 1
+        # outputs that merely pass an input through need no kernel: numpy copies/sums them
+        self.passthrough = {k: o.value for k, o in enumerate(outputs) if o.op == "in"}
+        computed = [o for k, o in enumerate(outputs) if k not in self.passthrough]
+        self.computed_index = [k for k in range(len(outputs)) if k not in self.passthrough]
+        self.in_shapes = [tuple(s) for s in in_shapes]
+        shape, strides, inner_kinds = broadcast_strides(self.in_shapes, self.full_shape)
+        self.shape = np.array(shape, dtype=np.int64)
+        self.strides = np.array(strides, dtype=np.int64).reshape(len(in_shapes), len(shape))
+        inner = shape[-1]
+        self.block = min(BLOCK, inner) if inner > 0 else 1
+        self.nblk = -(-inner // self.block) if inner > 0 else 0
+        self.kernel = None
+        if computed:
+            parallel = self.size >= PARALLEL_MIN_SIZE
+            self.kernel = _compiled(tuple(computed), len(in_shapes),
+                                    len(shape), inner_kinds, np.dtype(float_dtype).name,
+                                    parallel)
+
+    def bind(self, ins, outs):
+        """Return a zero-argument callable computing `outs` from `ins` (all contiguous)."""
+        if self.size == 0:
+            return _noop
+        flat_in = [a.reshape(-1) for a in ins]
+        post = []       # (source, reduce axes, destination) done by numpy after the kernel
+        kernel_outs = []
+        for k, out in enumerate(outs):
+            target = self.out_shapes[k]
+            axes = tuple(d for d, (t, f) in enumerate(zip(target, self.full_shape)) if t != f)
+            dest = out.reshape([n for d, n in enumerate(target) if d not in axes]) if axes \
+                else out.reshape(self.full_shape)
+            if k in self.passthrough:
+                src = ins[self.passthrough[k]].reshape(
+                    align_shape(ins[self.passthrough[k]].shape, len(self.full_shape)))
+                src = np.broadcast_to(src, self.full_shape)
+                post.append((src, axes, dest))
+            elif axes:
+                scratch = np.empty(self.full_shape, dtype=out.dtype)
+                kernel_outs.append(scratch.reshape(-1))
+                post.append((scratch, axes, dest))
+            else:
+                kernel_outs.append(out.reshape(-1))
+        calls = []
+        if self.kernel is not None:
+            calls.append(functools.partial(self.kernel, self.shape, self.strides, self.nblk,
+                                           self.block, *kernel_outs, *flat_in))
+        for src, axes, dest in post:
+            if axes:
+                calls.append(functools.partial(np.add.reduce, src, axis=axes, out=dest))
+            else:
+                calls.append(functools.partial(np.copyto, dest, src))
+        if len(calls) == 1:
+            return calls[0]
+        return functools.partial(_run_all, tuple(calls))
+
+
+def _noop():
+    pass
+
+
+def _run_all(calls):
+    for c in calls:
+        c()

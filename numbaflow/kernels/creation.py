@@ -1,0 +1,90 @@
+"""Ops that create tensors: fill_constant and the random initialisers.
+
+Random ops carry a `seed` attribute fixed when the op is built (from `numbaflow.seed`),
+so running the same startup program twice gives the same values; seed 0 draws fresh
+entropy each run.
+"""
+import functools
+import itertools
+
+import numpy as np
+
+from .registry import NO_GRAD, RANDOM, OpDef, Slot, VarInfo, register_op, simple_kernel
+
+_seed = {"base": None, "counter": itertools.count(1)}
+
+
+def set_global_seed(n):
+    """`numbaflow.seed(n)`: later random ops get seeds derived from n, in creation order."""
+    _seed["base"] = int(n)
+    _seed["counter"] = itertools.count(1)
+
+
+def next_op_seed():
+    """The seed attribute for the next random op (0 = nondeterministic)."""
+    if _seed["base"] is None:
+        return 0
+    return (_seed["base"] * 1_000_003 + next(_seed["counter"])) % (2 ** 31 - 1) or 1
+
+
+def global_seed():
+    return _seed["base"]
+
+
+def _shape_infer(ctx):
+    shape = tuple(int(d) for d in ctx.attr("shape"))
+    if any(d < 0 for d in shape):
+        raise ctx.error(f"shape {shape} must be fully known (no -1)")
+    return {"Out": VarInfo(shape, np.dtype(ctx.attr("dtype")))}
+
+
+def _fill(value, out):
+    out.fill(value)
+
+
+register_op(OpDef("fill_constant", (), (Slot("Out"),), _shape_infer,
+                  lambda cop: lambda ins, outs: functools.partial(
+                      _fill, cop.attrs["value"], outs["Out"][0]),
+                  attrs={"shape": [1], "value": 0.0, "dtype": "float32"},
+                  traits=frozenset((NO_GRAD,))))
+
+
+def _random_op(type, draw, attrs):
+    def run(cop, out):
+        rng = np.random.default_rng(cop.attrs["seed"] or None)
+        out[...] = draw(rng, cop.attrs, out.shape)
+
+    def cpu(cop):
+        return lambda ins, outs: functools.partial(run, cop, outs["Out"][0])
+
+    register_op(OpDef(type, (), (Slot("Out"),), _shape_infer, cpu,
+                      attrs=dict(attrs, shape=[1], seed=0, dtype="float32"),
+                      traits=frozenset((NO_GRAD, RANDOM))))
+
+
+_random_op("uniform_random", lambda rng, a, shape: rng.uniform(a["min"], a["max"], shape),
+           {"min": -1.0, "max": 1.0})
+_random_op("gaussian_random", lambda rng, a, shape: rng.normal(a["mean"], a["std"], shape),
+           {"mean": 0.0, "std": 1.0})
+
+
+def _truncated_normal(rng, a, shape):
+    """Normal(mean, std) redrawn outside mean +- 2 std (Paddle's truncated_gaussian)."""
+    out = rng.normal(0.0, 1.0, shape)
+    bad = np.abs(out) > 2.0
+    while bad.any():
+        out[bad] = rng.normal(0.0, 1.0, int(bad.sum()))
+        bad = np.abs(out) > 2.0
+    return out * a["std"] + a["mean"]
+
+
+_random_op("truncated_gaussian_random", _truncated_normal, {"mean": 0.0, "std": 1.0})
+
+
+def _assign_value(cop, out):
+    out[...] = np.asarray(cop.attrs["values"], dtype=out.dtype).reshape(out.shape)
+
+
+register_op(OpDef("assign_value", (), (Slot("Out"),), _shape_infer, simple_kernel(_assign_value),
+                  attrs={"shape": [1], "dtype": "float32", "values": []},
+                  traits=frozenset((NO_GRAD,)), doc="Out = the constant `values`"))

@@ -1,0 +1,277 @@
+"""Reductions (reduce_sum/mean/max/min, arg_max) and softmax / log_softmax.
+
+Kernels view the input as (A, R, C): R is the reduced (or softmax) extent, A the dims
+before it and C the dims after. Reducing a non-contiguous set of axes falls back to
+numpy's ufunc reductions on the same buffers.
+"""
+import functools
+
+import numpy as np
+from numba import njit
+
+from .registry import NO_GRAD, OpDef, Slot, VarInfo, numel, register_op
+
+SUM, MEAN, MAX, MIN = 0, 1, 2, 3
+_KIND = {"reduce_sum": SUM, "reduce_mean": MEAN, "reduce_max": MAX, "reduce_min": MIN}
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def reduce_arc(x, out, kind):
+    A, R, C = x.shape
+    for a in range(A):
+        for c in range(C):
+            if kind == MAX or kind == MIN:
+                acc = x[a, 0, c]
+                for r in range(1, R):
+                    v = x[a, r, c]
+                    if (kind == MAX and v > acc) or (kind == MIN and v < acc):
+                        acc = v
+                out[a, c] = acc
+            else:
+                s = 0.0
+                for r in range(R):
+                    s += x[a, r, c]
+                out[a, c] = s / R if kind == MEAN else s
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def reduce_grad_arc(x, out, dout, dx, kind):
+    A, R, C = dx.shape
+    for a in range(A):
+        for r in range(R):
+            for c in range(C):
+                if kind == MAX or kind == MIN:
+                    dx[a, r, c] = dout[a, c] if x[a, r, c] == out[a, c] else 0.0
+                elif kind == MEAN:
+                    dx[a, r, c] = dout[a, c] / R
+                else:
+                    dx[a, r, c] = dout[a, c]
+
+
+def reduce_axes(shape, attrs):
+    """The sorted, non-negative axes a reduce op reduces over."""
+    nd = len(shape)
+    if attrs["reduce_all"] or nd == 0:
+        return tuple(range(nd))
+    dims = attrs["dim"]
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    for d in dims:
+        if not -nd <= d < nd:
+            raise ValueError(f"reduce axis {d} is out of range for rank {nd}")
+    axes = sorted({d % nd for d in dims})
+    return tuple(axes) if axes else tuple(range(nd))
+
+
+def arc_view(shape, axes):
+    """(A, R, C) if `axes` is one contiguous run of dims, else None."""
+    if not axes:
+        return (numel(shape), 1, 1)
+    if list(axes) != list(range(axes[0], axes[-1] + 1)):
+        return None
+    return (numel(shape[:axes[0]]), numel(shape[axes[0]:axes[-1] + 1]), numel(shape[axes[-1] + 1:]))
+
+
+def _reduce_infer(ctx):
+    x = ctx.input("X")
+    try:
+        axes = reduce_axes(x.shape, ctx.attrs)
+    except ValueError as e:
+        raise ctx.error(f"{e} (X {ctx.name('X')} has shape {x.shape})") from None
+    if ctx.attr("keep_dim"):
+        shape = tuple(1 if d in axes else n for d, n in enumerate(x.shape))
+    else:
+        shape = tuple(n for d, n in enumerate(x.shape) if d not in axes)
+    return {"Out": VarInfo(shape, x.dtype)}
+
+
+_NP_REDUCE = {SUM: np.add.reduce, MEAN: np.add.reduce, MAX: np.maximum.reduce,
+              MIN: np.minimum.reduce}
+
+
+def _reduce_cpu(cop):
+    kind = _KIND[cop.type]
+    shape = cop.input("X").shape
+    axes = reduce_axes(shape, cop.attrs)
+    arc = arc_view(shape, axes)
+
+    def bind(ins, outs):
+        x, out = ins["X"][0], outs["Out"][0]
+        if arc is not None:
+            return functools.partial(reduce_arc, x.reshape(arc), out.reshape(arc[0], arc[2]), kind)
+        kept = out.reshape([n for d, n in enumerate(shape) if d not in axes])
+        fn = functools.partial(_NP_REDUCE[kind], x, axis=axes, out=kept)
+        if kind != MEAN:
+            return fn
+        n = numel([shape[d] for d in axes])
+        return functools.partial(_then_scale, fn, kept, 1.0 / n)
+    return bind
+
+
+def _then_scale(fn, arr, s):
+    fn()
+    arr *= s
+
+
+def _reduce_grad_rule(g):
+    ins = {"X": g.fwd("X"), "Out@GRAD": g.dout("Out")}
+    if g.op.type in ("reduce_max", "reduce_min"):
+        ins["Out"] = g.fwd("Out")
+    g.append(g.op.type + "_grad", ins, {"X@GRAD": g.dx("X")}, dict(g.attrs))
+
+
+def _reduce_grad_cpu(cop):
+    kind = _KIND[cop.type[:-len("_grad")]]
+    shape = cop.input("X").shape
+    axes = reduce_axes(shape, cop.attrs)
+    arc = arc_view(shape, axes)
+    keep = tuple(1 if d in axes else n for d, n in enumerate(shape))
+
+    def bind(ins, outs):
+        x, d, dx = ins["X"][0], ins["Out@GRAD"][0], outs["X@GRAD"][0]
+        out = ins["Out"][0] if "Out" in ins else d
+        if arc is not None:
+            return functools.partial(reduce_grad_arc, x.reshape(arc), out.reshape(arc[0], arc[2]),
+                                     d.reshape(arc[0], arc[2]), dx.reshape(arc), kind)
+        return functools.partial(_reduce_grad_np, x, out.reshape(keep), d.reshape(keep), dx, kind,
+                                 numel([shape[i] for i in axes]))
+    return bind
+
+
+def _reduce_grad_np(x, out, d, dx, kind, n):
+    if kind in (MAX, MIN):
+        np.multiply(d, x == out, out=dx)
+    else:
+        np.multiply(d, 1.0 / n if kind == MEAN else 1.0, out=dx)
+
+
+_REDUCE_ATTRS = {"dim": [0], "keep_dim": False, "reduce_all": False}
+for _t in _KIND:
+    register_op(OpDef(_t, (Slot("X"),), (Slot("Out"),), _reduce_infer, _reduce_cpu,
+                      attrs=dict(_REDUCE_ATTRS), grad=_reduce_grad_rule))
+    _grad_ins = (Slot("X"), Slot("Out"), Slot("Out@GRAD")) if _KIND[_t] in (MAX, MIN) \
+        else (Slot("X"), Slot("Out@GRAD"))
+    register_op(OpDef(_t + "_grad", _grad_ins, (Slot("X@GRAD"),),
+                      lambda ctx: {"X@GRAD": ctx.input("X")}, _reduce_grad_cpu,
+                      attrs=dict(_REDUCE_ATTRS), traits=frozenset((NO_GRAD,))))
+
+
+# ---------------------------------------------------------------- arg_max
+@njit(nogil=True, cache=True)
+def argmax_arc(x, out):
+    A, R, C = x.shape
+    for a in range(A):
+        for c in range(C):
+            best, bi = x[a, 0, c], 0
+            for r in range(1, R):
+                if x[a, r, c] > best:
+                    best, bi = x[a, r, c], r
+            out[a, c] = bi
+
+
+def _argmax_infer(ctx):
+    x = ctx.input("X")
+    if ctx.attr("flatten"):
+        return {"Out": VarInfo((1,) * len(x.shape) if ctx.attr("keepdims") else (),
+                               np.dtype(ctx.attr("dtype")))}
+    ax = ctx.attr("axis") % max(len(x.shape), 1)
+    shape = tuple(1 if d == ax else n for d, n in enumerate(x.shape)) if ctx.attr("keepdims") \
+        else tuple(n for d, n in enumerate(x.shape) if d != ax)
+    return {"Out": VarInfo(shape, np.dtype(ctx.attr("dtype")))}
+
+
+def _argmax_cpu(cop):
+    shape = cop.input("X").shape
+    arc = (1, numel(shape), 1) if cop.attrs["flatten"] else \
+        arc_view(shape, (cop.attrs["axis"] % max(len(shape), 1),))
+
+    def bind(ins, outs):
+        return functools.partial(argmax_arc, ins["X"][0].reshape(arc),
+                                 outs["Out"][0].reshape(arc[0], arc[2]))
+    return bind
+
+
+register_op(OpDef("arg_max", (Slot("X"),), (Slot("Out"),), _argmax_infer, _argmax_cpu,
+                  attrs={"axis": -1, "keepdims": False, "flatten": False, "dtype": "int64"},
+                  traits=frozenset((NO_GRAD,))))
+
+
+# ---------------------------------------------------------------- softmax / log_softmax
+@njit(nogil=True, cache=True, error_model="numpy")
+def softmax_arc(x, out, log):
+    A, R, C = x.shape
+    for a in range(A):
+        for c in range(C):
+            m = x[a, 0, c]
+            for r in range(1, R):
+                m = max(m, x[a, r, c])
+            s = 0.0
+            for r in range(R):
+                e = np.exp(x[a, r, c] - m)
+                s += e
+                if not log:
+                    out[a, r, c] = e
+            if log:
+                ls = np.log(s)
+                for r in range(R):
+                    out[a, r, c] = x[a, r, c] - m - ls
+            else:
+                for r in range(R):
+                    out[a, r, c] = out[a, r, c] / s
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def softmax_grad_arc(out, dout, dx, log):
+    A, R, C = out.shape
+    for a in range(A):
+        for c in range(C):
+            s = 0.0
+            for r in range(R):
+                s += dout[a, r, c] if log else dout[a, r, c] * out[a, r, c]
+            for r in range(R):
+                if log:
+                    dx[a, r, c] = dout[a, r, c] - np.exp(out[a, r, c]) * s
+                else:
+                    dx[a, r, c] = out[a, r, c] * (dout[a, r, c] - s)
+
+
+def softmax_arc_shape(shape, axis):
+    nd = len(shape)
+    if not -nd <= axis < max(nd, 1):
+        raise ValueError(f"axis {axis} is out of range for rank {nd}")
+    return arc_view(shape, (axis % max(nd, 1),)) if nd else (1, 1, 1)
+
+
+def _softmax_infer(ctx):
+    x = ctx.input("X")
+    try:
+        softmax_arc_shape(x.shape, ctx.attr("axis"))
+    except ValueError as e:
+        raise ctx.error(f"{e} (X {ctx.name('X')} has shape {x.shape})") from None
+    return {"Out": x}
+
+
+def _softmax_family(type, log):
+    def cpu(cop):
+        arc = softmax_arc_shape(cop.input("X").shape, cop.attrs["axis"])
+        return lambda ins, outs: functools.partial(
+            softmax_arc, ins["X"][0].reshape(arc), outs["Out"][0].reshape(arc), log)
+
+    def grad_cpu(cop):
+        arc = softmax_arc_shape(cop.input("Out").shape, cop.attrs["axis"])
+        return lambda ins, outs: functools.partial(
+            softmax_grad_arc, ins["Out"][0].reshape(arc), ins["Out@GRAD"][0].reshape(arc),
+            outs["X@GRAD"][0].reshape(arc), log)
+
+    def rule(g):
+        g.append(type + "_grad", {"Out": g.fwd("Out"), "Out@GRAD": g.dout("Out")},
+                 {"X@GRAD": g.dx("X")}, dict(g.attrs))
+
+    register_op(OpDef(type, (Slot("X"),), (Slot("Out"),), _softmax_infer, cpu,
+                      attrs={"axis": -1}, grad=rule))
+    register_op(OpDef(type + "_grad", (Slot("Out"), Slot("Out@GRAD")), (Slot("X@GRAD"),),
+                      lambda ctx: {"X@GRAD": ctx.input("Out")}, grad_cpu, attrs={"axis": -1},
+                      traits=frozenset((NO_GRAD,))))
+
+
+_softmax_family("softmax", False)
+_softmax_family("log_softmax", True)

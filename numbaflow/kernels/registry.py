@@ -1,0 +1,208 @@
+"""The op registry: one `OpDef` per op type holds everything known about that op.
+
+An OpDef declares its input/output slots, attribute defaults, shape/dtype inference,
+the scalar body (elementwise ops), the CPU kernel factory, the gradient rule (which
+emits registered ops) and traits. Passes and the executor ask the OpDef; nothing
+about an op lives elsewhere.
+"""
+from dataclasses import dataclass, field
+from typing import Callable, NamedTuple, Optional
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Slot:
+    """An input or output slot. `duplicable` slots hold a list (concat's X, sum's X);
+    `no_grad` inputs never receive a gradient (labels, indices)."""
+    name: str
+    optional: bool = False
+    duplicable: bool = False
+    no_grad: bool = False
+
+
+class VarInfo(NamedTuple):
+    """Static facts of one tensor: shape (tuple, -1 = unknown) and numpy dtype."""
+    shape: tuple
+    dtype: np.dtype
+
+
+# Traits (facts that passes and the executor rely on)
+ELEMENTWISE = "elementwise"      # body-defined; fusable
+NO_GRAD = "no_grad"              # not differentiable: backward stops here
+OPTIMIZER = "optimizer"          # updates persistables in place
+RANDOM = "random"                # draws random numbers
+MAY_FAIL = "may_fail"            # can raise on bad data (e.g. label out of range)
+
+
+@dataclass
+class OpDef:
+    type: str
+    inputs: tuple
+    outputs: tuple
+    infer: Callable                      # infer(ctx: InferContext) -> {slot: VarInfo | [VarInfo]}
+    cpu: Callable                        # cpu(cop: ConcreteOp) -> bind(ins, outs) -> thunk
+    attrs: dict = field(default_factory=dict)
+    body: Optional[Callable] = None      # scalar body body(attrs, *inputs) for elementwise ops
+    grad: Optional[Callable] = None      # grad(g: backward.GradContext) -> None (appends ops)
+    inplace: dict = field(default_factory=dict)   # output slot -> input slot it may overwrite
+    traits: frozenset = frozenset()
+    doc: str = ""
+
+    def input_slot(self, name):
+        return next(s for s in self.inputs if s.name == name)
+
+    def output_slot(self, name):
+        return next(s for s in self.outputs if s.name == name)
+
+    def has(self, trait):
+        return trait in self.traits
+
+
+_REGISTRY = {}
+
+
+def register_op(opdef):
+    """Add `opdef` to the registry (each op type once); returns it."""
+    if opdef.type in _REGISTRY:
+        raise ValueError(f"op type {opdef.type!r} is registered twice")
+    _REGISTRY[opdef.type] = opdef
+    return opdef
+
+
+def get_op_def(op_type):
+    try:
+        return _REGISTRY[op_type]
+    except KeyError:
+        import difflib
+        close = difflib.get_close_matches(op_type, list(_REGISTRY), n=3)
+        raise ValueError(f"unknown op type {op_type!r}" +
+                         (f"; did you mean {close}?" if close else "")) from None
+
+
+def all_op_types():
+    return sorted(_REGISTRY)
+
+
+class InferContext:
+    """What an op's `infer` sees: its inputs' VarInfos, its attrs, and var names for errors."""
+
+    def __init__(self, op_type, attrs, in_infos, in_names=None):
+        self.op_type, self.attrs = op_type, attrs
+        self.in_infos = in_infos            # {slot: [VarInfo]}
+        self.in_names = in_names or {}      # {slot: [name]}
+
+    def input(self, slot):
+        lst = self.in_infos.get(slot) or []
+        return lst[0] if lst else None
+
+    def inputs(self, slot):
+        return list(self.in_infos.get(slot) or [])
+
+    def attr(self, name):
+        return self.attrs[name]
+
+    def name(self, slot, i=0):
+        names = self.in_names.get(slot) or []
+        return names[i] if i < len(names) else slot
+
+    def error(self, msg):
+        return ValueError(f"{self.op_type}: {msg}")
+
+
+class ConcreteOp:
+    """An op with fully known shapes: what a kernel factory specialises on."""
+
+    def __init__(self, op_type, attrs, in_infos, out_infos):
+        self.type, self.attrs = op_type, attrs
+        self.in_infos, self.out_infos = in_infos, out_infos
+
+    def input(self, slot):
+        lst = self.in_infos.get(slot) or []
+        return lst[0] if lst else None
+
+    def output(self, slot):
+        lst = self.out_infos.get(slot) or []
+        return lst[0] if lst else None
+
+
+# ---------------------------------------------------------------- shape helpers
+def broadcast_shapes(*shapes, what="operands"):
+    """numpy broadcasting with -1 (unknown) dims; raises ValueError on a mismatch."""
+    ndim = max(len(s) for s in shapes)
+    padded = [(1,) * (ndim - len(s)) + tuple(s) for s in shapes]
+    out = []
+    for d in range(ndim):
+        dims = {p[d] for p in padded} - {1}
+        known = dims - {-1}
+        if len(known) > 1:
+            raise ValueError(f"cannot broadcast {what} of shapes {[tuple(s) for s in shapes]}: "
+                             f"dimension {d} is {sorted(known)}")
+        out.append(known.pop() if known else (-1 if -1 in dims else 1))
+    return tuple(out)
+
+
+def numel(shape):
+    return int(np.prod(shape)) if len(shape) else 1
+
+
+def normalize_axis(axis, ndim, op_type="op"):
+    if not -ndim <= axis < max(ndim, 1):
+        raise ValueError(f"{op_type}: axis {axis} is out of range for a tensor of rank {ndim}")
+    return axis % ndim if ndim else 0
+
+
+# ---------------------------------------------------------------- kernel helpers
+def simple_kernel(fn):
+    """Kernel factory for ops whose kernel is `fn(cop, *inputs, *outputs)` (flattened in
+    slot order): binds once, so a run calls it with no per-op allocation."""
+    import functools
+
+    def factory(cop):
+        def bind(ins, outs):
+            return functools.partial(fn, cop, *_flat(ins), *_flat(outs))
+        return bind
+    return factory
+
+
+def _flat(groups):
+    return [a for group in groups.values() for a in group]
+
+
+def run_op(op_type, inputs, attrs=None):
+    """Run one op eagerly on numpy arrays (testing and benchmarking helper).
+
+    inputs: {slot: array or [arrays]}; returns {slot: array or [arrays]} for every
+    output slot.
+
+    >>> run_op('relu', {'X': np.array([-1.0, 2.0])})['Out']
+    array([0., 2.])
+    """
+    thunk, outs = build_cpu_kernel(op_type, inputs, attrs)
+    thunk()
+    opdef = get_op_def(op_type)
+    return {s.name: (outs[s.name] if s.duplicable else outs[s.name][0])
+            for s in opdef.outputs if outs.get(s.name)}
+
+
+def build_cpu_kernel(op_type, inputs, attrs=None):
+    """Specialise `op_type` to `inputs`; return (thunk, {slot: [output arrays]}).
+
+    The thunk recomputes the outputs in place each call (for benchmarks).
+    """
+    opdef = get_op_def(op_type)
+    full_attrs = dict(opdef.attrs)
+    full_attrs.update(attrs or {})
+    ins = {}
+    for s in opdef.inputs:
+        v = inputs.get(s.name)
+        if v is None:
+            continue
+        arrs = list(v) if s.duplicable else [v]
+        ins[s.name] = [np.ascontiguousarray(a) for a in arrs]
+    in_infos = {k: [VarInfo(a.shape, a.dtype) for a in v] for k, v in ins.items()}
+    out_infos = {k: (v if isinstance(v, list) else [v]) for k, v in
+                 opdef.infer(InferContext(op_type, full_attrs, in_infos)).items()}
+    outs = {k: [np.empty(i.shape, i.dtype) for i in v] for k, v in out_infos.items()}
+    bind = opdef.cpu(ConcreteOp(op_type, full_attrs, in_infos, out_infos))
+    return bind(ins, outs), outs

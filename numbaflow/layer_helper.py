@@ -1,0 +1,66 @@
+"""LayerHelper: how layer functions name things and append ops (as in Paddle).
+
+A layer call gets one unique name (`fc_0`); its outputs are `fc_0.tmp_N`, its
+parameters `fc_0.w_N` / `fc_0.b_N`. Parameters live in the main program; their
+initialiser ops go to the startup program.
+"""
+from .graph.program import Variable, default_main_program, default_startup_program
+from .param_attr import ParamAttr
+from .utils import unique_name
+
+
+class LayerHelper:
+    def __init__(self, layer_type, name=None):
+        self.layer_type = layer_type
+        self.name = name or unique_name.generate(layer_type)
+        self.main_program = default_main_program()
+        self.startup_program = default_startup_program()
+
+    @property
+    def block(self):
+        return self.main_program.global_block()
+
+    def create_tmp(self, dtype="float32", stop_gradient=False):
+        """A new output variable; its shape is set when the producing op is appended."""
+        return self.block.create_var(unique_name.generate(f"{self.name}.tmp"), (), dtype,
+                                     stop_gradient=stop_gradient)
+
+    def append_op(self, type, inputs=None, outputs=None, attrs=None):
+        return self.block.append_op(type, inputs, outputs, attrs)
+
+    def simple(self, type, inputs, attrs=None, out_slot="Out", dtype=None):
+        """Append `type` with one fresh output in `out_slot`; return that output."""
+        first = next(iter(v for vs in inputs.values()
+                          for v in (vs if isinstance(vs, list) else [vs])), None)
+        out = self.create_tmp(dtype or (first.dtype if first is not None else "float32"))
+        self.append_op(type, inputs, {out_slot: out}, attrs)
+        if first is not None and all(getattr(v, "stop_gradient", False)
+                                     for vs in inputs.values()
+                                     for v in (vs if isinstance(vs, list) else [vs])):
+            out.stop_gradient = True
+        return out
+
+    def create_parameter(self, attr, shape, dtype, is_bias=False, default_initializer=None):
+        """A Parameter in the main program with its initialiser op in the startup program."""
+        from .nn.initializer import Constant, XavierUniform
+        attr = ParamAttr._to_attr(attr)
+        if any(int(d) < 0 for d in shape):
+            raise ValueError(f"{self.name}: parameter shape {tuple(shape)} must be fully known; "
+                             f"give the input a known size in every non-batch dimension")
+        name = attr.name or unique_name.generate(f"{self.name}.{'b' if is_bias else 'w'}")
+        init = attr.initializer or default_initializer or \
+            (Constant(0.0) if is_bias else XavierUniform())
+        param = self.block.create_parameter(name, shape, dtype, trainable=attr.trainable,
+                                            learning_rate=attr.learning_rate,
+                                            regularizer=attr.regularizer, initializer=init)
+        sblock = self.startup_program.global_block()
+        svar = sblock.vars.get(name) or sblock.create_var(name, shape, dtype, persistable=True)
+        init(svar, sblock)
+        return param
+
+
+def as_variable(x, helper_name="input"):
+    if not isinstance(x, Variable):
+        raise TypeError(f"{helper_name} must be a Variable (from static.data or a layer), got "
+                        f"{type(x).__name__}")
+    return x

@@ -1,0 +1,167 @@
+"""numbaflow.optimizer: SGD, Momentum, Adam.
+
+`minimize(loss)` = append_backward + gradient clipping + weight decay + one update op
+per parameter (role OPTIMIZE). The learning rate is the persistable `learning_rate_N`
+(shape [1]), initialised in the startup program; feed it or `Scope.set` it to change it.
+"""
+import numbers
+
+from .graph.backward import append_backward
+from .graph.program import OPTIMIZE, Variable, default_startup_program
+from .utils import unique_name
+
+
+class L2Decay:
+    """grad += coeff * param (Paddle's L2Decay regularizer)."""
+
+    def __init__(self, coeff=0.0):
+        self.coeff = float(coeff)
+
+
+class Optimizer:
+    _accumulators = ()      # (name, fill value) per parameter
+
+    def __init__(self, learning_rate=0.001, parameters=None, weight_decay=None, grad_clip=None,
+                 name=None):
+        if not isinstance(learning_rate, (numbers.Number, Variable)):
+            raise TypeError(f"learning_rate must be a float or a Variable, got "
+                            f"{type(learning_rate).__name__}")
+        if isinstance(learning_rate, numbers.Number) and learning_rate < 0:
+            raise ValueError(f"learning_rate must be >= 0, got {learning_rate}")
+        if weight_decay is not None and not isinstance(weight_decay, (numbers.Number, L2Decay)):
+            raise TypeError(f"weight_decay must be a float or L2Decay, got "
+                            f"{type(weight_decay).__name__}")
+        if grad_clip is not None and not callable(grad_clip):
+            raise TypeError("grad_clip must be a clip object such as "
+                            "paddle.nn.ClipGradByGlobalNorm(1.0)")
+        self._learning_rate = learning_rate
+        self._parameter_list = parameters
+        self.regularization = L2Decay(weight_decay) if isinstance(weight_decay, numbers.Number) \
+            else weight_decay
+        self._grad_clip = grad_clip
+        self._lr_var = None
+
+    def _lr_variable(self, block):
+        if isinstance(self._learning_rate, Variable):
+            return self._learning_rate
+        if self._lr_var is None or self._lr_var.block is not block:
+            name = unique_name.generate("learning_rate")
+            self._lr_var = self._persistable(block, name, [1], "float32",
+                                             float(self._learning_rate))
+        return self._lr_var
+
+    @staticmethod
+    def _persistable(block, name, shape, dtype, value):
+        """A persistable var in `block`, filled with `value` by the startup program."""
+        var = block.create_var(name, shape, dtype, persistable=True, stop_gradient=True)
+        sblock = default_startup_program().global_block()
+        svar = sblock.vars.get(name) or sblock.create_var(name, shape, dtype, persistable=True)
+        sblock.append_op("fill_constant", outputs={"Out": svar},
+                         attrs={"shape": list(shape), "value": float(value), "dtype": str(dtype)})
+        return var
+
+    def _accumulator(self, block, param, acc, value, shape=None):
+        name = unique_name.generate(f"{param.name}_{acc}")
+        return self._persistable(block, name, list(shape if shape is not None else param.shape),
+                                 param.dtype, value)
+
+    def backward(self, loss, startup_program=None, parameters=None, no_grad_set=None):
+        params = parameters if parameters is not None else self._parameter_list
+        return append_backward(loss, params, no_grad_set)
+
+    def apply_gradients(self, params_grads):
+        if not params_grads:
+            return []
+        block = params_grads[0][0].block
+        with block.program._role_guard(OPTIMIZE):
+            if self._grad_clip is not None:
+                params_grads = self._grad_clip(params_grads)
+            params_grads = [(p, self._regularized(block, p, g)) for p, g in params_grads]
+            lr = self._lr_variable(block)
+            ops = []
+            for p, g in params_grads:
+                plr = lr
+                scale = p.optimize_attr.get("learning_rate", 1.0)
+                if scale != 1.0:
+                    plr = block.create_var(unique_name.generate(f"{p.name}_lr"), [1], lr.dtype)
+                    block.append_op("scale", {"X": lr}, {"Out": plr}, {"scale": float(scale)})
+                ops.extend(self._append_update(block, p, g, plr))
+        return ops
+
+    def _regularized(self, block, param, grad):
+        reg = param.regularizer if param.regularizer is not None else self.regularization
+        if reg is None or reg.coeff == 0.0:
+            return grad
+        decay = block.create_var(unique_name.generate(f"{param.name}_decay"), param.shape,
+                                 param.dtype)
+        block.append_op("scale", {"X": param}, {"Out": decay}, {"scale": reg.coeff})
+        new_grad = block.create_var(unique_name.generate(f"{grad.name}_regularized"),
+                                    grad.shape, grad.dtype)
+        block.append_op("sum", {"X": [grad, decay]}, {"Out": new_grad})
+        return new_grad
+
+    def minimize(self, loss, startup_program=None, parameters=None, no_grad_set=None):
+        """Append backward and update ops; return (optimize_ops, params_grads).
+
+        >>> paddle.optimizer.SGD(learning_rate=0.01).minimize(loss)
+        """
+        params_grads = self.backward(loss, startup_program, parameters, no_grad_set)
+        ops = self.apply_gradients(params_grads)
+        return ops, params_grads
+
+    def _append_update(self, block, param, grad, lr):
+        raise NotImplementedError
+
+
+class SGD(Optimizer):
+    """param -= lr * grad"""
+
+    def _append_update(self, block, p, g, lr):
+        return [block.append_op("sgd", {"Param": p, "Grad": g, "LearningRate": lr},
+                                {"ParamOut": p})]
+
+
+class Momentum(Optimizer):
+    """velocity = momentum * velocity + grad; param -= lr * velocity (or Nesterov)."""
+
+    def __init__(self, learning_rate=0.001, momentum=0.9, parameters=None, use_nesterov=False,
+                 weight_decay=None, grad_clip=None, name=None):
+        super().__init__(learning_rate, parameters, weight_decay, grad_clip, name)
+        self._momentum, self._nesterov = float(momentum), bool(use_nesterov)
+
+    def _append_update(self, block, p, g, lr):
+        v = self._accumulator(block, p, "velocity", 0.0)
+        return [block.append_op("momentum", {"Param": p, "Grad": g, "Velocity": v,
+                                             "LearningRate": lr},
+                                {"ParamOut": p, "VelocityOut": v},
+                                {"mu": self._momentum, "use_nesterov": self._nesterov})]
+
+
+class Adam(Optimizer):
+    """Adam with Paddle's bias correction (beta pows kept per parameter)."""
+
+    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8,
+                 parameters=None, weight_decay=None, grad_clip=None, name=None, lazy_mode=False):
+        super().__init__(learning_rate, parameters, weight_decay, grad_clip, name)
+        for nm, v in (("beta1", beta1), ("beta2", beta2)):
+            if not 0.0 <= float(v) < 1.0:
+                raise ValueError(f"Adam: {nm} must be in [0, 1), got {v}")
+        self._beta1, self._beta2, self._epsilon = float(beta1), float(beta2), float(epsilon)
+
+    def _append_update(self, block, p, g, lr):
+        m1 = self._accumulator(block, p, "moment1", 0.0)
+        m2 = self._accumulator(block, p, "moment2", 0.0)
+        b1p = self._accumulator(block, p, "beta1_pow_acc", self._beta1, shape=[1])
+        b2p = self._accumulator(block, p, "beta2_pow_acc", self._beta2, shape=[1])
+        return [
+            block.append_op("adam", {"Param": p, "Grad": g, "LearningRate": lr, "Moment1": m1,
+                                     "Moment2": m2, "Beta1Pow": b1p, "Beta2Pow": b2p},
+                            {"ParamOut": p, "Moment1Out": m1, "Moment2Out": m2},
+                            {"beta1": self._beta1, "beta2": self._beta2,
+                             "epsilon": self._epsilon}),
+            block.append_op("scale", {"X": b1p}, {"Out": b1p}, {"scale": self._beta1}),
+            block.append_op("scale", {"X": b2p}, {"Out": b2p}, {"scale": self._beta2}),
+        ]
+
+
+SGDOptimizer, MomentumOptimizer, AdamOptimizer = SGD, Momentum, Adam

@@ -1,0 +1,51 @@
+"""numbaflow.static.nn: layers that create parameters (fc for now)."""
+import numpy as np
+
+from ..graph.program import Variable
+from ..layer_helper import LayerHelper
+from ..tensor_math import _activation
+
+
+def fc(x, size, num_flatten_dims=1, weight_attr=None, bias_attr=None, activation=None,
+       name=None):
+    """Fully connected layer: ops `mul`, `elementwise_add` (bias), then the activation.
+
+    Creates `fc_N.w_0` of shape [prod(x.shape[num_flatten_dims:]), size] and `fc_N.b_0`.
+    `x` may be a list of Variables: one weight each, results summed.
+
+    >>> hidden = static.nn.fc(x, size=10, activation='relu')
+    """
+    helper = LayerHelper("fc", name)
+    xs = list(x) if isinstance(x, (list, tuple)) else [x]
+    if not isinstance(size, (int, np.integer)) or size <= 0:
+        raise ValueError(f"fc: size must be a positive int, got {size!r}")
+    products = []
+    for i, xi in enumerate(xs):
+        if not isinstance(xi, Variable):
+            raise TypeError(f"fc: x must be a Variable (or a list of them), got "
+                            f"{type(xi).__name__}")
+        if not 0 < num_flatten_dims < max(xi.ndim, 1) + (xi.ndim == 0):
+            raise ValueError(f"fc: num_flatten_dims={num_flatten_dims} must be in [1, "
+                             f"{xi.ndim - 1}] for input {xi.name} of shape {xi.shape}")
+        in_dims = xi.shape[num_flatten_dims:]
+        if any(d < 0 for d in in_dims):
+            raise ValueError(f"fc: input {xi.name} has shape {xi.shape}; the dims after "
+                             f"num_flatten_dims={num_flatten_dims} must be known to size the "
+                             f"weight")
+        w = helper.create_parameter(weight_attr, [int(np.prod(in_dims)), int(size)], xi.dtype)
+        out = helper.create_tmp(xi.dtype)
+        helper.append_op("mul", {"X": xi, "Y": w}, {"Out": out},
+                         {"x_num_col_dims": num_flatten_dims, "y_num_col_dims": 1})
+        products.append(out)
+    pre_bias = products[0]
+    if len(products) > 1:
+        pre_bias = helper.create_tmp(xs[0].dtype)
+        helper.append_op("sum", {"X": products}, {"Out": pre_bias})
+    if bias_attr is not False:
+        b = helper.create_parameter(bias_attr, [int(size)], xs[0].dtype, is_bias=True)
+        pre_act = helper.create_tmp(xs[0].dtype)
+        helper.append_op("elementwise_add", {"X": pre_bias, "Y": b}, {"Out": pre_act},
+                         {"axis": num_flatten_dims})
+    else:
+        pre_act = pre_bias
+    return _activation(pre_act, activation)

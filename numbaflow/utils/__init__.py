@@ -1,0 +1,1 @@
+from . import unique_name  # noqa: F401
