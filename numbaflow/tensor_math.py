@@ -3,6 +3,7 @@
 Each validates its arguments and appends one registered op (sometimes two); Python
 scalars mix with Variables as in Paddle (`x * 2.0` is a `scale` op).
 """
+import builtins
 import numbers
 
 import numpy as np
@@ -16,6 +17,11 @@ def _var(x, fn, arg="x"):
     if not isinstance(x, Variable):
         raise TypeError(f"{fn}: {arg} must be a Variable, got {type(x).__name__}")
     return x
+
+
+def _rank1(x):
+    """max(rank, 1) (this module defines its own `max`)."""
+    return builtins.max(x.ndim, 1)
 
 
 def _const_like(value, like, helper):
@@ -106,11 +112,11 @@ def _reduce(op_type, layer, x, axis, keepdim, name):
     else:
         dims = [axis] if isinstance(axis, int) else [int(a) for a in axis]
         for d in dims:
-            if not -max(x.ndim, 1) <= d < max(x.ndim, 1):
+            if not -_rank1(x) <= d < _rank1(x):
                 raise ValueError(f"{layer}: axis {d} is out of range for {x.name} of shape "
                                  f"{x.shape}")
         attrs = {"dim": dims, "keep_dim": bool(keepdim),
-                 "reduce_all": len({d % max(x.ndim, 1) for d in dims}) == x.ndim}
+                 "reduce_all": len({d % _rank1(x) for d in dims}) == x.ndim}
     return LayerHelper(layer, name).simple(op_type, {"X": x}, attrs)
 
 
@@ -144,15 +150,18 @@ exp, log, sqrt, square, abs, tanh = (_unary(t) for t in ("exp", "log", "sqrt", "
                                                            "abs", "tanh"))
 
 
-def _activation(x, act):
+_ACTIVATIONS = ("relu", "sigmoid", "tanh", "gelu", "leaky_relu", "softmax", "log_softmax",
+                "exp", "sqrt", "square", "abs")
+
+
+def _activation(x, act, helper=None):
+    """Apply activation `act` (a name) to x; with `helper`, the output is named after the
+    layer (fc's activation output is `fc_0.tmp_2`, as in Paddle)."""
     if act is None:
         return x
-    from .nn import functional as F
-    fn = getattr(F, act, None)
-    if fn is None or act.startswith("_"):
-        raise ValueError(f"unknown activation {act!r}; use one of relu, sigmoid, tanh, gelu, "
-                         f"leaky_relu, softmax")
-    return fn(x)
+    if act not in _ACTIVATIONS:
+        raise ValueError(f"unknown activation {act!r}; use one of {', '.join(_ACTIVATIONS)}")
+    return (helper or LayerHelper(act)).simple(act, {"X": x})
 
 
 def clip(x, min=None, max=None, name=None):
@@ -217,7 +226,7 @@ def reshape(x, shape, name=None):
 def transpose(x, perm, name=None):
     _var(x, "transpose")
     perm = [int(p) for p in perm]
-    if sorted(p % max(x.ndim, 1) for p in perm) != list(range(x.ndim)):
+    if sorted(p % _rank1(x) for p in perm) != list(range(x.ndim)):
         raise ValueError(f"transpose: perm {perm} is not a permutation of the {x.ndim} axes of "
                          f"{x.name} {x.shape}")
     return LayerHelper("transpose2", name).simple("transpose2", {"X": x}, {"axis": perm})

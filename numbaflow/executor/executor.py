@@ -6,6 +6,8 @@ from .place import CPUPlace, CUDAPlace, to_place
 from .plan import Plan, _close
 from .scope import Tensor, global_scope
 
+MAX_CACHED_PLANS = 64    # feed signatures kept per executor (each holds its buffers)
+
 
 class Executor:
     """Runs programs on one place.
@@ -50,6 +52,8 @@ class Executor:
         if plan is None:
             plan = Plan(program, {block.vars[n]: a for n, a in feed_arrays.items()},
                         fetch_vars, scope)
+            if len(self._plans) >= MAX_CACHED_PLANS:      # forget the oldest signature
+                del self._plans[next(iter(self._plans))]
             self._plans[key] = plan
         results = plan.run(feed_arrays)
         if return_numpy:

@@ -17,8 +17,11 @@ from ..kernels.registry import MAY_FAIL, ConcreteOp, get_op_def
 
 
 def _close(name, candidates):
+    """Up to three candidates that look like `name` (case-insensitively)."""
     import difflib
-    return difflib.get_close_matches(name, candidates, n=3, cutoff=0.5)
+    lower = {c.lower(): c for c in candidates}
+    return [lower[m] for m in difflib.get_close_matches(name.lower(), list(lower), n=3,
+                                                        cutoff=0.5)]
 
 
 def select_ops(block, fetch_vars):
@@ -67,6 +70,20 @@ class Plan:
                     raise ValueError(f"variable {v.name!r} is read by op {op.type} but nothing "
                                      f"computes it and it was not fed")
             produced.update(op.output_vars())
+        for v in fetch_vars:
+            if v in fed or v in produced:
+                continue
+            if v.persistable and v.name in scope._arrays:
+                arr = scope._arrays[v.name]
+                shapes[v] = VarInfo(arr.shape, arr.dtype)
+            elif v.persistable:
+                raise RuntimeError(f"fetched variable {v.name!r} is not initialised in the "
+                                   f"scope; run the startup program first")
+            elif v.is_data:
+                raise ValueError(f"fetched data variable {v.name!r} was not fed")
+            else:
+                raise ValueError(f"fetched variable {v.name!r} is neither computed by the "
+                                 f"program nor fed")
         # concrete shapes
         self.concrete = []
         for op in self.ops:
@@ -95,8 +112,8 @@ class Plan:
         for v in self.feed_vars:
             bufs[v] = scope._ensure(v.name, shapes[v].shape, shapes[v].dtype) if v.persistable \
                 else np.empty(shapes[v].shape, shapes[v].dtype)
-        for op in self.ops:
-            for v in op.input_vars() + op.output_vars():
+        for op_vars in [op.input_vars() + op.output_vars() for op in self.ops] + [self.fetch_vars]:
+            for v in op_vars:
                 if v in bufs:
                     continue
                 info = shapes[v]

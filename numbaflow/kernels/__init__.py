@@ -2,3 +2,4 @@
 from . import registry  # noqa: F401
 from . import elementwise, activation, linalg, reduction, creation, optim  # noqa: F401
 from .registry import get_op_def, all_op_types, run_op  # noqa: F401
+from . import shape, loss, metric_ops  # noqa: F401

@@ -48,4 +48,4 @@ def fc(x, size, num_flatten_dims=1, weight_attr=None, bias_attr=None, activation
                          {"axis": num_flatten_dims})
     else:
         pre_act = pre_bias
-    return _activation(pre_act, activation)
+    return _activation(pre_act, activation, helper)

@@ -1,0 +1,21 @@
+"""numbaflow.fluid: the Paddle 1.x (`paddle.fluid`) names over the same programs and executor.
+
+>>> import numbaflow.fluid as fluid
+>>> x = fluid.layers.data(name='x', shape=[13], dtype='float32')      # shape (-1, 13)
+>>> y_predict = fluid.layers.fc(input=x, size=1, act=None)
+"""
+from ..executor import (BuildStrategy, CompiledProgram, CPUPlace, CUDAPlace,  # noqa: F401
+                        ExecutionStrategy, Executor, Scope, global_scope, scope_guard)
+from ..graph import (Operator, Parameter, Program, Variable, default_main_program,  # noqa: F401
+                     default_startup_program, gradients, program_guard)
+from ..param_attr import ParamAttr  # noqa: F401
+from ..static import data  # noqa: F401  (fluid.data: no batch dim prepended, as in Paddle 1.6+)
+from ..static.io import load, save  # noqa: F401
+from ..utils import unique_name  # noqa: F401
+from . import (backward, clip, initializer, io, layers, optimizer,  # noqa: F401
+               regularizer)
+
+
+def in_dygraph_mode():
+    """Always False: numbaflow has only static graphs."""
+    return False

@@ -1,0 +1,4 @@
+"""fluid.clip: gradient clipping with Paddle 1.x's names."""
+from ..nn.clip import ClipGradByGlobalNorm
+
+GradientClipByGlobalNorm = ClipGradByGlobalNorm

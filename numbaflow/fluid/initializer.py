@@ -1,0 +1,5 @@
+"""fluid.initializer: the Paddle 1.x initializer names (and the 2.x ones)."""
+from ..nn.initializer import (Constant, ConstantInitializer, KaimingNormal,  # noqa: F401
+                              KaimingUniform, MSRAInitializer, Normal, NormalInitializer,
+                              TruncatedNormal, Uniform, UniformInitializer, XavierInitializer,
+                              XavierNormal, XavierUniform)

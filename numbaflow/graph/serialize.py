@@ -1,0 +1,133 @@
+"""Program <-> plain dict (JSON-able), for `save_inference_model` / `load_inference_model`.
+
+The dict names everything: variables carry their static facts, ops refer to variables by
+name. Attribute values must be JSON values; the few that JSON cannot hold exactly are
+tagged: non-finite floats as {"__float__": "inf" | "-inf" | "nan"} (JSON has no
+Infinity/NaN) and numpy dtypes as {"__dtype__": "float32"}. Tuples come back as lists.
+
+    d = program_to_dict(program, feed_names=['x'], fetch_names=['fc_0.tmp_1'])
+    program = program_from_dict(json.loads(json.dumps(d)))
+"""
+import math
+import numbers
+
+import numpy as np
+
+from .program import FORWARD, Parameter, Program
+
+FORMAT_KEY = "__numbaflow_format__"
+FORMAT_VERSION = 1
+
+
+# ---------------------------------------------------------------- attribute values
+def _encode(value, where):
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        f = float(value)
+        if math.isfinite(f):
+            return f
+        return {"__float__": "nan" if math.isnan(f) else ("inf" if f > 0 else "-inf")}
+    if isinstance(value, np.dtype):
+        return {"__dtype__": str(value)}
+    if isinstance(value, (list, tuple)):
+        return [_encode(v, where) for v in value]
+    if isinstance(value, np.ndarray):
+        return [_encode(v, where) for v in value.tolist()]
+    raise TypeError(f"{where}: attribute value of type {type(value).__name__} cannot be "
+                    f"serialized; attributes must be None, bool, int, float, str or lists of them")
+
+
+def _decode(value):
+    if isinstance(value, list):
+        return [_decode(v) for v in value]
+    if isinstance(value, dict):
+        if "__float__" in value:
+            return float(value["__float__"])
+        if "__dtype__" in value:
+            return np.dtype(value["__dtype__"])
+        raise ValueError(f"unknown tagged attribute value {value!r}")
+    return value
+
+
+# ---------------------------------------------------------------- program
+def _var_to_dict(v):
+    d = {"name": v.name, "shape": list(v.shape), "dtype": str(v.dtype),
+         "persistable": bool(v.persistable), "is_data": bool(v.is_data),
+         "stop_gradient": bool(v.stop_gradient), "parameter": isinstance(v, Parameter)}
+    if isinstance(v, Parameter):
+        d["trainable"] = bool(v.trainable)
+        d["learning_rate"] = float(v.optimize_attr.get("learning_rate", 1.0))
+    return d
+
+
+def _op_to_dict(op, where):
+    return {"type": op.type, "role": op.role,
+            "inputs": {k: [v.name for v in vs] for k, vs in op.inputs.items()},
+            "outputs": {k: [v.name for v in vs] for k, vs in op.outputs.items()},
+            "attrs": {k: _encode(a, f"{where} attr {k!r}") for k, a in op.attrs.items()}}
+
+
+def program_to_dict(program, feed_names=(), fetch_names=()):
+    """A JSON-able description of `program` (every block), with optional feed/fetch names."""
+    blocks = []
+    for block in program.blocks:
+        ops = [_op_to_dict(op, f"block {block.idx} op {i} ({op.type})")
+               for i, op in enumerate(block.ops)]
+        blocks.append({"idx": block.idx, "vars": [_var_to_dict(v) for v in block.vars.values()],
+                       "ops": ops})
+    return {FORMAT_KEY: FORMAT_VERSION, "random_seed": int(program.random_seed),
+            "blocks": blocks, "feed": list(feed_names), "fetch": list(fetch_names)}
+
+
+def check_format(d, what):
+    """Raise ValueError unless `d` carries the format version this code reads."""
+    version = d.get(FORMAT_KEY) if isinstance(d, dict) else None
+    if version is None:
+        raise ValueError(f"{what} is not a numbaflow file: it has no {FORMAT_KEY!r} format "
+                         f"version")
+    if version != FORMAT_VERSION:
+        raise ValueError(f"{what} has format version {version!r}, but this numbaflow reads "
+                         f"version {FORMAT_VERSION}; save it again with this version")
+
+
+def program_from_dict(d):
+    """Rebuild the Program described by `d` (from `program_to_dict`)."""
+    check_format(d, "the program description")
+    if len(d["blocks"]) != 1:
+        raise ValueError(f"the program has {len(d['blocks'])} blocks; only one block is "
+                         f"supported")
+    program = Program()
+    program.random_seed = int(d.get("random_seed", 0))
+    block = program.global_block()
+    bd = d["blocks"][0]
+    for vd in bd["vars"]:
+        if vd.get("parameter"):
+            p = block.create_parameter(vd["name"], vd["shape"], vd["dtype"],
+                                       trainable=vd.get("trainable", True),
+                                       learning_rate=vd.get("learning_rate", 1.0))
+            p.stop_gradient = vd["stop_gradient"]
+        else:
+            block.create_var(vd["name"], vd["shape"], vd["dtype"], persistable=vd["persistable"],
+                             stop_gradient=vd["stop_gradient"], is_data=vd["is_data"])
+
+    def lookup(names, where):
+        try:
+            return [block.vars[n] for n in names]
+        except KeyError as e:
+            raise ValueError(f"{where} refers to variable {e.args[0]!r}, which the program "
+                             f"description does not declare") from None
+
+    for i, od in enumerate(bd["ops"]):
+        where = f"op {i} ({od['type']})"
+        with program._role_guard(od.get("role", FORWARD)):
+            # infer=False: keep the saved shapes exactly; `verify` re-checks them.
+            block.append_op(od["type"],
+                            {k: lookup(ns, where) for k, ns in od["inputs"].items()},
+                            {k: lookup(ns, where) for k, ns in od["outputs"].items()},
+                            {k: _decode(a) for k, a in od["attrs"].items()}, infer=False)
+    return program

@@ -1,0 +1,318 @@
+"""Losses: softmax_with_cross_entropy (logits in) and cross_entropy (probabilities in),
+with their gradient ops.
+
+softmax_with_cross_entropy views Logits as (A, R, C) with R the class axis
+(reduction.py's trick), so any `axis` runs the same loops; hard labels and the loss are
+then (A, C). It computes log-softmax directly (max subtraction, log of the sum), never
+log(softmax). A hard label outside [0, num_classes) that is not `ignore_index` raises
+ValueError from the kernel (the ops are MAY_FAIL); rows whose label is `ignore_index`
+get loss 0 and gradient 0.
+"""
+import functools
+
+import numpy as np
+from numba import njit
+
+from .reduction import arc_view
+from .registry import MAY_FAIL, NO_GRAD, OpDef, Slot, VarInfo, numel, register_op
+
+
+# ---------------------------------------------------------------- kernels
+# The out-of-range message is built inside njit (numba formats ints with str); the
+# executor adds the op's variable names around it.
+@njit(nogil=True, cache=True, error_model="numpy")
+def swce_hard(x, label, sm, loss, ignore):
+    A, R, C = x.shape
+    for a in range(A):
+        for c in range(C):
+            m = x[a, 0, c]
+            for r in range(1, R):
+                m = max(m, x[a, r, c])
+            s = 0.0
+            for r in range(R):
+                e = np.exp(x[a, r, c] - m)
+                sm[a, r, c] = e
+                s += e
+            for r in range(R):
+                sm[a, r, c] = sm[a, r, c] / s
+            lab = label[a, c]
+            if lab == ignore:
+                loss[a, c] = 0.0
+            elif lab < 0 or lab >= R:
+                raise ValueError("softmax_with_cross_entropy: label " + str(lab) + " (row " +
+                                 str(a * C + c) + ") is outside [0, " + str(R) +
+                                 ") and is not ignore_index")
+            else:
+                loss[a, c] = np.log(s) - (x[a, lab, c] - m)
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def swce_soft(x, label, sm, loss):
+    A, R, C = x.shape
+    for a in range(A):
+        for c in range(C):
+            m = x[a, 0, c]
+            for r in range(1, R):
+                m = max(m, x[a, r, c])
+            s = 0.0
+            for r in range(R):
+                e = np.exp(x[a, r, c] - m)
+                sm[a, r, c] = e
+                s += e
+            ls = np.log(s)
+            acc = 0.0
+            for r in range(R):
+                sm[a, r, c] = sm[a, r, c] / s
+                acc += label[a, r, c] * (x[a, r, c] - m - ls)
+            loss[a, c] = -acc
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def swce_hard_grad(label, sm, dloss, dx, ignore):
+    A, R, C = sm.shape
+    for a in range(A):
+        for c in range(C):
+            lab = label[a, c]
+            d = dloss[a, c]
+            if lab == ignore:
+                d = 0.0
+            for r in range(R):
+                dx[a, r, c] = (sm[a, r, c] - (1.0 if r == lab else 0.0)) * d
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def swce_soft_grad(label, sm, dloss, dx):
+    # d/dx of -sum(label * log_softmax(x)) = softmax * sum(label) - label (exact even
+    # when the labels do not sum to 1)
+    A, R, C = sm.shape
+    for a in range(A):
+        for c in range(C):
+            t = 0.0
+            for r in range(R):
+                t += label[a, r, c]
+            d = dloss[a, c]
+            for r in range(R):
+                dx[a, r, c] = (sm[a, r, c] * t - label[a, r, c]) * d
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def xent_hard(x, label, y, ignore):
+    N, D = x.shape
+    for i in range(N):
+        lab = label[i]
+        if lab == ignore:
+            y[i] = 0.0
+        elif lab < 0 or lab >= D:
+            raise ValueError("cross_entropy: label " + str(lab) + " (row " + str(i) +
+                             ") is outside [0, " + str(D) + ") and is not ignore_index")
+        else:
+            y[i] = -np.log(x[i, lab])
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def xent_soft(x, label, y):
+    N, D = x.shape
+    for i in range(N):
+        acc = 0.0
+        for j in range(D):
+            acc += label[i, j] * np.log(x[i, j])
+        y[i] = -acc
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def xent_hard_grad(x, label, dy, dx, ignore):
+    N, D = x.shape
+    for i in range(N):
+        lab = label[i]
+        for j in range(D):
+            dx[i, j] = 0.0
+        if lab != ignore and 0 <= lab < D:
+            dx[i, lab] = -dy[i] / x[i, lab]
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def xent_soft_grad(x, label, dy, dx):
+    N, D = x.shape
+    for i in range(N):
+        for j in range(D):
+            dx[i, j] = -dy[i] * label[i, j] / x[i, j]
+
+
+# ---------------------------------------------------------------- label checks
+def _check_labels(ctx, x_slot, axis, soft):
+    """Validate Label against `x_slot` (class dim at `axis`); return the merged shape of
+    the per-row outputs (x's shape with 1 at axis)."""
+    x, lab = ctx.input(x_slot), ctx.input("Label")
+    xs, ls = tuple(x.shape), tuple(lab.shape)
+    xn, ln = ctx.name(x_slot), ctx.name("Label")
+    if x.dtype.kind != "f":
+        raise ctx.error(f"{x_slot} {xn} must be float32 or float64, got {x.dtype}")
+    if soft:
+        if lab.dtype != x.dtype:
+            raise ctx.error(f"soft labels {ln} must have {x_slot}'s dtype {x.dtype}, got "
+                            f"{lab.dtype}; cast them, or pass soft_label=False for class "
+                            f"indices")
+    elif lab.dtype.kind not in "iu":
+        raise ctx.error(f"hard labels {ln} must be int64 or int32, got {lab.dtype}; pass "
+                        f"soft_label=True for probability labels")
+    want = "the same shape" if soft else f"the same shape except 1 at axis {axis}"
+    if len(ls) != len(xs):
+        raise ctx.error(f"Label {ln} of shape {ls} does not match {x_slot} {xn} of shape {xs}; "
+                        f"expected {want}")
+    out = []
+    for d, (a, b) in enumerate(zip(xs, ls)):
+        if d == axis and not soft:
+            if b not in (1, -1):
+                raise ctx.error(f"Label {ln} of shape {ls} must have size 1 at the class axis "
+                                f"{axis} ({x_slot} {xn} is {xs})")
+            out.append(1)
+            continue
+        if a != b and -1 not in (a, b):
+            raise ctx.error(f"Label {ln} of shape {ls} does not match {x_slot} {xn} of shape "
+                            f"{xs}; expected {want}")
+        m = b if a == -1 else a
+        out.append(1 if d == axis else m)
+    return tuple(out)
+
+
+def _class_axis(ctx_or_cop, shape):
+    nd = len(shape)
+    axis = ctx_or_cop.attrs.get("axis", -1)
+    if nd == 0 or not -nd <= axis < nd:
+        raise ValueError(f"axis {axis} is out of range for logits of rank {nd}")
+    return axis % nd
+
+
+# ---------------------------------------------------------------- softmax_with_cross_entropy
+def _swce_infer(ctx):
+    x = ctx.input("Logits")
+    try:
+        axis = _class_axis(ctx, tuple(x.shape))
+    except ValueError as e:
+        raise ctx.error(f"{e} (Logits {ctx.name('Logits')} has shape {tuple(x.shape)})") \
+            from None
+    loss = _check_labels(ctx, "Logits", axis, ctx.attr("soft_label"))
+    sm = loss[:axis] + (x.shape[axis],) + loss[axis + 1:]
+    return {"Softmax": VarInfo(sm, x.dtype), "Loss": VarInfo(loss, x.dtype)}
+
+
+def _swce_views(cop, shape_slot):
+    shape = (cop.input(shape_slot) or cop.output(shape_slot)).shape
+    axis = _class_axis(cop, shape)
+    A, R, C = arc_view(shape, (axis,))
+    return (A, R, C), cop.attrs["soft_label"], cop.attrs["ignore_index"]
+
+
+def _swce_cpu(cop):
+    arc, soft, ignore = _swce_views(cop, "Logits")
+    row = (arc[0], arc[2])
+
+    def bind(ins, outs):
+        x, lab = ins["Logits"][0].reshape(arc), ins["Label"][0]
+        sm, loss = outs["Softmax"][0].reshape(arc), outs["Loss"][0].reshape(row)
+        if soft:
+            return functools.partial(swce_soft, x, lab.reshape(arc), sm, loss)
+        return functools.partial(swce_hard, x, lab.reshape(row), sm, loss, ignore)
+    return bind
+
+
+def _swce_grad_rule(g):
+    if g.dout("Loss") is not None:
+        g.append("softmax_with_cross_entropy_grad",
+                 {"Label": g.fwd("Label"), "Softmax": g.fwd("Softmax"),
+                  "Loss@GRAD": g.dout("Loss")},
+                 {"Logits@GRAD": g.dx("Logits")}, dict(g.attrs))
+    if g.dout("Softmax") is not None:     # Softmax used downstream too (return_softmax)
+        g.append("softmax_grad", {"Out": g.fwd("Softmax"), "Out@GRAD": g.dout("Softmax")},
+                 {"X@GRAD": g.dx("Logits")}, {"axis": int(g.attrs["axis"])})
+
+
+def _swce_grad_infer(ctx):
+    return {"Logits@GRAD": ctx.input("Softmax")}
+
+
+def _swce_grad_cpu(cop):
+    arc, soft, ignore = _swce_views(cop, "Softmax")
+    row = (arc[0], arc[2])
+
+    def bind(ins, outs):
+        lab, sm = ins["Label"][0], ins["Softmax"][0].reshape(arc)
+        d, dx = ins["Loss@GRAD"][0].reshape(row), outs["Logits@GRAD"][0].reshape(arc)
+        if soft:
+            return functools.partial(swce_soft_grad, lab.reshape(arc), sm, d, dx)
+        return functools.partial(swce_hard_grad, lab.reshape(row), sm, d, dx, ignore)
+    return bind
+
+
+_SWCE_ATTRS = {"soft_label": False, "ignore_index": -100, "axis": -1}
+register_op(OpDef(
+    "softmax_with_cross_entropy", (Slot("Logits"), Slot("Label", no_grad=True)),
+    (Slot("Softmax"), Slot("Loss")), _swce_infer, _swce_cpu, attrs=dict(_SWCE_ATTRS),
+    grad=_swce_grad_rule, traits=frozenset((MAY_FAIL,)),
+    doc="Softmax = softmax(Logits, axis); Loss = -log_softmax(Logits)[Label] (hard labels, "
+        "class axis kept with size 1; 0 where Label == ignore_index) or "
+        "-sum(Label * log_softmax(Logits)) (soft labels)"))
+register_op(OpDef(
+    "softmax_with_cross_entropy_grad", (Slot("Label"), Slot("Softmax"), Slot("Loss@GRAD")),
+    (Slot("Logits@GRAD"),), _swce_grad_infer, _swce_grad_cpu, attrs=dict(_SWCE_ATTRS),
+    traits=frozenset((NO_GRAD,)),
+    doc="Logits@GRAD = (Softmax - onehot(Label)) * Loss@GRAD (hard; 0 for ignored rows) or "
+        "(Softmax * sum(Label) - Label) * Loss@GRAD (soft)"))
+
+
+# ---------------------------------------------------------------- cross_entropy
+def _xent_infer(ctx):
+    x = ctx.input("X")
+    if len(x.shape) == 0:
+        raise ctx.error(f"X {ctx.name('X')} must have a class dim (rank >= 1), got shape ()")
+    y = _check_labels(ctx, "X", len(x.shape) - 1, ctx.attr("soft_label"))
+    return {"Y": VarInfo(y, x.dtype)}
+
+
+def _xent_rows(cop):
+    shape = cop.input("X").shape
+    return numel(shape[:-1]), shape[-1]
+
+
+def _xent_cpu(cop):
+    N, D = _xent_rows(cop)
+    soft, ignore = cop.attrs["soft_label"], cop.attrs["ignore_index"]
+
+    def bind(ins, outs):
+        x, lab, y = ins["X"][0].reshape(N, D), ins["Label"][0], outs["Y"][0].reshape(N)
+        if soft:
+            return functools.partial(xent_soft, x, lab.reshape(N, D), y)
+        return functools.partial(xent_hard, x, lab.reshape(N), y, ignore)
+    return bind
+
+
+def _xent_grad_rule(g):
+    g.append("cross_entropy_grad",
+             {"X": g.fwd("X"), "Label": g.fwd("Label"), "Y@GRAD": g.dout("Y")},
+             {"X@GRAD": g.dx("X")}, dict(g.attrs))
+
+
+def _xent_grad_cpu(cop):
+    N, D = _xent_rows(cop)
+    soft, ignore = cop.attrs["soft_label"], cop.attrs["ignore_index"]
+
+    def bind(ins, outs):
+        x, lab = ins["X"][0].reshape(N, D), ins["Label"][0]
+        dy, dx = ins["Y@GRAD"][0].reshape(N), outs["X@GRAD"][0].reshape(N, D)
+        if soft:
+            return functools.partial(xent_soft_grad, x, lab.reshape(N, D), dy, dx)
+        return functools.partial(xent_hard_grad, x, lab.reshape(N), dy, dx, ignore)
+    return bind
+
+
+_XENT_ATTRS = {"soft_label": False, "ignore_index": -100}
+register_op(OpDef(
+    "cross_entropy", (Slot("X"), Slot("Label", no_grad=True)), (Slot("Y"),), _xent_infer,
+    _xent_cpu, attrs=dict(_XENT_ATTRS), grad=_xent_grad_rule, traits=frozenset((MAY_FAIL,)),
+    doc="Y = -log(X[Label]) (hard; 0 where Label == ignore_index) or -sum(Label * log(X)) "
+        "(soft), over X's last (class) dim, which Y keeps with size 1"))
+register_op(OpDef(
+    "cross_entropy_grad", (Slot("X"), Slot("Label"), Slot("Y@GRAD")), (Slot("X@GRAD"),),
+    lambda ctx: {"X@GRAD": ctx.input("X")}, _xent_grad_cpu, attrs=dict(_XENT_ATTRS),
+    traits=frozenset((NO_GRAD,)),
+    doc="X@GRAD = -Y@GRAD / X[Label] at the label (hard) or -Y@GRAD * Label / X (soft)"))

@@ -1,0 +1,354 @@
+"""Persistence: checkpoints (`save` / `load`) and inference models.
+
+Files (our own format, not Paddle's pickles):
+  <path>.pdparams   the program's Parameters          } arrays files: an uncompressed
+  <path>.pdopt      its other persistables (optimizer } `.npz` holding the format version,
+                    moments, learning rate, ...)      } a JSON index (name/shape/dtype per
+  <prefix>.pdiparams  an inference model's parameters } variable) and one array per variable
+  <prefix>.pdmodel  the pruned inference program, as JSON (graph/serialize.py)
+
+Every file is written to a temporary file in the target's directory and renamed over the
+target, so a failed or interrupted save never leaves a half-written file under the final
+name. A load checks the whole file against the program first and writes nothing into the
+scope unless every variable matches.
+"""
+import io
+import json
+import os
+import tempfile
+import zipfile
+
+import numpy as np
+
+from ..executor.scope import global_scope
+from ..graph.program import Parameter, Program, Variable, default_main_program
+from ..graph.serialize import (FORMAT_KEY, FORMAT_VERSION, check_format, program_from_dict,
+                               program_to_dict)
+from ..graph.verify import verify
+
+_INDEX_KEY = "__numbaflow_vars__"
+
+
+# ---------------------------------------------------------------- atomic files
+def _atomic_temp(path, data):
+    """Write `data` (bytes) to a temporary file next to `path`; return the temp path."""
+    path = os.fspath(path)
+    parent = os.path.dirname(os.path.abspath(path))
+    os.makedirs(parent, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+    except BaseException:
+        _discard(tmp)
+        raise
+    return tmp
+
+
+def _discard(tmp):
+    try:
+        os.unlink(tmp)
+    except FileNotFoundError:
+        pass
+
+
+def _write_files(contents):
+    """Write {path: bytes}: every temp file first, then rename each over its target.
+
+    A failure while writing leaves every target untouched; the renames come last.
+    """
+    temps = []
+    try:
+        for path, data in contents.items():
+            if os.path.isdir(path):
+                raise IsADirectoryError(f"cannot save to {path!r}: it is a directory; give a "
+                                        f"file path prefix such as {os.path.join(path, 'model')!r}")
+            temps.append((_atomic_temp(path, data), path))
+        for tmp, path in temps:
+            os.replace(tmp, path)
+    finally:
+        for tmp, _ in temps:
+            if os.path.exists(tmp):
+                _discard(tmp)
+
+
+# ---------------------------------------------------------------- arrays files
+def _arrays_bytes(arrays, kind):
+    """Serialize {name: ndarray} (in order) with the format version and an index."""
+    index, payload = [], {}
+    for i, (name, a) in enumerate(arrays.items()):
+        key = f"v{i}"
+        index.append({"name": name, "shape": list(a.shape), "dtype": str(a.dtype), "key": key})
+        payload[key] = np.ascontiguousarray(a)
+    meta = json.dumps({"kind": kind, "vars": index}).encode()
+    buf = io.BytesIO()
+    np.savez(buf, **{FORMAT_KEY: np.array(FORMAT_VERSION, np.int64),
+                     _INDEX_KEY: np.frombuffer(meta, np.uint8)}, **payload)
+    return buf.getvalue()
+
+
+def _read_arrays(path):
+    """{name: ndarray} from an arrays file; ValueError if it is not one we can read."""
+    try:
+        z = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+        raise ValueError(f"file {path!r} is not a numbaflow arrays file ({e})") from None
+    if not isinstance(z, np.lib.npyio.NpzFile):
+        raise ValueError(f"file {path!r} is not a numbaflow arrays file (a single .npy array)")
+    with z:
+        if FORMAT_KEY not in z.files or _INDEX_KEY not in z.files:
+            check_format({}, f"file {path!r}")
+        check_format({FORMAT_KEY: int(z[FORMAT_KEY])}, f"file {path!r}")
+        meta = json.loads(bytes(z[_INDEX_KEY]).decode())
+        out = {}
+        for e in meta["vars"]:
+            a = z[e["key"]]
+            if list(a.shape) != e["shape"] or str(a.dtype) != e["dtype"]:
+                raise ValueError(f"file {path!r} is corrupt: {e['name']!r} is indexed as "
+                                 f"{e['shape']}/{e['dtype']} but holds {list(a.shape)}/{a.dtype}")
+            out[e["name"]] = a
+        return out
+
+
+# ---------------------------------------------------------------- helpers
+def _as_program(program, fn):
+    if program is None:
+        return default_main_program()
+    inner = getattr(program, "_program", None)     # a CompiledProgram
+    if isinstance(inner, Program):
+        return inner
+    if not isinstance(program, Program):
+        raise TypeError(f"{fn}: program must be a Program, got {type(program).__name__}")
+    return program
+
+
+def _persistables(program):
+    return [v for v in program.list_vars() if v.persistable and not v.is_data]
+
+
+def _model_path(model_path, fn):
+    if not isinstance(model_path, (str, os.PathLike)):
+        raise TypeError(f"{fn}: model_path must be a str path, got {type(model_path).__name__}")
+    model_path = os.fspath(model_path)
+    for ext in (".pdparams", ".pdopt"):
+        if model_path.endswith(ext):
+            model_path = model_path[:-len(ext)]
+    if not os.path.basename(model_path):
+        raise ValueError(f"{fn}: model_path {model_path!r} must end with a file name prefix, "
+                         f"e.g. 'checkpoints/model'")
+    return model_path
+
+
+def _gather(variables, scope, fn):
+    """{name: array copy} from `scope`; RuntimeError naming the missing ones."""
+    missing = [v.name for v in variables if scope.find_var(v.name) is None]
+    if missing:
+        raise RuntimeError(f"{fn}: {missing} are not in the scope; run the startup program "
+                           f"first (exe.run(static.default_startup_program())) or load a "
+                           f"checkpoint")
+    return {v.name: scope.get(v.name) for v in variables}
+
+
+def _check_against(variables, found, what):
+    """ValueError listing every variable that `found` lacks or holds with another shape/dtype."""
+    problems = []
+    for v in variables:
+        a = found.get(v.name)
+        if a is None:
+            problems.append(f"{v.name!r}: missing (expected shape {v.shape}, dtype {v.dtype})")
+            continue
+        shape_ok = a.ndim == len(v.shape) and all(e in (-1, d) for e, d in zip(v.shape, a.shape))
+        if not shape_ok or a.dtype != v.dtype:
+            problems.append(f"{v.name!r}: expected shape {v.shape}, dtype {v.dtype}; found "
+                            f"shape {tuple(a.shape)}, dtype {a.dtype}")
+    if problems:
+        raise ValueError(f"{what} does not match the program ({len(problems)} variable"
+                         f"{'s' if len(problems) > 1 else ''}):\n  " + "\n  ".join(problems) +
+                         "\nNothing was loaded. Load into the program that was saved (same "
+                         "layers and optimizer), or pass var_list= to load a subset.")
+
+
+# ---------------------------------------------------------------- checkpoints
+def save(program, model_path, protocol=4, **configs):
+    """Save `program`'s parameters to `model_path.pdparams` and its other persistables
+    (optimizer state, learning rate) to `model_path.pdopt`, from the global scope.
+
+    >>> static.save(static.default_main_program(), 'checkpoints/model')
+    """
+    program = _as_program(program, "save")
+    if not isinstance(protocol, int) or not 2 <= protocol <= 4:
+        raise ValueError(f"save: protocol must be 2, 3 or 4 (accepted for Paddle "
+                         f"compatibility), got {protocol!r}")
+    model_path = _model_path(model_path, "save")
+    pers = _persistables(program)
+    arrays = _gather(pers, global_scope(), "save")
+    params = {v.name: arrays[v.name] for v in pers if isinstance(v, Parameter)}
+    others = {v.name: arrays[v.name] for v in pers if not isinstance(v, Parameter)}
+    _write_files({model_path + ".pdparams": _arrays_bytes(params, "pdparams"),
+                  model_path + ".pdopt": _arrays_bytes(others, "pdopt")})
+
+
+def load(program, model_path, executor=None, var_list=None):
+    """Load what `save` wrote into the global scope, after checking every persistable of
+    `program` (or only `var_list`) against the files: a missing variable, or a shape or
+    dtype mismatch, raises one ValueError naming each, and then nothing is loaded.
+
+    >>> static.load(main_program, 'checkpoints/model', exe)
+    """
+    program = _as_program(program, "load")
+    model_path = _model_path(model_path, "load")
+    if var_list is None:
+        targets = _persistables(program)
+    else:
+        block = program.global_block()
+        targets = [block.var(v) if isinstance(v, str) else v for v in var_list]
+        bad = [v for v in targets if not isinstance(v, Variable)]
+        if bad:
+            raise TypeError(f"load: var_list must hold Variables or names, got {bad!r}")
+    found, read = {}, []
+    for ext in (".pdparams", ".pdopt"):
+        path = model_path + ext
+        if os.path.exists(path):
+            found.update(_read_arrays(path))
+            read.append(path)
+    if not read:
+        raise FileNotFoundError(f"load: neither {model_path + '.pdparams'!r} nor "
+                                f"{model_path + '.pdopt'!r} exists; was it saved with "
+                                f"static.save(program, {model_path!r})?")
+    _check_against(targets, found, f"checkpoint {model_path!r} (read {read})")
+    scope = global_scope()
+    for v in targets:
+        scope.set(v.name, found[v.name])
+
+
+# ---------------------------------------------------------------- inference models
+def _as_var_list(vs, what):
+    vs = list(vs) if isinstance(vs, (list, tuple)) else [vs]
+    if not vs:
+        raise ValueError(f"save_inference_model: {what} must not be empty")
+    for v in vs:
+        if not isinstance(v, Variable):
+            raise TypeError(f"save_inference_model: {what} must hold Variables, got "
+                            f"{type(v).__name__}")
+    return vs
+
+
+def _prune(program, feed_names, fetch_names):
+    """A for-test copy of `program` with only the ops computing the fetches from the feeds."""
+    pruned = program.clone(for_test=True)
+    block = pruned.global_block()
+    for n in list(feed_names) + list(fetch_names):
+        if n not in block.vars:
+            raise ValueError(f"save_inference_model: {n!r} is not a forward variable of the "
+                             f"program (gradients and optimizer state cannot be fed or fetched)")
+    feeds = {block.vars[n] for n in feed_names}
+    needed = {block.vars[n] for n in fetch_names}
+    keep = set()
+    for i in reversed(range(len(block.ops))):
+        op = block.ops[i]
+        if any(v in needed and v not in feeds for v in op.output_vars()):
+            keep.add(i)
+            needed.update(op.input_vars())
+    produced = set()
+    for i in sorted(keep):
+        op = block.ops[i]
+        for v in op.input_vars():
+            if v not in feeds and v not in produced and not v.persistable:
+                raise ValueError(f"save_inference_model: fetching {list(fetch_names)} needs "
+                                 f"{v.name!r} (read by op {op.type}), which is not in feed_vars; "
+                                 f"add it to feed_vars")
+        produced.update(op.output_vars())
+    for i in reversed(range(len(block.ops))):
+        if i not in keep:
+            block._remove_op(i)
+    used = set(feeds) | {block.vars[n] for n in fetch_names}
+    for op in block.ops:
+        used.update(op.input_vars())
+        used.update(op.output_vars())
+    for name, v in list(block.vars.items()):
+        if v not in used:
+            block._remove_var(name)
+    for v in feeds:         # what is fed is an input of the inference program
+        v.is_data = True
+    return pruned
+
+
+def _write_inference(model_file, params_file, feed_vars, fetch_vars, program, fn):
+    feed_vars = _as_var_list(feed_vars, "feed_vars")
+    fetch_vars = _as_var_list(fetch_vars, "fetch_vars")
+    program = _as_program(program, fn)
+    feed_names = [v.name for v in feed_vars]
+    fetch_names = [v.name for v in fetch_vars]
+    pruned = _prune(program, feed_names, fetch_names)
+    verify(pruned)
+    params = _gather(_persistables(pruned), global_scope(), fn)
+    desc = json.dumps(program_to_dict(pruned, feed_names, fetch_names),
+                      separators=(",", ":")).encode()
+    _write_files({model_file: desc, params_file: _arrays_bytes(params, "pdiparams")})
+    return pruned
+
+
+def _read_inference(model_file, params_file, fn):
+    for path in (model_file, params_file):
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"{fn}: {path!r} does not exist; was the model saved with "
+                                    f"save_inference_model?")
+    try:
+        with open(model_file, "rb") as f:
+            desc = json.loads(f.read().decode())
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{fn}: {model_file!r} is not a numbaflow model description "
+                         f"({e})") from None
+    check_format(desc, f"file {model_file!r}")
+    program = program_from_dict(desc)
+    verify(program)
+    block = program.global_block()
+    found = _read_arrays(params_file)
+    _check_against(_persistables(program), found, f"parameters file {params_file!r}")
+    scope = global_scope()
+    for v in _persistables(program):
+        scope.set(v.name, found[v.name])
+    return [program, list(desc["feed"]), [block.var(n) for n in desc["fetch"]]]
+
+
+def _prefix(path_prefix, fn):
+    if not isinstance(path_prefix, (str, os.PathLike)):
+        raise TypeError(f"{fn}: path_prefix must be a str, got {type(path_prefix).__name__}")
+    path_prefix = os.fspath(path_prefix)
+    if not os.path.basename(path_prefix) or os.path.isdir(path_prefix):
+        raise ValueError(f"{fn}: path_prefix {path_prefix!r} must be a file name prefix (it is "
+                         f"a directory); use e.g. {os.path.join(path_prefix, 'inference')!r}")
+    return path_prefix
+
+
+def save_inference_model(path_prefix, feed_vars, fetch_vars, executor, program=None,
+                         **kwargs):
+    """Save the forward ops that compute `fetch_vars` from `feed_vars` to
+    `path_prefix.pdmodel` and the parameters they read to `path_prefix.pdiparams`.
+
+    >>> static.save_inference_model('infer/model', [x], [predict], exe)
+    """
+    path_prefix = _prefix(path_prefix, "save_inference_model")
+    unknown = set(kwargs) - {"clip_extra"}
+    if unknown:
+        raise TypeError(f"save_inference_model: unexpected arguments {sorted(unknown)}")
+    _write_inference(path_prefix + ".pdmodel", path_prefix + ".pdiparams", feed_vars,
+                     fetch_vars, program, "save_inference_model")
+
+
+def load_inference_model(path_prefix, executor, **kwargs):
+    """Load a model saved by `save_inference_model`; its parameters go to the global scope.
+    Returns [program, feed_target_names, fetch_targets].
+
+    >>> program, feed_names, fetch_targets = static.load_inference_model('infer/model', exe)
+    >>> out, = exe.run(program, feed={feed_names[0]: x}, fetch_list=fetch_targets)
+    """
+    if kwargs:
+        raise TypeError(f"load_inference_model: unexpected arguments {sorted(kwargs)}")
+    path_prefix = _prefix(path_prefix, "load_inference_model")
+    return _read_inference(path_prefix + ".pdmodel", path_prefix + ".pdiparams",
+                           "load_inference_model")
