@@ -1,13 +1,19 @@
 """numbaflow.fluid: Paddle 1.x programs run with only the import changed."""
+import itertools
+
 import numpy as np
 import pytest
 
 import numbaflow.fluid as fluid
 from numbaflow.graph import verify
+from numbaflow.kernels import creation
 
 
 @pytest.fixture(autouse=True)
-def fresh():
+def fresh(monkeypatch):
+    # deterministic initial parameters (as numbaflow.seed(2024)), restored after the test
+    monkeypatch.setitem(creation._seed, "base", 2024)
+    monkeypatch.setitem(creation._seed, "counter", itertools.count(1))
     with fluid.scope_guard(fluid.Scope()), fluid.unique_name.guard():
         yield
 

@@ -1,6 +1,7 @@
 """Persistence: static.save/load (checkpoints with optimizer state), inference models,
 and the Program <-> dict serializer. Every check compares against numpy copies taken
 before the round trip."""
+import itertools
 import json
 import os
 
@@ -12,13 +13,17 @@ import numbaflow.static as static
 import numbaflow.static.io as nf_io
 from numbaflow.graph import verify
 from numbaflow.graph.serialize import program_from_dict, program_to_dict
+from numbaflow.kernels import creation
 from numbaflow.utils import unique_name
 
 D, H = 4, 8
 
 
 @pytest.fixture(autouse=True)
-def fresh_scope():
+def fresh_scope(monkeypatch):
+    # deterministic initial parameters (as numbaflow.seed(7)), restored after the test
+    monkeypatch.setitem(creation._seed, "base", 7)
+    monkeypatch.setitem(creation._seed, "counter", itertools.count(1))
     with static.scope_guard(static.Scope()):
         yield
 

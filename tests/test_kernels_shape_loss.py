@@ -132,7 +132,7 @@ def test_reshape_errors_name_the_input(shape, msg):
 
 
 def test_reshape_runtime_mismatch_is_value_error():
-    with new_programs() as _:
+    with new_programs():
         main = static.default_main_program()
         x = static.data("x", [None, 6])
         y = paddle.reshape(x, [4, 3])      # only right for a batch of 2
@@ -151,8 +151,8 @@ def test_reshape_grad():
 
 # ---------------------------------------------------------------- transpose2
 @pytest.mark.parametrize("in_shape,perm", [
-    ((2, 3, 4), [2, 0, 1]), ((2, 3, 4), [-1, 0, -2]), ((5, 7), [1, 0]), ((2, 3, 4, 5), [0, 2, 3, 1]),
-    ((4,), [0]),
+    ((2, 3, 4), [2, 0, 1]), ((2, 3, 4), [-1, 0, -2]), ((5, 7), [1, 0]),
+    ((2, 3, 4, 5), [0, 2, 3, 1]), ((4,), [0]),
 ])
 def test_transpose_forward(in_shape, perm):
     x = rand(*in_shape)

@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 from scipy.special import erf
 
-from numbaflow.kernels import all_op_types
+from numbaflow.kernels import all_op_types, get_op_def
 from numbaflow.testing.op_test import (OpCase, away_from_zero, build_grad_program, check_grad,
-                                       check_output, const, distinct, grad_slots, ints,
+                                       check_inplace, check_output, const, distinct, grad_slots,
+                                       ints, ref_binary as binary, ref_unary as unary,
                                        run_single_op, uniform)
 
 REGISTERED = set(all_op_types())
@@ -22,28 +23,6 @@ F = np.float64
 
 def f64(a):
     return np.asarray(a, dtype=F)
-
-
-def paddle_align(a, ndim, axis):
-    """Paddle's elementwise `axis`: a lower-rank operand's dims start at `axis`."""
-    if axis == -1 or a.ndim == ndim:
-        return a
-    return a.reshape((1,) * axis + a.shape + (1,) * (ndim - axis - a.ndim))
-
-
-def unary(fn, dtype=None):
-    """Reference of an X -> Out op: fn(x as float64, attrs), cast to X's dtype (or `dtype`)."""
-    return lambda ins, a: {"Out": np.asarray(fn(f64(ins["X"]), a))
-                           .astype(dtype or ins["X"].dtype)}
-
-
-def binary(fn, out_dtype=None):
-    def ref(ins, a):
-        x, y = ins["X"], ins["Y"]
-        nd = max(x.ndim, y.ndim)
-        out = fn(f64(paddle_align(x, nd, a["axis"])), f64(paddle_align(y, nd, a["axis"])))
-        return {"Out": np.asarray(out).astype(out_dtype or x.dtype)}
-    return ref
 
 
 def softmax_np(x, axis):
@@ -223,7 +202,8 @@ for _id, _attrs in [("last", {}), ("axis0_keep", {"axis": 0, "keepdims": True}),
 for _op in ("softmax", "log_softmax"):
     _fn = softmax_np if _op == "softmax" else (lambda x, ax: np.log(softmax_np(x, ax)))
     for _ax in (-1, 0, 1):
-        row(_op, {"X": uniform(X234, -2, 2)}, (lambda fn: unary(lambda x, a: fn(x, a["axis"])))(_fn),
+        row(_op, {"X": uniform(X234, -2, 2)},
+            (lambda fn: unary(lambda x, a: fn(x, a["axis"])))(_fn),
             f"{_op}-axis{_ax}", attrs={"axis": _ax})
     row(_op, {"X": uniform((3, 5), -2, 2)}, (lambda fn: unary(lambda x, a: fn(x, -1)))(_fn),
         f"{_op}-2d")
@@ -340,7 +320,8 @@ def split_ref(ins, a):
     return {"Out": np.split(x, a["num"], axis=ax)}
 
 
-for _id, _attrs in [("num", {"num": 2, "axis": 1}), ("sections", {"sections": [1, 2, 3], "axis": 1}),
+for _id, _attrs in [("num", {"num": 2, "axis": 1}),
+                    ("sections", {"sections": [1, 2, 3], "axis": 1}),
                     ("axis0", {"num": 4, "axis": 0}),
                     ("infer_section", {"sections": [2, -1], "axis": -1})]:
     row("split", {"X": uniform((4, 6))}, split_ref, f"split-{_id}", attrs=_attrs)
@@ -406,8 +387,9 @@ row("softmax_with_cross_entropy", {"Logits": _LOGITS, "Label": _HARD}, swce_ref,
 row("softmax_with_cross_entropy", {"Logits": _LOGITS, "Label": _HARD}, swce_ref,
     "softmax_with_cross_entropy-hard-loss_only", attrs=_SWCE, grad_inputs=("Logits",),
     outputs_for_grad=("Loss",))
-row("softmax_with_cross_entropy", {"Logits": _LOGITS, "Label": const([[2], [0], [2], [4]], "int64")},
-    swce_ref, "softmax_with_cross_entropy-ignore_index", attrs=dict(_SWCE, ignore_index=2),
+row("softmax_with_cross_entropy",
+    {"Logits": _LOGITS, "Label": const([[2], [0], [2], [4]], "int64")}, swce_ref,
+    "softmax_with_cross_entropy-ignore_index", attrs=dict(_SWCE, ignore_index=2),
     grad_inputs=("Logits",))
 row("softmax_with_cross_entropy", {"Logits": _LOGITS, "Label": prob_rows((4, 5))}, swce_ref,
     "softmax_with_cross_entropy-soft", attrs=dict(_SWCE, soft_label=True), grad_inputs=("Logits",))
@@ -471,6 +453,14 @@ def test_forward(case, dtype):
                                   if c.op not in REGISTERED or _has_grad(c)])
 def test_grad(case):
     check_grad(case)
+
+
+@pytest.mark.parametrize("case,dtype", [_param(c, dt, id=f"{c.id}-{dt}") for c in ROWS
+                                        if c.op in REGISTERED and get_op_def(c.op).inplace
+                                        for dt in c.dtypes])
+def test_inplace(case, dtype):
+    """Ops that may overwrite an input (optimizer updates) give the same result when they do."""
+    check_inplace(case, dtype)
 
 
 def test_row_ids_are_unique():

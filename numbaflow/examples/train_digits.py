@@ -30,7 +30,7 @@ def parse_args(argv=None):
     """Parse the command line (``argv=None`` reads ``sys.argv``)."""
     p = argparse.ArgumentParser(prog="python -m numbaflow.examples.train_digits",
                                 description="Train an MLP (or CNN) on the 8x8 digits data set.")
-    p.add_argument("--epochs", type=int, default=20, help="passes over the training set (default 20)")
+    p.add_argument("--epochs", type=int, default=20, help="epochs (default 20)")
     p.add_argument("--batch-size", type=int, default=64, help="global batch size (default 64)")
     p.add_argument("--seed", type=int, default=0, help="seed for the split, shuffling and init")
     p.add_argument("--lr", type=float, default=5e-3, help="Adam learning rate (default 0.005)")

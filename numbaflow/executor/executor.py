@@ -113,7 +113,7 @@ def check_feed(block, feed):
             if arr.shape != var.shape and arr.size == max(1, int(np.prod(var.shape))):
                 arr = arr.reshape(var.shape)
         _check_shape(var, arr)
-        out[name] = np.ascontiguousarray(arr)
+        out[name] = np.require(arr, requirements='C')   # keeps 0-D arrays 0-D
     return out
 
 

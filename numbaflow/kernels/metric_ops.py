@@ -72,6 +72,7 @@ def _accuracy_cpu(cop):
 
 register_op(OpDef(
     "accuracy", (Slot("Out"), Slot("Label", no_grad=True)),
-    (Slot("Accuracy"), Slot("Correct", optional=True), Slot("Total", optional=True)), _accuracy_infer, _accuracy_cpu,
+    (Slot("Accuracy"), Slot("Correct", optional=True), Slot("Total", optional=True)),
+    _accuracy_infer, _accuracy_cpu,
     attrs={"k": 1}, traits=frozenset((NO_GRAD, MAY_FAIL)),
     doc="Accuracy = Correct / Total, Correct = rows whose Label is among the top k of Out"))

@@ -199,7 +199,7 @@ def build_cpu_kernel(op_type, inputs, attrs=None):
         if v is None:
             continue
         arrs = list(v) if s.duplicable else [v]
-        ins[s.name] = [np.ascontiguousarray(a) for a in arrs]
+        ins[s.name] = [np.require(a, requirements='C') for a in arrs]  # keeps 0-D
     in_infos = {k: [VarInfo(a.shape, a.dtype) for a in v] for k, v in ins.items()}
     out_infos = {k: (v if isinstance(v, list) else [v]) for k, v in
                  opdef.infer(InferContext(op_type, full_attrs, in_infos)).items()}

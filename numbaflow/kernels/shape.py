@@ -12,12 +12,7 @@ import functools
 
 import numpy as np
 
-from .reduction import arc_view
 from .registry import NO_GRAD, OpDef, Slot, VarInfo, numel, register_op
-
-
-def _prod(dims):
-    return int(np.prod(dims)) if len(dims) else 1
 
 
 def _merge_dim(a, b):
@@ -58,19 +53,19 @@ def reshape_shape(in_shape, target):
         else:
             raise ValueError(f"shape {target} has {d}; dims must be > 0, 0 (copy the input "
                              f"dim) or -1 (infer)")
-    in_known = _prod([d for d in in_shape if d != -1])
+    in_known = numel([d for d in in_shape if d != -1])
     in_unknown = sum(d == -1 for d in in_shape)
     copied_unknown = sum(1 for i, d in enumerate(target) if d == 0 and in_shape[i] == -1)
     free = target.index(-1) if -1 in target else None
     rest = [d for i, d in enumerate(out) if i != free and not (target[i] == 0 and d == -1)]
-    rest_known = _prod(rest)
+    rest_known = numel(rest)
     if in_unknown - copied_unknown > 0:
         return tuple(out)                  # the free dim (if any) absorbs an unknown size
     if free is not None:
         if rest_known == 0 or in_known % rest_known:
-            raise ValueError(f"cannot reshape {len(in_shape)}-D input of {in_known} elements "
-                             f"(times unknown dims) to {target}: the other dims multiply to "
-                             f"{rest_known}")
+            raise ValueError(f"cannot reshape an input of {in_known} elements to {target}: "
+                             f"the dims other than -1 multiply to {rest_known}, which does "
+                             f"not divide it")
         out[free] = in_known // rest_known
     elif in_known != rest_known:
         raise ValueError(f"shape {target} has {rest_known} elements but the input has "
@@ -86,7 +81,7 @@ def flatten_shape(in_shape, start, stop):
     if start > stop:
         raise ValueError(f"start_axis ({start}) must not be after stop_axis ({stop})")
     mid = in_shape[start:stop + 1]
-    return tuple(in_shape[:start]) + (-1 if -1 in mid else _prod(mid),) + tuple(in_shape[stop + 1:])
+    return tuple(in_shape[:start]) + (-1 if -1 in mid else numel(mid),) + tuple(in_shape[stop + 1:])
 
 
 def squeeze_shape(in_shape, axes):

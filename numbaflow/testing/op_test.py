@@ -2,7 +2,7 @@
 finite differences in float64.
 
 A test is a row, not a subclass: an `OpCase` names the op, how to make its inputs, its
-attrs and a numpy reference. Two checks run a row:
+attrs and a numpy reference. Three checks run a row:
 
 * `check_output(case, dtype)` builds a one-op `Program` (data variables fed, every output
   fetched), verifies the IR, runs it with `static.Executor(CPUPlace())` and compares every
@@ -13,6 +13,8 @@ attrs and a numpy reference. Two checks run a row:
   `static.gradients` appends the backward, and every element of every analytic gradient is
   compared with central differences of the same loss, computed by re-running the forward
   kernel eagerly with one input element moved by +-eps.
+* `check_inplace(case, dtype)` (ops declaring `OpDef.inplace`, e.g. optimizer updates)
+  binds each in-place output to its input's persistable variable, as training does.
 
 The interface follows Paddle's OpTest (`check_output` / `check_grad`), the table follows
 JAX's GradTestSpec. Keep inputs small (<= ~60 elements): finite differences run the forward
@@ -44,7 +46,7 @@ class OpCase:
     the reference returns (plus required ones).
     grad_inputs: slots whose gradient is checked (None: every float input slot not marked
     no_grad, unless the op is NO_GRAD). outputs_for_grad: outputs entering the loss (None:
-    every float output). dtypes: float dtypes the forward runs in (one entry for ops
+    every float output the reference returns). dtypes: float dtypes the forward runs in (one entry for ops
     without float inputs).
     """
     op: str
@@ -100,6 +102,33 @@ def ints(shape, lo, hi, dtype="int64"):
 def const(value, dtype=None):
     """A fixed array (copied on each call)."""
     return lambda rng: np.array(value, dtype=dtype)
+
+
+# ---------------------------------------------------------------- reference helpers
+def paddle_align(a, ndim, axis):
+    """Paddle's elementwise `axis`: a lower-rank operand's dims start at `axis` (-1: numpy's
+    trailing alignment)."""
+    if axis == -1 or a.ndim == ndim:
+        return a
+    return a.reshape((1,) * axis + a.shape + (1,) * (ndim - axis - a.ndim))
+
+
+def ref_unary(fn, dtype=None):
+    """Reference of an X -> Out op: fn(X as float64, attrs), cast to X's dtype (or `dtype`)."""
+    return lambda ins, a: {"Out": np.asarray(fn(ins["X"].astype(np.float64), a))
+                           .astype(dtype or ins["X"].dtype)}
+
+
+def ref_binary(fn, out_dtype=None):
+    """Reference of an (X, Y) -> Out elementwise op with Paddle's `axis`: fn on float64
+    operands, cast to X's dtype (or `out_dtype`)."""
+    def ref(ins, a):
+        x, y = ins["X"], ins["Y"]
+        nd = max(x.ndim, y.ndim)
+        out = fn(paddle_align(x, nd, a["axis"]).astype(np.float64),
+                 paddle_align(y, nd, a["axis"]).astype(np.float64))
+        return {"Out": np.asarray(out).astype(out_dtype or x.dtype)}
+    return ref
 
 
 # ---------------------------------------------------------------- program building
@@ -160,9 +189,15 @@ def _counts(structure):
     return {slot: len(v) if isinstance(v, list) else None for slot, v in structure.items()}
 
 
-def _run(program, feed_vars, arrays, fetch):
-    """Run `program` in a fresh scope; feed_vars/arrays are parallel {slot: ...} dicts."""
-    feed = {v.name: a for (_, v), (_, a) in zip(_flat(feed_vars), _flat(arrays))}
+def _feed(in_vars, arrays):
+    """{variable name: array} for parallel {slot: var or [vars]} / {slot: array or [arrays]}."""
+    return {var.name: arrays[slot] if not isinstance(v, list) else arrays[slot][i]
+            for slot, v in in_vars.items()
+            for i, var in enumerate(v if isinstance(v, list) else [v])}
+
+
+def _run(program, feed, fetch):
+    """Run `program` in a fresh scope."""
     return Executor(CPUPlace()).run(program, feed=feed, fetch_list=fetch, scope=Scope())
 
 
@@ -175,7 +210,7 @@ def run_single_op(op_type, arrays, attrs=None, out_counts=None):
     in_vars, out_vars = append_one_op(program.global_block(), op_type, arrays, attrs or {},
                                       out_counts or {})
     verify(program)
-    fetched = iter(_run(program, in_vars, arrays, [v for _, v in _flat(out_vars)]))
+    fetched = iter(_run(program, _feed(in_vars, arrays), [v for _, v in _flat(out_vars)]))
     return {slot: [next(fetched) for _ in v] if isinstance(v, list) else next(fetched)
             for slot, v in out_vars.items()}
 
@@ -195,9 +230,10 @@ def assert_close(where, got, want, rtol, atol):
     if want.dtype.kind != "f":
         if not np.array_equal(got, want):
             bad = np.argwhere(got != want)
+            first = tuple(int(i) for i in bad[0])
             raise AssertionError(f"{where}: {len(bad)} of {want.size} elements differ; first at "
-                                 f"{tuple(bad[0])}: got {got[tuple(bad[0])]}, expected "
-                                 f"{want[tuple(bad[0])]}\ngot\n{got}\nexpected\n{want}")
+                                 f"{first}: got {got[first]}, expected {want[first]}\n"
+                                 f"got\n{got}\nexpected\n{want}")
         return
     g, w = got.astype(np.float64), want.astype(np.float64)
     err = np.abs(g - w)
@@ -206,8 +242,9 @@ def assert_close(where, got, want, rtol, atol):
         k = np.unravel_index(np.nanargmax(np.where(np.isnan(err), np.inf, err - bound)), err.shape)
         raise AssertionError(
             f"{where}: {int(np.sum(~(err <= bound)))} of {w.size} elements outside "
-            f"rtol={rtol:g} atol={atol:g}; worst at {tuple(int(i) for i in k)}: got {g[k]!r}, "
-            f"expected {w[k]!r} (abs err {err[k]:.3g})\ngot\n{got}\nexpected\n{want}")
+            f"rtol={rtol:g} atol={atol:g}; worst at {tuple(int(i) for i in k)}: got "
+            f"{g[k]:.17g}, expected {w[k]:.17g} (abs err {err[k]:.3g})\ngot\n{got}\n"
+            f"expected\n{want}")
 
 
 def _copy(arrays):
@@ -240,6 +277,38 @@ def check_output(case, dtype="float64"):
             assert_close(_where(case, f"output {label} ({dtype})"), g, w, rtol, atol)
 
 
+def check_inplace(case, dtype="float64"):
+    """Run `case` the way a training program runs an update, and compare with `case.ref`.
+
+    Every input is a persistable variable set in the scope, and every output the OpDef may
+    write in place (`OpDef.inplace`, e.g. ParamOut -> Param) is bound to that input's
+    variable, so the kernel reads and writes one buffer.
+    """
+    opdef = get_op_def(case.op)
+    if not opdef.inplace:
+        raise ValueError(f"{case.id}: {case.op} declares no in-place outputs")
+    arrays = make_inputs(case, dtype)
+    expected = expected_outputs(case, arrays)
+    program, scope = Program(), Scope()
+    block = program.global_block()
+    in_vars = {}
+    for slot, a in arrays.items():
+        if isinstance(a, list):
+            raise ValueError(f"{case.id}: check_inplace takes no duplicable inputs ({slot})")
+        in_vars[slot] = block.create_var(slot, a.shape, a.dtype, persistable=True)
+        scope.set(slot, a)
+    out_vars = {slot: in_vars[opdef.inplace[slot]] if slot in opdef.inplace
+                else block.create_var(f"out_{slot}") for slot in expected}
+    block.append_op(case.op, in_vars, out_vars, case.attrs)
+    verify(program)
+    got = Executor(CPUPlace()).run(program, fetch_list=list(out_vars.values()), scope=scope)
+    rtol, atol = FORWARD_TOL[np.dtype(dtype)]
+    for (slot, want), g in zip(expected.items(), got):
+        assert_close(_where(case, f"in-place output {slot} ({dtype})"), g, want,
+                     case.rtol if case.rtol is not None else rtol,
+                     case.atol if case.atol is not None else atol)
+
+
 # ---------------------------------------------------------------- gradient check
 def grad_slots(case):
     """The input slots whose gradient `check_grad` compares."""
@@ -257,8 +326,8 @@ def grad_slots(case):
 def build_grad_program(case):
     """The float64 program: the op, loss = sum_k sum(out_k * W_k), and its gradients.
 
-    Returns (program, arrays, feed vars, {out label: W array}, [(input label, input var,
-    grad var or None)]).
+    Returns (program, arrays (the op's inputs), feed {name: array} (inputs and weights),
+    {out label: W array}, [(input label, input var, grad var or None)]).
     """
     arrays = make_inputs(case, "float64")
     slots = grad_slots(case)
@@ -268,7 +337,7 @@ def build_grad_program(case):
     in_vars, out_vars = append_one_op(block, case.op, arrays, case.attrs, out_counts, slots)
     wanted = case.outputs_for_grad or list(out_counts)
     rng = np.random.default_rng(zlib.crc32(case.id.encode()) + 1)
-    weights, feed_vars, feed_arrays, partial = {}, dict(in_vars), dict(arrays), []
+    weights, feed, partial = {}, _feed(in_vars, arrays), []
     for label, out in _flat({s: out_vars[s] for s in wanted}):
         if out.dtype.kind != "f":
             if case.outputs_for_grad:
@@ -278,7 +347,7 @@ def build_grad_program(case):
         weights[label] = w
         w_var = block.create_var(f"W_{label}", out.shape, out.dtype, is_data=True,
                                  stop_gradient=True)
-        feed_vars[f"W_{label}"], feed_arrays[f"W_{label}"] = w_var, w
+        feed[w_var.name] = w
         prod = block.create_var(f"prod_{label}")
         block.append_op("elementwise_mul", {"X": out, "Y": w_var}, {"Out": prod})
         s = block.create_var(f"loss_{label}")
@@ -292,51 +361,55 @@ def build_grad_program(case):
         block.append_op("sum", {"X": partial}, {"Out": loss})
     checked = [(label, v) for label, v in _flat({s: in_vars[s] for s in slots})]
     grads = gradients([loss], [v for _, v in checked])
-    return (program, feed_arrays, feed_vars, weights,
+    return (program, arrays, feed, weights,
             [(label, v, g) for (label, v), g in zip(checked, grads)])
+
+
+def forward_eager(op_type, arrays, attrs):
+    """{output label: array}: one eager run of the op's CPU kernel (`run_op`'s path)."""
+    thunk, outs = build_cpu_kernel(op_type, arrays, attrs)
+    thunk()
+    opdef = get_op_def(op_type)
+    return dict(_flat({k: v if opdef.output_slot(k).duplicable else v[0]
+                       for k, v in outs.items()}))
 
 
 def numeric_grads(case, arrays, weights, labels, eps):
     """Central differences of sum_k sum(out_k * W_k) for every element of each input.
 
-    The forward kernel is bound once to copies of the inputs (as the executor binds it
-    once to its buffers) and re-run after each in-place perturbation.
+    Each evaluation specialises and runs the forward kernel afresh on the perturbed
+    inputs (cheap: compiled kernels are cached in-process).
     """
     arrays = _copy(arrays)
-    thunk, outs = build_cpu_kernel(case.op, arrays, case.attrs)
     flat_in = dict(_flat(arrays))
-    flat_out = dict(_flat({k: v if get_op_def(case.op).output_slot(k).duplicable else v[0]
-                           for k, v in outs.items()}))
     result = {}
     for label in labels:
-        x = flat_in[label].reshape(-1)      # a view: the kernel reads this buffer
+        x = flat_in[label].reshape(-1)      # a view into `arrays`
         g = np.empty(x.size)
         for i in range(x.size):
             orig = x[i]
             x[i] = orig + eps
-            thunk()
-            plus = {k: flat_out[k].copy() for k in weights}
+            plus = forward_eager(case.op, arrays, case.attrs)
             x[i] = orig - eps
-            thunk()
-            # difference the outputs before weighting: no cancellation in a large loss
-            g[i] = sum(float(np.sum(w * (plus[k].astype(np.float64) - flat_out[k])))
-                       for k, w in weights.items())
+            minus = forward_eager(case.op, arrays, case.attrs)
             x[i] = orig
+            # difference the outputs before weighting: no cancellation in a large loss
+            g[i] = sum(float(np.sum(w * (plus[k].astype(np.float64) - minus[k])))
+                       for k, w in weights.items())
         result[label] = g.reshape(flat_in[label].shape) / (2.0 * eps)
     return result
 
 
 def check_grad(case):
     """Compare `static.gradients` of the projected loss with central differences."""
-    program, arrays, feed_vars, weights, checked = build_grad_program(case)
+    program, arrays, feed, weights, checked = build_grad_program(case)
     verify(program)
     missing = [label for label, _, g in checked if g is None]
     if missing:
         raise AssertionError(_where(case, f"static.gradients returned no gradient for "
                                           f"{missing}"))
-    analytic = _run(program, feed_vars, arrays, [g for _, _, g in checked])
-    fwd_arrays = {k: v for k, v in arrays.items() if k in case.inputs}
-    numeric = numeric_grads(case, fwd_arrays, weights, [label for label, _, _ in checked],
+    analytic = _run(program, feed, [g for _, _, g in checked])
+    numeric = numeric_grads(case, arrays, weights, [label for label, _, _ in checked],
                             case.eps)
     for (label, var, _), got in zip(checked, analytic):
         want = numeric[label]

@@ -14,7 +14,7 @@ import functools
 import numpy as np
 
 from . import cache
-from .render import render
+from .render import inputs_used, render
 
 PARALLEL_MIN_SIZE = 1 << 15   # below this, thread wake-up costs more than it saves
 BLOCK = 1 << 14               # elements per parallel task along the inner dimension
@@ -51,9 +51,15 @@ def broadcast_strides(in_shapes, full_shape):
 
 
 def kernel_source(outputs, n_in, ndim, inner_kinds, float_dtype, parallel):
-    """Source of one elementwise kernel module (a single function named `kernel`)."""
-    loads = [f"in{i}[b{i} + j]" if inner_kinds[i] else f"in{i}[b{i}]" for i in range(n_in)]
+    """Source of one elementwise kernel module (a single function named `kernel`).
+
+    The inner loop runs over per-row slices indexed from 0: numba then knows every
+    index is non-negative (no wraparound select), so LLVM emits contiguous vector loads.
+    Broadcast (stride-0) inputs are loaded once per row.
+    """
+    loads = [f"x{i}[jj]" if inner_kinds[i] else f"s{i}" for i in range(n_in)]
     body, out_exprs = render(outputs, loads)
+    used = inputs_used(outputs)
     out_args = [f"out{k}" for k in range(len(outputs))]
     in_args = [f"in{i}" for i in range(n_in)]
     loop = "prange" if parallel else "range"
@@ -72,20 +78,23 @@ def kernel_source(outputs, n_in, ndim, inner_kinds, float_dtype, parallel):
         f"    for t in {loop}(nrows * nblk):",
         "        r = t // nblk",
         "        j0 = (t - r * nblk) * block",
-        "        j1 = min(j0 + block, inner)",
+        "        n = min(block, inner - j0)",
         "        rem = r",
     ]
-    src += [f"        b{i} = 0" for i in range(n_in)]
-    if ndim > 1:
+    src += [f"        b{i} = 0" for i in sorted(used)]
+    if ndim > 1 and used:
         src += [f"        for d in range({ndim - 2}, -1, -1):",
                 "            q = rem // shape[d]",
                 "            idx = rem - q * shape[d]",
                 "            rem = q"]
-        src += [f"            b{i} += idx * strides[{i}, d]" for i in range(n_in)]
-    src += ["        o = r * inner",
-            "        for j in range(j0, j1):"]
+        src += [f"            b{i} += idx * strides[{i}, d]" for i in sorted(used)]
+    for i in sorted(used):
+        src.append(f"        x{i} = in{i}[b{i} + j0:b{i} + j0 + n]" if inner_kinds[i]
+                   else f"        s{i} = in{i}[b{i}]")
+    src += [f"        y{k} = out{k}[r * inner + j0:r * inner + j0 + n]" for k in range(len(outputs))]
+    src += ["        for jj in range(n):"]
     src += [f"            {line}" for line in body]
-    src += [f"            out{k}[o + j] = {e}" for k, e in enumerate(out_exprs)]
+    src += [f"            y{k}[jj] = {e}" for k, e in enumerate(out_exprs)]
     return "\n".join(src) + "\n"
 
 

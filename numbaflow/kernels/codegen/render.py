@@ -67,3 +67,17 @@ def render(outputs, input_exprs, prefix="t"):
 
     out_exprs = [emit(o) for o in outputs]
     return lines, out_exprs
+
+
+def inputs_used(outputs):
+    """Indices of the inputs a traced body reads."""
+    seen, used, stack = set(), set(), list(outputs)
+    while stack:
+        sym = stack.pop()
+        if id(sym) in seen:
+            continue
+        seen.add(id(sym))
+        if sym.op == "in":
+            used.add(sym.value)
+        stack.extend(sym.args)
+    return used
