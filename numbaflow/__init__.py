@@ -12,7 +12,7 @@ from .tensor_math import (abs, add, argmax, assign, cast, clip, concat, divide, 
                           exp, flatten, full, log, matmul, max, maximum, mean, min, minimum,
                           multiply, pow, reshape, scale, split, sqrt, square, squeeze, subtract,
                           sum, tanh, transpose, unsqueeze)
-from . import nn, optimizer, static, metric, utils, initializer  # noqa: F401,E402
+from . import nn, optimizer, static, metric, utils, initializer, fluid  # noqa: F401,E402
 
 __version__ = "0.1.0"
 

@@ -25,7 +25,4 @@ def data(name, shape, dtype="float32", lod_level=0):
                             is_data=True)
 
 
-try:    # persistence lives in static/io.py
-    from .io import (load, load_inference_model, save, save_inference_model)  # noqa: F401
-except ImportError:     # pragma: no cover - during bootstrap only
-    pass
+from .io import load, load_inference_model, save, save_inference_model  # noqa: F401,E402
