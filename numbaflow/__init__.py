@@ -4,7 +4,14 @@
 >>> import numbaflow.static as static
 >>> paddle.enable_static()
 """
-from . import dtypes, kernels  # noqa: F401  (kernels registers every op)
+import os as _os
+
+# numba's OpenMP workers spin-wait after every parallel kernel; on a small machine that
+# starves the BLAS threads of the next matmul (an MLP step measured 48 ms instead of
+# 3.3 ms on 2 cores). libgomp reads this when numba first loads it, so set it first.
+_os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+from . import dtypes, kernels  # noqa: F401,E402  (kernels registers every op)
 from .dtypes import bool_ as bool, float32, float64, int32, int64  # noqa: F401
 from .executor import CPUPlace, CUDAPlace  # noqa: F401
 from .param_attr import ParamAttr  # noqa: F401

@@ -16,7 +16,7 @@ import numpy as np
 from . import cache
 from .render import inputs_used, render
 
-PARALLEL_MIN_SIZE = 1 << 15   # below this, thread wake-up costs more than it saves
+PARALLEL_MIN_SIZE = 1 << 20   # below this, waking the (passive) OpenMP workers, ~30 us, costs more than it saves
 BLOCK = 1 << 14               # elements per parallel task along the inner dimension
 
 
