@@ -28,8 +28,16 @@ unary("relu", lambda a, x: S.maximum(x, 0.0),
       lambda a, out, d: S.where(out > 0.0, d, 0.0), reads="Out")
 unary("sigmoid", lambda a, x: 1.0 / (1.0 + S.exp(-x)),
       lambda a, out, d: d * out * (1.0 - out), reads="Out")
-unary("tanh", lambda a, x: S.tanh(x),
-      lambda a, out, d: d * (1.0 - out * out), reads="Out")
+def _tanh(a, x):
+    """tanh through exp: glibc's scalar tanhf is ~4x slower than its expf. Near 0, where
+    (t - 1) / (t + 1) cancels, a Taylor series (error < 1e-13 relative) takes over."""
+    t = S.exp(2.0 * S.minimum(S.maximum(x, -20.0), 20.0))
+    x2 = x * x
+    series = x * (1.0 + x2 * (-1.0 / 3.0 + x2 * (2.0 / 15.0 + x2 * (-17.0 / 315.0))))
+    return S.where(S.abs_(x) < 0.03, series, (t - 1.0) / (t + 1.0))
+
+
+unary("tanh", _tanh, lambda a, out, d: d * (1.0 - out * out), reads="Out")
 unary("exp", lambda a, x: S.exp(x), lambda a, out, d: d * out, reads="Out")
 unary("log", lambda a, x: S.log(x), lambda a, x, d: d / x)
 unary("sqrt", lambda a, x: S.sqrt(x), lambda a, out, d: d * 0.5 / out, reads="Out")
