@@ -13,7 +13,7 @@ import functools
 import numpy as np
 from numba import njit
 
-from .reduction import arc_view
+from .reduction import arc_view, exp_shifted
 from .registry import MAY_FAIL, NO_GRAD, OpDef, Slot, VarInfo, numel, register_op
 
 
@@ -25,14 +25,7 @@ def swce_hard(x, label, sm, loss, ignore):
     A, R, C = x.shape
     for a in range(A):
         for c in range(C):
-            m = x[a, 0, c]
-            for r in range(1, R):
-                m = max(m, x[a, r, c])
-            s = 0.0
-            for r in range(R):
-                e = np.exp(x[a, r, c] - m)
-                sm[a, r, c] = e
-                s += e
+            m, s = exp_shifted(x, sm, a, c)
             for r in range(R):
                 sm[a, r, c] = sm[a, r, c] / s
             lab = label[a, c]
@@ -51,14 +44,7 @@ def swce_soft(x, label, sm, loss):
     A, R, C = x.shape
     for a in range(A):
         for c in range(C):
-            m = x[a, 0, c]
-            for r in range(1, R):
-                m = max(m, x[a, r, c])
-            s = 0.0
-            for r in range(R):
-                e = np.exp(x[a, r, c] - m)
-                sm[a, r, c] = e
-                s += e
+            m, s = exp_shifted(x, sm, a, c)
             ls = np.log(s)
             acc = 0.0
             for r in range(R):

@@ -197,19 +197,27 @@ register_op(OpDef("arg_max", (Slot("X"),), (Slot("Out"),), _argmax_infer, _argma
 
 # ---------------------------------------------------------------- softmax / log_softmax
 @njit(nogil=True, cache=True, error_model="numpy")
+def exp_shifted(x, out, a, c):
+    """out[a, :, c] = exp(x[a, :, c] - max); returns (max, sum of out[a, :, c]).
+    The one softmax row loop, shared by softmax, log_softmax and the cross-entropy losses."""
+    R = x.shape[1]
+    m = x[a, 0, c]
+    for r in range(1, R):
+        m = max(m, x[a, r, c])
+    s = 0.0
+    for r in range(R):
+        e = np.exp(x[a, r, c] - m)
+        out[a, r, c] = e
+        s += e
+    return m, s
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
 def softmax_arc(x, out, log):
     A, R, C = x.shape
     for a in range(A):
         for c in range(C):
-            m = x[a, 0, c]
-            for r in range(1, R):
-                m = max(m, x[a, r, c])
-            s = 0.0
-            for r in range(R):
-                e = np.exp(x[a, r, c] - m)
-                s += e
-                if not log:
-                    out[a, r, c] = e
+            m, s = exp_shifted(x, out, a, c)
             if log:
                 ls = np.log(s)
                 for r in range(R):
