@@ -4,7 +4,7 @@ A layer call gets one unique name (`fc_0`); its outputs are `fc_0.tmp_N`, its
 parameters `fc_0.w_N` / `fc_0.b_N`. Parameters live in the main program; their
 initialiser ops go to the startup program.
 """
-from .graph.program import Variable, default_main_program, default_startup_program
+from .graph.program import default_main_program, default_startup_program
 from .param_attr import ParamAttr
 from .utils import unique_name
 
@@ -58,9 +58,3 @@ class LayerHelper:
         init(svar, sblock)
         return param
 
-
-def as_variable(x, helper_name="input"):
-    if not isinstance(x, Variable):
-        raise TypeError(f"{helper_name} must be a Variable (from static.data or a layer), got "
-                        f"{type(x).__name__}")
-    return x

@@ -8,7 +8,7 @@ import collections.abc
 
 from ..graph.ir_graph import Graph
 from ..graph.program import BACKWARD, Program
-from .place import CPUPlace, CUDAPlace, cpu_places, cuda_places, to_place
+from .place import CUDAPlace, cpu_places, cuda_places, to_place
 from .strategy import BuildStrategy, ExecutionStrategy
 
 
@@ -138,5 +138,3 @@ def _iteration_feeds(feed, k):
         return out
     raise TypeError(f"feed must be a dict or an iterator of dicts, got {type(feed).__name__}")
 
-
-__all__ = ["CompiledProgram", "CPUPlace"]

@@ -82,9 +82,6 @@ class Scope:
     def local_var_names(self):
         return list(self._arrays)
 
-    def drop_kids(self):
-        pass
-
 
 _global_scope = Scope()
 _current = [_global_scope]

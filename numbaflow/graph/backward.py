@@ -6,7 +6,7 @@ grad rule appends ordinary registered ops through a `GradContext`; a variable wi
 several contributions gets a `sum` op before its gradient is first read.
 """
 from ..kernels.registry import NO_GRAD, get_op_def
-from .program import BACKWARD, FORWARD, LOSS_GRAD, Parameter, Variable, default_main_program
+from .program import BACKWARD, FORWARD, LOSS_GRAD, Variable
 
 
 class GradContext:
@@ -212,5 +212,3 @@ def gradients(targets, inputs, target_gradients=None, no_grad_set=None):
     _, grads = _backward(targets, target_gradients, inputs, no_grad_set)
     return [grads.get(v) for v in inputs]
 
-
-__all__ = ["append_backward", "gradients", "GradContext", "Parameter", "default_main_program"]

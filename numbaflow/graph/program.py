@@ -8,7 +8,6 @@ import contextlib
 import copy
 import itertools
 
-import numpy as np
 
 from .. import dtypes
 from ..kernels.registry import InferContext, get_op_def
@@ -317,7 +316,8 @@ class Program:
         from .printer import program_to_string
         return program_to_string(self)
 
-    to_string = lambda self, throw_on_error=False, with_details=False: str(self)  # noqa: E731
+    def to_string(self, throw_on_error=False, with_details=False):
+        return str(self)
 
     def clone(self, for_test=False):
         """Copy the program. for_test=True keeps only forward ops, sets `is_test=True`
@@ -401,6 +401,3 @@ def program_guard(main_program, startup_program=None):
         if startup_program is not None:
             switch_startup_program(old_startup)
 
-
-def np_dtype(v):
-    return np.dtype(v.dtype)

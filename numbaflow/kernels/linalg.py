@@ -106,7 +106,7 @@ register_op(OpDef("mul_grad", (Slot("X"), Slot("Y"), Slot("Out@GRAD")),
 
 
 # ---------------------------------------------------------------- matmul_v2
-def _as_matrix(shape, is_x, trans):
+def _as_matrix(shape, is_x):
     """numpy matmul's promotion of 1-D operands; returns (batch, rows, cols) as stored."""
     if len(shape) == 1:
         return (), ((1, shape[0]) if is_x else (shape[0], 1))
@@ -114,8 +114,8 @@ def _as_matrix(shape, is_x, trans):
 
 
 def _matmul_shapes(xs, ys, tx, ty, err):
-    xb, xm = _as_matrix(xs, True, tx)
-    yb, ym = _as_matrix(ys, False, ty)
+    xb, xm = _as_matrix(xs, True)
+    yb, ym = _as_matrix(ys, False)
     if tx and len(xs) > 1:
         xm = xm[::-1]
     if ty and len(ys) > 1:
@@ -138,7 +138,6 @@ def _matmul_infer(ctx):
 
 def _batch_index(batch_in, batch):
     """For each output batch element, the index of the input matrix it reads."""
-    full = np.arange(numel(batch)).reshape(batch) if batch else np.zeros((), np.int64)
     src = np.arange(numel(batch_in)).reshape(batch_in) if batch_in else np.zeros((), np.int64)
     src = src.reshape((1,) * (len(batch) - len(batch_in)) + tuple(batch_in))
     return np.ascontiguousarray(np.broadcast_to(src, batch).reshape(-1), dtype=np.int64) \
@@ -147,7 +146,7 @@ def _batch_index(batch_in, batch):
 
 def _as3(a, is_x):
     """View an operand as (batch, rows, cols) as stored (before any transpose)."""
-    b, m = _as_matrix(a.shape, is_x, False)
+    b, m = _as_matrix(a.shape, is_x)
     return a.reshape((numel(b),) + m)
 
 
@@ -155,8 +154,8 @@ def _matmul_cpu(cop):
     tx, ty = cop.attrs["trans_x"], cop.attrs["trans_y"]
     xs, ys = cop.input("X").shape, cop.input("Y").shape
     batch, xm, ym, _ = _matmul_shapes(xs, ys, tx, ty, ValueError)
-    ix = _batch_index(_as_matrix(xs, True, tx)[0], batch)
-    iy = _batch_index(_as_matrix(ys, False, ty)[0], batch)
+    ix = _batch_index(_as_matrix(xs, True)[0], batch)
+    iy = _batch_index(_as_matrix(ys, False)[0], batch)
 
     def bind(ins, outs):
         x3, y3 = _as3(ins["X"][0], True), _as3(ins["Y"][0], False)
@@ -178,8 +177,8 @@ def _matmul_grad_cpu(cop):
     batch, xm, ym, _ = _matmul_shapes(xs, ys, tx, ty, ValueError)
     n = max(numel(batch), 1)
     ident = np.arange(n, dtype=np.int64)
-    ix = _batch_index(_as_matrix(xs, True, tx)[0], batch)
-    iy = _batch_index(_as_matrix(ys, False, ty)[0], batch)
+    ix = _batch_index(_as_matrix(xs, True)[0], batch)
+    iy = _batch_index(_as_matrix(ys, False)[0], batch)
 
     def bind(ins, outs):
         x3, y3 = _as3(ins["X"][0], True), _as3(ins["Y"][0], False)
