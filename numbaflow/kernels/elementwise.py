@@ -78,7 +78,8 @@ def elementwise_op(type, inputs, body, outputs=("Out",), attrs=None, grad=None,
                 result[s.name] = VarInfo(full, np.dtype(dt))
         return result
 
-    def cpu(cop):
+    def bind_with(kernel_class, cop):
+        """Kernel factory (OpDef.cpu / .gpu): the same body through `kernel_class`."""
         full, aligned, ndim = full_and_aligned(cop.attrs, cop.in_infos)
         n_in = len(aligned)
         traced = S.trace(body, cop.attrs, n_in)
@@ -90,7 +91,7 @@ def elementwise_op(type, inputs, body, outputs=("Out",), attrs=None, grad=None,
                                   if s.name in out_like else full)
         fdt = _float_dtype([i.dtype for i in present(cop.in_infos)] +
                            [i.dtype for v in cop.out_infos.values() for i in v])
-        kern = ElementwiseKernel(wanted, aligned, out_shapes, full, fdt)
+        kern = kernel_class(wanted, aligned, out_shapes, full, fdt)
 
         def bind(ins, outs):
             flat_in = [a for s in inputs for a in ins.get(s.name, [])]
@@ -98,10 +99,19 @@ def elementwise_op(type, inputs, body, outputs=("Out",), attrs=None, grad=None,
             return kern.bind(flat_in, flat_out)
         return bind
 
-    return register_op(OpDef(type=type, inputs=inputs, outputs=outputs, infer=infer, cpu=cpu,
+    return register_op(OpDef(type=type, inputs=inputs, outputs=outputs, infer=infer,
+                             cpu=functools.partial(bind_with, ElementwiseKernel),
+                             gpu=functools.partial(bind_with, _cuda_kernel),
                              attrs=attrs, body=body, grad=grad,
                              inplace=dict(inplace or {}),
                              traits=frozenset((ELEMENTWISE,) + tuple(traits)), doc=doc))
+
+
+def _cuda_kernel(*args):
+    """CudaElementwiseKernel, imported only when a GPU kernel is first built (numba.cuda
+    is slow to import)."""
+    from .codegen.cuda import CudaElementwiseKernel
+    return CudaElementwiseKernel(*args)
 
 
 def grad_rule(grad_type, inputs=("X",), outputs=("Out",), reads=("X",)):

@@ -45,6 +45,7 @@ class OpDef:
     attrs: dict = field(default_factory=dict)
     body: Optional[Callable] = None      # scalar body body(attrs, *inputs) for elementwise ops
     grad: Optional[Callable] = None      # grad(g: backward.GradContext) -> None (appends ops)
+    gpu: Optional[Callable] = None       # like `cpu`, binding device arrays (numba.cuda)
     inplace: dict = field(default_factory=dict)   # output slot -> input slot it may overwrite
     traits: frozenset = frozenset()
     doc: str = ""
@@ -169,17 +170,19 @@ def _flat(groups):
     return [a for group in groups.values() for a in group]
 
 
-def run_op(op_type, inputs, attrs=None):
+def run_op(op_type, inputs, attrs=None, device="cpu"):
     """Run one op eagerly on numpy arrays (testing and benchmarking helper).
 
-    inputs: {slot: array or [arrays]}; returns {slot: array or [arrays]} for every
-    output slot.
+    inputs: {slot: array or [arrays]}; returns {slot: array or [arrays]} (numpy) for
+    every output slot. device="gpu" runs the op's CUDA kernel (real or simulated).
 
     >>> run_op('relu', {'X': np.array([-1.0, 2.0])})['Out']
     array([0., 2.])
     """
-    thunk, outs = build_cpu_kernel(op_type, inputs, attrs)
+    thunk, outs = build_kernel(op_type, inputs, attrs, device)
     thunk()
+    if device == "gpu":
+        outs = {k: [a.copy_to_host() for a in v] for k, v in outs.items()}
     opdef = get_op_def(op_type)
     return {s.name: (outs[s.name] if s.duplicable else outs[s.name][0])
             for s in opdef.outputs if outs.get(s.name)}
@@ -190,7 +193,16 @@ def build_cpu_kernel(op_type, inputs, attrs=None):
 
     The thunk recomputes the outputs in place each call (for benchmarks).
     """
+    return build_kernel(op_type, inputs, attrs, "cpu")
+
+
+def build_kernel(op_type, inputs, attrs=None, device="cpu"):
+    """(thunk, {slot: [outputs]}) for `op_type` on "cpu" (numpy arrays) or "gpu"
+    (inputs copied to the device; outputs are device arrays)."""
     opdef = get_op_def(op_type)
+    factory = opdef.cpu if device == "cpu" else opdef.gpu
+    if factory is None:
+        raise NotImplementedError(f"op {op_type!r} has no {device} kernel")
     full_attrs = dict(opdef.attrs)
     full_attrs.update(attrs or {})
     ins = {}
@@ -203,6 +215,11 @@ def build_cpu_kernel(op_type, inputs, attrs=None):
     in_infos = {k: [VarInfo(a.shape, a.dtype) for a in v] for k, v in ins.items()}
     out_infos = {k: (v if isinstance(v, list) else [v]) for k, v in
                  opdef.infer(InferContext(op_type, full_attrs, in_infos)).items()}
-    outs = {k: [np.empty(i.shape, i.dtype) for i in v] for k, v in out_infos.items()}
-    bind = opdef.cpu(ConcreteOp(op_type, full_attrs, in_infos, out_infos))
+    if device == "cpu":
+        outs = {k: [np.empty(i.shape, i.dtype) for i in v] for k, v in out_infos.items()}
+    else:
+        from numba import cuda
+        ins = {k: [cuda.to_device(a) for a in v] for k, v in ins.items()}
+        outs = {k: [cuda.device_array(i.shape, i.dtype) for i in v] for k, v in out_infos.items()}
+    bind = factory(ConcreteOp(op_type, full_attrs, in_infos, out_infos))
     return bind(ins, outs), outs

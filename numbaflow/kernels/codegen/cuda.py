@@ -1,0 +1,148 @@
+"""The CUDA elementwise template: the same scalar bodies as the CPU template, rendered
+into one grid-stride `@cuda.jit` kernel.
+
+Each thread handles flat output indices i, i + gridsize, ...; the input offsets come from
+decomposing i over the collapsed iteration shape (`cpu.broadcast_strides`, shared with
+the CPU template). Outputs smaller than the iteration space (gradients of broadcast
+inputs) are computed full-size into a device scratch buffer and summed down by a second
+kernel, `reduce_to`.
+"""
+import math
+
+import numpy as np
+
+from . import cache
+from .cpu import _SymKey, broadcast_strides
+from .render import inputs_used, render
+
+THREADS = 256
+MAX_BLOCKS = 1024
+
+
+def kernel_source(outputs, n_in, ndim, float_dtype):
+    used = inputs_used(outputs)
+    loads = [f"in{i}[b{i}]" for i in range(n_in)]
+    body, out_exprs = render(outputs, loads)
+    args = [f"out{k}" for k in range(len(outputs))] + [f"in{i}" for i in range(n_in)]
+    src = [
+        "import math",
+        "import numpy as np",
+        "from numba import cuda",
+        f"_F = np.{np.dtype(float_dtype).name}",
+        "",
+        "@cuda.jit",
+        f"def kernel(shape, strides, size, {', '.join(args)}):",
+        "    for i in range(cuda.grid(1), size, cuda.gridsize(1)):",
+        "        rem = i",
+    ]
+    src += [f"        b{i} = 0" for i in sorted(used)]
+    if used:
+        src += [f"        for d in range({ndim - 1}, -1, -1):",
+                "            q = rem // shape[d]",
+                "            idx = rem - q * shape[d]",
+                "            rem = q"]
+        src += [f"            b{i} += idx * strides[{i}, d]" for i in sorted(used)]
+    src += [f"        {line}" for line in body]
+    src += [f"        out{k}[i] = {e}" for k, e in enumerate(out_exprs)]
+    return "\n".join(src) + "\n"
+
+
+_kernels = {}
+
+
+def _compiled(outputs, n_in, ndim, float_dtype):
+    key = (_SymKey.of(outputs), n_in, ndim, float_dtype)
+    fn = _kernels.get(key)
+    if fn is None:
+        src = kernel_source(outputs, n_in, ndim, float_dtype)
+        fn = _kernels[key] = cache.load_source(src, label="cuda_elementwise").kernel
+    return fn
+
+
+_REDUCE_SRC = """
+from numba import cuda
+
+@cuda.jit
+def reduce_to(src, dst, kept_shape, kept_strides, red_shape, red_strides, n_out, n_red):
+    # dst[j] = sum of src over the reduced dims, for the kept-dims index j
+    for j in range(cuda.grid(1), n_out, cuda.gridsize(1)):
+        rem = j
+        base = 0
+        for d in range(kept_shape.shape[0] - 1, -1, -1):
+            q = rem // kept_shape[d]
+            base += (rem - q * kept_shape[d]) * kept_strides[d]
+            rem = q
+        acc = 0.0
+        for r in range(n_red):
+            rem = r
+            off = base
+            for d in range(red_shape.shape[0] - 1, -1, -1):
+                q = rem // red_shape[d]
+                off += (rem - q * red_shape[d]) * red_strides[d]
+                rem = q
+            acc += src[off]
+        dst[j] = acc
+"""
+
+
+def _launch_dims(n):
+    return max(1, min(MAX_BLOCKS, math.ceil(n / THREADS))), THREADS
+
+
+class CudaElementwiseKernel:
+    """The GPU twin of `cpu.ElementwiseKernel`: same constructor, `bind` takes device
+    arrays (C-contiguous) and returns a thunk that launches the kernel(s)."""
+
+    def __init__(self, outputs, in_shapes, out_shapes, full_shape, float_dtype):
+        from numba import cuda
+        self.full_shape = tuple(full_shape)
+        self.out_shapes = [tuple(s) for s in out_shapes]
+        self.size = int(np.prod(self.full_shape)) if self.full_shape else 1
+        shape, strides, _ = broadcast_strides([tuple(s) for s in in_shapes], self.full_shape)
+        self.shape = cuda.to_device(np.array(shape, dtype=np.int64))
+        self.strides = cuda.to_device(np.array(strides, dtype=np.int64).reshape(
+            len(in_shapes), len(shape)))
+        self.kernel = _compiled(tuple(outputs), len(in_shapes), len(shape),
+                                np.dtype(float_dtype).name)
+        self.reduce = cache.load_source(_REDUCE_SRC, label="cuda_reduce").reduce_to
+
+    def bind(self, ins, outs):
+        from numba import cuda
+        if self.size == 0:
+            return lambda: None
+        flat_in = [a.reshape(a.size) if a.ndim else a.reshape(1) for a in ins]
+        kernel_outs, post = [], []
+        for k, out in enumerate(outs):
+            target = self.out_shapes[k]
+            if target == self.full_shape:
+                kernel_outs.append(out.reshape(out.size) if out.ndim else out.reshape(1))
+                continue
+            scratch = cuda.device_array(self.size, dtype=out.dtype)
+            kernel_outs.append(scratch)
+            post.append(self._reduction(scratch, target, out))
+        blocks, threads = _launch_dims(self.size)
+        launch = self.kernel[blocks, threads]
+        args = (self.shape, self.strides, self.size, *kernel_outs, *flat_in)
+
+        def thunk():
+            launch(*args)
+            for p in post:
+                p()
+        return thunk
+
+    def _reduction(self, scratch, target, out):
+        from numba import cuda
+        full = self.full_shape
+        cstride = [int(np.prod(full[d + 1:])) for d in range(len(full))]
+        kept = [d for d in range(len(full)) if target[d] == full[d]]
+        red = [d for d in range(len(full)) if target[d] != full[d]]
+        kept_shape = np.array([full[d] for d in kept] or [1], np.int64)
+        kept_strides = np.array([cstride[d] for d in kept] or [0], np.int64)
+        red_shape = np.array([full[d] for d in red], np.int64)
+        red_strides = np.array([cstride[d] for d in red], np.int64)
+        n_out, n_red = int(np.prod(kept_shape)), int(np.prod(red_shape))
+        dst = out.reshape(out.size) if out.ndim else out.reshape(1)
+        args = [cuda.to_device(a) for a in (kept_shape, kept_strides, red_shape, red_strides)]
+        blocks, threads = _launch_dims(n_out)
+        launch = self.reduce[blocks, threads]
+        return lambda: launch(scratch, dst, *args, n_out, n_red)
