@@ -305,3 +305,35 @@ def test_num_iteration_per_run_runs_k_steps(exe):
     for _ in range(3):
         last, = exe.run(main, feed={"X": x}, fetch_list=[loss], scope=s2)
     np.testing.assert_allclose(s1.get("fc_0.w_0"), s2.get("fc_0.w_0"), rtol=1e-6)
+
+
+def test_steady_state_runs_reuse_the_bound_plan(exe, monkeypatch):
+    from numbaflow.executor import plan as plan_mod
+    main, startup, loss = seed_net()
+    scope = static.Scope()
+    exe.run(startup, scope=scope)
+    binds = []
+    original = plan_mod.Plan.bind
+    monkeypatch.setattr(plan_mod.Plan, "bind", lambda self: (binds.append(1), original(self))[1])
+    x = np.ones((4, 1), np.float32)
+    for _ in range(5):
+        exe.run(main, feed={"X": x}, fetch_list=[loss], scope=scope)
+    assert len(binds) == 1                           # bound once, then only thunks run
+    scope.set("fc_0.w_0", np.zeros((1, 10), np.float32))      # same shape: written in place
+    exe.run(main, feed={"X": x}, fetch_list=[loss], scope=scope)
+    assert len(binds) == 1
+    scope.set("learning_rate_0", np.array([0.5], np.float64))  # new dtype: a new array
+    with pytest.raises(ValueError):
+        # the program declares learning_rate_0 float32; the sgd kernel would need float32
+        exe.run(main, feed={"learning_rate_0": np.array([0.5], np.float64), "X": x},
+                fetch_list=[loss], scope=scope)
+    scope.set("learning_rate_0", np.array([0.25], np.float32))   # a new array object: rebind
+    w_before = scope.get("fc_0.w_0")
+    exe.run(main, feed={"X": x}, fetch_list=[loss], scope=scope)
+    assert len(binds) == 2
+    np.testing.assert_allclose(scope.get("fc_0.w_0"), w_before - 0.25 * 0.1, rtol=1e-6)
+    # a shape the program cannot use is refused, naming the variable; nothing is clobbered
+    scope.set("learning_rate_0", np.array([0.5, 0.5], np.float32))
+    with pytest.raises(ValueError, match=r"'learning_rate_0'.*\(2,\).*\(1,\)"):
+        exe.run(main, feed={"X": x}, fetch_list=[loss], scope=scope)
+    np.testing.assert_array_equal(scope.get("learning_rate_0"), [0.5, 0.5])

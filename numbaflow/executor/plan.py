@@ -101,6 +101,11 @@ class Plan:
                 op.type, op.attrs, {k: [shapes[v] for v in vs] for k, vs in op.inputs.items()},
                 {k: [shapes[v] for v in vs] for k, vs in op.outputs.items()}))
         self.shapes = shapes
+        # persistables this plan writes before (or without) reading: it may (re)allocate them
+        read, self.defines = set(fed), set()
+        for op in self.ops:
+            read.update(op.input_vars())
+            self.defines.update(v for v in op.output_vars() if v.persistable and v not in read)
         self.feed_vars = list(feed)
         self.fetch_vars = list(fetch_vars)
         self.bind()
@@ -109,16 +114,12 @@ class Plan:
         """Allocate buffers and bind kernels (again, when the scope replaced an array)."""
         scope, shapes = self.scope, self.shapes
         bufs = {}
-        for v in self.feed_vars:
-            bufs[v] = scope._ensure(v.name, shapes[v].shape, shapes[v].dtype) if v.persistable \
-                else np.empty(shapes[v].shape, shapes[v].dtype)
-        for op_vars in [op.input_vars() + op.output_vars() for op in self.ops] + [self.fetch_vars]:
+        for op_vars in [self.feed_vars] + [op.input_vars() + op.output_vars()
+                                           for op in self.ops] + [self.fetch_vars]:
             for v in op_vars:
-                if v in bufs:
-                    continue
-                info = shapes[v]
-                bufs[v] = scope._ensure(v.name, info.shape, info.dtype) if v.persistable \
-                    else np.empty(info.shape, info.dtype)
+                if v not in bufs:
+                    bufs[v] = self._persistable_buffer(v) if v.persistable else \
+                        np.empty(shapes[v].shape, shapes[v].dtype)
         self.scope_version = scope.version
         self.buffers = bufs
         self.feed_slots = [(v.name, bufs[v]) for v in self.feed_vars]
@@ -138,6 +139,23 @@ class Plan:
         risky = {v for op in self.ops[:last_fail] for v in op.output_vars() if v.persistable}
         risky.update(v for v in self.feed_vars if v.persistable)
         self.backups = [(bufs[v], np.empty_like(bufs[v])) for v in risky]
+
+    def _persistable_buffer(self, v):
+        """The scope's array for `v`. A variable this plan only reads or updates in place
+        must still have the shape and dtype the plan was built for; one it defines (an
+        initialiser's output, a fed value) is (re)allocated when missing or different."""
+        info, arr = self.shapes[v], self.scope._arrays.get(v.name)
+        if arr is not None and arr.shape == tuple(info.shape) and arr.dtype == info.dtype:
+            return arr
+        if arr is None or v in self.defines or v in self.feed_vars:
+            return self.scope._ensure(v.name, info.shape, info.dtype)
+        raise self._mismatch(v, arr)
+
+    def _mismatch(self, v, arr):
+        info = self.shapes[v]
+        return ValueError(f"scope variable {v.name!r} now holds shape {arr.shape} {arr.dtype}, but "
+                          f"the program uses it as {tuple(info.shape)} {info.dtype}; set an array "
+                          f"of that shape and dtype (Scope.set) or rebuild the program")
 
     def run(self, feed_arrays):
         """feed_arrays: {name: ndarray} matching the signature this plan was built for."""
