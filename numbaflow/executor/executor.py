@@ -2,7 +2,8 @@
 import numpy as np
 
 from ..graph.program import Program, Variable, default_main_program
-from .place import CPUPlace, CUDAPlace, to_place
+from .backend import backend_for
+from .place import CPUPlace, to_place
 from .plan import Plan, _close
 from .scope import Tensor, global_scope
 
@@ -19,6 +20,7 @@ class Executor:
 
     def __init__(self, place=None):
         self.place = CPUPlace() if place is None else to_place(place)
+        self._backend = backend_for(self.place)
         self._plans = {}
 
     def close(self):
@@ -39,9 +41,6 @@ class Executor:
         return self._run_program(program, feed, fetch_list, scope, return_numpy)
 
     def _run_program(self, program, feed, fetch_list, scope, return_numpy=True):
-        if isinstance(self.place, CUDAPlace):
-            raise NotImplementedError("running on CUDAPlace needs the GPU backend, which this "
-                                      "build does not have yet; use CPUPlace()")
         block = program.global_block()
         feed_arrays = check_feed(block, feed)
         fetch_vars = resolve_fetch(block, fetch_list)
@@ -51,7 +50,7 @@ class Executor:
         plan = self._plans.get(key)
         if plan is None:
             plan = Plan(program, {block.vars[n]: a for n, a in feed_arrays.items()},
-                        fetch_vars, scope)
+                        fetch_vars, scope, self._backend)
             if len(self._plans) >= MAX_CACHED_PLANS:      # forget the oldest signature
                 del self._plans[next(iter(self._plans))]
             self._plans[key] = plan

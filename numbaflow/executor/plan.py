@@ -14,6 +14,7 @@ import numpy as np
 from .. import config
 from ..graph.program import infer_op
 from ..kernels.registry import MAY_FAIL, ConcreteOp, get_op_def
+from .backend import HostBackend
 
 
 def _close(name, candidates):
@@ -37,8 +38,10 @@ def select_ops(block, fetch_vars):
 
 
 class Plan:
-    def __init__(self, program, feed, fetch_vars, scope):
-        """feed: {Variable: ndarray (already dtype/shape-checked)}."""
+    def __init__(self, program, feed, fetch_vars, scope, backend=None):
+        """feed: {Variable: ndarray (already dtype/shape-checked)}; backend: where buffers
+        live and which kernels run (HostBackend by default, CudaBackend for a GPU)."""
+        self.backend = backend or HostBackend()
         block = program.global_block()
         self.ops = select_ops(block, fetch_vars)
         self.scope = scope
@@ -108,18 +111,22 @@ class Plan:
             self.defines.update(v for v in op.output_vars() if v.persistable and v not in read)
         self.feed_vars = list(feed)
         self.fetch_vars = list(fetch_vars)
+        self.written = sorted({v.name for op in self.ops for v in op.output_vars()
+                               if v.persistable} | {v.name for v in self.feed_vars
+                                                    if v.persistable})
         self.bind()
 
     def bind(self):
         """Allocate buffers and bind kernels (again, when the scope replaced an array)."""
-        scope, shapes = self.scope, self.shapes
+        scope, shapes, backend = self.scope, self.shapes, self.backend
         bufs = {}
         for op_vars in [self.feed_vars] + [op.input_vars() + op.output_vars()
                                            for op in self.ops] + [self.fetch_vars]:
             for v in op_vars:
                 if v not in bufs:
                     bufs[v] = self._persistable_buffer(v) if v.persistable else \
-                        np.empty(shapes[v].shape, shapes[v].dtype)
+                        backend.empty(shapes[v].shape, shapes[v].dtype)
+        self.persistable_names = [v.name for v in bufs if v.persistable]
         self.scope_version = scope.version
         self.buffers = bufs
         self.feed_slots = [(v.name, bufs[v]) for v in self.feed_vars]
@@ -128,9 +135,10 @@ class Plan:
         for op, cop in zip(self.ops, self.concrete):
             ins = {k: [bufs[v] for v in vs] for k, vs in op.inputs.items()}
             outs = {k: [bufs[v] for v in vs] for k, vs in op.outputs.items()}
-            thunk = get_op_def(op.type).cpu(cop)(ins, outs)
+            thunk = backend.bind(get_op_def(op.type), cop, ins, outs)
             if check:
-                thunk = _nan_checked(thunk, op, [(v.name, bufs[v]) for v in op.output_vars()])
+                thunk = _nan_checked(thunk, op, [(v.name, bufs[v]) for v in op.output_vars()],
+                                     backend)
             thunks.append(thunk)
         self.thunks = tuple(thunks)
         # persistables to back up: those written before the last op that may fail
@@ -138,7 +146,7 @@ class Plan:
                          if check or get_op_def(op.type).has(MAY_FAIL)), default=-1)
         risky = {v for op in self.ops[:last_fail] for v in op.output_vars() if v.persistable}
         risky.update(v for v in self.feed_vars if v.persistable)
-        self.backups = [(bufs[v], np.empty_like(bufs[v])) for v in risky]
+        self.backups = [(bufs[v], backend.empty(bufs[v].shape, bufs[v].dtype)) for v in risky]
 
     def _persistable_buffer(self, v):
         """The scope's array for `v`. A variable this plan only reads or updates in place
@@ -146,9 +154,9 @@ class Plan:
         initialiser's output, a fed value) is (re)allocated when missing or different."""
         info, arr = self.shapes[v], self.scope._arrays.get(v.name)
         if arr is not None and arr.shape == tuple(info.shape) and arr.dtype == info.dtype:
-            return arr
+            return self.backend.scope_array(self.scope, v.name)
         if arr is None or v in self.defines or v in self.feed_vars:
-            return self.scope._ensure(v.name, info.shape, info.dtype)
+            return self.backend.ensure(self.scope, v.name, info.shape, info.dtype)
         raise self._mismatch(v, arr)
 
     def _mismatch(self, v, arr):
@@ -161,10 +169,12 @@ class Plan:
         """feed_arrays: {name: ndarray} matching the signature this plan was built for."""
         if self.scope.version != self.scope_version:
             self.bind()
+        backend = self.backend
+        backend.before_run(self.scope, self.persistable_names)
         for live, saved in self.backups:
-            np.copyto(saved, live)
+            backend.copy(saved, live)
         for name, buf in self.feed_slots:
-            np.copyto(buf, feed_arrays[name])
+            backend.copy_in(buf, feed_arrays[name])
         i = 0
         try:
             for thunk in self.thunks:
@@ -172,9 +182,10 @@ class Plan:
                 i += 1
         except Exception as e:
             for live, saved in self.backups:
-                np.copyto(live, saved)
+                backend.copy(live, saved)
             raise _op_error(e, self.ops[i]) from e
-        return [self.buffers[v].copy() for v in self.fetch_vars]
+        backend.after_run(self.scope, self.written)
+        return [backend.to_host(self.buffers[v]) for v in self.fetch_vars]
 
 
 def _op_error(e, op):
@@ -186,11 +197,11 @@ def _op_error(e, op):
         return RuntimeError(msg)
 
 
-def _nan_checked(thunk, op, outputs):
+def _nan_checked(thunk, op, outputs, backend):
     def run():
         thunk()
         for name, a in outputs:
-            if a.dtype.kind == "f" and not np.isfinite(a).all():
+            if a.dtype.kind == "f" and not np.isfinite(backend.to_host(a)).all():
                 raise FloatingPointError(f"NUMBAFLOW_CHECK_NAN_INF: op {op.type} produced a "
                                          f"NaN or Inf in {name!r}")
     return run

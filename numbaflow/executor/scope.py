@@ -11,7 +11,7 @@ class Tensor:
         self._scope, self._name = scope, name
 
     def __array__(self, dtype=None, copy=None):
-        a = self._scope._arrays[self._name]
+        a = self._scope._host_array(self._name)
         return a.astype(dtype) if dtype is not None else a.copy()
 
     def shape(self):
@@ -40,11 +40,57 @@ class ScopeVariable:
 
 class Scope:
     """Holds arrays by variable name. `version` changes when an array object is replaced,
-    which tells compiled plans bound to the old array to rebind."""
+    which tells compiled plans bound to the old array to rebind.
+
+    Variables used on a GPU also have a device copy; `_on_device` names those whose
+    device copy is newer than the host array (a GPU run wrote them). The host array is
+    refreshed when read (`get`, `get_tensor`, a CPU run); a device copy is never older
+    than the host array (`set` and CPU runs upload to it).
+    """
 
     def __init__(self):
         self._arrays = {}
+        self._device = {}
+        self._on_device = set()
         self.version = 0
+
+    # ---- host <-> device bookkeeping (used by executor backends)
+    def _host_array(self, name):
+        a = self._arrays.get(name)
+        if name in self._on_device:
+            self._device[name].copy_to_host(a)
+            self._on_device.discard(name)
+        return a
+
+    def _sync_to_host(self, names):
+        if self._on_device:
+            for n in self._on_device & set(names):
+                self._host_array(n)
+
+    def _host_wrote(self, names):
+        if self._device:
+            for n in names:
+                if n in self._device:
+                    self._device[n].copy_to_device(self._arrays[n])
+
+    def _device_wrote(self, names):
+        self._on_device.update(names)
+
+    def _device_array(self, name):
+        """The device copy of `name` (uploaded from the host array on first use)."""
+        d = self._device.get(name)
+        host = self._arrays.get(name)
+        if host is None:
+            return None
+        if d is None or d.shape != host.shape or d.dtype != host.dtype:
+            from numba import cuda
+            d = self._device[name] = cuda.to_device(host)
+            self._on_device.discard(name)
+        return d
+
+    def _ensure_device(self, name, shape, dtype):
+        self._ensure(name, shape, dtype)
+        return self._device_array(name)
 
     def find_var(self, name):
         """The variable named `name`, or None if this scope has none."""
@@ -55,20 +101,23 @@ class Scope:
         return ScopeVariable(self, name)
 
     def get(self, name):
-        """A copy of the array named `name` (KeyError naming it if absent)."""
-        try:
-            return self._arrays[name].copy()
-        except KeyError:
-            raise KeyError(f"scope has no variable {name!r}") from None
+        """A (host) copy of the array named `name` (KeyError naming it if absent)."""
+        if name not in self._arrays:
+            raise KeyError(f"scope has no variable {name!r}")
+        return self._host_array(name).copy()
 
     def set(self, name, value):
-        """Set `name` to `value`. Same shape and dtype: written in place."""
+        """Set `name` to `value`. Same shape and dtype: written in place (and into its
+        device copy, if it has one)."""
         value = np.asarray(value)
         old = self._arrays.get(name)
+        self._on_device.discard(name)
         if old is not None and old.shape == value.shape and old.dtype == value.dtype:
             np.copyto(old, value)
+            self._host_wrote([name])
         else:
             self._arrays[name] = np.array(value, copy=True, order="C")
+            self._device.pop(name, None)
             self.version += 1
 
     def _ensure(self, name, shape, dtype):
@@ -76,6 +125,8 @@ class Scope:
         a = self._arrays.get(name)
         if a is None or a.shape != tuple(shape) or a.dtype != dtype:
             a = self._arrays[name] = np.zeros(shape, dtype)
+            self._device.pop(name, None)
+            self._on_device.discard(name)
             self.version += 1
         return a
 

@@ -1,0 +1,105 @@
+"""Where a Plan's buffers live and how its kernels are bound: host memory (CPU kernels)
+or CUDA device memory (GPU kernels). The Plan itself is the same for both.
+"""
+import logging
+
+import numpy as np
+
+log = logging.getLogger("numbaflow")
+
+
+class HostBackend:
+    name = "cpu"
+
+    def empty(self, shape, dtype):
+        return np.empty(shape, dtype)
+
+    def scope_array(self, scope, name):
+        return scope._host_array(name)
+
+    def ensure(self, scope, name, shape, dtype):
+        return scope._ensure(name, shape, dtype)
+
+    def bind(self, opdef, cop, ins, outs):
+        return opdef.cpu(cop)(ins, outs)
+
+    def copy_in(self, dst, host):
+        np.copyto(dst, host)
+
+    def copy(self, dst, src):
+        np.copyto(dst, src)
+
+    def to_host(self, buf):
+        return buf.copy()
+
+    def before_run(self, scope, names):
+        scope._sync_to_host(names)
+
+    def after_run(self, scope, written):
+        scope._host_wrote(written)
+
+
+class CudaBackend:
+    """Device-resident execution: feeds are copied in and fetches out once per run;
+    persistables stay on the device between runs (the Scope keeps the device copies)."""
+    name = "gpu"
+
+    def __init__(self, device_id=0):
+        from numba import cuda
+        self.cuda = cuda
+        self.device_id = device_id
+
+    def empty(self, shape, dtype):
+        return self.cuda.device_array(shape, dtype)
+
+    def scope_array(self, scope, name):
+        return scope._device_array(name)
+
+    def ensure(self, scope, name, shape, dtype):
+        return scope._ensure_device(name, shape, dtype)
+
+    def bind(self, opdef, cop, ins, outs):
+        if opdef.gpu is not None:
+            return opdef.gpu(cop)(ins, outs)
+        log.debug("op %s has no GPU kernel yet: running its CPU kernel with copies", cop.type)
+        return _host_fallback(opdef, cop, ins, outs)
+
+    def copy_in(self, dst, host):
+        dst.copy_to_device(host)
+
+    def copy(self, dst, src):
+        dst.copy_to_device(src)
+
+    def to_host(self, buf):
+        return buf.copy_to_host()
+
+    def before_run(self, scope, names):
+        pass            # device copies are never older than the host's (Scope.set uploads)
+
+    def after_run(self, scope, written):
+        scope._device_wrote(written)
+
+
+def _host_fallback(opdef, cop, ins, outs):
+    """An op without a GPU kernel: copy its inputs to host scratch, run the CPU kernel,
+    copy the outputs back (correct, slow; the GPU op list says which ops still do this)."""
+    h_ins = {k: [np.empty(a.shape, a.dtype) for a in v] for k, v in ins.items()}
+    h_outs = {k: [np.empty(a.shape, a.dtype) for a in v] for k, v in outs.items()}
+    cpu = opdef.cpu(cop)(h_ins, h_outs)
+    pairs_in = [(d, h) for k in ins for d, h in zip(ins[k], h_ins[k])]
+    pairs_out = [(d, h) for k in outs for d, h in zip(outs[k], h_outs[k])]
+
+    def thunk():
+        for d, h in pairs_in:
+            d.copy_to_host(h)
+        cpu()
+        for d, h in pairs_out:
+            d.copy_to_device(h)
+    return thunk
+
+
+def backend_for(place):
+    from .place import CUDAPlace
+    if isinstance(place, CUDAPlace):
+        return CudaBackend(place.device_id)
+    return HostBackend()
