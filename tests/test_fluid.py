@@ -264,8 +264,11 @@ def test_namespace():
         assert callable(getattr(fluid.initializer, name)), name
     assert callable(fluid.backward.append_backward)
     assert fluid.io.save is fluid.save and callable(fluid.io.load)
-    for name in ["conv2d", "pool2d", "batch_norm", "dropout"]:     # a later issue
-        assert not hasattr(fluid.layers, name)
+    from numbaflow.nn import functional_conv, functional_nn
+    assert fluid.layers.conv2d is functional_conv.fluid_conv2d
+    assert fluid.layers.pool2d is functional_nn.fluid_pool2d
+    assert fluid.layers.batch_norm is functional_nn.fluid_batch_norm
+    assert fluid.layers.dropout is functional_nn.fluid_dropout      # downgrade_in_infer default
 
 
 def test_param_attr_initializer_and_append_backward():

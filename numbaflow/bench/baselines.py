@@ -73,3 +73,80 @@ def bias_relu_loop(x, b, out):
         for j in range(m):
             v = x[i, j] + b[j]
             out[i, j] = v if v > 0 else 0
+
+
+@njit(parallel=True, fastmath=True, nogil=True, cache=True)
+def depthwise3x3_relu_fwd(x, w, out):
+    """out = relu(depthwise 3x3 conv of x, stride 1, padding 1): the zero-padded-plane loop
+    of PERF_ANCHORS W5. x (N, C, H, W), w (C, 1, 3, 3)."""
+    N, C, H, W = x.shape
+    for p in prange(N * C):
+        n, c = p // C, p % C
+        pad = np.zeros((H + 2, W + 2), x.dtype)
+        pad[1:H + 1, 1:W + 1] = x[n, c]
+        k = w[c, 0]
+        for h in range(H):
+            for j in range(W):
+                v = (k[0, 0] * pad[h, j] + k[0, 1] * pad[h, j + 1] + k[0, 2] * pad[h, j + 2] +
+                     k[1, 0] * pad[h + 1, j] + k[1, 1] * pad[h + 1, j + 1] +
+                     k[1, 2] * pad[h + 1, j + 2] + k[2, 0] * pad[h + 2, j] +
+                     k[2, 1] * pad[h + 2, j + 1] + k[2, 2] * pad[h + 2, j + 2])
+                out[n, c, h, j] = v if v > 0 else 0
+
+
+@njit(parallel=True, fastmath=True, nogil=True, cache=True)
+def depthwise3x3_relu_bwd(x, w, out, g, dx, dw):
+    """Backward of depthwise3x3_relu_fwd for the cotangent g: dy = g * (out > 0), then
+    dx (a 3x3 correlation of the zero-padded dy plane with the flipped kernel) and dw
+    (per-channel sums; channels in parallel, so each dw[c] has one writer)."""
+    N, C, H, W = x.shape
+    for c in prange(C):
+        k = w[c, 0]
+        xp = np.zeros((H + 2, W + 2), x.dtype)
+        dp = np.zeros((H + 2, W + 2), x.dtype)
+        s00 = s01 = s02 = s10 = s11 = s12 = s20 = s21 = s22 = x[0, 0, 0, 0] * 0
+        for n in range(N):
+            xp[1:H + 1, 1:W + 1] = x[n, c]
+            for h in range(H):
+                for j in range(W):
+                    dp[h + 1, j + 1] = g[n, c, h, j] if out[n, c, h, j] > 0 else 0
+            for h in range(H):
+                for j in range(W):
+                    v = dp[h + 1, j + 1]
+                    s00 += v * xp[h, j]
+                    s01 += v * xp[h, j + 1]
+                    s02 += v * xp[h, j + 2]
+                    s10 += v * xp[h + 1, j]
+                    s11 += v * xp[h + 1, j + 1]
+                    s12 += v * xp[h + 1, j + 2]
+                    s20 += v * xp[h + 2, j]
+                    s21 += v * xp[h + 2, j + 1]
+                    s22 += v * xp[h + 2, j + 2]
+            for h in range(H):
+                for j in range(W):
+                    dx[n, c, h, j] = (k[0, 0] * dp[h + 2, j + 2] + k[0, 1] * dp[h + 2, j + 1] +
+                                      k[0, 2] * dp[h + 2, j] + k[1, 0] * dp[h + 1, j + 2] +
+                                      k[1, 1] * dp[h + 1, j + 1] + k[1, 2] * dp[h + 1, j] +
+                                      k[2, 0] * dp[h, j + 2] + k[2, 1] * dp[h, j + 1] +
+                                      k[2, 2] * dp[h, j])
+        dw[c, 0, 0, 0], dw[c, 0, 0, 1], dw[c, 0, 0, 2] = s00, s01, s02
+        dw[c, 0, 1, 0], dw[c, 0, 1, 1], dw[c, 0, 1, 2] = s10, s11, s12
+        dw[c, 0, 2, 0], dw[c, 0, 2, 1], dw[c, 0, 2, 2] = s20, s21, s22
+
+
+def depthwise_relu_step(x, w, g, out, dx, dw):
+    """Forward then backward of relu(depthwise3x3(x, w)) into preallocated out, dx, dw."""
+    depthwise3x3_relu_fwd(x, w, out)
+    depthwise3x3_relu_bwd(x, w, out, g, dx, dw)
+
+
+def numpy_conv2d_im2col(x, w, pad):
+    """conv2d (stride 1) the numpy way: a sliding-window view of the padded input copied
+    into columns, then one matmul per sample."""
+    n, c = x.shape[:2]
+    m, _, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    win = np.lib.stride_tricks.sliding_window_view(xp, (kh, kw), axis=(2, 3))
+    oh, ow = win.shape[2], win.shape[3]
+    cols = win.transpose(0, 1, 4, 5, 2, 3).reshape(n, c * kh * kw, oh * ow)
+    return np.matmul(w.reshape(m, -1), cols).reshape(n, m, oh, ow)

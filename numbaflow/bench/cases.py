@@ -19,6 +19,8 @@ class Config:
     bias_relu_size: int = 4096
     matmul_size: int = 512
     mlp_batch: int = 128
+    depthwise_shape: tuple = (32, 64, 56, 56)     # PERF_ANCHORS W5
+    conv_shape: tuple = (16, 32, 28, 28)          # conv2d input; 64 filters 3x3, padding 1
     repeat: int = 15
     min_time: float = 0.05    # seconds per sample
     peers: bool = True
@@ -26,8 +28,8 @@ class Config:
 
 
 def quick_config():
-    return Config(size=256, bias_relu_size=512, matmul_size=128, repeat=3, min_time=0.005,
-                  quick=True)
+    return Config(size=256, bias_relu_size=512, matmul_size=128, depthwise_shape=(2, 8, 16, 16),
+                  conv_shape=(2, 8, 12, 12), repeat=3, min_time=0.005, quick=True)
 
 
 def _nf():
@@ -191,6 +193,90 @@ def matmul_case():
     return Case("matmul", "{matmul_size}^2 @ {matmul_size}^2 f32", build)
 
 
+# ---------------------------------------------------------------- convolution
+
+def _conv2d_fn(nf):
+    fn = getattr(nf.nn.functional, "conv2d", None)
+    if fn is None:      # not re-exported yet
+        from numbaflow.nn.functional_conv import conv2d as fn
+    return fn
+
+
+def depthwise_relu_case():
+    """SPEC 7 / PERF_ANCHORS W5: relu(depthwise 3x3 conv), forward and backward, through a
+    program (dx, dw of sum(out * g) fetched; feeds and fetches copied, as in training) vs
+    the hand-written padded-plane numba loops."""
+
+    def build(cfg):
+        nf = _nf()
+        n, c, h, w = cfg.depthwise_shape
+        rng = np.random.default_rng(6)
+        x = rng.standard_normal((n, c, h, w), dtype=np.float32)
+        k = rng.standard_normal((c, 1, 3, 3), dtype=np.float32)
+        g = rng.standard_normal((n, c, h, w), dtype=np.float32)
+        main, startup = nf.static.Program(), nf.static.Program()
+        with _guard(nf), nf.static.program_guard(main, startup):
+            xv = nf.static.data(name="x", shape=[n, c, h, w], dtype="float32")
+            wv = nf.static.data(name="w", shape=[c, 1, 3, 3], dtype="float32")
+            gv = nf.static.data(name="g", shape=[n, c, h, w], dtype="float32")
+            xv.stop_gradient = wv.stop_gradient = False
+            out = nf.nn.functional.relu(_conv2d_fn(nf)(xv, wv, padding=1, groups=c))
+            # g is the cotangent of out: the gradients of sum(out * g), without the
+            # elementwise multiply, reduce_sum and their grads that spelling it out adds
+            grads = nf.static.gradients([out], [xv, wv], target_gradients=[gv])
+        assert "depthwise_conv2d" in [op.type for op in main.global_block().ops]
+        run = _runner(nf, main, {"x": x, "w": k, "g": g}, grads, nf.static.Scope())
+        o, dx, dw = np.empty_like(x), np.empty_like(x), np.empty_like(k)
+
+        def step():
+            baselines.depthwise_relu_step(x, k, g, o, dx, dw)
+
+        step()
+        got_dx, got_dw = run()
+        _check("depthwise dx", got_dx, dx, rtol=1e-4, atol=1e-4)
+        _check("depthwise dw", got_dw, dw, rtol=1e-3, atol=1e-3 * np.abs(dw).max())
+        return [Candidate("Executor.run", run), Candidate("numba padded-plane loops", step)]
+
+    return Case("conv/depthwise_relu_fwd_bwd",
+                "relu(depthwise3x3(x)) fwd+bwd, x {depthwise_shape} f32", build,
+                targets={"numba": 1.5})
+
+
+def conv2d_case():
+    """conv2d forward (3x3, padding 1, 64 filters) through Executor.run vs torch eager when
+    installed, and a numpy im2col + matmul."""
+
+    def build(cfg):
+        nf = _nf()
+        n, c, h, w = cfg.conv_shape
+        m = 64 if not cfg.quick else 8
+        rng = np.random.default_rng(7)
+        x = rng.standard_normal((n, c, h, w), dtype=np.float32)
+        k = rng.standard_normal((m, c, 3, 3), dtype=np.float32) / np.float32(3 * c ** 0.5)
+        main, startup = nf.static.Program(), nf.static.Program()
+        with _guard(nf), nf.static.program_guard(main, startup):
+            xv = nf.static.data(name="x", shape=[n, c, h, w], dtype="float32")
+            wv = nf.static.data(name="w", shape=[m, c, 3, 3], dtype="float32")
+            out = _conv2d_fn(nf)(xv, wv, padding=1)
+        run = _runner(nf, main, {"x": x, "w": k}, [out], nf.static.Scope())
+        want = baselines.numpy_conv2d_im2col(x, k, 1)
+        _check("conv2d", run()[0], want, rtol=1e-3, atol=1e-3)
+        candidates = [Candidate("Executor.run", run),
+                      Candidate("numpy im2col+matmul",
+                                lambda: baselines.numpy_conv2d_im2col(x, k, 1))]
+        if cfg.peers and peers.installed("torch"):
+            import torch
+            xt, kt = torch.from_numpy(x), torch.from_numpy(k)
+            _check("conv2d torch", torch.nn.functional.conv2d(xt, kt, padding=1).numpy(), want,
+                   rtol=1e-3, atol=1e-3)
+            candidates.append(Candidate("torch eager",
+                                        lambda: torch.nn.functional.conv2d(xt, kt, padding=1)))
+        return candidates
+
+    return Case("conv/conv2d", "conv2d fwd x {conv_shape}, 64 3x3 filters (quick: 8), pad 1, f32",
+                build)
+
+
 # ---------------------------------------------------------------- model steps
 
 def seed_program(pd):
@@ -320,6 +406,7 @@ def all_cases():
     cases = [elementwise_kernel_case(n) for n in ELEMENTWISE]
     cases += [elementwise_executor_case(n) for n in ELEMENTWISE]
     cases += [bias_relu_case(), matmul_case()]
+    cases += [depthwise_relu_case(), conv2d_case()]
     cases.append(model_case("model/seed_step", "fc 1->10, mean, SGD, batch 10", seed_program, 1,
                             _seed_batch, _numpy_seed, {"numpy": 1.0}))
     cases.append(seed_x100_case())

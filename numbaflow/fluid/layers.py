@@ -165,3 +165,9 @@ def accuracy(input, label, k=1, correct=None, total=None):
 def argmax(x, axis=0):
     """Index of the maximum along `axis` (Paddle 1.x's default axis is 0), int64."""
     return M.argmax(x, axis=axis)
+
+
+from ..nn.functional_nn import fluid_batch_norm as batch_norm  # noqa: E402,F401
+from ..nn.functional_nn import fluid_dropout as dropout  # noqa: E402,F401
+from ..nn.functional_nn import fluid_pool2d as pool2d  # noqa: E402,F401
+from ..nn.functional_conv import fluid_conv2d as conv2d  # noqa: E402,F401

@@ -3,3 +3,5 @@ from . import registry  # noqa: F401
 from . import elementwise, activation, linalg, reduction, creation, optim  # noqa: F401
 from .registry import get_op_def, all_op_types, run_op  # noqa: F401
 from . import shape, loss, metric_ops  # noqa: F401
+from . import pool, nn_ops  # noqa: F401
+from . import conv  # noqa: F401

@@ -130,3 +130,8 @@ def square_error_cost(input, label):
 
 def mse_loss(input, label, reduction="mean", name=None):
     return _reduce_loss(square_error_cost(input, label), reduction, fn="mse_loss")
+
+
+# CNN-era layers live in their own modules; nn.functional is their public home.
+from .functional_nn import avg_pool2d, batch_norm, dropout, embedding, max_pool2d  # noqa: E402,F401
+from .functional_conv import conv2d  # noqa: E402,F401

@@ -49,3 +49,8 @@ def fc(x, size, num_flatten_dims=1, weight_attr=None, bias_attr=None, activation
     else:
         pre_act = pre_bias
     return _activation(pre_act, activation, helper)
+
+
+from ..nn.functional_nn import static_batch_norm as batch_norm  # noqa: E402,F401
+from ..nn.functional_nn import static_embedding as embedding  # noqa: E402,F401
+from ..nn.functional_conv import static_conv2d as conv2d  # noqa: E402,F401

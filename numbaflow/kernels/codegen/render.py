@@ -15,7 +15,7 @@ _FORMATS = {
     "tanh": "math.tanh({0})", "erf": "math.erf({0})", "abs": "abs({0})",
     "max": "max({0}, {1})", "min": "min({0}, {1})",
     "where": "({1} if {0} else {2})",
-    "sign": "((_F(0.0) < {0}) - ({0} < _F(0.0)))",
+    "sign": "(_F(1.0) if {0} > _F(0.0) else (_F(-1.0) if {0} < _F(0.0) else _F(0.0)))",
 }
 
 
