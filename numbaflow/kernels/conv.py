@@ -21,6 +21,8 @@ at the end, so no two threads write the same element).
 applies relu to Input inside the kernel; the grad then masks Input@GRAD by Input > 0.
 
 Bias is not part of these ops: layers add it with `elementwise_add(axis=1)`, as Paddle.
+
+The CUDA kernels (direct: thread per output / dInput / dFilter element) are in conv_gpu.py.
 """
 import functools
 
@@ -28,6 +30,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
+from . import conv_gpu
 from .registry import NO_GRAD, OpDef, Slot, VarInfo, register_op
 
 # reassoc lets LLVM vectorise the dFilter dot products; contract allows FMAs.
@@ -117,6 +120,13 @@ def _conv_infer(ctx):
 
 
 def _conv_grad_infer(ctx):
+    # the forward's checks, and Output@GRAD must have the forward's Output shape: the
+    # kernels index by these shapes (a mismatch would read and write out of bounds)
+    out = _conv_infer(ctx)["Output"].shape
+    d = ctx.input("Output@GRAD")
+    if len(d.shape) != 4 or any(a != b and -1 not in (a, b) for a, b in zip(d.shape, out)):
+        raise ctx.error(f"Output@GRAD {ctx.name('Output@GRAD')} has shape {tuple(d.shape)}, "
+                        f"but the convolution's Output has shape {out}")
     return {"Input@GRAD": ctx.input("Input"), "Filter@GRAD": ctx.input("Filter")}
 
 
@@ -649,6 +659,19 @@ def _depthwise_grad_cpu(cop):
     return bind
 
 
+# ---------------------------------------------------------------- GPU (conv_gpu.py)
+def _relu_in(cop):
+    return bool(cop.attrs.get("fuse_relu_before_depthwise_conv", False))
+
+
+def _conv_gpu(cop):
+    return conv_gpu.conv_forward(_geometry(cop), _relu_in(cop))
+
+
+def _conv_grad_gpu(cop):
+    return conv_gpu.conv_backward(_geometry(cop), _relu_in(cop))
+
+
 # ---------------------------------------------------------------- registration
 _ATTRS = {"strides": [1, 1], "paddings": [0, 0], "dilations": [1, 1], "groups": 1,
           "data_format": "NCHW"}
@@ -657,14 +680,16 @@ _IN = (Slot("Input"), Slot("Filter"))
 _GRAD_IN = (Slot("Input"), Slot("Filter"), Slot("Output@GRAD"))
 _GRAD_OUT = (Slot("Input@GRAD", optional=True), Slot("Filter@GRAD", optional=True))
 
-register_op(OpDef("conv2d", _IN, (Slot("Output"),), _conv_infer, _conv_cpu, attrs=_ATTRS,
+register_op(OpDef("conv2d", _IN, (Slot("Output"),), _conv_infer, _conv_cpu, gpu=_conv_gpu,
+                  attrs=_ATTRS,
                   grad=_conv_grad_rule,
                   doc="2-D convolution, NCHW, Filter [M, C/groups, kh, kw]; no bias"))
 register_op(OpDef("conv2d_grad", _GRAD_IN, _GRAD_OUT, _conv_grad_infer, _conv_grad_cpu,
-                  attrs=_ATTRS, traits=frozenset({NO_GRAD})))
+                  gpu=_conv_grad_gpu, attrs=_ATTRS, traits=frozenset({NO_GRAD})))
 register_op(OpDef("depthwise_conv2d", _IN, (Slot("Output"),), _conv_infer, _depthwise_cpu,
-                  attrs=_DW_ATTRS, grad=_conv_grad_rule,
+                  gpu=_conv_gpu, attrs=_DW_ATTRS, grad=_conv_grad_rule,
                   doc="depthwise 2-D convolution (groups == channels), Filter [C*mult, 1, kh, "
                       "kw]; optionally relu on Input first (fuse_relu_before_depthwise_conv)"))
 register_op(OpDef("depthwise_conv2d_grad", _GRAD_IN, _GRAD_OUT, _conv_grad_infer,
-                  _depthwise_grad_cpu, attrs=_DW_ATTRS, traits=frozenset({NO_GRAD})))
+                  _depthwise_grad_cpu, gpu=_conv_grad_gpu, attrs=_DW_ATTRS,
+                  traits=frozenset({NO_GRAD})))

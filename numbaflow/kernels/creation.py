@@ -3,12 +3,18 @@
 Random ops carry a `seed` attribute fixed when the op is built (from `numbaflow.seed`),
 so running the same startup program twice gives the same values; seed 0 draws fresh
 entropy each run.
+
+On the GPU, fill_constant is a fill kernel and assign_value copies a device constant
+uploaded at bind time. The random initialisers draw on the host from the CPU kernel's
+numpy stream and upload the result: they run once (startup), and this way a seeded
+program initialises to the same values on either device.
 """
 import functools
 import itertools
 
 import numpy as np
 
+from . import gpu_util
 from .registry import NO_GRAD, RANDOM, OpDef, Slot, VarInfo, register_op, simple_kernel
 
 _seed = {"base": None, "counter": itertools.count(1)}
@@ -45,8 +51,15 @@ def _fill(value, out):
 register_op(OpDef("fill_constant", (), (Slot("Out"),), _shape_infer,
                   lambda cop: lambda ins, outs: functools.partial(
                       _fill, cop.attrs["value"], outs["Out"][0]),
+                  gpu=lambda cop: lambda ins, outs: gpu_util.fill_thunk(outs["Out"][0],
+                                                                        cop.attrs["value"]),
                   attrs={"shape": [1], "value": 0.0, "dtype": "float32"},
                   traits=frozenset((NO_GRAD,))))
+
+
+def _run_and_upload(run, host, out):
+    run()
+    gpu_util.flat(out).copy_to_device(host.reshape(-1))
 
 
 def _random_op(type, draw, attrs):
@@ -57,7 +70,15 @@ def _random_op(type, draw, attrs):
     def cpu(cop):
         return lambda ins, outs: functools.partial(run, cop, outs["Out"][0])
 
-    register_op(OpDef(type, (), (Slot("Out"),), _shape_infer, cpu,
+    def gpu(cop):
+        def bind(ins, outs):
+            out = outs["Out"][0]
+            host = np.empty(out.shape, out.dtype)
+            return functools.partial(_run_and_upload, functools.partial(run, cop, host),
+                                     host, out)
+        return bind
+
+    register_op(OpDef(type, (), (Slot("Out"),), _shape_infer, cpu, gpu=gpu,
                       attrs=dict(attrs, shape=[1], seed=0, dtype="float32"),
                       traits=frozenset((NO_GRAD, RANDOM))))
 
@@ -85,6 +106,16 @@ def _assign_value(cop, out):
     out[...] = np.asarray(cop.attrs["values"], dtype=out.dtype).reshape(out.shape)
 
 
+def _assign_value_gpu(cop):
+    def bind(ins, outs):
+        out = outs["Out"][0]
+        host = np.empty(out.shape, out.dtype)
+        _assign_value(cop, host)
+        return gpu_util.copy_thunk(gpu_util.to_device(host), out)
+    return bind
+
+
 register_op(OpDef("assign_value", (), (Slot("Out"),), _shape_infer, simple_kernel(_assign_value),
+                  gpu=_assign_value_gpu,
                   attrs={"shape": [1], "dtype": "float32", "values": []},
                   traits=frozenset((NO_GRAD,)), doc="Out = the constant `values`"))

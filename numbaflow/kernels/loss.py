@@ -7,12 +7,21 @@ then (A, C). It computes log-softmax directly (max subtraction, log of the sum),
 log(softmax). A hard label outside [0, num_classes) that is not `ignore_index` raises
 ValueError from the kernel (the ops are MAY_FAIL); rows whose label is `ignore_index`
 get loss 0 and gradient 0.
+
+GPU kernels cannot raise, so there an out-of-range hard label (not ignore_index) gives
+a NaN loss for its row instead of an error, with the same gradient as the CPU kernel
+(softmax times the incoming gradient, no one-hot term); the NaN shows at fetch (and
+through any mean of the loss). Run the program on the CPU to get the error naming the
+row. The row kernels (one block per row, shared-memory trees) are in gpu_util; the
+per-element gradient kernels are here.
 """
 import functools
+import math
 
 import numpy as np
-from numba import njit
+from numba import float64, njit
 
+from . import gpu_util
 from .reduction import arc_view, exp_shifted
 from .registry import MAY_FAIL, NO_GRAD, OpDef, Slot, VarInfo, numel, register_op
 
@@ -124,6 +133,63 @@ def xent_soft_grad(x, label, dy, dx):
             dx[i, j] = -dy[i] * label[i, j] / x[i, j]
 
 
+# ---------------------------------------------------------------- GPU kernels
+cuda = None   # numba.cuda, bound lazily by the kernel builder (gpu_util explains)
+
+
+@gpu_util.lazy
+def _gk():
+    global cuda
+    from numba import cuda
+
+    @cuda.jit
+    def swce_hard_grad(label2, sm3, dloss2, dx3, ignore):
+        A, R, C = sm3.shape
+        for i in range(cuda.grid(1), A * R * C, cuda.gridsize(1)):
+            a = i // (R * C)
+            rc = i - a * R * C
+            r = rc // C
+            c = rc - r * C
+            lab = label2[a, c]
+            d = 0.0 if lab == ignore else float64(dloss2[a, c])
+            dx3[a, r, c] = (sm3[a, r, c] - (1.0 if r == lab else 0.0)) * d
+
+    @cuda.jit
+    def xent_hard(x2, label, y, ignore):
+        N, D = x2.shape
+        for i in range(cuda.grid(1), N, cuda.gridsize(1)):
+            lab = label[i]
+            if lab == ignore:
+                y[i] = 0.0
+            elif lab < 0 or lab >= D:
+                y[i] = math.nan
+            else:
+                y[i] = -math.log(x2[i, lab])
+
+    @cuda.jit
+    def xent_hard_grad(x2, label, dy, dx2, ignore):
+        N, D = x2.shape
+        for e in range(cuda.grid(1), N * D, cuda.gridsize(1)):
+            i = e // D
+            j = e - i * D
+            lab = label[i]
+            if j == lab and lab != ignore:
+                dx2[i, j] = -dy[i] / x2[i, lab]
+            else:
+                dx2[i, j] = 0.0
+
+    @cuda.jit
+    def xent_soft_grad(x2, label2, dy, dx2):
+        N, D = x2.shape
+        for e in range(cuda.grid(1), N * D, cuda.gridsize(1)):
+            i = e // D
+            j = e - i * D
+            dx2[i, j] = -dy[i] * label2[i, j] / x2[i, j]
+
+    return gpu_util._NS(swce_hard_grad=swce_hard_grad, xent_hard=xent_hard,
+                        xent_hard_grad=xent_hard_grad, xent_soft_grad=xent_soft_grad)
+
+
 # ---------------------------------------------------------------- label checks
 def _check_labels(ctx, x_slot, axis, soft):
     """Validate Label against `x_slot` (class dim at `axis`); return the merged shape of
@@ -202,6 +268,22 @@ def _swce_cpu(cop):
     return bind
 
 
+def _swce_gpu(cop):
+    arc, soft, ignore = _swce_views(cop, "Logits")
+    row = (arc[0], arc[2])
+
+    def bind(ins, outs):
+        x, lab = ins["Logits"][0].reshape(arc), ins["Label"][0]
+        sm, loss = outs["Softmax"][0].reshape(arc), outs["Loss"][0].reshape(row)
+        k = gpu_util.common()
+        if soft:
+            return gpu_util.launch_rows(k.swce_soft_rows, row[0] * row[1], x, lab.reshape(arc),
+                                        sm, loss)
+        return gpu_util.launch_rows(k.swce_hard_rows, row[0] * row[1], x, lab.reshape(row),
+                                    sm, loss, ignore)
+    return bind
+
+
 def _swce_grad_rule(g):
     if g.dout("Loss") is not None:
         g.append("softmax_with_cross_entropy_grad",
@@ -230,17 +312,34 @@ def _swce_grad_cpu(cop):
     return bind
 
 
+def _swce_grad_gpu(cop):
+    arc, soft, ignore = _swce_views(cop, "Softmax")
+    row = (arc[0], arc[2])
+
+    def bind(ins, outs):
+        lab, sm = ins["Label"][0], ins["Softmax"][0].reshape(arc)
+        d, dx = ins["Loss@GRAD"][0].reshape(row), outs["Logits@GRAD"][0].reshape(arc)
+        if soft:
+            return gpu_util.launch_rows(gpu_util.common().swce_soft_grad_rows, row[0] * row[1],
+                                        lab.reshape(arc), sm, d, dx)
+        return gpu_util.launch_flat(_gk().swce_hard_grad, dx.size, lab.reshape(row), sm, d, dx,
+                                    ignore)
+    return bind
+
+
 _SWCE_ATTRS = {"soft_label": False, "ignore_index": -100, "axis": -1}
 register_op(OpDef(
     "softmax_with_cross_entropy", (Slot("Logits"), Slot("Label", no_grad=True)),
-    (Slot("Softmax"), Slot("Loss")), _swce_infer, _swce_cpu, attrs=dict(_SWCE_ATTRS),
+    (Slot("Softmax"), Slot("Loss")), _swce_infer, _swce_cpu, gpu=_swce_gpu,
+    attrs=dict(_SWCE_ATTRS),
     grad=_swce_grad_rule, traits=frozenset((MAY_FAIL,)),
     doc="Softmax = softmax(Logits, axis); Loss = -log_softmax(Logits)[Label] (hard labels, "
         "class axis kept with size 1; 0 where Label == ignore_index) or "
         "-sum(Label * log_softmax(Logits)) (soft labels)"))
 register_op(OpDef(
     "softmax_with_cross_entropy_grad", (Slot("Label"), Slot("Softmax"), Slot("Loss@GRAD")),
-    (Slot("Logits@GRAD"),), _swce_grad_infer, _swce_grad_cpu, attrs=dict(_SWCE_ATTRS),
+    (Slot("Logits@GRAD"),), _swce_grad_infer, _swce_grad_cpu, gpu=_swce_grad_gpu,
+    attrs=dict(_SWCE_ATTRS),
     traits=frozenset((NO_GRAD,)),
     doc="Logits@GRAD = (Softmax - onehot(Label)) * Loss@GRAD (hard; 0 for ignored rows) or "
         "(Softmax * sum(Label) - Label) * Loss@GRAD (soft)"))
@@ -272,6 +371,19 @@ def _xent_cpu(cop):
     return bind
 
 
+def _xent_gpu(cop):
+    N, D = _xent_rows(cop)
+    soft, ignore = cop.attrs["soft_label"], cop.attrs["ignore_index"]
+
+    def bind(ins, outs):
+        x, lab, y = ins["X"][0].reshape(N, D), ins["Label"][0], outs["Y"][0].reshape(N)
+        if soft:
+            return gpu_util.launch_rows(gpu_util.common().xent_soft_rows, N, x,
+                                        lab.reshape(N, D), y)
+        return gpu_util.launch_flat(_gk().xent_hard, N, x, lab.reshape(N), y, ignore)
+    return bind
+
+
 def _xent_grad_rule(g):
     g.append("cross_entropy_grad",
              {"X": g.fwd("X"), "Label": g.fwd("Label"), "Y@GRAD": g.dout("Y")},
@@ -291,14 +403,29 @@ def _xent_grad_cpu(cop):
     return bind
 
 
+def _xent_grad_gpu(cop):
+    N, D = _xent_rows(cop)
+    soft, ignore = cop.attrs["soft_label"], cop.attrs["ignore_index"]
+
+    def bind(ins, outs):
+        x, lab = ins["X"][0].reshape(N, D), ins["Label"][0]
+        dy, dx = ins["Y@GRAD"][0].reshape(N), outs["X@GRAD"][0].reshape(N, D)
+        if soft:
+            return gpu_util.launch_flat(_gk().xent_soft_grad, N * D, x, lab.reshape(N, D), dy, dx)
+        return gpu_util.launch_flat(_gk().xent_hard_grad, N * D, x, lab.reshape(N), dy, dx,
+                                    ignore)
+    return bind
+
+
 _XENT_ATTRS = {"soft_label": False, "ignore_index": -100}
 register_op(OpDef(
     "cross_entropy", (Slot("X"), Slot("Label", no_grad=True)), (Slot("Y"),), _xent_infer,
-    _xent_cpu, attrs=dict(_XENT_ATTRS), grad=_xent_grad_rule, traits=frozenset((MAY_FAIL,)),
+    _xent_cpu, gpu=_xent_gpu, attrs=dict(_XENT_ATTRS), grad=_xent_grad_rule, traits=frozenset((MAY_FAIL,)),
     doc="Y = -log(X[Label]) (hard; 0 where Label == ignore_index) or -sum(Label * log(X)) "
         "(soft), over X's last (class) dim, which Y keeps with size 1"))
 register_op(OpDef(
     "cross_entropy_grad", (Slot("X"), Slot("Label"), Slot("Y@GRAD")), (Slot("X@GRAD"),),
-    lambda ctx: {"X@GRAD": ctx.input("X")}, _xent_grad_cpu, attrs=dict(_XENT_ATTRS),
+    lambda ctx: {"X@GRAD": ctx.input("X")}, _xent_grad_cpu, gpu=_xent_grad_gpu,
+    attrs=dict(_XENT_ATTRS),
     traits=frozenset((NO_GRAD,)),
     doc="X@GRAD = -Y@GRAD / X[Label] at the label (hard) or -Y@GRAD * Label / X (soft)"))

@@ -4,12 +4,16 @@ Paddle's accuracy op reads the output of a separate top_k op; numbaflow's takes 
 scores directly (what `metric.accuracy` feeds it) and counts a row as correct when its
 label is among the k largest scores. Ties count in the label's favour: the row is
 correct when fewer than k scores are strictly greater than the label's score.
+
+The GPU kernel (gpu_util.accuracy_block, one block counting with a shared-memory tree)
+cannot raise: a label outside [0, classes) makes Accuracy NaN instead of an error.
 """
 import functools
 
 import numpy as np
 from numba import njit
 
+from . import gpu_util
 from .registry import MAY_FAIL, NO_GRAD, OpDef, Slot, VarInfo, register_op
 
 
@@ -70,9 +74,24 @@ def _accuracy_cpu(cop):
     return bind
 
 
+def _accuracy_gpu(cop):
+    k = int(cop.attrs["k"])
+
+    def bind(ins, outs):
+        from numba import cuda
+        x, lab = ins["Out"][0], ins["Label"][0]
+        res = [gpu_util.flat((outs.get(s) or [cuda.device_array((), dt)])[0])
+               for s, dt in (("Accuracy", np.float32), ("Correct", np.int64),
+                             ("Total", np.int64))]
+        kern = gpu_util.common().accuracy_block
+        return functools.partial(gpu_util.configured(kern, 1, gpu_util.RED_THREADS), x,
+                                 gpu_util.flat(lab), k, *res)
+    return bind
+
+
 register_op(OpDef(
     "accuracy", (Slot("Out"), Slot("Label", no_grad=True)),
     (Slot("Accuracy"), Slot("Correct", optional=True), Slot("Total", optional=True)),
-    _accuracy_infer, _accuracy_cpu,
+    _accuracy_infer, _accuracy_cpu, gpu=_accuracy_gpu,
     attrs={"k": 1}, traits=frozenset((NO_GRAD, MAY_FAIL)),
     doc="Accuracy = Correct / Total, Correct = rows whose Label is among the top k of Out"))

@@ -25,12 +25,16 @@ in Paddle); otherwise one generator is created from `seed` when the kernel is bo
 lookup_table_v2 follows Paddle's LookupTableV2 CPU kernels: rows whose id equals
 `padding_idx` (-1 = none) are zero and get no gradient; any other id outside
 [0, vocab) raises ValueError (MAY_FAIL); the dense W@GRAD accumulates repeated ids.
+
+The CUDA kernels are in nn_gpu.py (dropout draws on the host through `UniformDraws`, so
+CPU and GPU masks agree; out-of-range ids cannot raise there: see that module).
 """
 import functools
 
 import numpy as np
 from numba import njit
 
+from . import nn_gpu
 from .registry import MAY_FAIL, NO_GRAD, RANDOM, OpDef, Slot, VarInfo, numel, register_op
 
 
@@ -164,6 +168,17 @@ def _bn_cpu(cop):
     return bind
 
 
+def _bn_gpu(cop):
+    return nn_gpu.bn_forward(_bn_acb(cop.input("X").shape, cop.attrs["data_layout"]),
+                             _bn_global(cop.attrs), float(cop.attrs["momentum"]),
+                             float(cop.attrs["epsilon"]))
+
+
+def _bn_grad_gpu(cop):
+    return nn_gpu.bn_backward(_bn_acb(cop.input("X").shape, cop.attrs["data_layout"]),
+                              _bn_global(cop.attrs))
+
+
 def _bn_grad_rule(g):
     g.append("batch_norm_grad",
              {"X": g.fwd("X"), "Scale": g.fwd("Scale"), "Bias": g.fwd("Bias"),
@@ -205,7 +220,7 @@ register_op(OpDef(
      Slot("Variance", no_grad=True)),
     (Slot("Y"), Slot("MeanOut"), Slot("VarianceOut"), Slot("SavedMean"),
      Slot("SavedVariance")),
-    _bn_infer, _bn_cpu, attrs=dict(BN_ATTRS), grad=_bn_grad_rule,
+    _bn_infer, _bn_cpu, gpu=_bn_gpu, attrs=dict(BN_ATTRS), grad=_bn_grad_rule,
     inplace={"MeanOut": "Mean", "VarianceOut": "Variance"},
     doc="Y = (X - mean) / sqrt(var + eps) * Scale + Bias per channel; batch statistics "
         "(biased variance) and a running-statistics update in training, the running "
@@ -216,7 +231,8 @@ register_op(OpDef(
      Slot("SavedVariance"), Slot("Y@GRAD")),
     (Slot("X@GRAD", optional=True), Slot("Scale@GRAD", optional=True),
      Slot("Bias@GRAD", optional=True)),
-    _bn_grad_infer, _bn_grad_cpu, attrs=dict(BN_ATTRS), traits=frozenset((NO_GRAD,)),
+    _bn_grad_infer, _bn_grad_cpu, gpu=_bn_grad_gpu, attrs=dict(BN_ATTRS),
+    traits=frozenset((NO_GRAD,)),
     doc="Bias@GRAD = sum(dY); Scale@GRAD = sum(dY * xhat); X@GRAD through the batch "
         "statistics (training) or Scale * inv_std * dY (global statistics)"))
 
@@ -268,13 +284,13 @@ def _dropout_infer(ctx):
     return {"Out": x, "Mask": VarInfo(tuple(x.shape), np.dtype("uint8"))}
 
 
-class _DropoutRun:
-    """The bound training thunk: owns the generator and the uniform-draw buffer."""
+class UniformDraws:
+    """The uniform numbers of one bound dropout: `draws()` fills and returns the buffer u
+    (n float64s) from the op's generator stream (see the module doc). The CPU and GPU
+    kernels both draw through this class, so one seed gives one mask on both."""
 
-    def __init__(self, x, mask, out, attrs):
-        self.x, self.mask, self.out = x.reshape(-1), mask.reshape(-1), out.reshape(-1)
-        self.u = np.empty(self.x.size, np.float64)
-        self.p, self.scale = float(attrs["dropout_prob"]), _dropout_factor(attrs)
+    def __init__(self, n, attrs):
+        self.u = np.empty(n, np.float64)
         self.seed = int(attrs["seed"])
         self.fixed = bool(attrs["fix_seed"]) and self.seed != 0
         self.rng = np.random.default_rng(self.seed or None)
@@ -282,7 +298,19 @@ class _DropoutRun:
     def __call__(self):
         rng = np.random.default_rng(self.seed) if self.fixed else self.rng
         rng.random(out=self.u)
-        dropout_train(self.x, self.u, self.mask, self.out, self.p, self.scale)
+        return self.u
+
+
+class _DropoutRun:
+    """The bound training thunk: owns the uniform draws."""
+
+    def __init__(self, x, mask, out, attrs):
+        self.x, self.mask, self.out = x.reshape(-1), mask.reshape(-1), out.reshape(-1)
+        self.draws = UniformDraws(self.x.size, attrs)
+        self.p, self.scale = float(attrs["dropout_prob"]), _dropout_factor(attrs)
+
+    def __call__(self):
+        dropout_train(self.x, self.draws(), self.mask, self.out, self.p, self.scale)
 
 
 def _dropout_cpu(cop):
@@ -292,6 +320,16 @@ def _dropout_cpu(cop):
             return functools.partial(dropout_test, x.reshape(-1), mask.reshape(-1),
                                      out.reshape(-1), _dropout_factor(cop.attrs))
         return _DropoutRun(x, mask, out, cop.attrs)
+    return bind
+
+
+def _dropout_gpu(cop):
+    def bind(ins, outs):
+        x, mask, out = ins["X"][0], outs["Mask"][0], outs["Out"][0]
+        if cop.attrs["is_test"]:
+            return nn_gpu.dropout_test(x, mask, out, _dropout_factor(cop.attrs))
+        return nn_gpu.DropoutRun(UniformDraws(x.size, cop.attrs), x, mask, out,
+                                 float(cop.attrs["dropout_prob"]), _dropout_factor(cop.attrs))
     return bind
 
 
@@ -310,18 +348,24 @@ def _dropout_grad_cpu(cop):
     return bind
 
 
+def _dropout_grad_gpu(cop):
+    factor = _dropout_factor(cop.attrs)
+    return lambda ins, outs: nn_gpu.dropout_grad(ins["Mask"][0], ins["Out@GRAD"][0],
+                                                 outs["X@GRAD"][0], factor)
+
+
 DROPOUT_ATTRS = {"dropout_prob": 0.5, "is_test": False, "seed": 0, "fix_seed": False,
                  "dropout_implementation": "downgrade_in_infer"}
 register_op(OpDef(
     "dropout", (Slot("X"),), (Slot("Out"), Slot("Mask")), _dropout_infer,
-    _dropout_cpu, attrs=dict(DROPOUT_ATTRS), grad=_dropout_grad_rule,
+    _dropout_cpu, gpu=_dropout_gpu, attrs=dict(DROPOUT_ATTRS), grad=_dropout_grad_rule,
     traits=frozenset((RANDOM,)),
     doc="Out = X * Mask (* 1/(1-p) for upscale_in_train) in training, Mask ~ Bernoulli(1-p) "
         "(uint8); at test X (upscale_in_train) or X * (1-p) (downgrade_in_infer)"))
 register_op(OpDef(
     "dropout_grad", (Slot("Mask"), Slot("Out@GRAD")), (Slot("X@GRAD"),),
     lambda ctx: {"X@GRAD": ctx.input("Out@GRAD")}, _dropout_grad_cpu,
-    attrs=dict(DROPOUT_ATTRS), traits=frozenset((NO_GRAD,)),
+    gpu=_dropout_grad_gpu, attrs=dict(DROPOUT_ATTRS), traits=frozenset((NO_GRAD,)),
     doc="X@GRAD = Out@GRAD * Mask * the forward's scale of kept values"))
 
 
@@ -405,12 +449,15 @@ def _lookup_grad_cpu(cop):
 LOOKUP_ATTRS = {"padding_idx": -1, "is_sparse": False}
 register_op(OpDef(
     "lookup_table_v2", (Slot("W"), Slot("Ids", no_grad=True)), (Slot("Out"),), _lookup_infer,
-    _lookup_cpu, attrs=dict(LOOKUP_ATTRS), grad=_lookup_grad_rule,
+    _lookup_cpu, gpu=lambda cop: nn_gpu.lookup_forward(int(cop.attrs["padding_idx"])),
+    attrs=dict(LOOKUP_ATTRS), grad=_lookup_grad_rule,
     traits=frozenset((MAY_FAIL,)),
     doc="Out[..., :] = W[Ids[...], :]; zero rows where Ids == padding_idx; ids outside "
         "[0, vocab) raise ValueError"))
 register_op(OpDef(
     "lookup_table_v2_grad", (Slot("W"), Slot("Ids"), Slot("Out@GRAD")), (Slot("W@GRAD"),),
-    lambda ctx: {"W@GRAD": ctx.input("W")}, _lookup_grad_cpu, attrs=dict(LOOKUP_ATTRS),
+    lambda ctx: {"W@GRAD": ctx.input("W")}, _lookup_grad_cpu,
+    gpu=lambda cop: nn_gpu.lookup_backward(int(cop.attrs["padding_idx"])),
+    attrs=dict(LOOKUP_ATTRS),
     traits=frozenset((NO_GRAD, MAY_FAIL)),
     doc="W@GRAD (dense) = sum of Out@GRAD rows per id, none for padding_idx"))

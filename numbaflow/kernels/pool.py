@@ -19,11 +19,13 @@ PoolOutputSize in pooling.h):
   (out = ceil(H / s), the total padding split with the smaller half first).
 
 NHWC inputs run the same loops on a transposed (N, C, H, W) view of the buffers.
+The CUDA kernels (same rules; a gather for the gradient) are in conv_gpu.py.
 """
 import functools
 
 from numba import njit
 
+from . import conv_gpu
 from .registry import NO_GRAD, OpDef, Slot, VarInfo, register_op
 
 
@@ -217,15 +219,31 @@ def _pool_grad_cpu(cop):
     return bind
 
 
+def _pool_gpu_args(cop):
+    """(geo, nhwc, is_max, exclusive) for the CUDA kernels (conv_gpu.py)."""
+    a = _pool_args(cop)
+    return a[:8], cop.attrs["data_format"] == "NHWC", a[8], a[9]
+
+
+def _pool_gpu(cop):
+    return conv_gpu.pool_forward(*_pool_gpu_args(cop))
+
+
+def _pool_grad_gpu(cop):
+    return conv_gpu.pool_backward(*_pool_gpu_args(cop))
+
+
 POOL_ATTRS = {"pooling_type": "max", "ksize": [1, 1], "strides": [1, 1], "paddings": [0, 0],
               "ceil_mode": False, "exclusive": True, "global_pooling": False, "adaptive": False,
               "data_format": "NCHW", "padding_algorithm": "EXPLICIT", "use_cudnn": True}
 register_op(OpDef(
-    "pool2d", (Slot("X"),), (Slot("Out"),), _pool_infer, _pool_cpu, attrs=dict(POOL_ATTRS),
+    "pool2d", (Slot("X"),), (Slot("Out"),), _pool_infer, _pool_cpu, gpu=_pool_gpu,
+    attrs=dict(POOL_ATTRS),
     grad=_pool_grad_rule,
     doc="2-D max / avg pooling over NCHW (or NHWC) X; Paddle's window and ceil_mode rules"))
 register_op(OpDef(
     "pool2d_grad", (Slot("X"), Slot("Out"), Slot("Out@GRAD")), (Slot("X@GRAD"),),
-    lambda ctx: {"X@GRAD": ctx.input("X")}, _pool_grad_cpu, attrs=dict(POOL_ATTRS),
+    lambda ctx: {"X@GRAD": ctx.input("X")}, _pool_grad_cpu, gpu=_pool_grad_gpu,
+    attrs=dict(POOL_ATTRS),
     traits=frozenset((NO_GRAD,)),
     doc="max: Out@GRAD to the first maximum of each window; avg: spread over the window"))

@@ -3,15 +3,22 @@
 Kernels view the input as (A, R, C): R is the reduced (or softmax) extent, A the dims
 before it and C the dims after. Reducing a non-contiguous set of axes falls back to
 numpy's ufunc reductions on the same buffers.
+
+GPU kernels (`_gk`): one block per (a, c) row reduces x[a, :, c] with a shared-memory
+tree (gpu_util.row_reduce); reductions with a wide C instead give each thread one (a, c)
+and loop over R, so neighbouring threads read neighbouring addresses. A non-contiguous
+set of axes is first gathered (a strided copy into a bind-time scratch buffer) so that
+the reduced axes come last, then reduced as rows. Gradients are one flat kernel.
 """
 import functools
 
 import numpy as np
 from numba import njit
 
+from . import gpu_util
+from .gpu_util import MAX, MEAN, MIN, SUM
 from .registry import NO_GRAD, OpDef, Slot, VarInfo, numel, register_op
 
-SUM, MEAN, MAX, MIN = 0, 1, 2, 3
 _KIND = {"reduce_sum": SUM, "reduce_mean": MEAN, "reduce_max": MAX, "reduce_min": MIN}
 
 
@@ -46,6 +53,10 @@ def reduce_grad_arc(x, out, dout, dx, kind):
                     dx[a, r, c] = dout[a, c] / R
                 else:
                     dx[a, r, c] = dout[a, c]
+
+
+# ---------------------------------------------------------------- GPU kernels
+COLS_MIN_C = 32    # reduce with C >= this: one thread per output (coalesced over c)
 
 
 def reduce_axes(shape, attrs):
@@ -107,6 +118,34 @@ def _reduce_cpu(cop):
     return bind
 
 
+def _reduce_gpu(cop):
+    kind = _KIND[cop.type]
+    shape = cop.input("X").shape
+    axes = reduce_axes(shape, cop.attrs)
+    arc = arc_view(shape, axes)
+
+    def bind(ins, outs):
+        from numba import cuda
+        x, out, calls = ins["X"][0], outs["Out"][0], []
+        if arc is None:   # gather the reduced axes last, then reduce (A, R, 1) rows
+            kept = [d for d in range(len(shape)) if d not in axes]
+            perm = kept + list(axes)
+            scratch = cuda.device_array(tuple(shape[p] for p in perm), x.dtype)
+            calls.append(gpu_util.transpose_thunk(x, scratch, perm))
+            x, view = scratch, (numel([shape[d] for d in kept]), numel([shape[d] for d in axes]), 1)
+        else:
+            view = arc
+        x3, out2 = x.reshape(view), out.reshape(view[0], view[2])
+        k = gpu_util.common()
+        if view[2] >= COLS_MIN_C:
+            calls.append(functools.partial(gpu_util.configured(k.reduce_cols, *gpu_util.launch_dims(view[0] * view[2])),
+                                           x3, out2, kind))
+        else:
+            calls.append(gpu_util.launch_rows(k.reduce_rows, view[0] * view[2], x3, out2, kind))
+        return gpu_util.sequence(calls)
+    return bind
+
+
 def _then_scale(fn, arr, s):
     fn()
     arr *= s
@@ -137,6 +176,26 @@ def _reduce_grad_cpu(cop):
     return bind
 
 
+def _reduce_grad_gpu(cop):
+    kind = _KIND[cop.type[:-len("_grad")]]
+    shape = cop.input("X").shape
+    axes = reduce_axes(shape, cop.attrs)
+    ostr, acc = [0] * len(shape), 1      # strides of the kept-dims output, 0 if reduced
+    for d in range(len(shape) - 1, -1, -1):
+        if d not in axes:
+            ostr[d], acc = acc, acc * shape[d]
+    n = float(numel([shape[d] for d in axes]))
+
+    def bind(ins, outs):
+        x, d, dx = ins["X"][0], ins["Out@GRAD"][0], outs["X@GRAD"][0]
+        out = ins["Out"][0] if "Out" in ins else d
+        meta = [gpu_util.to_device(np.array(a or [0], np.int64)) for a in (shape, ostr)]
+        launch = gpu_util.configured(gpu_util.common().reduce_grad, *gpu_util.launch_dims(dx.size))
+        return functools.partial(launch, gpu_util.flat(x), gpu_util.flat(out), gpu_util.flat(d),
+                                 gpu_util.flat(dx), *meta, kind, n)
+    return bind
+
+
 def _reduce_grad_np(x, out, d, dx, kind, n):
     if kind in (MAX, MIN):
         np.multiply(d, x == out, out=dx)
@@ -147,12 +206,13 @@ def _reduce_grad_np(x, out, d, dx, kind, n):
 _REDUCE_ATTRS = {"dim": [0], "keep_dim": False, "reduce_all": False}
 for _t in _KIND:
     register_op(OpDef(_t, (Slot("X"),), (Slot("Out"),), _reduce_infer, _reduce_cpu,
-                      attrs=dict(_REDUCE_ATTRS), grad=_reduce_grad_rule))
+                      gpu=_reduce_gpu, attrs=dict(_REDUCE_ATTRS), grad=_reduce_grad_rule))
     _grad_ins = (Slot("X"), Slot("Out"), Slot("Out@GRAD")) if _KIND[_t] in (MAX, MIN) \
         else (Slot("X"), Slot("Out@GRAD"))
     register_op(OpDef(_t + "_grad", _grad_ins, (Slot("X@GRAD"),),
                       lambda ctx: {"X@GRAD": ctx.input("X")}, _reduce_grad_cpu,
-                      attrs=dict(_REDUCE_ATTRS), traits=frozenset((NO_GRAD,))))
+                      gpu=_reduce_grad_gpu, attrs=dict(_REDUCE_ATTRS),
+                      traits=frozenset((NO_GRAD,))))
 
 
 # ---------------------------------------------------------------- arg_max
@@ -190,7 +250,17 @@ def _argmax_cpu(cop):
     return bind
 
 
+def _argmax_gpu(cop):
+    shape = cop.input("X").shape
+    arc = (1, numel(shape), 1) if cop.attrs["flatten"] else \
+        arc_view(shape, (cop.attrs["axis"] % max(len(shape), 1),))
+    return lambda ins, outs: gpu_util.launch_rows(gpu_util.common().argmax_rows, arc[0] * arc[2],
+                                         ins["X"][0].reshape(arc),
+                                         outs["Out"][0].reshape(arc[0], arc[2]))
+
+
 register_op(OpDef("arg_max", (Slot("X"),), (Slot("Out"),), _argmax_infer, _argmax_cpu,
+                  gpu=_argmax_gpu,
                   attrs={"axis": -1, "keepdims": False, "flatten": False, "dtype": "int64"},
                   traits=frozenset((NO_GRAD,))))
 
@@ -270,14 +340,27 @@ def _softmax_family(type, log):
             softmax_grad_arc, ins["Out"][0].reshape(arc), ins["Out@GRAD"][0].reshape(arc),
             outs["X@GRAD"][0].reshape(arc), log)
 
+    def gpu(cop):
+        arc = softmax_arc_shape(cop.input("X").shape, cop.attrs["axis"])
+        return lambda ins, outs: gpu_util.launch_rows(gpu_util.common().softmax_rows, arc[0] * arc[2],
+                                             ins["X"][0].reshape(arc),
+                                             outs["Out"][0].reshape(arc), log)
+
+    def grad_gpu(cop):
+        arc = softmax_arc_shape(cop.input("Out").shape, cop.attrs["axis"])
+        return lambda ins, outs: gpu_util.launch_rows(
+            gpu_util.common().softmax_grad_rows, arc[0] * arc[2], ins["Out"][0].reshape(arc),
+            ins["Out@GRAD"][0].reshape(arc), outs["X@GRAD"][0].reshape(arc), log)
+
     def rule(g):
         g.append(type + "_grad", {"Out": g.fwd("Out"), "Out@GRAD": g.dout("Out")},
                  {"X@GRAD": g.dx("X")}, dict(g.attrs))
 
     register_op(OpDef(type, (Slot("X"),), (Slot("Out"),), _softmax_infer, cpu,
-                      attrs={"axis": -1}, grad=rule))
+                      gpu=gpu, attrs={"axis": -1}, grad=rule))
     register_op(OpDef(type + "_grad", (Slot("Out"), Slot("Out@GRAD")), (Slot("X@GRAD"),),
-                      lambda ctx: {"X@GRAD": ctx.input("Out")}, grad_cpu, attrs={"axis": -1},
+                      lambda ctx: {"X@GRAD": ctx.input("Out")}, grad_cpu, gpu=grad_gpu,
+                      attrs={"axis": -1},
                       traits=frozenset((NO_GRAD,))))
 
 

@@ -5,13 +5,15 @@ Every output has its own buffer (no views between variables), so the reshape-lik
 are one flat copy and their gradients are the same copy back into X's shape: one shared
 `_reshape_like` registration serves reshape2, flatten_contiguous_range, squeeze2 and
 unsqueeze2. concat and split copy blocks of the (A, R, C) view (reduction.py), where R
-is the concatenated axis. Shape inference keeps -1 (unknown batch) dims unknown rather
+is the concatenated axis. On the GPU the flat copies are device-to-device memcpys and
+transpose / concat / split launch gpu_util's strided copy kernel. Shape inference keeps -1 (unknown batch) dims unknown rather
 than guessing.
 """
 import functools
 
 import numpy as np
 
+from . import gpu_util
 from .registry import NO_GRAD, OpDef, Slot, VarInfo, numel, register_op
 
 
@@ -122,6 +124,12 @@ def _flat_copy(src_slot, dst_slot):
     return cpu
 
 
+def _flat_copy_gpu(src_slot, dst_slot):
+    def gpu(cop):
+        return lambda ins, outs: gpu_util.copy_thunk(ins[src_slot][0], outs[dst_slot][0])
+    return gpu
+
+
 def _reshape_like_grad_infer(ctx):
     x, d = ctx.input("X"), ctx.input("Out@GRAD")
     if -1 not in x.shape and -1 not in d.shape and numel(x.shape) != numel(d.shape):
@@ -147,9 +155,10 @@ def _reshape_like(type, attrs, shape_fn, doc):
                  {"X@GRAD": g.dx("X")}, dict(g.attrs))
 
     register_op(OpDef(type, (Slot("X"),), (Slot("Out"),), infer, _flat_copy("X", "Out"),
-                      attrs=dict(attrs), grad=rule, doc=doc))
+                      gpu=_flat_copy_gpu("X", "Out"), attrs=dict(attrs), grad=rule, doc=doc))
     register_op(OpDef(type + "_grad", (Slot("X"), Slot("Out@GRAD")), (Slot("X@GRAD"),),
                       _reshape_like_grad_infer, _flat_copy("Out@GRAD", "X@GRAD"),
+                      gpu=_flat_copy_gpu("Out@GRAD", "X@GRAD"),
                       attrs=dict(attrs), traits=frozenset((NO_GRAD,)),
                       doc=f"X@GRAD = Out@GRAD copied into X's shape (gradient of {type})"))
 
@@ -192,6 +201,11 @@ def _transpose_cpu(cop):
     return bind
 
 
+def _transpose_gpu(cop):
+    perm = _perm(cop.attrs["axis"], len(cop.input("X").shape))
+    return lambda ins, outs: gpu_util.transpose_thunk(ins["X"][0], outs["Out"][0], perm)
+
+
 def _transpose_grad(g):
     perm = _perm(g.attrs["axis"], len(g.fwd("X").shape))
     g.append("transpose2", {"X": g.dout("Out")}, {"Out": g.dx("X")},
@@ -199,6 +213,7 @@ def _transpose_grad(g):
 
 
 register_op(OpDef("transpose2", (Slot("X"),), (Slot("Out"),), _transpose_infer, _transpose_cpu,
+                  gpu=_transpose_gpu,
                   attrs={"axis": []}, grad=_transpose_grad,
                   doc="Out = X with its axes permuted: Out.shape[i] = X.shape[axis[i]]; "
                       "the gradient is transpose2 with the inverse permutation"))
@@ -270,10 +285,23 @@ def _copy_into_parts(pairs):
         np.copyto(p, w)
 
 
+def _block_copies_gpu(whole, parts, ax, into_whole):
+    calls, off = [], 0
+    for p in parts:
+        calls.append(gpu_util.block_copy_thunk(whole, p, ax, off, into_whole))
+        off += p.shape[ax]
+    return gpu_util.sequence(calls)
+
+
 def _concat_cpu(cop):
     ax = cop.attrs["axis"] % len(cop.output("Out").shape)
     return lambda ins, outs: functools.partial(
         _copy_into_whole, _blocks(outs["Out"][0], ins["X"], ax))
+
+
+def _concat_gpu(cop):
+    ax = cop.attrs["axis"] % len(cop.output("Out").shape)
+    return lambda ins, outs: _block_copies_gpu(outs["Out"][0], ins["X"], ax, True)
 
 
 def _concat_grad_rule(g):
@@ -298,11 +326,22 @@ def _concat_grad_cpu(cop):
         _copy_into_parts, _blocks(ins["Out@GRAD"][0], outs["X@GRAD"], ax))
 
 
+def _concat_grad_gpu(cop):
+    ax = cop.attrs["axis"] % len(cop.input("Out@GRAD").shape)
+    return lambda ins, outs: _block_copies_gpu(ins["Out@GRAD"][0], outs["X@GRAD"], ax, False)
+
+
+def _split_gpu(cop):
+    ax = cop.attrs["axis"] % len(cop.input("X").shape)
+    return lambda ins, outs: _block_copies_gpu(ins["X"][0], outs["Out"], ax, False)
+
+
 register_op(OpDef("concat", (Slot("X", duplicable=True),), (Slot("Out"),), _concat_infer,
-                  _concat_cpu, attrs={"axis": 0}, grad=_concat_grad_rule,
+                  _concat_cpu, gpu=_concat_gpu, attrs={"axis": 0}, grad=_concat_grad_rule,
                   doc="Out = X[0], X[1], ... joined along `axis`"))
 register_op(OpDef("concat_grad", (Slot("X", duplicable=True), Slot("Out@GRAD")),
                   (Slot("X@GRAD", duplicable=True),), _concat_grad_infer, _concat_grad_cpu,
+                  gpu=_concat_grad_gpu,
                   attrs={"axis": 0}, traits=frozenset((NO_GRAD,)),
                   doc="X@GRAD[i] = the slice of Out@GRAD that X[i] filled (one per X)"))
 
@@ -362,6 +401,7 @@ def _split_grad(g):
 
 
 register_op(OpDef("split", (Slot("X"),), (Slot("Out", duplicable=True),), _split_infer,
-                  _split_cpu, attrs={"num": 0, "sections": [], "axis": 0}, grad=_split_grad,
+                  _split_cpu, gpu=_split_gpu, attrs={"num": 0, "sections": [], "axis": 0},
+                  grad=_split_grad,
                   doc="Out = X cut along `axis` into `num` equal parts or `sections` sizes "
                       "(one -1 takes the rest); the gradient is concat"))
