@@ -22,20 +22,25 @@ import functools
 import math
 
 import numpy as np
+from numba import config as numba_config
 from numba import float64, int64
 
 cuda = None   # numba.cuda, bound by the builders on first use (see above)
 
-THREADS = 256        # threads per block of the flat (grid-stride) kernels
+# The simulator (NUMBA_ENABLE_CUDASIM=1) runs every thread as a Python thread, so there
+# blocks are smaller; every kernel is written for any power-of-two block size.
+SIMULATED = bool(numba_config.ENABLE_CUDASIM)
+THREADS = 64 if SIMULATED else 256       # threads per block of the flat (grid-stride) kernels
 MAX_BLOCKS = 1024    # grid cap of the flat kernels; the loops stride over the rest
-RED_THREADS = 128    # threads per block of the row reductions (a power of two)
+RED_THREADS = 32 if SIMULATED else 128   # most threads per block of the row kernels
+MIN_ROW_THREADS = 1 if SIMULATED else 32  # fewest (rows shorter than RED_THREADS)
 MAX_ROW_BLOCKS = 4096
 SUM, MEAN, MAX, MIN = 0, 1, 2, 3   # reduction kinds (shared with reduction.py)
 
 
-def launch_rows(kernel, rows, *args):
-    """A thunk launching a row kernel (one block per row) on `args`."""
-    return functools.partial(configured(kernel, *row_dims(rows)), *args)
+def launch_rows(kernel, rows, length, *args):
+    """A thunk launching a row kernel (one block per row of `length`) on `args`."""
+    return functools.partial(configured(kernel, *row_dims(rows, length)), *args)
 
 
 def launch_flat(kernel, n, *args):
@@ -48,9 +53,12 @@ def launch_dims(n, threads=THREADS):
     return max(1, min(MAX_BLOCKS, math.ceil(n / threads))), threads
 
 
-def row_dims(rows):
-    """(blocks, threads) for a row kernel: one block per row, blocks stride over the rest."""
-    return max(1, min(MAX_ROW_BLOCKS, rows)), RED_THREADS
+def row_dims(rows, length):
+    """(blocks, threads) for a row kernel: one block per row (blocks stride over the
+    rest), with the power of two of threads that covers `length` elements, between
+    MIN_ROW_THREADS (a warp) and RED_THREADS."""
+    threads = 1 << max(0, int(length) - 1).bit_length()
+    return max(1, min(MAX_ROW_BLOCKS, rows)), max(MIN_ROW_THREADS, min(RED_THREADS, threads))
 
 
 def configured(kernel, grid, block):
@@ -117,9 +125,10 @@ def common():
 
     @cuda.jit(device=True)
     def tree(sh, tid, kind):
-        """Combine sh[0:T] (one partial per thread) into sh[0] (sum, max or min), then
-        return it to every thread; sh is free for reuse when this returns."""
-        s = T // 2
+        """Combine sh[0:blockDim.x] (one partial per thread; blockDim.x a power of two
+        <= T) into sh[0] (sum, max or min), then return it to every thread; sh is free
+        for reuse when this returns."""
+        s = cuda.blockDim.x // 2
         while s > 0:
             if tid < s:
                 a, b = sh[tid], sh[tid + s]
@@ -146,7 +155,7 @@ def common():
             acc = math.inf
         else:
             acc = 0.0
-        for r in range(tid, R, T):
+        for r in range(tid, R, cuda.blockDim.x):
             v = float64(x3[a, r, c])
             if kind == MAX:
                 acc = v if v > acc else acc
@@ -166,12 +175,12 @@ def common():
         R = x3.shape[1]
         m = row_reduce(x3, a, c, sh, MAX)
         acc = 0.0
-        for r in range(tid, R, T):
+        for r in range(tid, R, cuda.blockDim.x):
             acc += math.exp(float64(x3[a, r, c]) - m)
         sh[tid] = acc
         cuda.syncthreads()
         ls = math.log(tree(sh, tid, SUM))
-        for r in range(tid, R, T):
+        for r in range(tid, R, cuda.blockDim.x):
             z = float64(x3[a, r, c]) - m - ls
             out3[a, r, c] = z if log else math.exp(z)
         return m, ls
@@ -257,13 +266,13 @@ def common():
             a = o // C
             c = o - a * C
             best, bi = -math.inf, R
-            for r in range(tid, R, T):
+            for r in range(tid, R, cuda.blockDim.x):
                 v = float64(x3[a, r, c])
                 if bi == R or v > best:
                     best, bi = v, r
             sv[tid], si[tid] = best, bi
             cuda.syncthreads()
-            s = T // 2
+            s = cuda.blockDim.x // 2
             while s > 0:
                 if tid < s:
                     v2, i2 = sv[tid + s], si[tid + s]
@@ -293,13 +302,13 @@ def common():
             a = o // C
             c = o - a * C
             acc = 0.0
-            for r in range(tid, R, T):
+            for r in range(tid, R, cuda.blockDim.x):
                 acc += float64(dout3[a, r, c]) if log else \
                     float64(dout3[a, r, c]) * float64(out3[a, r, c])
             sh[tid] = acc
             cuda.syncthreads()
             s = tree(sh, tid, SUM)
-            for r in range(tid, R, T):
+            for r in range(tid, R, cuda.blockDim.x):
                 if log:
                     dx3[a, r, c] = dout3[a, r, c] - math.exp(float64(out3[a, r, c])) * s
                 else:
@@ -334,7 +343,7 @@ def common():
             c = o - a * C
             m, ls = softmax_row(x3, sm3, a, c, sh, False)
             acc = 0.0
-            for r in range(tid, R, T):
+            for r in range(tid, R, cuda.blockDim.x):
                 acc += float64(label3[a, r, c]) * (float64(x3[a, r, c]) - m - ls)
             sh[tid] = acc
             cuda.syncthreads()
@@ -352,7 +361,7 @@ def common():
             c = o - a * C
             t = row_reduce(label3, a, c, sh, SUM)
             d = float64(dloss2[a, c])
-            for r in range(cuda.threadIdx.x, R, T):
+            for r in range(cuda.threadIdx.x, R, cuda.blockDim.x):
                 dx3[a, r, c] = (sm3[a, r, c] * t - label3[a, r, c]) * d
 
     @cuda.jit
@@ -362,7 +371,7 @@ def common():
         N, D = x2.shape
         for i in range(cuda.blockIdx.x, N, cuda.gridDim.x):
             acc = 0.0
-            for j in range(tid, D, T):
+            for j in range(tid, D, cuda.blockDim.x):
                 acc += float64(label2[i, j]) * math.log(float64(x2[i, j]))
             sh[tid] = acc
             cuda.syncthreads()
@@ -378,7 +387,7 @@ def common():
         tid = cuda.threadIdx.x
         N, C = x2.shape
         ok, bad = 0.0, 0.0
-        for i in range(tid, N, T):
+        for i in range(tid, N, cuda.blockDim.x):
             lab = label[i]
             if lab < 0 or lab >= C:
                 bad += 1.0

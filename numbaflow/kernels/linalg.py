@@ -18,7 +18,7 @@ from . import gpu_util
 from .registry import OpDef, Slot, VarInfo, numel, register_op
 
 cuda = None   # numba.cuda, bound lazily by the kernel builders (gpu_util explains)
-TILE = 16
+TILE = 8 if gpu_util.SIMULATED else 16   # output tile edge (smaller under the simulator)
 
 
 @njit(nogil=True, cache=True)

@@ -277,10 +277,10 @@ def _swce_gpu(cop):
         sm, loss = outs["Softmax"][0].reshape(arc), outs["Loss"][0].reshape(row)
         k = gpu_util.common()
         if soft:
-            return gpu_util.launch_rows(k.swce_soft_rows, row[0] * row[1], x, lab.reshape(arc),
-                                        sm, loss)
-        return gpu_util.launch_rows(k.swce_hard_rows, row[0] * row[1], x, lab.reshape(row),
-                                    sm, loss, ignore)
+            return gpu_util.launch_rows(k.swce_soft_rows, row[0] * row[1], arc[1], x,
+                                        lab.reshape(arc), sm, loss)
+        return gpu_util.launch_rows(k.swce_hard_rows, row[0] * row[1], arc[1], x,
+                                    lab.reshape(row), sm, loss, ignore)
     return bind
 
 
@@ -321,7 +321,7 @@ def _swce_grad_gpu(cop):
         d, dx = ins["Loss@GRAD"][0].reshape(row), outs["Logits@GRAD"][0].reshape(arc)
         if soft:
             return gpu_util.launch_rows(gpu_util.common().swce_soft_grad_rows, row[0] * row[1],
-                                        lab.reshape(arc), sm, d, dx)
+                                        arc[1], lab.reshape(arc), sm, d, dx)
         return gpu_util.launch_flat(_gk().swce_hard_grad, dx.size, lab.reshape(row), sm, d, dx,
                                     ignore)
     return bind
@@ -378,7 +378,7 @@ def _xent_gpu(cop):
     def bind(ins, outs):
         x, lab, y = ins["X"][0].reshape(N, D), ins["Label"][0], outs["Y"][0].reshape(N)
         if soft:
-            return gpu_util.launch_rows(gpu_util.common().xent_soft_rows, N, x,
+            return gpu_util.launch_rows(gpu_util.common().xent_soft_rows, N, D, x,
                                         lab.reshape(N, D), y)
         return gpu_util.launch_flat(_gk().xent_hard, N, x, lab.reshape(N), y, ignore)
     return bind
@@ -411,7 +411,8 @@ def _xent_grad_gpu(cop):
         x, lab = ins["X"][0].reshape(N, D), ins["Label"][0]
         dy, dx = ins["Y@GRAD"][0].reshape(N), outs["X@GRAD"][0].reshape(N, D)
         if soft:
-            return gpu_util.launch_flat(_gk().xent_soft_grad, N * D, x, lab.reshape(N, D), dy, dx)
+            return gpu_util.launch_flat(_gk().xent_soft_grad, N * D, x, lab.reshape(N, D), dy,
+                                        dx)
         return gpu_util.launch_flat(_gk().xent_hard_grad, N * D, x, lab.reshape(N), dy, dx,
                                     ignore)
     return bind
@@ -420,7 +421,8 @@ def _xent_grad_gpu(cop):
 _XENT_ATTRS = {"soft_label": False, "ignore_index": -100}
 register_op(OpDef(
     "cross_entropy", (Slot("X"), Slot("Label", no_grad=True)), (Slot("Y"),), _xent_infer,
-    _xent_cpu, gpu=_xent_gpu, attrs=dict(_XENT_ATTRS), grad=_xent_grad_rule, traits=frozenset((MAY_FAIL,)),
+    _xent_cpu, gpu=_xent_gpu, attrs=dict(_XENT_ATTRS), grad=_xent_grad_rule,
+    traits=frozenset((MAY_FAIL,)),
     doc="Y = -log(X[Label]) (hard; 0 where Label == ignore_index) or -sum(Label * log(X)) "
         "(soft), over X's last (class) dim, which Y keeps with size 1"))
 register_op(OpDef(

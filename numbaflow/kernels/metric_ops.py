@@ -84,8 +84,7 @@ def _accuracy_gpu(cop):
                for s, dt in (("Accuracy", np.float32), ("Correct", np.int64),
                              ("Total", np.int64))]
         kern = gpu_util.common().accuracy_block
-        return functools.partial(gpu_util.configured(kern, 1, gpu_util.RED_THREADS), x,
-                                 gpu_util.flat(lab), k, *res)
+        return gpu_util.launch_rows(kern, 1, x.shape[0], x, gpu_util.flat(lab), k, *res)
     return bind
 
 

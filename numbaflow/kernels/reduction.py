@@ -132,16 +132,17 @@ def _reduce_gpu(cop):
             perm = kept + list(axes)
             scratch = cuda.device_array(tuple(shape[p] for p in perm), x.dtype)
             calls.append(gpu_util.transpose_thunk(x, scratch, perm))
-            x, view = scratch, (numel([shape[d] for d in kept]), numel([shape[d] for d in axes]), 1)
+            x, view = scratch, (numel([shape[d] for d in kept]),
+                                numel([shape[d] for d in axes]), 1)
         else:
             view = arc
         x3, out2 = x.reshape(view), out.reshape(view[0], view[2])
         k = gpu_util.common()
         if view[2] >= COLS_MIN_C:
-            calls.append(functools.partial(gpu_util.configured(k.reduce_cols, *gpu_util.launch_dims(view[0] * view[2])),
-                                           x3, out2, kind))
+            calls.append(gpu_util.launch_flat(k.reduce_cols, view[0] * view[2], x3, out2, kind))
         else:
-            calls.append(gpu_util.launch_rows(k.reduce_rows, view[0] * view[2], x3, out2, kind))
+            calls.append(gpu_util.launch_rows(k.reduce_rows, view[0] * view[2], view[1], x3, out2,
+                                              kind))
         return gpu_util.sequence(calls)
     return bind
 
@@ -190,9 +191,9 @@ def _reduce_grad_gpu(cop):
         x, d, dx = ins["X"][0], ins["Out@GRAD"][0], outs["X@GRAD"][0]
         out = ins["Out"][0] if "Out" in ins else d
         meta = [gpu_util.to_device(np.array(a or [0], np.int64)) for a in (shape, ostr)]
-        launch = gpu_util.configured(gpu_util.common().reduce_grad, *gpu_util.launch_dims(dx.size))
-        return functools.partial(launch, gpu_util.flat(x), gpu_util.flat(out), gpu_util.flat(d),
-                                 gpu_util.flat(dx), *meta, kind, n)
+        f = gpu_util.flat
+        return gpu_util.launch_flat(gpu_util.common().reduce_grad, dx.size, f(x), f(out), f(d),
+                                    f(dx), *meta, kind, n)
     return bind
 
 
@@ -254,9 +255,9 @@ def _argmax_gpu(cop):
     shape = cop.input("X").shape
     arc = (1, numel(shape), 1) if cop.attrs["flatten"] else \
         arc_view(shape, (cop.attrs["axis"] % max(len(shape), 1),))
-    return lambda ins, outs: gpu_util.launch_rows(gpu_util.common().argmax_rows, arc[0] * arc[2],
-                                         ins["X"][0].reshape(arc),
-                                         outs["Out"][0].reshape(arc[0], arc[2]))
+    return lambda ins, outs: gpu_util.launch_rows(
+        gpu_util.common().argmax_rows, arc[0] * arc[2], arc[1], ins["X"][0].reshape(arc),
+        outs["Out"][0].reshape(arc[0], arc[2]))
 
 
 register_op(OpDef("arg_max", (Slot("X"),), (Slot("Out"),), _argmax_infer, _argmax_cpu,
@@ -342,15 +343,16 @@ def _softmax_family(type, log):
 
     def gpu(cop):
         arc = softmax_arc_shape(cop.input("X").shape, cop.attrs["axis"])
-        return lambda ins, outs: gpu_util.launch_rows(gpu_util.common().softmax_rows, arc[0] * arc[2],
-                                             ins["X"][0].reshape(arc),
-                                             outs["Out"][0].reshape(arc), log)
+        return lambda ins, outs: gpu_util.launch_rows(
+            gpu_util.common().softmax_rows, arc[0] * arc[2], arc[1], ins["X"][0].reshape(arc),
+            outs["Out"][0].reshape(arc), log)
 
     def grad_gpu(cop):
         arc = softmax_arc_shape(cop.input("Out").shape, cop.attrs["axis"])
         return lambda ins, outs: gpu_util.launch_rows(
-            gpu_util.common().softmax_grad_rows, arc[0] * arc[2], ins["Out"][0].reshape(arc),
-            ins["Out@GRAD"][0].reshape(arc), outs["X@GRAD"][0].reshape(arc), log)
+            gpu_util.common().softmax_grad_rows, arc[0] * arc[2], arc[1],
+            ins["Out"][0].reshape(arc), ins["Out@GRAD"][0].reshape(arc),
+            outs["X@GRAD"][0].reshape(arc), log)
 
     def rule(g):
         g.append(type + "_grad", {"Out": g.fwd("Out"), "Out@GRAD": g.dout("Out")},
