@@ -6,8 +6,8 @@ are one flat copy and their gradients are the same copy back into X's shape: one
 `_reshape_like` registration serves reshape2, flatten_contiguous_range, squeeze2 and
 unsqueeze2. concat and split copy blocks of the (A, R, C) view (reduction.py), where R
 is the concatenated axis. On the GPU the flat copies are device-to-device memcpys and
-transpose / concat / split launch gpu_util's strided copy kernel. Shape inference keeps -1 (unknown batch) dims unknown rather
-than guessing.
+transpose / concat / split launch gpu_util's strided copy kernel. Shape inference keeps
+-1 (unknown batch) dims unknown rather than guessing.
 """
 import functools
 
