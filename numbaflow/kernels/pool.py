@@ -30,6 +30,15 @@ from .registry import NO_GRAD, OpDef, Slot, VarInfo, register_op
 
 
 # ---------------------------------------------------------------- kernels
+@njit(nogil=True, cache=True, inline="always")
+def _window(o, s, pad_before, k, size, pad_after):
+    """Window o along one axis: (start, end) within the padded input, and (start, end)
+    clipped to the real input (empty when the window lies entirely in the padding)."""
+    a = o * s - pad_before
+    b = min(a + k, size + pad_after)
+    return a, b, max(a, 0), min(b, size)
+
+
 @njit(nogil=True, cache=True, error_model="numpy")
 def pool2d_fwd(x, out, kh, kw, sh, sw, pt, pb, pl, pr, is_max, exclusive):
     N, C, H, W = x.shape
@@ -37,13 +46,9 @@ def pool2d_fwd(x, out, kh, kw, sh, sw, pt, pb, pl, pr, is_max, exclusive):
     for n in range(N):
         for c in range(C):
             for oh in range(OH):
-                h0 = oh * sh - pt
-                h1 = min(h0 + kh, H + pb)
-                hs, he = max(h0, 0), min(h1, H)
+                h0, h1, hs, he = _window(oh, sh, pt, kh, H, pb)
                 for ow in range(OW):
-                    w0 = ow * sw - pl
-                    w1 = min(w0 + kw, W + pr)
-                    ws, we = max(w0, 0), min(w1, W)
+                    w0, w1, ws, we = _window(ow, sw, pl, kw, W, pr)
                     if he <= hs or we <= ws:        # window entirely in the padding
                         out[n, c, oh, ow] = 0.0
                         continue
@@ -72,13 +77,9 @@ def pool2d_bwd(x, out, dout, dx, kh, kw, sh, sw, pt, pb, pl, pr, is_max, exclusi
                 for w in range(W):
                     dx[n, c, h, w] = 0.0
             for oh in range(OH):
-                h0 = oh * sh - pt
-                h1 = min(h0 + kh, H + pb)
-                hs, he = max(h0, 0), min(h1, H)
+                h0, h1, hs, he = _window(oh, sh, pt, kh, H, pb)
                 for ow in range(OW):
-                    w0 = ow * sw - pl
-                    w1 = min(w0 + kw, W + pr)
-                    ws, we = max(w0, 0), min(w1, W)
+                    w0, w1, ws, we = _window(ow, sw, pl, kw, W, pr)
                     if he <= hs or we <= ws:
                         continue
                     d = dout[n, c, oh, ow]
