@@ -14,3 +14,22 @@ if not os.environ.get("NUMBAFLOW_CACHE_DIR"):
 def pytest_sessionfinish(session, exitstatus):
     if _OWN_CACHE is not None:
         shutil.rmtree(_OWN_CACHE, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- shared graph-building helpers
+import itertools  # noqa: E402
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture
+def fresh_graph_state(monkeypatch):
+    """Fresh names, scope and seed state for one test (restored afterwards). Modules that
+    want it for every test say `pytestmark = pytest.mark.usefixtures("fresh_graph_state")`."""
+    import numbaflow.static as static
+    from numbaflow.kernels import creation
+    from numbaflow.utils import unique_name
+    monkeypatch.setitem(creation._seed, "base", 2024)
+    monkeypatch.setitem(creation._seed, "counter", itertools.count(1))
+    with static.scope_guard(static.Scope()), unique_name.guard():
+        yield

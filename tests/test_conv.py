@@ -2,7 +2,6 @@
 naming, parameter initialisation, errors, and a small CNN whose parameter gradients match
 finite differences. (Each op's forward vs numpy and gradient vs finite differences: the
 op table, tests/op_rows/conv.py.)"""
-import itertools
 
 import numpy as np
 import pytest
@@ -12,18 +11,12 @@ import numbaflow as paddle
 import numbaflow.static as static
 from numbaflow.graph import verify
 from numbaflow.kernels import conv as conv_kernels
-from numbaflow.kernels import creation, run_op
+from numbaflow.kernels import run_op
 from numbaflow.nn.functional_conv import conv2d, fluid_conv2d, static_conv2d
 from numbaflow.utils import unique_name
 
 
-@pytest.fixture(autouse=True)
-def fresh(monkeypatch):
-    """Fresh names, scope and seed state per test."""
-    monkeypatch.setitem(creation._seed, "base", 2024)
-    monkeypatch.setitem(creation._seed, "counter", itertools.count(1))
-    with static.scope_guard(static.Scope()), unique_name.guard():
-        yield
+pytestmark = pytest.mark.usefixtures("fresh_graph_state")   # tests/conftest.py
 
 
 def build(fn):

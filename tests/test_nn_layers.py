@@ -2,7 +2,6 @@
 statistics, test-mode clones, dropout randomness and seeding, errors, and a small network
 that trains. (Forward vs numpy and gradients vs finite differences per op: the op table,
 tests/op_rows/nn.py.)"""
-import itertools
 import os
 
 import numpy as np
@@ -11,19 +10,13 @@ import pytest
 import numbaflow as paddle
 import numbaflow.static as static
 from numbaflow.graph import verify
-from numbaflow.kernels import creation, run_op
+from numbaflow.kernels import run_op
 from numbaflow.nn import functional as F
 from numbaflow.nn import functional_nn as NN
 from numbaflow.utils import unique_name
 
 
-@pytest.fixture(autouse=True)
-def fresh(monkeypatch):
-    """Fresh names, scope and seed state per test (restored afterwards)."""
-    monkeypatch.setitem(creation._seed, "base", 2024)
-    monkeypatch.setitem(creation._seed, "counter", itertools.count(1))
-    with static.scope_guard(static.Scope()), unique_name.guard():
-        yield
+pytestmark = pytest.mark.usefixtures("fresh_graph_state")   # tests/conftest.py
 
 
 def build(fn):
