@@ -6,7 +6,9 @@ resolved settings live in `build_strategy_effective` / `exec_strategy_effective`
 """
 import collections.abc
 
+from ..graph.graphviz import write_dot
 from ..graph.ir_graph import Graph
+from ..graph.passes import apply_passes, fusion_pass_names
 from ..graph.program import BACKWARD, Program
 from .place import CUDAPlace, cpu_places, cuda_places, to_place
 from .strategy import BuildStrategy, ExecutionStrategy
@@ -37,6 +39,8 @@ class CompiledProgram:
         self._scope = None
         self._place = None
         self._executor = None
+        self._passed = {}           # (fetch names, feed names) -> the program after the passes
+        self.passes = []            # the passes of the last compile (with their refusals)
         self.build_strategy_effective = None
         self.exec_strategy_effective = None
 
@@ -112,10 +116,34 @@ class CompiledProgram:
                 f"available in this build yet; run with one place (CPU_NUM=1)")
         k = self.exec_strategy_effective.num_iteration_per_run
         feeds = _iteration_feeds(feed, k)
+        program = self._compiled_program(feeds[0], fetch_list)
         result = None
         for f in feeds:
-            result = exe._run_program(self._program, f, fetch_list, scope, return_numpy)
+            result = exe._run_program(program, f, fetch_list, scope, return_numpy)
         return result
+
+    def _compiled_program(self, feed, fetch_list):
+        """The user's program after the BuildStrategy's passes, built once per set of
+        fed and fetched names (those are protected: no pass may fuse them away)."""
+        fetch = tuple(f.name if hasattr(f, "name") else f for f in
+                      ([fetch_list] if isinstance(fetch_list, str) else fetch_list or []))
+        fed = tuple(sorted(k.name if hasattr(k, "name") else k for k in (feed or {})))
+        key = (fetch, fed, self._program.version)
+        program = self._passed.get(key)
+        if program is None:
+            program = self._program.clone()
+            bs = self.build_strategy_effective
+            path = bs.debug_graphviz_path
+            if path:
+                write_dot(program, path + "_original_graph")
+            device = "gpu" if isinstance(self._place, CUDAPlace) else "cpu"
+            self.passes = apply_passes(program, fusion_pass_names(bs), set(fetch) | set(fed),
+                                       device)
+            if path:
+                write_dot(program, path + "_fused_graph")
+                write_dot(program, path + "_multi_devices_graph")
+            self._passed[key] = program
+        return program
 
     def drop_local_exe_scopes(self):
         """Release cached temporaries now (they are rebuilt on the next run)."""

@@ -1,0 +1,132 @@
+"""Graph passes: small objects that rewrite one Program in place.
+
+A pass is `run(program) -> changed`; CompiledProgram applies the passes its
+BuildStrategy asks for, in Paddle's order, to a private clone of the user's program and
+verifies the IR after each one that changed something. A pass that sees a candidate
+it will not rewrite says why with `refuse` (logged at debug level on the
+"numbaflow.passes" logger and kept in `pass.refusals`), so a fusion flag never
+silently does nothing.
+
+>>> g = static.Graph(main)              # a private copy of `main`
+>>> g.apply_pass("fuse_elewise_add_act")
+True
+"""
+import logging
+
+from ..verify import verify
+
+log = logging.getLogger("numbaflow.passes")
+
+_PASSES = {}
+
+
+def register_pass(cls):
+    """Class decorator: make `cls` available by `cls.name` (to static.Graph.apply_pass)."""
+    if cls.name in _PASSES:
+        raise ValueError(f"pass {cls.name!r} is registered twice")
+    _PASSES[cls.name] = cls
+    return cls
+
+
+def get_pass(name, **options):
+    """A new instance of the pass called `name`."""
+    try:
+        cls = _PASSES[name]
+    except KeyError:
+        import difflib
+        close = difflib.get_close_matches(name, list(_PASSES), n=3)
+        raise ValueError(f"unknown pass {name!r}" + (f"; did you mean {close}?" if close else "")
+                         + f". Passes: {sorted(_PASSES)}") from None
+    return cls(**options)
+
+
+def all_pass_names():
+    return sorted(_PASSES)
+
+
+class Pass:
+    """Base of every pass. `protected`: names of variables that must stay in the graph
+    (fed and fetched ones): a pass may not fuse them away."""
+    name = ""
+
+    def __init__(self, protected=(), device="cpu"):
+        self.protected = frozenset(protected)
+        self.device = device
+        self.refusals = []          # [(what, reason)]
+        self.changed = False        # set by apply_passes
+
+    def run(self, program):
+        raise NotImplementedError
+
+    def refuse(self, what, reason):
+        self.refusals.append((what, reason))
+        log.debug("%s: not rewriting %s: %s", self.name, what, reason)
+
+
+# ---------------------------------------------------------------- helpers for pattern passes
+def consumers(block):
+    """{Variable: [ops reading it]} in program order."""
+    out = {}
+    for op in block.ops:
+        for v in op.input_vars():
+            out.setdefault(v, [])
+            if not out[v] or out[v][-1] is not op:
+                out[v].append(op)
+    return out
+
+
+def producers(block):
+    """{Variable: the last op writing it}."""
+    return {v: op for op in block.ops for v in op.output_vars()}
+
+
+def replace_ops(block, old_ops, new_op, at=None):
+    """Remove `old_ops` from `block` and put `new_op` (already made with
+    `block._make_op`) where the first of them was, or at index `at`."""
+    ids = {id(o) for o in old_ops}
+    index = at if at is not None else min(i for i, o in enumerate(block.ops) if id(o) in ids)
+    kept = [o for o in block.ops[:index] if id(o) not in ids]
+    rest = [o for o in block.ops[index:] if id(o) not in ids]
+    block.ops[:] = kept + [new_op] + rest
+    block.program._bump()
+
+
+def remove_unused_vars(block, names):
+    """Drop the variables called `names` that no op references any more."""
+    used = {v.name for op in block.ops for v in op.input_vars() + op.output_vars()}
+    for n in names:
+        if n not in used and n in block.vars and not block.vars[n].persistable:
+            block._remove_var(n)
+
+
+# ---------------------------------------------------------------- the BuildStrategy pipeline
+def fusion_pass_names(bs):
+    """The fusion passes an (effective) BuildStrategy asks for, in Paddle's order."""
+    names = []
+    if bs.fuse_relu_depthwise_conv:
+        names.append("fuse_relu_depthwise_conv")
+    if bs.fuse_elewise_add_act_ops:
+        names.append("fuse_elewise_add_act")
+    if bs.fuse_all_optimizer_ops:
+        names.append("fuse_all_optimizer_ops")
+    if bs.enable_auto_fusion:
+        names.append("auto_fusion")
+    return names
+
+
+def apply_passes(program, names, protected=(), device="cpu"):
+    """Run the named passes on `program` in order, verifying after each change.
+    Returns the passes run (each with its `refusals`)."""
+    done = []
+    for name in names:
+        p = get_pass(name, protected=protected, device=device)
+        p.changed = bool(p.run(program))
+        if p.changed:
+            verify(program)
+            log.debug("pass %s changed the program", name)
+        done.append(p)
+    return done
+
+
+from . import fuse_elewise_add_act, auto_fusion  # noqa: E402,F401
+from . import fuse_relu_depthwise_conv, fuse_optimizer_ops  # noqa: E402,F401
