@@ -314,7 +314,8 @@ def test_steady_state_runs_reuse_the_bound_plan(exe, monkeypatch):
     exe.run(startup, scope=scope)
     binds = []
     original = plan_mod.Plan.bind
-    monkeypatch.setattr(plan_mod.Plan, "bind", lambda self: (binds.append(1), original(self))[1])
+    monkeypatch.setattr(plan_mod.Plan, "bind",
+                        lambda self, feed: (binds.append(1), original(self, feed))[1])
     x = np.ones((4, 1), np.float32)
     for _ in range(5):
         exe.run(main, feed={"X": x}, fetch_list=[loss], scope=scope)

@@ -5,7 +5,8 @@
     numbaflow-bench --quick --markdown # small sizes, few samples, a markdown table
 
 Every ratio is numbaflow's median time divided by the baseline's, both measured side by
-side in this one run (below 1.00x numbaflow is faster). Times are per call or per step.
+side in this one run (below 1.00x numbaflow is faster). Times are per call or per step;
+compile/* rows time fresh processes (warm kernel cache vs cold).
 """
 import argparse
 import os
@@ -59,6 +60,11 @@ def run_case(case, cfg):
     """Build, check and time one case; return its report rows and whether it failed."""
     what = case.what.format(**vars(cfg))
     try:
+        if case.report is not None:     # the case measures itself (fresh processes)
+            rows = case.report(cfg)
+            for row in rows:
+                row.what = what
+            return rows, False
         candidates = case.build(cfg)
     except Skip as e:
         return [Row(case.name, what, note=f"skipped: {e}")], False

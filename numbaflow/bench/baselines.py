@@ -134,6 +134,74 @@ def depthwise3x3_relu_bwd(x, w, out, g, dx, dw):
         dw[c, 0, 2, 0], dw[c, 0, 2, 1], dw[c, 0, 2, 2] = s20, s21, s22
 
 
+@njit(parallel=True, fastmath=True, nogil=True, cache=True)
+def relu_depthwise3x3_fwd(x, w, out):
+    """out = depthwise 3x3 conv of relu(x), stride 1, padding 1: the relu is applied while
+    filling the zero-padded plane (what fuse_relu_depthwise_conv computes)."""
+    N, C, H, W = x.shape
+    for p in prange(N * C):
+        n, c = p // C, p % C
+        pad = np.zeros((H + 2, W + 2), x.dtype)
+        for h in range(H):
+            for j in range(W):
+                v = x[n, c, h, j]
+                pad[h + 1, j + 1] = v if v > 0 else 0
+        k = w[c, 0]
+        for h in range(H):
+            for j in range(W):
+                out[n, c, h, j] = (k[0, 0] * pad[h, j] + k[0, 1] * pad[h, j + 1] +
+                                   k[0, 2] * pad[h, j + 2] + k[1, 0] * pad[h + 1, j] +
+                                   k[1, 1] * pad[h + 1, j + 1] + k[1, 2] * pad[h + 1, j + 2] +
+                                   k[2, 0] * pad[h + 2, j] + k[2, 1] * pad[h + 2, j + 1] +
+                                   k[2, 2] * pad[h + 2, j + 2])
+
+
+@njit(parallel=True, fastmath=True, nogil=True, cache=True)
+def relu_depthwise3x3_bwd(x, w, g, dx, dw):
+    """Backward of relu_depthwise3x3_fwd for the cotangent g: dw from relu(x) and g, dx
+    the flipped-kernel correlation of the zero-padded g plane masked by x > 0."""
+    N, C, H, W = x.shape
+    for c in prange(C):
+        k = w[c, 0]
+        xp = np.zeros((H + 2, W + 2), x.dtype)
+        dp = np.zeros((H + 2, W + 2), x.dtype)
+        s00 = s01 = s02 = s10 = s11 = s12 = s20 = s21 = s22 = x[0, 0, 0, 0] * 0
+        for n in range(N):
+            for h in range(H):
+                for j in range(W):
+                    v = x[n, c, h, j]
+                    xp[h + 1, j + 1] = v if v > 0 else 0
+            dp[1:H + 1, 1:W + 1] = g[n, c]
+            for h in range(H):
+                for j in range(W):
+                    v = dp[h + 1, j + 1]
+                    s00 += v * xp[h, j]
+                    s01 += v * xp[h, j + 1]
+                    s02 += v * xp[h, j + 2]
+                    s10 += v * xp[h + 1, j]
+                    s11 += v * xp[h + 1, j + 1]
+                    s12 += v * xp[h + 1, j + 2]
+                    s20 += v * xp[h + 2, j]
+                    s21 += v * xp[h + 2, j + 1]
+                    s22 += v * xp[h + 2, j + 2]
+            for h in range(H):
+                for j in range(W):
+                    v = (k[0, 0] * dp[h + 2, j + 2] + k[0, 1] * dp[h + 2, j + 1] +
+                         k[0, 2] * dp[h + 2, j] + k[1, 0] * dp[h + 1, j + 2] +
+                         k[1, 1] * dp[h + 1, j + 1] + k[1, 2] * dp[h + 1, j] +
+                         k[2, 0] * dp[h, j + 2] + k[2, 1] * dp[h, j + 1] + k[2, 2] * dp[h, j])
+                    dx[n, c, h, j] = v if x[n, c, h, j] > 0 else 0
+        dw[c, 0, 0, 0], dw[c, 0, 0, 1], dw[c, 0, 0, 2] = s00, s01, s02
+        dw[c, 0, 1, 0], dw[c, 0, 1, 1], dw[c, 0, 1, 2] = s10, s11, s12
+        dw[c, 0, 2, 0], dw[c, 0, 2, 1], dw[c, 0, 2, 2] = s20, s21, s22
+
+
+def relu_depthwise_step(x, w, g, out, dx, dw):
+    """Forward then backward of depthwise3x3(relu(x), w) into preallocated out, dx, dw."""
+    relu_depthwise3x3_fwd(x, w, out)
+    relu_depthwise3x3_bwd(x, w, g, dx, dw)
+
+
 def depthwise_relu_step(x, w, g, out, dx, dw):
     """Forward then backward of relu(depthwise3x3(x, w)) into preallocated out, dx, dw."""
     depthwise3x3_relu_fwd(x, w, out)

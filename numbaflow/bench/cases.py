@@ -21,6 +21,8 @@ class Config:
     mlp_batch: int = 128
     depthwise_shape: tuple = (32, 64, 56, 56)     # PERF_ANCHORS W5
     conv_shape: tuple = (16, 32, 28, 28)          # conv2d input; 64 filters 3x3, padding 1
+    compile_model: str = "mlp"  # compile/*: the training program compiled in fresh processes
+    compile_warm_runs: int = 3    # warm-cache processes (the cold one runs once)
     repeat: int = 15
     min_time: float = 0.05    # seconds per sample
     peers: bool = True
@@ -28,8 +30,12 @@ class Config:
 
 
 def quick_config():
-    return Config(size=256, bias_relu_size=512, matmul_size=128, depthwise_shape=(2, 8, 16, 16),
-                  conv_shape=(2, 8, 12, 12), repeat=3, min_time=0.005, quick=True)
+    # quick compiles the seed model: a cold compile costs per kernel, not per element,
+    # so a smaller MLP would not be quicker
+    return Config(size=256, bias_relu_size=512, matmul_size=128, mlp_batch=16,
+                  depthwise_shape=(2, 8, 16, 16), conv_shape=(2, 8, 12, 12),
+                  compile_model="seed", compile_warm_runs=1,
+                  repeat=3, min_time=0.005, quick=True)
 
 
 def _nf():
@@ -57,12 +63,32 @@ def _runner(nf, program, feed, fetch, scope):
     return lambda: exe.run(program, feed=feed, fetch_list=fetch, scope=scope)
 
 
-def _fused(nf, program):
-    """CompiledProgram with Paddle's add+act fusion and the general elementwise fuser."""
+def _fused(nf, program, **flags):
+    """CompiledProgram with Paddle's add+act fusion and the general elementwise fuser
+    (plus any other BuildStrategy flags given)."""
     bs = nf.static.BuildStrategy()
     bs.fuse_elewise_add_act_ops = True
     bs.enable_auto_fusion = True
+    for name, value in flags.items():
+        setattr(bs, name, value)
     return nf.static.CompiledProgram(program, build_strategy=bs)
+
+
+def _passed_ops(compiled):
+    """The op types of the program a CompiledProgram really ran (after its passes);
+    it must have run exactly one feed/fetch signature."""
+    programs = list(compiled._passed.values())
+    assert len(programs) == 1, f"expected one compiled program, got {len(programs)}"
+    return [op.type for op in programs[0].global_block().ops]
+
+
+FUSED_TYPES = ("fused_elementwise", "fused_elemwise_add_activation", "fused_sgd")
+
+
+def _fused_summary(types):
+    """'3 fused_elementwise, 1 fused_sgd' for the fused ops of a compiled program."""
+    counts = {t: types.count(t) for t in dict.fromkeys(types) if t.startswith("fused")}
+    return ", ".join(f"{n} {t}" for t, n in counts.items()) or "no fused op"
 
 
 # ---------------------------------------------------------------- elementwise
@@ -159,17 +185,26 @@ def bias_relu_case():
             xv = nf.static.data(name="x", shape=[None, n], dtype="float32")
             bv = nf.static.data(name="b", shape=[n], dtype="float32")
             out = nf.nn.functional.relu(nf.add(xv, bv))
-        run = _runner(nf, _fused(nf, main), {"x": x, "b": b}, [out], nf.static.Scope())
+        compiled = _fused(nf, main)
+        # the same C-contiguous f32 arrays every call: the executor uses them without a copy
+        run = _runner(nf, compiled, {"x": x, "b": b}, [out], nf.static.Scope())
         loop_out = np.empty_like(x)
         baselines.bias_relu_loop(x, b, loop_out)
         want = np.maximum(x + b, 0)
         _check("bias_relu", run()[0], want)
         _check("bias_relu numba loop", loop_out, want)
-        return [Candidate("CompiledProgram fused", run),
+        types = _passed_ops(compiled)
+        fused = [t for t in types if t in FUSED_TYPES]
+        assert len(fused) == 1 and "relu" not in types and "elementwise_add" not in types, \
+            f"bias_relu: expected one fused op in the compiled program, got {types}"
+        return [Candidate("CompiledProgram fused", run,
+                          note=f"runs 1 {fused[0]} op; the fetch copies out (a fresh array), "
+                               "the loop writes a preallocated one"),
                 Candidate("numba fused loop", lambda: baselines.bias_relu_loop(x, b, loop_out)),
-                Candidate("numpy maximum(x+b,0)", lambda: np.maximum(x + b, 0))]
+                Candidate("numpy maximum(x+b,0)", lambda: np.maximum(x + b, 0),
+                          note="unfused, allocates x+b and the result")]
 
-    return Case("fused/bias_relu", "relu(x + b), x {bias_relu_size}^2 f32", build,
+    return Case("fused/bias_relu", "relu(x + b), x {bias_relu_size}^2 f32, fetched", build,
                 targets={"numba": 1.3, "numpy": 0.25})
 
 
@@ -240,6 +275,59 @@ def depthwise_relu_case():
     return Case("conv/depthwise_relu_fwd_bwd",
                 "relu(depthwise3x3(x)) fwd+bwd, x {depthwise_shape} f32", build,
                 targets={"numba": 1.5})
+
+
+def fused_depthwise_case():
+    """SPEC 7 depthwise row with fuse_relu_depthwise_conv: depthwise3x3(relu(x)) (the
+    order Paddle's pass fuses) forward and backward (dx, dw for the cotangent g fetched)
+    through CompiledProgram with the flag vs the same program without it, and vs
+    hand-written padded-plane numba loops applying the relu while filling the plane."""
+
+    def build(cfg):
+        nf = _nf()
+        n, c, h, w = cfg.depthwise_shape
+        rng = np.random.default_rng(8)
+        x = rng.standard_normal((n, c, h, w), dtype=np.float32)
+        k = rng.standard_normal((c, 1, 3, 3), dtype=np.float32)
+        g = rng.standard_normal((n, c, h, w), dtype=np.float32)
+        main, startup = nf.static.Program(), nf.static.Program()
+        with _guard(nf), nf.static.program_guard(main, startup):
+            xv = nf.static.data(name="x", shape=[n, c, h, w], dtype="float32")
+            wv = nf.static.data(name="w", shape=[c, 1, 3, 3], dtype="float32")
+            gv = nf.static.data(name="g", shape=[n, c, h, w], dtype="float32")
+            xv.stop_gradient = wv.stop_gradient = False
+            out = _conv2d_fn(nf)(nf.nn.functional.relu(xv), wv, padding=1, groups=c)
+            grads = nf.static.gradients([out], [xv, wv], target_gradients=[gv])
+        bs = nf.static.BuildStrategy()
+        bs.fuse_relu_depthwise_conv = True
+        fused = nf.static.CompiledProgram(main, build_strategy=bs)
+        plain = nf.static.CompiledProgram(main)     # same executor path, no fusion pass
+        feed = {"x": x, "w": k, "g": g}
+        run_fused = _runner(nf, fused, feed, grads, nf.static.Scope())
+        run_plain = _runner(nf, plain, feed, grads, nf.static.Scope())
+        o, dx, dw = np.empty_like(x), np.empty_like(x), np.empty_like(k)
+
+        def step():
+            baselines.relu_depthwise_step(x, k, g, o, dx, dw)
+
+        step()
+        for label, run in (("fused", run_fused), ("unfused", run_plain)):
+            got_dx, got_dw = run()
+            _check(f"relu->depthwise {label} dx", got_dx, dx, rtol=1e-4, atol=1e-4)
+            _check(f"relu->depthwise {label} dw", got_dw, dw, rtol=1e-3,
+                   atol=1e-3 * np.abs(dw).max())
+        types, plain_types = _passed_ops(fused), _passed_ops(plain)
+        assert "relu" not in types and "relu_grad" not in types and \
+            "depthwise_conv2d" in types, f"fuse_relu_depthwise_conv did not fuse: {types}"
+        assert "relu" in plain_types, f"the unfused program lost its relu: {plain_types}"
+        return [Candidate("CompiledProgram fused", run_fused,
+                          note="relu inside depthwise_conv2d(+_grad); dx, dw fetched (copies)"),
+                Candidate("CompiledProgram unfused", run_plain, note="relu, relu_grad separate"),
+                Candidate("numba padded-plane loops", step)]
+
+    return Case("fused/depthwise_relu",
+                "depthwise3x3(relu(x)) fwd+bwd, x {depthwise_shape} f32", build,
+                targets={"numba": 1.3})
 
 
 def conv2d_case():
@@ -338,19 +426,25 @@ def _check_steps(name, candidates, steps=2):
 
 
 def model_case(name, what, build, layers, batch, make_numpy, targets, fused=False):
-    """A training step of a numbaflow program vs the hand-written numpy step (and peers)."""
+    """A training step of a numbaflow program vs the hand-written numpy step (and peers).
+    fused: through CompiledProgram with fuse_elewise_add_act_ops, enable_auto_fusion and
+    fuse_all_optimizer_ops (the fused ops it really runs are listed in the note)."""
 
     def build_case(cfg):
         nf = _nf()
         x, y, feed, lr, loss_kind = batch(cfg)
         main, loss, scope, params = _initialised(nf, build, layers)
-        program = _fused(nf, main) if fused else main
+        program = _fused(nf, main, fuse_all_optimizer_ops=True) if fused else main
         run = _runner(nf, program, feed, [loss], scope)
         candidates = [Candidate("CompiledProgram fused" if fused else "Executor.run",
                                 lambda: run()[0]),
                       Candidate("numpy by hand", make_numpy(params, x, y, lr))]
         candidates += _peer_candidates(cfg, build, params, x, y, lr, loss_kind, feed, layers)
         _check_steps(name, candidates)
+        if fused:
+            types = _passed_ops(program)
+            assert any(t in FUSED_TYPES for t in types), f"{name}: nothing fused: {types}"
+            candidates[0].note = "runs " + _fused_summary(types)
         return candidates
 
     return Case(name, what, build_case, targets=targets)
@@ -381,21 +475,19 @@ def seed_x100_case(k=100):
 
     def build(cfg):
         nf = _nf()
-        if not (hasattr(nf.static, "ExecutionStrategy")
-                and hasattr(nf.static.CompiledProgram, "with_data_parallel")):
-            raise Skip("ExecutionStrategy / with_data_parallel not available yet")
         x, _, feed, lr, _ = _seed_batch(cfg)
         main, loss, scope, params = _initialised(nf, seed_program, 1)
         es = nf.static.ExecutionStrategy()
         es.num_iteration_per_run = k
         program = nf.static.CompiledProgram(main).with_data_parallel(
-            loss_name=loss.name, exec_strategy=es, places=nf.static.cpu_places(1))
+            loss_name=loss.name, exec_strategy=es, places=[nf.CPUPlace()])
         run = _runner(nf, program, feed, [loss], scope)
         step = _numpy_seed(params, x, None, lr)
         want = [step() for _ in range(k)][-1]  # the fetch is the last iteration's loss
         _check(f"seed x{k}", np.asarray(run()[0]).ravel()[0], want, rtol=1e-3)
-        return [Candidate(f"Executor.run x{k}", run, iterations=k),
-                Candidate("numpy by hand", step)]
+        return [Candidate(f"CompiledProgram x{k}", run, iterations=k,
+                          note="time per iteration (num_iteration_per_run, one place)"),
+                Candidate("numpy by hand", step, note="one step per call")]
 
     return Case(f"model/seed_step_x{k}", f"seed step, {k} iterations per run", build,
                 max_time=1e-6)
@@ -406,7 +498,7 @@ def all_cases():
     cases = [elementwise_kernel_case(n) for n in ELEMENTWISE]
     cases += [elementwise_executor_case(n) for n in ELEMENTWISE]
     cases += [bias_relu_case(), matmul_case()]
-    cases += [depthwise_relu_case(), conv2d_case()]
+    cases += [fused_depthwise_case(), depthwise_relu_case(), conv2d_case()]
     cases.append(model_case("model/seed_step", "fc 1->10, mean, SGD, batch 10", seed_program, 1,
                             _seed_batch, _numpy_seed, {"numpy": 1.0}))
     cases.append(seed_x100_case())
@@ -414,4 +506,6 @@ def all_cases():
         cases.append(model_case("model/mlp_step" + ("_fused" if fused else ""),
                                 "MLP 784-512-512-10, batch {mlp_batch}, SGD", mlp_program, 3,
                                 _mlp_batch, _numpy_mlp, {"numpy": 0.95}, fused=fused))
+    from .compile_time import compile_case     # it imports this module
+    cases.append(compile_case())
     return cases

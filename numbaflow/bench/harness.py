@@ -4,6 +4,8 @@ A *case* builds a few candidates that do the same work (numbaflow first, then it
 baselines) and checks that their results agree. The candidates are then timed side by
 side: warmed up, calibrated so one sample lasts about `min_time`, and sampled in turn
 (A, B, C, A, B, C, ...) so that drift in machine load hits all of them alike.
+A case that cannot be repeated in one process (compile time in fresh processes) has a
+`report(cfg)` that measures and returns its rows itself.
 """
 import statistics
 import time
@@ -20,6 +22,7 @@ class Candidate:
     label: str
     fn: object
     iterations: int = 1
+    note: str = ""          # what the reader must know about this contender (in its rows)
 
 
 @dataclass
@@ -39,6 +42,8 @@ class Case:
     targets: dict = field(default_factory=dict)
     # Largest acceptable absolute time per iteration of the subject, in seconds.
     max_time: float = None
+    # report(cfg) -> [Row]: a case that does its own measuring instead of build(cfg)
+    report: object = None
 
 
 @dataclass
@@ -80,15 +85,19 @@ def rows_for(case, candidates, timings):
     """Report lines for one measured case: numbaflow (the first candidate) vs each other."""
     subject, out = candidates[0], []
     ts = timings[subject.label]
-    for base in candidates[1:]:
+    for i, base in enumerate(candidates[1:]):
         tb = timings[base.label]
         row = Row(case.name, case.what, subject.label, base.label, ts.median / tb.median, ts, tb)
+        notes = []
         for prefix, limit in case.targets.items():
             if base.label.startswith(prefix):
-                row.note = f"target <= {limit:g}x: {'met' if row.ratio <= limit else 'MISSED'}"
+                notes.append(f"target <= {limit:g}x: {'met' if row.ratio <= limit else 'MISSED'}")
         if case.max_time is not None:
             ok = ts.median <= case.max_time
-            row.note = f"target <= {fmt_time(case.max_time)}/iter: {'met' if ok else 'MISSED'}"
+            notes.append(f"target <= {fmt_time(case.max_time)}/iter: {'met' if ok else 'MISSED'}")
+        # the subject's note once, on its first row; each baseline's on its own row
+        notes += [n for n in (subject.note if i == 0 else "", base.note) if n]
+        row.note = "; ".join(notes)
         out.append(row)
     return out
 
@@ -109,13 +118,11 @@ HEADER = ["case", "workload", "numbaflow", "vs", "ratio", "numbaflow median (min
 
 
 def _cells(row):
-    if row.t_subject is None:
-        return [row.case, row.what, row.subject, row.baseline, "-", "-", "-", row.note]
-
     def both(t):
-        return f"{fmt_time(t.median)} ({fmt_time(t.min)})"
+        return "-" if t is None else f"{fmt_time(t.median)} ({fmt_time(t.min)})"
 
-    return [row.case, row.what, row.subject, row.baseline, f"{row.ratio:.2f}x",
+    ratio = "-" if row.ratio != row.ratio else f"{row.ratio:.2f}x"
+    return [row.case, row.what, row.subject, row.baseline, ratio,
             both(row.t_subject), both(row.t_baseline), row.note]
 
 

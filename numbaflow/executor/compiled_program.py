@@ -10,6 +10,7 @@ from ..graph.graphviz import write_dot
 from ..graph.ir_graph import Graph
 from ..graph.passes import apply_passes, fusion_pass_names
 from ..graph.program import BACKWARD, Program
+from .plan import PlanOptions
 from .place import CUDAPlace, cpu_places, cuda_places, to_place
 from .strategy import BuildStrategy, ExecutionStrategy
 
@@ -40,6 +41,9 @@ class CompiledProgram:
         self._place = None
         self._executor = None
         self._passed = {}           # (fetch names, feed names) -> the program after the passes
+        self._plans = {}            # the plans this compiled program ran (for drop / stats)
+        self._last_plan = None
+        self._runs = 0
         self.passes = []            # the passes of the last compile (with their refusals)
         self.build_strategy_effective = None
         self.exec_strategy_effective = None
@@ -117,10 +121,37 @@ class CompiledProgram:
         k = self.exec_strategy_effective.num_iteration_per_run
         feeds = _iteration_feeds(feed, k)
         program = self._compiled_program(feeds[0], fetch_list)
+        options = self._plan_options()
+        # a dict feed is reused: the K iterations are one plan run (looping inside the
+        # compiled segment when there is one); an iterator gives one run per feed
+        runs = [(feeds[0], k)] if feed is None or isinstance(feed, dict) else \
+            [(f, 1) for f in feeds]
         result = None
-        for f in feeds:
-            result = exe._run_program(program, f, fetch_list, scope, return_numpy)
+        for f, iterations in runs:
+            plan, arrays = exe._plan_for(program, f, fetch_list, scope, options)
+            self._plans[id(plan)] = plan
+            self._last_plan = plan
+            result = plan.run(arrays, iterations)
+            self._runs += 1
+            if self._runs % self.exec_strategy_effective.num_iteration_per_drop_scope == 0:
+                self.drop_local_exe_scopes()
+        if not return_numpy:
+            from .executor import _Fetched
+            result = [_Fetched(r) for r in result]
         return result
+
+    def _plan_options(self):
+        bs, es = self.build_strategy_effective, self.exec_strategy_effective
+        return PlanOptions(memory_optimize=bs.memory_optimize, enable_inplace=bs.enable_inplace,
+                           num_threads=es.num_threads,
+                           sequential=bs.enable_sequential_execution)
+
+    def memory_stats(self):
+        """Memory of the last run's plan: {'peak_bytes', 'pool_bytes', 'num_buffers', ...}
+        (see Plan.memory_stats). Raises RuntimeError before the first run."""
+        if self._last_plan is None:
+            raise RuntimeError("memory_stats: the compiled program has not run yet")
+        return self._last_plan.memory_stats()
 
     def _compiled_program(self, feed, fetch_list):
         """The user's program after the BuildStrategy's passes, built once per set of
@@ -146,9 +177,10 @@ class CompiledProgram:
         return program
 
     def drop_local_exe_scopes(self):
-        """Release cached temporaries now (they are rebuilt on the next run)."""
-        if self._executor is not None:
-            self._executor._plans.clear()
+        """Release the pooled temporaries now (they are reallocated on the next run);
+        persistables are untouched."""
+        for plan in self._plans.values():
+            plan.release()
 
 
 def _iteration_feeds(feed, k):

@@ -4,7 +4,7 @@ import numpy as np
 from ..graph.program import Program, Variable, default_main_program
 from .backend import backend_for
 from .place import CPUPlace, to_place
-from .plan import Plan, _close
+from .plan import Plan, PlanOptions, _close
 from .scope import Tensor, global_scope
 
 MAX_CACHED_PLANS = 64    # feed signatures kept per executor (each holds its buffers)
@@ -40,24 +40,31 @@ class Executor:
                             f"{type(program).__name__}")
         return self._run_program(program, feed, fetch_list, scope, return_numpy)
 
-    def _run_program(self, program, feed, fetch_list, scope, return_numpy=True):
-        block = program.global_block()
-        feed_arrays = check_feed(block, feed)
-        fetch_vars = resolve_fetch(block, fetch_list)
-        key = (program._uid, program.version, id(scope),
-               tuple((n, a.shape, a.dtype.str) for n, a in feed_arrays.items()),
-               tuple(v.name for v in fetch_vars))
-        plan = self._plans.get(key)
-        if plan is None:
-            plan = Plan(program, {block.vars[n]: a for n, a in feed_arrays.items()},
-                        fetch_vars, scope, self._backend)
-            if len(self._plans) >= MAX_CACHED_PLANS:      # forget the oldest signature
-                del self._plans[next(iter(self._plans))]
-            self._plans[key] = plan
+    def _run_program(self, program, feed, fetch_list, scope, return_numpy=True,
+                     options=None):
+        plan, feed_arrays = self._plan_for(program, feed, fetch_list, scope, options)
         results = plan.run(feed_arrays)
         if return_numpy:
             return results
         return [_Fetched(r) for r in results]
+
+    def _plan_for(self, program, feed, fetch_list, scope, options=None):
+        """(the cached Plan for this signature, the checked feed arrays)."""
+        block = program.global_block()
+        feed_arrays = check_feed(block, feed)
+        fetch_vars = resolve_fetch(block, fetch_list)
+        options = options or PlanOptions()
+        key = (program._uid, program.version, id(scope),
+               tuple((n, a.shape, a.dtype.str) for n, a in feed_arrays.items()),
+               tuple(v.name for v in fetch_vars), options)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = Plan(program, {block.vars[n]: a for n, a in feed_arrays.items()},
+                        fetch_vars, scope, self._backend, options)
+            if len(self._plans) >= MAX_CACHED_PLANS:      # forget the oldest signature
+                del self._plans[next(iter(self._plans))]
+            self._plans[key] = plan
+        return plan, feed_arrays
 
 
 class _Fetched(Tensor):

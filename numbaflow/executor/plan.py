@@ -1,20 +1,49 @@
 """Lowering: (program, feed signature, fetch list, scope) -> a Plan of bound kernels.
 
 Built once per signature and cached by the Executor. Building does all the checking
-(missing feeds, uninitialised parameters), infers every concrete shape, allocates every
-buffer with numpy and binds each op's kernel to its buffers. A steady-state run is
-then: copy feeds in, call the thunks in order, copy fetches out.
+(missing feeds, uninitialised parameters), infers every concrete shape, assigns the
+temporaries to pooled buffers (memory.py: in-place and reuse by liveness) and binds
+each op's kernel to its buffers. A steady-state run is then: bind the fed arrays
+(host: used in place, no copy; the ops reading them are rebound only when a new array
+object is fed), call the kernels, copy the fetches out. Nothing else is allocated.
+
+Kernels run one of three ways: on the Scheduler's worker threads (num_threads > 1,
+ordered by `dependencies()`), in program order as bound thunks, or — once the plan is
+hot — as compiled segments (segments.py: runs of numba kernels merged into one
+generated njit function; a K-iteration run loops inside it).
 
 Failure atomicity: persistables written *before* the last op that may raise are backed
 up into preallocated buffers at the start of each run and restored if it fails; so are
 persistables set through the feed.
 """
+from dataclasses import dataclass
+
 import numpy as np
 
 from .. import config
 from ..graph.program import infer_op
 from ..kernels.registry import MAY_FAIL, ConcreteOp, get_op_def
 from .backend import HostBackend
+from .memory import assign_buffers, nbytes
+from .segments import compile_units, flatten
+
+
+# A plan is compiled into segments once it is hot: compiling a segment cold costs about
+# 0.1 s per kernel call in it (numba recompiles the callees into it; 3.3 s measured for
+# the 32 calls of an MLP step, 24 ms from the warm disk cache), which a short run (a
+# test, an evaluation pass) would never win back. A run of K > 1 iterations compiles
+# at once: its loop runs inside the segment.
+HOT_RUNS = 8
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    """The execution settings a Plan is built for (from the effective strategies)."""
+    memory_optimize: bool = True
+    enable_inplace: bool = True
+    num_threads: int = 1
+    sequential: bool = False
+    segments: bool = True        # merge runs of compiled kernels into one njit function
 
 
 def _close(name, candidates):
@@ -38,10 +67,15 @@ def select_ops(block, fetch_vars):
 
 
 class Plan:
-    def __init__(self, program, feed, fetch_vars, scope, backend=None):
+    def __init__(self, program, feed, fetch_vars, scope, backend=None, options=None):
         """feed: {Variable: ndarray (already dtype/shape-checked)}; backend: where buffers
         live and which kernels run (HostBackend by default, CudaBackend for a GPU)."""
         self.backend = backend or HostBackend()
+        self.options = options or PlanOptions()
+        self.scheduler = None
+        self.buffers = None
+        self.units = None
+        self.runs = 0
         block = program.global_block()
         self.ops = select_ops(block, fetch_vars)
         self.scope = scope
@@ -114,39 +148,118 @@ class Plan:
         self.written = sorted({v.name for op in self.ops for v in op.output_vars()
                                if v.persistable} | {v.name for v in self.feed_vars
                                                     if v.persistable})
-        self.bind()
+        outputs = {v for op in self.ops for v in op.output_vars()}
+        # fed arrays used in place: host memory, and no op of the plan writes them
+        self.zero_copy = [v for v in self.feed_vars if not v.persistable and v not in outputs
+                          and isinstance(self.backend, HostBackend)]
+        self.readers = {v: [i for i, op in enumerate(self.ops) if v in op.input_vars()]
+                        for v in self.zero_copy}
+        pooled = {v for v in shapes if not v.persistable and v not in fed}
+        keep = set(self.fetch_vars) | set(self.feed_vars)
+        self.assignment = assign_buffers(self.ops, shapes, pooled, keep,
+                                         self.options.memory_optimize,
+                                         self.options.enable_inplace)
+        self._feed_seen = {}
 
-    def bind(self):
-        """Allocate buffers and bind kernels (again, when the scope replaced an array)."""
+    def bind(self, feed_arrays):
+        """Allocate buffers and bind kernels (again after the scope replaced an array or
+        the pool was released)."""
         scope, shapes, backend = self.scope, self.shapes, self.backend
+        self.pool = [backend.empty((size,), np.uint8) for size in self.assignment.sizes]
         bufs = {}
+        for v in self.zero_copy:
+            bufs[v] = feed_arrays[v.name]
+            self._feed_seen[v] = bufs[v]
         for op_vars in [self.feed_vars] + [op.input_vars() + op.output_vars()
                                            for op in self.ops] + [self.fetch_vars]:
             for v in op_vars:
-                if v not in bufs:
-                    bufs[v] = self._persistable_buffer(v) if v.persistable else \
-                        backend.empty(shapes[v].shape, shapes[v].dtype)
+                if v in bufs:
+                    continue
+                if v.persistable:
+                    bufs[v] = self._persistable_buffer(v)
+                elif v in self.assignment.buffer_of:
+                    bufs[v] = backend.view(self.pool[self.assignment.buffer_of[v]],
+                                           shapes[v].shape, shapes[v].dtype)
+                else:
+                    bufs[v] = backend.empty(shapes[v].shape, shapes[v].dtype)
         self.persistable_names = [v.name for v in bufs if v.persistable]
         self.scope_version = scope.version
         self.buffers = bufs
-        self.feed_slots = [(v.name, bufs[v]) for v in self.feed_vars]
-        thunks = []
+        self.feed_slots = [(v.name, bufs[v]) for v in self.feed_vars if v not in self.zero_copy]
+        self.thunks = [self._bind_op(i) for i in range(len(self.ops))]
         check = config.check_nan_inf()
-        for op, cop in zip(self.ops, self.concrete):
-            ins = {k: [bufs[v] for v in vs] for k, vs in op.inputs.items()}
-            outs = {k: [bufs[v] for v in vs] for k, vs in op.outputs.items()}
-            thunk = backend.bind(get_op_def(op.type), cop, ins, outs)
-            if check:
-                thunk = _nan_checked(thunk, op, [(v.name, bufs[v]) for v in op.output_vars()],
-                                     backend)
-            thunks.append(thunk)
-        self.thunks = tuple(thunks)
         # persistables to back up: those written before the last op that may fail
         last_fail = max((i for i, op in enumerate(self.ops)
                          if check or get_op_def(op.type).has(MAY_FAIL)), default=-1)
         risky = {v for op in self.ops[:last_fail] for v in op.output_vars() if v.persistable}
         risky.update(v for v in self.feed_vars if v.persistable)
         self.backups = [(bufs[v], backend.empty(bufs[v].shape, bufs[v].dtype)) for v in risky]
+        threads = 1 if self.options.sequential else self.options.num_threads
+        if threads > 1 and self.scheduler is None:
+            from .scheduler import Scheduler
+            self.scheduler = Scheduler(self.dependencies(), threads)
+        self.units = None
+        self._segments_ok = (self.scheduler is None and self.options.segments and not check
+                             and isinstance(backend, HostBackend))
+
+    def _bind_op(self, i):
+        op, bufs = self.ops[i], self.buffers
+        ins = {k: [bufs[v] for v in vs] for k, vs in op.inputs.items()}
+        outs = {k: [bufs[v] for v in vs] for k, vs in op.outputs.items()}
+        thunk = self.backend.bind(get_op_def(op.type), self.concrete[i], ins, outs)
+        if config.check_nan_inf():
+            thunk = _nan_checked(thunk, op, [(v.name, bufs[v]) for v in op.output_vars()],
+                                 self.backend)
+        return thunk
+
+    def _memory_key(self, v):
+        if v.persistable:
+            return ("scope", v.name)
+        if v in self.assignment.buffer_of:
+            return ("pool", self.assignment.buffer_of[v])
+        return ("var", v.name)
+
+    def dependencies(self):
+        """For each op, the earlier ops it must wait for: producers of what it reads
+        (read after write) and earlier users of the memory it writes (write after read or
+        write), by buffer, so in-place and reused buffers are ordered too."""
+        last_write, readers_since, deps = {}, {}, []
+        for i, op in enumerate(self.ops):
+            d = set()
+            for v in op.input_vars():
+                k = self._memory_key(v)
+                if k in last_write:
+                    d.add(last_write[k])
+            for v in op.output_vars():
+                k = self._memory_key(v)
+                d.update(readers_since.get(k, ()))
+                if k in last_write:
+                    d.add(last_write[k])
+            for v in op.input_vars():
+                readers_since.setdefault(self._memory_key(v), []).append(i)
+            for v in op.output_vars():
+                k = self._memory_key(v)
+                last_write[k] = i
+                readers_since[k] = []
+            d.discard(i)
+            deps.append(tuple(sorted(d)))
+        return deps
+
+    def release(self):
+        """Free the pooled temporaries (drop_local_exe_scopes); the next run rebinds."""
+        self.buffers = self.pool = self.thunks = self.units = None
+
+    def memory_stats(self):
+        """Bytes this plan holds: `pool_bytes` (temporaries, after reuse and in-place),
+        `num_buffers` (pool buffers), `peak_bytes` (pool + fed + persistable bytes the
+        run touches + fetched copies: what one run needs at once)."""
+        pool = sum(self.assignment.sizes)
+        other = sum(nbytes(self.shapes[v]) for v in self.shapes
+                    if v.persistable or v in self.feed_vars)
+        fetched = sum(nbytes(self.shapes[v]) for v in self.fetch_vars)
+        return {"peak_bytes": pool + other + fetched, "pool_bytes": pool,
+                "num_buffers": len(self.assignment.sizes),
+                "live_temporary_bytes": self.assignment.peak_live_bytes}
 
     def _persistable_buffer(self, v):
         """The scope's array for `v`. A variable this plan only reads or updates in place
@@ -165,10 +278,44 @@ class Plan:
                           f"the program uses it as {tuple(info.shape)} {info.dtype}; set an array "
                           f"of that shape and dtype (Scope.set) or rebuild the program")
 
-    def run(self, feed_arrays):
+    def _failed_op(self, e, i):
+        """(the error, the op it came from) for an exception raised by unit or thunk i."""
+        from .scheduler import OpFailed
+        if isinstance(e, OpFailed):
+            return e.error, self.ops[e.index]
+        if self.scheduler is None and self.units is not None:
+            ops = [self.ops[j] for j in self.units[i].ops]
+            # a compiled segment covers several ops: the one that can fail on bad data
+            return e, next((op for op in ops if get_op_def(op.type).has(MAY_FAIL)), ops[0])
+        return e, self.ops[i]
+
+    def _take_feeds(self, feed_arrays):
+        """Use new fed array objects in place: rebind the ops that read them (and refresh
+        the compiled units holding those ops; nothing is recompiled)."""
+        rebound = {}
+        for v in self.zero_copy:
+            arr = feed_arrays[v.name]
+            if arr is not self._feed_seen[v]:
+                self._feed_seen[v] = self.buffers[v] = arr
+                for i in self.readers[v]:
+                    self.thunks[i] = self._bind_op(i)
+                    rebound[i] = flatten(self.thunks[i])
+        if rebound and self.units is not None:
+            for unit in self.units:
+                if any(i in rebound for i in unit.ops) and not unit.refresh(rebound):
+                    self.units = compile_units(self.thunks)
+                    break
+
+    def run(self, feed_arrays, iterations=1):
         """feed_arrays: {name: ndarray} matching the signature this plan was built for."""
-        if self.scope.version != self.scope_version:
-            self.bind()
+        if self.buffers is None or self.scope.version != self.scope_version:
+            self.bind(feed_arrays)
+        else:
+            self._take_feeds(feed_arrays)
+        self.runs += 1
+        if self.units is None and self._segments_ok and (self.runs >= HOT_RUNS or
+                                                         iterations > 1):
+            self.units = compile_units(self.thunks)
         backend = self.backend
         backend.before_run(self.scope, self.persistable_names)
         for live, saved in self.backups:
@@ -177,13 +324,24 @@ class Plan:
             backend.copy_in(buf, feed_arrays[name])
         i = 0
         try:
-            for thunk in self.thunks:
-                thunk()
-                i += 1
+            if self.scheduler is not None:
+                for _ in range(iterations):
+                    self.scheduler.run(self.thunks)
+            elif self.units is not None:
+                if len(self.units) == 1:
+                    self.units[0].loop(iterations)
+                else:
+                    for _ in range(iterations):
+                        for i, unit in enumerate(self.units):
+                            unit.run()
+            else:
+                for _ in range(iterations):
+                    for i, thunk in enumerate(self.thunks):
+                        thunk()
         except Exception as e:
             for live, saved in self.backups:
                 backend.copy(live, saved)
-            raise _op_error(e, self.ops[i]) from e
+            raise _op_error(*self._failed_op(e, i)) from e
         backend.after_run(self.scope, self.written)
         return [backend.to_host(self.buffers[v]) for v in self.fetch_vars]
 

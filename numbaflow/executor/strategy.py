@@ -108,6 +108,8 @@ class BuildStrategy(_Strict):
             object.__setattr__(e, "fuse_all_reduce_ops", allreduce)
         if e.memory_optimize is None:
             object.__setattr__(e, "memory_optimize", True)
+        if not allreduce:      # Reduce mode updates each parameter on its owner only
+            object.__setattr__(e, "fuse_all_optimizer_ops", False)
         return e
 
 
@@ -135,5 +137,8 @@ class ExecutionStrategy(_Strict):
     def effective(self, num_places=1):
         e = self._copy()
         if e.num_threads == 0:
-            object.__setattr__(e, "num_threads", max(1, min(os.cpu_count() or 1, 2 * num_places)))
+            # one worker per place: a single place's kernels already use every core
+            # (numba's parallel loops, BLAS), and measured here a second inter-op worker
+            # on 2 cores only adds hand-off latency to small graphs.
+            object.__setattr__(e, "num_threads", max(1, min(os.cpu_count() or 1, num_places)))
         return e

@@ -31,7 +31,7 @@ import numpy as np
 from numba import njit, prange
 
 from . import conv_gpu
-from .registry import NO_GRAD, OpDef, Slot, VarInfo, register_op
+from .registry import NO_GRAD, OpDef, Slot, VarInfo, register_op, run_calls
 
 # reassoc lets LLVM vectorise the dFilter dot products; contract allows FMAs.
 _FM = {"reassoc", "contract"}
@@ -146,9 +146,6 @@ def _geometry(cop):
                 pt=pt, pb=pb, pl=pl, pr=pr, dh=dh, dw=dw, groups=int(cop.attrs["groups"]))
 
 
-def _call_all(calls):
-    for c in calls:
-        c()
 
 
 def _zero(a):
@@ -650,12 +647,12 @@ def _depthwise_grad_cpu(cop):
             calls = [] if not need_dw else [functools.partial(_zero, part)]
             calls.append(functools.partial(dw_bwd_range, x3, w4, d4, dx3, part, xpads[0],
                                            dpads[0], tmps[0], 0, x3.shape[0], *flags))
-            return functools.partial(_call_all, tuple(calls))
+            return functools.partial(run_calls, tuple(calls))
         calls = [functools.partial(dw_bwd_parallel, x3, w4, d4, dx3, parts, xpads, dpads,
                                    tmps, *flags)]
         if need_dw:
             calls.append(functools.partial(sum_partials, parts, dw4))
-        return functools.partial(_call_all, tuple(calls))
+        return functools.partial(run_calls, tuple(calls))
     return bind
 
 

@@ -13,6 +13,7 @@ import functools
 import itertools
 
 import numpy as np
+from numba import njit
 
 from . import gpu_util
 from .registry import NO_GRAD, RANDOM, OpDef, Slot, VarInfo, register_op, simple_kernel
@@ -44,8 +45,12 @@ def _shape_infer(ctx):
     return {"Out": VarInfo(shape, np.dtype(ctx.attr("dtype")))}
 
 
+@njit(nogil=True, cache=True)
 def _fill(value, out):
-    out.fill(value)
+    # compiled (not ndarray.fill) so that it can join a compiled segment
+    flat = out.reshape(-1)
+    for i in range(flat.size):
+        flat[i] = value
 
 
 register_op(OpDef("fill_constant", (), (Slot("Out"),), _shape_infer,

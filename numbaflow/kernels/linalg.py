@@ -15,7 +15,7 @@ import numpy as np
 from numba import njit
 
 from . import gpu_util
-from .registry import OpDef, Slot, VarInfo, numel, register_op
+from .registry import OpDef, Slot, VarInfo, numel, register_op, run_calls
 
 cuda = None   # numba.cuda, bound lazily by the kernel builders (gpu_util explains)
 TILE = 8 if gpu_util.SIMULATED else 16   # output tile edge (smaller under the simulator)
@@ -186,7 +186,7 @@ def _mul_grad_cpu(cop):
             calls.append(functools.partial(gemm, d2, y2.T, outs["X@GRAD"][0].reshape(x2.shape)))
         if outs.get("Y@GRAD"):   # dY = X^T @ dOut
             calls.append(functools.partial(gemm, x2.T, d2, outs["Y@GRAD"][0].reshape(y2.shape)))
-        return calls[0] if len(calls) == 1 else functools.partial(_call_all, tuple(calls))
+        return calls[0] if len(calls) == 1 else functools.partial(run_calls, tuple(calls))
     return bind
 
 
@@ -208,9 +208,6 @@ def _mul_grad_gpu(cop):
     return bind
 
 
-def _call_all(calls):
-    for c in calls:
-        c()
 
 
 register_op(OpDef("mul", (Slot("X"), Slot("Y")), (Slot("Out"),), _mul_infer, _mul_cpu,

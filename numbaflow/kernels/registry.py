@@ -5,6 +5,7 @@ the scalar body (elementwise ops), the CPU kernel factory, the gradient rule (wh
 emits registered ops) and traits. Passes and the executor ask the OpDef; nothing
 about an op lives elsewhere.
 """
+import functools
 from dataclasses import dataclass, field
 from typing import Callable, NamedTuple, Optional
 
@@ -164,6 +165,22 @@ def simple_kernel(fn):
             return functools.partial(fn, cop, *_flat(ins), *_flat(outs))
         return bind
     return factory
+
+
+def run_calls(calls):
+    """Call each of `calls` in order. A kernel made of several steps is
+    `functools.partial(run_calls, (step, ...))`: the executor's segment compiler looks
+    inside it, so steps that are numba kernels can join a compiled segment."""
+    for c in calls:
+        c()
+
+
+def sequence(calls):
+    """One thunk running `calls` in order (the call itself when there is one)."""
+    calls = tuple(calls)
+    if len(calls) == 1:
+        return calls[0]
+    return functools.partial(run_calls, calls)
 
 
 def _flat(groups):

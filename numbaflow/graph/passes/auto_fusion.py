@@ -1,11 +1,335 @@
-"""Placeholder: auto_fusion (being written)."""
-from . import Pass, register_pass
+"""auto_fusion (BuildStrategy.enable_auto_fusion): connected groups of elementwise ops
+become one `fused_elementwise` op whose kernel is generated from the sub-ops' scalar
+bodies (kernels/fused_elementwise.py), with the matmul that feeds the group (epilogue
+fusion: bias add + activation) and a reduction or softmax that reads it (prologue).
+
+Forward and backward graphs alike: grad ops of elementwise ops are elementwise ops. A
+group is grown in program order: an op joins the groups of the elementwise ops that
+produce its inputs when
+
+* they iterate over the same shape (broadcast inputs are fine; a value summed down to a
+  smaller shape, like a bias gradient, may leave the group but not be read inside it),
+* they have the same role (forward / backward / ...),
+* the union stays convex: no path leaves the group and comes back into it (otherwise no
+  position of the fused op could respect every read-before-write).
+
+Then a group may take, at each end and where it stays convex, a `mul`/`matmul_v2`
+producing one of its inputs (run first: the BLAS call writes a buffer the generated
+kernel reads) and a `reduce_sum`/`reduce_mean`/`softmax` reading one of its values (run
+last). Those are separate kernels inside the one op: the win is fewer ops and buffers,
+not fewer passes over memory.
+
+Left alone, each with a recorded reason: optimizer updates (ParamOut is Param: state
+updated in place; `fuse_all_optimizer_ops` is their fusion), ops that write a
+persistable or one of their own inputs, random or failing ops, and ops the executor
+would skip for the protected (fed/fetched) names (fused, they would run and need their
+inputs). A group of two or more ops is replaced by one op placed after everything it
+depends on and before everything that depends on it. Its outputs are the group's values
+that are read outside it, protected or persistable; the rest live only in registers
+(or, for a matmul output or a reduction input, in the op's private scratch buffer).
+"""
+import numpy as np
+
+from ...kernels.elementwise import align
+from ...kernels.fused_elementwise import HEADS, TAILS, make_ops
+from ...kernels.registry import (ELEMENTWISE, MAY_FAIL, OPTIMIZER, RANDOM, broadcast_shapes,
+                                 get_op_def)
+from ..program import infer_op
+from . import Pass, register_pass, remove_unused_vars
+
+
+def _desc(op):
+    return f"{op.type}({', '.join(op.output_arg_names)})"
+
+
+def iteration_shape(op):
+    """The (symbolic, -1 = unknown) shape an elementwise op iterates over, or None."""
+    opdef = get_op_def(op.type)
+    shapes = [v.shape for s in opdef.inputs for v in op.inputs.get(s.name, [])]
+    if not shapes:
+        return None
+    ndim = max(len(s) for s in shapes)
+    try:
+        return broadcast_shapes(*[align(s, ndim, op.attrs.get("axis", -1)) for s in shapes])
+    except ValueError:
+        return None
+
+
+def dependencies(ops):
+    """succ[i]: indices of the ops that must stay after op i (read-after-write,
+    write-after-read and write-after-write on every variable)."""
+    succ = [set() for _ in ops]
+    writer, readers = {}, {}
+    for i, op in enumerate(ops):
+        for v in op.input_vars():
+            if v in writer:
+                succ[writer[v]].add(i)
+        for v in op.output_vars():
+            for j in readers.get(v, []) + ([writer[v]] if v in writer else []):
+                if j != i:
+                    succ[j].add(i)
+            writer[v], readers[v] = i, []
+        for v in op.input_vars():
+            readers.setdefault(v, []).append(i)
+    return succ
+
+
+def live_ops(ops, protected):
+    """ids of the ops the executor runs when the `protected` names are fetched: those
+    computing them or a persistable, and what they read (all ops when nothing is
+    protected, e.g. `Graph.apply_pass` without names)."""
+    if not protected:
+        return {id(op) for op in ops}
+    needed, live = set(protected), set()
+    for op in reversed(ops):
+        if any(v.name in needed or v.persistable for v in op.output_vars()):
+            live.add(id(op))
+            needed.update(v.name for v in op.input_vars())
+    return live
+
+
+def escape(group, succ):
+    """An op outside `group` on a path that leaves the group and re-enters it, or None."""
+    hi = max(group)
+    seen, stack = set(), [j for g in group for j in succ[g] if j not in group and j < hi]
+    while stack:
+        j = stack.pop()
+        if j in seen:
+            continue
+        seen.add(j)
+        for k in succ[j]:
+            if k in group:
+                return j
+            if k < hi and k not in seen:
+                stack.append(k)
+    return None
 
 
 @register_pass
-class _Pending(Pass):
+class AutoFusion(Pass):
     name = "auto_fusion"
 
     def run(self, program):
-        self.refuse("the program", "this pass is not implemented yet")
-        return False
+        changed = False
+        for block in program.blocks:
+            changed |= self._fuse_block(block)
+        return changed
+
+    # ------------------------------------------------------------ finding groups
+    def _excluded(self, op, opdef, live):
+        """Why an op may not join any group (None: it may)."""
+        if id(op) not in live:
+            return ("nothing protected (fed/fetched) or persistable needs it: the executor "
+                    "skips it, and fused it would run (and need its inputs fed)")
+        if opdef.has(OPTIMIZER):
+            return ("optimizer update: ParamOut is Param (state updated in place); "
+                    "fuse_all_optimizer_ops fuses these")
+        if opdef.has(RANDOM) or opdef.has(MAY_FAIL):
+            return "draws random numbers or may fail: kept a separate op"
+        ins = set(op.input_vars())
+        for v in op.output_vars():
+            if v in ins:
+                return f"writes its own input {v.name} in place"
+            if v.persistable:
+                return f"writes the persistable {v.name} (state kept across runs)"
+        if iteration_shape(op) is None:
+            return "its iteration shape is unknown"
+        return None
+
+    def _groups(self, block):
+        ops = block.ops
+        self._live = live_ops(ops, self.protected)
+        self._taken = set()             # matmuls / reductions already at a group's end
+        self._producer = {v: j for j, op in enumerate(ops) for v in op.output_vars()}
+        self._readers = {}
+        for j, op in enumerate(ops):
+            for v in dict.fromkeys(op.input_vars()):
+                self._readers.setdefault(v, []).append(j)
+        succ = dependencies(ops)
+        shape, group_of = {}, {}       # op index -> iteration shape / group (a set)
+        writer = {}
+        for i, op in enumerate(ops):
+            opdef = get_op_def(op.type)
+            candidate = opdef.has(ELEMENTWISE) and opdef.body is not None
+            if candidate:
+                why = self._excluded(op, opdef, self._live)
+                if why:
+                    self.refuse(_desc(op), why)
+                    candidate = False
+            if candidate:
+                shape[i] = iteration_shape(op)
+                group = {i}
+                for v in op.input_vars():
+                    p = writer.get(v)
+                    if p is None or p not in group_of or p in group:
+                        continue
+                    if self._joinable(ops, p, i, v, shape, group_of[p] | group, succ):
+                        group |= group_of[p]
+                for j in group:
+                    group_of[j] = group
+            for v in op.output_vars():
+                writer[v] = i
+        unique = {id(g): g for g in group_of.values()}
+        groups = [self._with_ends(ops, sorted(g), shape[min(g)], succ)
+                  for g in sorted(unique.values(), key=min)]
+        return [g for g in groups if len(g) > 1]
+
+    def _with_ends(self, ops, body, full, succ):
+        """The group's op indices in sub-op order: a matmul producing one of its inputs
+        first (epilogue), the elementwise ops, a reduction reading one of its values last
+        (prologue), each only where the group stays convex."""
+        members, role = set(body), ops[body[0]].role
+        head = tail = None
+        producer, readers = self._producer, self._readers
+        for i in body:
+            for v in ops[i].input_vars():
+                p = producer.get(v)
+                if p is None or p > i or ops[p].type not in HEADS or p in self._taken or \
+                        id(ops[p]) not in self._live:
+                    continue
+                if self._end_ok(ops, p, i, v, members, role, succ, "epilogue of"):
+                    head = p
+                    break
+            if head is not None:
+                break
+        if head is not None:
+            members.add(head)
+        for i in body:
+            for v in ops[i].output_vars():
+                if v.persistable or tuple(v.shape) != full:
+                    continue
+                for c in readers.get(v, ()):
+                    if c in members or c in self._taken or ops[c].type not in TAILS or \
+                            id(ops[c]) not in self._live:
+                        continue
+                    if self._end_ok(ops, c, i, v, members, role, succ, "prologue of"):
+                        tail = c
+                        break
+                if tail is not None:
+                    break
+            if tail is not None:
+                break
+        ends = [e for e in (head, tail) if e is not None]
+        self._taken.update(ends)
+        return ([head] if head is not None else []) + body + ([tail] if tail is not None else [])
+
+    def _end_ok(self, ops, e, i, v, members, role, succ, kind):
+        what = f"{ops[e].type} as the {kind} {ops[i].type} via {v.name}"
+        if ops[e].role != role:
+            self.refuse(what, f"different roles ({ops[e].role} / {role})")
+            return False
+        j = escape(members | {e}, succ)
+        if j is not None:
+            self.refuse(what, f"the group would not be convex: {_desc(ops[j])} lies on a path "
+                              f"that leaves it and comes back")
+            return False
+        return True
+
+    def _joinable(self, ops, p, i, v, shape, union, succ):
+        """May op i join the group of op p, whose output v it reads? Refusals say why."""
+        what = f"{ops[p].type} -> {ops[i].type} via {v.name}"
+        if shape[p] != shape[i]:
+            self.refuse(what, f"different iteration shapes {shape[p]} and {shape[i]}")
+            return False
+        if tuple(v.shape) != shape[i]:
+            self.refuse(what, f"{v.name} has shape {v.shape}, smaller than the iteration "
+                              f"shape {shape[i]} (summed down): it can only leave a group")
+            return False
+        if ops[p].role != ops[i].role:
+            self.refuse(what, f"different roles ({ops[p].role} / {ops[i].role})")
+            return False
+        j = escape(union, succ)
+        if j is not None:
+            self.refuse(what, f"the group would not be convex: {_desc(ops[j])} lies on a path "
+                              f"that leaves it and comes back")
+            return False
+        return True
+
+    # ------------------------------------------------------------ rewriting
+    def _fuse_block(self, block):
+        changed = False
+        groups = [[block.ops[i] for i in g] for g in self._groups(block)]
+        for group in groups:
+            # an earlier rewrite may have joined two of this group's paths into one op
+            index = {id(op): i for i, op in enumerate(block.ops)}
+            members = {index[id(op)] for op in group}
+            succ = dependencies(block.ops)
+            j = escape(members, succ)
+            what = "group " + " + ".join(_desc(op) for op in group)
+            if j is not None:
+                self.refuse(what, f"no longer convex after an earlier fusion: "
+                                  f"{_desc(block.ops[j])} lies on a path through it")
+                continue
+            new_op = self._fused_op(block, group, what)
+            if new_op is None:
+                continue
+            lo, hi = min(members), max(members)
+            before = set()      # window ops the group depends on
+            for k in range(hi, lo - 1, -1):
+                if k not in members and any(s in members or s in before for s in succ[k]):
+                    before.add(k)
+            window = range(lo, hi + 1)
+            block.ops[:] = (block.ops[:lo] + [block.ops[k] for k in window if k in before] +
+                            [new_op] +
+                            [block.ops[k] for k in window if k not in before and k not in members]
+                            + block.ops[hi + 1:])
+            block.program._bump()
+            remove_unused_vars(block, {v.name for op in group for v in op.output_vars()})
+            changed = True
+        return changed
+
+    def _fused_op(self, block, group, what):
+        """The fused_elementwise op replacing `group` (in sub-op order), or None (refused)."""
+        inside = {id(op) for op in group}
+        read_outside = {v for op in block.ops if id(op) not in inside for v in op.input_vars()}
+        x_vars, x_index, local, out_vars = [], {}, {}, []
+        entries, n_tmp = [], 0
+        for op in group:
+            ins = {}
+            for slot, vs in op.inputs.items():
+                refs = []
+                for v in vs:
+                    if v in local:
+                        refs.append(local[v])
+                        continue
+                    if v not in x_index:
+                        x_index[v] = len(x_vars)
+                        x_vars.append(v)
+                    refs.append(("x", x_index[v]))
+                ins[slot] = refs
+            outs = {}
+            for slot, vs in op.outputs.items():
+                refs = []
+                for v in vs:
+                    if v in read_outside or v.name in self.protected or v.persistable:
+                        local[v] = ("out", len(out_vars))
+                        out_vars.append(v)
+                    else:
+                        local[v] = ("tmp", n_tmp)
+                        n_tmp += 1
+                    refs.append(local[v])
+                outs[slot] = refs
+            entries.append((op.type, op.attrs, ins, outs))
+        if not out_vars:
+            self.refuse(what, "nothing reads its results")
+            return None
+        floats = {np.dtype(v.dtype).name for v in list(local) + x_vars
+                  if np.dtype(v.dtype).kind == "f"}
+        if len(floats) > 1:
+            self.refuse(what, f"mixes float dtypes {sorted(floats)}; one generated kernel "
+                              f"computes in one float type")
+            return None
+        new_op = block._make_op("fused_elementwise", {"X": x_vars}, {"Out": out_vars},
+                                {"ops": make_ops(entries)})
+        new_op.role = group[0].role
+        try:
+            inferred = infer_op(new_op)["Out"]
+        except ValueError as e:
+            self.refuse(what, f"the fused op's shape inference fails: {e}")
+            return None
+        for v, info in zip(out_vars, inferred):
+            if tuple(info.shape) != tuple(v.shape) or np.dtype(info.dtype) != np.dtype(v.dtype):
+                self.refuse(what, f"the fused op would give {v.name} shape {info.shape} "
+                                  f"{info.dtype}, not {v.shape} {v.dtype}")
+                return None
+        return new_op

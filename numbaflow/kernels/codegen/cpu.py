@@ -7,13 +7,15 @@ collapsing, an input's inner stride is 1 (contiguous) or 0 (broadcast), which is
 into the source so the inner loop is a plain vectorisable stream.
 
 Outputs smaller than the iteration space (gradients of broadcast inputs) are computed
-full-size into a scratch buffer owned by the bound kernel and summed down with numpy.
+full-size into a scratch buffer owned by the bound kernel and summed down by `sum_to`.
 """
 import functools
 
 import numpy as np
+from numba import njit
 
 from . import cache
+from ..registry import run_calls
 from .render import inputs_used, render
 
 PARALLEL_MIN_SIZE = 1 << 20   # below this, waking the (passive) OpenMP workers, ~30 us, costs more than it saves
@@ -129,10 +131,6 @@ class _SymKey:
         return tuple(key(o) for o in outputs)
 
 
-def align_shape(shape, ndim):
-    return (1,) * (ndim - len(shape)) + tuple(shape)
-
-
 class ElementwiseKernel:
     """A traced body specialised to concrete shapes and dtypes; `bind` makes a thunk.
 
@@ -167,42 +165,77 @@ class ElementwiseKernel:
         if self.size == 0:
             return _noop
         flat_in = [a.reshape(-1) for a in ins]
-        post = []       # (source, reduce axes, destination) done by numpy after the kernel
+        post = []       # (source, its aligned shape, destination's aligned shape, destination)
         kernel_outs = []
         for k, out in enumerate(outs):
             target = self.out_shapes[k]
-            axes = tuple(d for d, (t, f) in enumerate(zip(target, self.full_shape)) if t != f)
-            dest = out.reshape([n for d, n in enumerate(target) if d not in axes]) if axes \
-                else out.reshape(self.full_shape)
             if k in self.passthrough:
-                src = ins[self.passthrough[k]].reshape(
-                    align_shape(ins[self.passthrough[k]].shape, len(self.full_shape)))
-                src = np.broadcast_to(src, self.full_shape)
-                post.append((src, axes, dest))
-            elif axes:
-                scratch = np.empty(self.full_shape, dtype=out.dtype)
-                kernel_outs.append(scratch.reshape(-1))
-                post.append((scratch, axes, dest))
+                i = self.passthrough[k]
+                post.append((flat_in[i], self.in_shapes[i], target, out.reshape(-1)))
+            elif target != self.full_shape:
+                scratch = np.empty(self.size, dtype=out.dtype)
+                kernel_outs.append(scratch)
+                post.append((scratch, self.full_shape, target, out.reshape(-1)))
             else:
                 kernel_outs.append(out.reshape(-1))
         calls = []
         if self.kernel is not None:
             calls.append(functools.partial(self.kernel, self.shape, self.strides, self.nblk,
                                            self.block, *kernel_outs, *flat_in))
-        for src, axes, dest in post:
-            if axes:
-                calls.append(functools.partial(np.add.reduce, src, axis=axes, out=dest))
-            else:
-                calls.append(functools.partial(np.copyto, dest, src))
+        for src, src_shape, target, dest in post:
+            shape, (sst, dst), _ = broadcast_strides([src_shape, target], self.full_shape)
+            summed = target != self.full_shape
+            calls.append(functools.partial(sum_to, src, np.array(sst, dtype=np.int64),
+                                           np.array(shape, dtype=np.int64),
+                                           np.array(dst, dtype=np.int64), dest, summed))
         if len(calls) == 1:
             return calls[0]
-        return functools.partial(_run_all, tuple(calls))
+        return functools.partial(run_calls, tuple(calls))
+
+
+@njit(nogil=True, cache=True)
+def sum_to(src, src_strides, shape, dst_strides, out, summed):
+    """out = src summed down to out's shape (strides 0 on the summed dims), or copied
+    (`summed` False; `out` may then be `src` itself, in place). Row by row over the
+    collapsed iteration space; compiled (not numpy) so it can join a compiled segment."""
+    ndim = shape.shape[0]
+    inner = shape[ndim - 1]
+    nrows = 1
+    for d in range(ndim - 1):
+        nrows *= shape[d]
+    if not summed:
+        for r in range(nrows):
+            rem, bs, bd = r, 0, 0
+            for d in range(ndim - 2, -1, -1):
+                q = rem // shape[d]
+                idx = rem - q * shape[d]
+                rem = q
+                bs += idx * src_strides[d]
+                bd += idx * dst_strides[d]
+            for j in range(inner):
+                out[bd + j * dst_strides[ndim - 1]] = src[bs + j * src_strides[ndim - 1]]
+        return
+    out[:] = 0
+    si, di = src_strides[ndim - 1], dst_strides[ndim - 1]
+    for r in range(nrows):
+        rem, bs, bd = r, 0, 0
+        for d in range(ndim - 2, -1, -1):
+            q = rem // shape[d]
+            idx = rem - q * shape[d]
+            rem = q
+            bs += idx * src_strides[d]
+            bd += idx * dst_strides[d]
+        if di == 0:
+            acc = out[bd]
+            for j in range(inner):
+                acc += src[bs + j * si]
+            out[bd] = acc
+        else:
+            for j in range(inner):
+                out[bd + j * di] += src[bs + j * si]
 
 
 def _noop():
     pass
 
 
-def _run_all(calls):
-    for c in calls:
-        c()

@@ -1,0 +1,71 @@
+"""numbaflow-bench --quick on the SPEC section 7 rows: each case builds, its candidates
+agree (every case checks that before timing), and each row has a finite ratio."""
+import math
+
+import pytest
+
+from numbaflow.bench import __main__ as bench
+from numbaflow.bench import compile_time
+from numbaflow.bench.cases import all_cases, quick_config
+from numbaflow.bench.harness import Candidate, Case, Timing, format_table, rows_for
+
+# case name -> the baselines its rows must compare against
+SPEC_ROWS = {
+    "fused/bias_relu": ["numba fused loop", "numpy maximum(x+b,0)"],
+    "fused/depthwise_relu": ["CompiledProgram unfused", "numba padded-plane loops"],
+    "model/seed_step": ["numpy by hand"],
+    "model/seed_step_x100": ["numpy by hand"],
+    "model/mlp_step": ["numpy by hand"],
+    "model/mlp_step_fused": ["numpy by hand"],
+    "compile/mlp_train": ["cold cache"],
+}
+
+
+def _quick():
+    cfg = quick_config()
+    cfg.peers = False   # peers are optional; their rows are not what is tested here
+    return cfg
+
+
+@pytest.mark.parametrize("name", list(SPEC_ROWS))
+def test_quick_row_runs_with_finite_ratio(name):
+    case = {c.name: c for c in all_cases()}[name]
+    rows, failed = bench.run_case(case, _quick())
+    assert not failed, rows[0].note
+    assert [r.baseline for r in rows] == SPEC_ROWS[name], [(r.baseline, r.note) for r in rows]
+    for r in rows:
+        assert math.isfinite(r.ratio) and r.ratio > 0, (r.baseline, r.ratio, r.note)
+        assert r.t_subject.median > 0 and r.t_baseline.median > 0
+        assert "ERROR" not in r.note and "skipped" not in r.note, r.note
+    if name.startswith("fused/bias_relu"):
+        assert "1 fused_elemwise_add_activation op" in rows[0].note or \
+            "1 fused_elementwise op" in rows[0].note, rows[0].note
+    if name == "model/mlp_step_fused":
+        assert "fused" in rows[0].note, rows[0].note
+    if name == "compile/mlp_train":   # a warm process must beat a cold one
+        assert rows[0].ratio < 1 and "import numbaflow" in rows[0].note, rows[0].note
+
+
+def test_cli_quick_prints_the_spec_rows(capsys):
+    assert bench.main(["--quick", "--no-peers", "--only", "fused/bias_relu"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("fused/bias_relu ") == 2, out
+    assert "ERROR" not in out
+
+
+def test_compile_child_failure_is_reported(tmp_path):
+    with pytest.raises(RuntimeError, match="compile bench child"):
+        compile_time.run_child("no-such-model", str(tmp_path))
+
+
+def test_rows_report_targets_and_notes():
+    case = Case("c", "w", None, targets={"numba": 1.3})
+    cands = [Candidate("nf", None, note="subject"), Candidate("numba", None, note="base"),
+             Candidate("numpy", None)]
+    timings = {"nf": Timing(2.0, 1.0), "numba": Timing(1.0, 1.0), "numpy": Timing(4.0, 4.0)}
+    rows = rows_for(case, cands, timings)
+    assert [r.ratio for r in rows] == [2.0, 0.5]
+    assert rows[0].note == "target <= 1.3x: MISSED; subject; base"
+    assert rows[1].note == ""
+    table = format_table(rows)
+    assert "2.00x" in table and "0.50x" in table

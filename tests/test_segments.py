@@ -1,0 +1,149 @@
+"""Compiled segments: once a plan is hot, runs of numba kernels execute as one generated
+njit function; the numbers are those of the op-by-op run, new fed arrays are picked up
+without recompiling, errors still name the op, and K iterations loop inside the segment."""
+import glob
+import os
+
+import numpy as np
+import pytest
+
+import numbaflow as paddle
+import numbaflow.static as static
+from numbaflow.executor import plan as plan_mod
+from numbaflow.executor.plan import PlanOptions
+from numbaflow.utils import unique_name
+
+pytestmark = pytest.mark.usefixtures("fresh_graph_state")
+
+
+def seed_net():
+    main, startup = static.Program(), static.Program()
+    with static.program_guard(main, startup), unique_name.guard():
+        x = static.data(name="X", shape=[None, 1], dtype="float32")
+        hidden = static.nn.fc(x=x, size=10)
+        loss = paddle.mean(hidden)
+        paddle.optimizer.SGD(learning_rate=0.01).minimize(loss)
+    return main, startup, loss
+
+
+def mlp():
+    main, startup = static.Program(), static.Program()
+    with static.program_guard(main, startup), unique_name.guard():
+        x = static.data("x", [None, 6], "float32")
+        y = static.data("y", [None, 1], "int64")
+        h = static.nn.fc(x, 8, activation="relu")
+        loss = paddle.nn.functional.cross_entropy(static.nn.fc(h, 3), y)
+        paddle.optimizer.Momentum(learning_rate=0.1, momentum=0.9).minimize(loss)
+    return main, startup, loss
+
+
+def feeds(n, rng=None):
+    rng = rng or np.random.default_rng(0)
+    return [{"x": rng.standard_normal((5, 6)).astype(np.float32),
+             "y": rng.integers(0, 3, (5, 1)).astype(np.int64)} for _ in range(n)]
+
+
+def run_steps(main, startup, loss, batches, segments):
+    exe = static.Executor()
+    scope = static.Scope()
+    exe.run(startup, scope=scope)
+    out = []
+    for f in batches:
+        plan, arrays = exe._plan_for(main, f, [loss], scope, PlanOptions(segments=segments))
+        out.append(plan.run(arrays)[0])
+    return out, scope, plan
+
+
+def test_hot_plan_runs_segments_with_the_op_by_op_numbers():
+    main, startup, loss = mlp()
+    batches = feeds(plan_mod.HOT_RUNS + 4)       # a new array object every step
+    ref, ref_scope, ref_plan = run_steps(main, startup, loss, batches, segments=False)
+    got, scope, plan = run_steps(main, startup, loss, batches, segments=True)
+    assert ref_plan.units is None
+    assert plan.units is not None
+    segs = [u for u in plan.units if u.segment]
+    assert segs and len(plan.units) < len(plan.ops)
+    covered = sum(len(u.ops) for u in segs)
+    assert covered >= len(plan.ops) - 2, [plan.ops[u.ops[0]].type for u in plan.units
+                                          if not u.segment]
+    np.testing.assert_allclose(got, ref, rtol=1e-6)
+    for p in main.all_parameters():
+        np.testing.assert_allclose(scope.get(p.name), ref_scope.get(p.name), rtol=1e-6)
+
+
+def test_seed_step_is_one_segment_and_k_iterations_loop_inside_it():
+    main, startup, loss = seed_net()
+    x = np.random.default_rng(1).random((10, 1)).astype(np.float32)
+    exe = static.Executor()
+    s1, s2 = static.Scope(), static.Scope()
+    for s in (s1, s2):
+        exe.run(startup, scope=s)
+    es = static.ExecutionStrategy()
+    es.num_iteration_per_run = 5
+    c = static.CompiledProgram(main).with_data_parallel(
+        loss_name=loss.name, exec_strategy=es, places=[paddle.CPUPlace()])
+    got, = exe.run(c, feed={"X": x}, fetch_list=[loss], scope=s1)
+    units = c._last_plan.units
+    assert len(units) == 1 and units[0].segment
+    assert len(units[0].ops) == len(c._last_plan.ops)
+    for _ in range(5):
+        want, = exe.run(main, feed={"X": x}, fetch_list=[loss], scope=s2)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    np.testing.assert_allclose(s1.get("fc_0.w_0"), s2.get("fc_0.w_0"), rtol=1e-6)
+
+
+def test_iterator_feed_gives_one_step_per_item():
+    main, startup, loss = mlp()
+    batches = feeds(3)
+    exe = static.Executor()
+    s1 = static.Scope()
+    exe.run(startup, scope=s1)
+    es = static.ExecutionStrategy()
+    es.num_iteration_per_run = 3
+    c = static.CompiledProgram(main).with_data_parallel(
+        loss_name=loss.name, exec_strategy=es, places=[paddle.CPUPlace()])
+    got, = exe.run(c, feed=iter(batches), fetch_list=[loss], scope=s1)
+    ref, ref_scope, _ = run_steps(main, startup, loss, batches, segments=False)
+    np.testing.assert_allclose(got, ref[-1], rtol=1e-6)
+    np.testing.assert_allclose(s1.get("fc_0.w_0"), ref_scope.get("fc_0.w_0"), rtol=1e-6)
+    with pytest.raises(ValueError, match="ended after 1 feeds"):
+        exe.run(c, feed=iter(batches[:1]), fetch_list=[loss], scope=s1)
+
+
+def test_error_inside_a_segment_names_the_op_and_restores_the_parameters():
+    main, startup, loss = mlp()
+    batches = feeds(plan_mod.HOT_RUNS + 1)
+    exe = static.Executor()
+    scope = static.Scope()
+    exe.run(startup, scope=scope)
+    for f in batches:
+        exe.run(main, feed=f, fetch_list=[loss], scope=scope)
+    plan = list(exe._plans.values())[-1]
+    assert plan.units is not None
+    before = {p.name: scope.get(p.name).copy() for p in main.all_parameters()}
+    bad = dict(batches[0], y=np.full((5, 1), 7, np.int64))
+    with pytest.raises(ValueError, match=r"softmax_with_cross_entropy.*label 7"):
+        exe.run(main, feed=bad, fetch_list=[loss], scope=scope)
+    for k, v in before.items():
+        np.testing.assert_array_equal(scope.get(k), v)
+
+
+def test_segment_source_is_dumped(tmp_path, monkeypatch):
+    monkeypatch.setenv("NUMBAFLOW_DUMP_DIR", str(tmp_path))
+    main, startup, loss = seed_net()
+    x = np.ones((3, 1), np.float32)
+    exe = static.Executor()
+    scope = static.Scope()
+    exe.run(startup, scope=scope)
+    es = static.ExecutionStrategy()
+    es.num_iteration_per_run = 2
+    c = static.CompiledProgram(main).with_data_parallel(
+        loss_name=loss.name, exec_strategy=es, places=[paddle.CPUPlace()])
+    from numbaflow.kernels.codegen import cache
+    monkeypatch.setattr(cache, "_modules", {})        # force a (re)load, hence a dump
+    exe.run(c, feed={"X": x}, fetch_list=[loss], scope=scope)
+    dumped = glob.glob(os.path.join(str(tmp_path), "segment_*.py"))
+    assert dumped
+    text = open(dumped[0]).read()
+    assert "def segment(" in text and "def segment_loop(k" in text
+    assert "numbaflow.kernels.linalg" in text          # the matmul kernel is a callee
