@@ -297,3 +297,23 @@ def test_allow_op_delay_warns_once():
     with pytest.warns(DeprecationWarning):
         es.allow_op_delay = True
 
+
+
+def test_remove_unnecessary_lock_false_runs_kernels_behind_the_device_lock(monkeypatch):
+    from numbaflow.executor import plan as plan_mod
+    main, startup, loss = mlp()
+    c = compiled(main, {"remove_unnecessary_lock": False})
+    held = []
+
+    class Spy:
+        def acquire(self):
+            held.append("acquire")
+
+        def release(self):
+            held.append("release")
+    monkeypatch.setattr(plan_mod, "DEVICE_LOCK", Spy())
+    run_once(c, startup, loss, batches(1)[0])
+    assert held == ["acquire", "release"]
+    held.clear()
+    run_once(compiled(main), startup, loss, batches(1)[0])
+    assert held == []

@@ -338,3 +338,27 @@ def test_steady_state_runs_reuse_the_bound_plan(exe, monkeypatch):
     with pytest.raises(ValueError, match=r"'learning_rate_0'.*\(2,\).*\(1,\)"):
         exe.run(main, feed={"X": x}, fetch_list=[loss], scope=scope)
     np.testing.assert_array_equal(scope.get("learning_rate_0"), [0.5, 0.5])
+
+
+def test_a_repeated_run_takes_the_fast_path_but_every_change_is_still_checked(exe):
+    main, startup, loss = seed_net()
+    scope = static.Scope()
+    exe.run(startup, scope=scope)
+    fetch = [loss]
+    x = np.ones((4, 1), np.float32)
+    first, = exe.run(main, feed={"X": x}, fetch_list=fetch, scope=scope)
+    assert exe._repeat(main, {"X": x}, fetch, scope, exe._last[3]) is not None
+    # a different dtype, rank, or a non-contiguous array leaves the fast path
+    with pytest.raises(ValueError, match="data type"):
+        exe.run(main, feed={"X": x.astype(np.float64)}, fetch_list=fetch, scope=scope)
+    with pytest.raises(ValueError, match="dimensions"):
+        exe.run(main, feed={"X": np.ones((4, 1, 1), np.float32)}, fetch_list=fetch, scope=scope)
+    strided = np.ones((8, 1), np.float32)[::2]
+    assert exe._repeat(main, {"X": strided}, fetch, scope, exe._last[3]) is None
+    got, = exe.run(main, feed={"X": strided}, fetch_list=fetch, scope=scope)
+    assert np.isfinite(got)
+    # a changed program (new version) is re-planned
+    with static.program_guard(main):
+        paddle.scale(loss, 2.0)
+    assert exe._repeat(main, {"X": x}, fetch, scope, exe._last[3]) is None
+    exe.run(main, feed={"X": x}, fetch_list=fetch, scope=scope)

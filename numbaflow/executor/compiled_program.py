@@ -106,6 +106,7 @@ class CompiledProgram:
             self._device_places = self._resolve_places(place)
             self.build_strategy_effective = bs.effective()
             self.exec_strategy_effective = es.effective(len(self._device_places))
+            self._options = self._plan_options()
         elif scope is not self._scope:
             raise ValueError("Cannot compile program with different scope.")
         elif place != self._place:
@@ -121,7 +122,7 @@ class CompiledProgram:
         k = self.exec_strategy_effective.num_iteration_per_run
         feeds = _iteration_feeds(feed, k)
         program = self._compiled_program(feeds[0], fetch_list)
-        options = self._plan_options()
+        options = self._options
         # a dict feed is reused: the K iterations are one plan run (looping inside the
         # compiled segment when there is one); an iterator gives one run per feed
         runs = [(feeds[0], k)] if feed is None or isinstance(feed, dict) else \
@@ -144,7 +145,8 @@ class CompiledProgram:
         bs, es = self.build_strategy_effective, self.exec_strategy_effective
         return PlanOptions(memory_optimize=bs.memory_optimize, enable_inplace=bs.enable_inplace,
                            num_threads=es.num_threads,
-                           sequential=bs.enable_sequential_execution)
+                           sequential=bs.enable_sequential_execution,
+                           device_lock=not bs.remove_unnecessary_lock)
 
     def memory_stats(self):
         """Memory of the last run's plan: {'peak_bytes', 'pool_bytes', 'num_buffers', ...}

@@ -16,6 +16,7 @@ Failure atomicity: persistables written *before* the last op that may raise are 
 up into preallocated buffers at the start of each run and restored if it fails; so are
 persistables set through the feed.
 """
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,6 +36,21 @@ from .segments import compile_units, flatten
 # at once: its loop runs inside the segment.
 HOT_RUNS = 8
 
+# BuildStrategy.remove_unnecessary_lock=False: the kernels of every place run behind this
+# one process-wide lock (one place computes at a time); True (the default) needs none.
+DEVICE_LOCK = threading.Lock()
+
+
+class _NoLock:
+    def acquire(self):
+        pass
+
+    def release(self):
+        pass
+
+
+_NO_LOCK = _NoLock()
+
 
 @dataclass(frozen=True)
 class PlanOptions:
@@ -44,6 +60,7 @@ class PlanOptions:
     num_threads: int = 1
     sequential: bool = False
     segments: bool = True        # merge runs of compiled kernels into one njit function
+    device_lock: bool = False    # remove_unnecessary_lock=False: runs of all places take one lock
 
 
 def _close(name, candidates):
@@ -322,8 +339,10 @@ class Plan:
             backend.copy(saved, live)
         for name, buf in self.feed_slots:
             backend.copy_in(buf, feed_arrays[name])
+        lock = DEVICE_LOCK if self.options.device_lock else _NO_LOCK
         i = 0
         try:
+            lock.acquire()
             if self.scheduler is not None:
                 for _ in range(iterations):
                     self.scheduler.run(self.thunks)
@@ -342,6 +361,8 @@ class Plan:
             for live, saved in self.backups:
                 backend.copy(live, saved)
             raise _op_error(*self._failed_op(e, i)) from e
+        finally:
+            lock.release()
         backend.after_run(self.scope, self.written)
         return [backend.to_host(self.buffers[v]) for v in self.fetch_vars]
 
