@@ -317,3 +317,31 @@ def test_remove_unnecessary_lock_false_runs_kernels_behind_the_device_lock(monke
     held.clear()
     run_once(compiled(main), startup, loss, batches(1)[0])
     assert held == []
+
+
+def test_fetched_outputs_are_handed_over_without_a_copy_and_never_overwritten():
+    main, startup, loss = mlp()
+    hidden = main.global_block().var("fc_1.tmp_2")
+    exe = static.Executor(paddle.CPUPlace())
+    scope = static.Scope()
+    exe.run(startup, scope=scope)
+    fb = batches(HOT_RUNS + 3)
+    kept = []
+    for f in fb:
+        loss_v, h = exe.run(main, feed=f, fetch_list=[loss, hidden], scope=scope)
+        kept.append((loss_v.copy(), h.copy(), h))       # the caller keeps `h` itself
+    # every kept array still holds the value of its own run
+    for want_loss, want_h, h in kept:
+        np.testing.assert_array_equal(h, want_h)
+    assert len({id(h) for _, _, h in kept}) == len(kept)
+    plan = list(exe._plans.values())[-1]
+    # a dropped fetch result is reused: the next run writes into the same array
+    exe.run(main, feed=fb[0], fetch_list=[loss, hidden], scope=scope)
+    a = id(plan.buffers[hidden])
+    exe.run(main, feed=fb[0], fetch_list=[loss, hidden], scope=scope)
+    assert id(plan.buffers[hidden]) == a
+    # and the numbers are those of a run that copies every fetch
+    ref, _ = train(main, startup, loss, fetch_extra=[hidden])
+    got, _ = train(main, startup, loss, compiled(main), fetch_extra=[hidden])
+    for x, y in zip(ref, got):
+        np.testing.assert_allclose(x[1], y[1], rtol=1e-6)

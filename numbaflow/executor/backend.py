@@ -25,8 +25,9 @@ class HostBackend:
     def ensure(self, scope, name, shape, dtype):
         return scope._ensure(name, shape, dtype)
 
-    def bind(self, opdef, cop, ins, outs):
-        return opdef.cpu(cop)(ins, outs)
+    def binder(self, opdef, cop):
+        """The op's kernel specialised to `cop`: binder(ins, outs) -> thunk."""
+        return opdef.cpu(cop)
 
     def copy_in(self, dst, host):
         np.copyto(dst, host)
@@ -67,11 +68,11 @@ class CudaBackend:
     def ensure(self, scope, name, shape, dtype):
         return scope._ensure_device(name, shape, dtype)
 
-    def bind(self, opdef, cop, ins, outs):
+    def binder(self, opdef, cop):
         if opdef.gpu is not None:
-            return opdef.gpu(cop)(ins, outs)
+            return opdef.gpu(cop)
         log.debug("op %s has no GPU kernel yet: running its CPU kernel with copies", cop.type)
-        return _host_fallback(opdef, cop, ins, outs)
+        return lambda ins, outs: _host_fallback(opdef, cop, ins, outs)
 
     def copy_in(self, dst, host):
         dst.copy_to_device(host)

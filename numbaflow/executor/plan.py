@@ -16,6 +16,7 @@ Failure atomicity: persistables written *before* the last op that may raise are 
 up into preallocated buffers at the start of each run and restored if it fails; so are
 persistables set through the feed.
 """
+import sys
 import threading
 from dataclasses import dataclass
 
@@ -90,6 +91,7 @@ class Plan:
         self.backend = backend or HostBackend()
         self.options = options or PlanOptions()
         self.scheduler = None
+        self._binders = None
         self.buffers = None
         self.units = None
         self.runs = 0
@@ -155,6 +157,7 @@ class Plan:
                 op.type, op.attrs, {k: [shapes[v] for v in vs] for k, vs in op.inputs.items()},
                 {k: [shapes[v] for v in vs] for k, vs in op.outputs.items()}))
         self.shapes = shapes
+        self._binders = [None] * len(self.ops)
         # persistables this plan writes before (or without) reading: it may (re)allocate them
         read, self.defines = set(fed), set()
         for op in self.ops:
@@ -169,9 +172,18 @@ class Plan:
         # fed arrays used in place: host memory, and no op of the plan writes them
         self.zero_copy = [v for v in self.feed_vars if not v.persistable and v not in outputs
                           and isinstance(self.backend, HostBackend)]
-        self.readers = {v: [i for i, op in enumerate(self.ops) if v in op.input_vars()]
-                        for v in self.zero_copy}
-        pooled = {v for v in shapes if not v.persistable and v not in fed}
+        # fetched temporaries are handed to the caller without a copy: the kernels write
+        # them into their own array, which the next run reuses unless the caller still
+        # holds it (then a new one is allocated and its ops rebound)
+        self.handoff = list(dict.fromkeys(
+            v for v in self.fetch_vars if not v.persistable and v not in fed
+            and isinstance(self.backend, HostBackend)))
+        self.users = {v: [i for i, op in enumerate(self.ops)
+                          if v in op.input_vars() or v in op.output_vars()]
+                      for v in self.zero_copy + self.handoff}
+        self._held_refs = {}
+        pooled = {v for v in shapes if not v.persistable and v not in fed
+                  and v not in self.handoff}
         keep = set(self.fetch_vars) | set(self.feed_vars)
         self.assignment = assign_buffers(self.ops, shapes, pooled, keep,
                                          self.options.memory_optimize,
@@ -183,6 +195,7 @@ class Plan:
         the pool was released)."""
         scope, shapes, backend = self.scope, self.shapes, self.backend
         self.pool = [backend.empty((size,), np.uint8) for size in self.assignment.sizes]
+        self._held_refs = {}
         bufs = {}
         for v in self.zero_copy:
             bufs[v] = feed_arrays[v.name]
@@ -223,7 +236,9 @@ class Plan:
         op, bufs = self.ops[i], self.buffers
         ins = {k: [bufs[v] for v in vs] for k, vs in op.inputs.items()}
         outs = {k: [bufs[v] for v in vs] for k, vs in op.outputs.items()}
-        thunk = self.backend.bind(get_op_def(op.type), self.concrete[i], ins, outs)
+        if self._binders[i] is None:     # specialise once; rebinding only binds arrays
+            self._binders[i] = self.backend.binder(get_op_def(op.type), self.concrete[i])
+        thunk = self._binders[i](ins, outs)
         if config.check_nan_inf():
             thunk = _nan_checked(thunk, op, [(v.name, bufs[v]) for v in op.output_vars()],
                                  self.backend)
@@ -306,17 +321,28 @@ class Plan:
             return e, next((op for op in ops if get_op_def(op.type).has(MAY_FAIL)), ops[0])
         return e, self.ops[i]
 
-    def _take_feeds(self, feed_arrays):
-        """Use new fed array objects in place: rebind the ops that read them (and refresh
-        the compiled units holding those ops; nothing is recompiled)."""
-        rebound = {}
+    def _refs(self, v):
+        return sys.getrefcount(self.buffers[v])
+
+    def _take_buffers(self, feed_arrays):
+        """Use new fed array objects in place, and give a fetched variable a new array
+        when the caller still holds the one of the last run: rebind the ops that use
+        them (and refresh the compiled units holding those ops; nothing is recompiled)."""
+        changed = []
         for v in self.zero_copy:
             arr = feed_arrays[v.name]
             if arr is not self._feed_seen[v]:
                 self._feed_seen[v] = self.buffers[v] = arr
-                for i in self.readers[v]:
-                    self.thunks[i] = self._bind_op(i)
-                    rebound[i] = flatten(self.thunks[i])
+                changed.append(v)
+        for v in self.handoff:
+            if self._refs(v) > self._held_refs.get(v, sys.maxsize):
+                self.buffers[v] = self.backend.empty(self.shapes[v].shape, self.shapes[v].dtype)
+                changed.append(v)
+        rebound = {}
+        for v in changed:
+            for i in self.users[v]:
+                self.thunks[i] = self._bind_op(i)
+                rebound[i] = flatten(self.thunks[i])
         if rebound and self.units is not None:
             for unit in self.units:
                 if any(i in rebound for i in unit.ops) and not unit.refresh(rebound):
@@ -328,7 +354,7 @@ class Plan:
         if self.buffers is None or self.scope.version != self.scope_version:
             self.bind(feed_arrays)
         else:
-            self._take_feeds(feed_arrays)
+            self._take_buffers(feed_arrays)
         self.runs += 1
         if self.units is None and self._segments_ok and (self.runs >= HOT_RUNS or
                                                          iterations > 1):
@@ -364,7 +390,10 @@ class Plan:
         finally:
             lock.release()
         backend.after_run(self.scope, self.written)
-        return [backend.to_host(self.buffers[v]) for v in self.fetch_vars]
+        for v in self.handoff:        # our own references, before the caller gets one
+            self._held_refs[v] = self._refs(v)
+        return [self.buffers[v] if v in self._held_refs else backend.to_host(self.buffers[v])
+                for v in self.fetch_vars]
 
 
 def _op_error(e, op):

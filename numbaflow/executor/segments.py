@@ -23,6 +23,7 @@ import hashlib
 import sys
 
 import numba
+import numpy as np
 from numba.core.registry import CPUDispatcher
 
 from ..kernels.codegen import cache
@@ -55,6 +56,11 @@ def _importable(dispatcher):
 
 
 def _typeable(arg):
+    t = type(arg)
+    if t is np.ndarray:
+        return arg.dtype.kind in "biufc"
+    if t in (int, float, bool, np.bool_):
+        return True
     try:
         t = numba.typeof(arg)
     except (ValueError, TypeError):

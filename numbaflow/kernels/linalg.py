@@ -21,9 +21,22 @@ cuda = None   # numba.cuda, bound lazily by the kernel builders (gpu_util explai
 TILE = 8 if gpu_util.SIMULATED else 16   # output tile edge (smaller under the simulator)
 
 
+SMALL_GEMM = 4096     # m*n*k up to which a plain loop beats the BLAS call's fixed cost
+
+
 @njit(nogil=True, cache=True)
 def gemm(a, b, out):
-    np.dot(a, b, out)
+    m, k = a.shape
+    n = b.shape[1]
+    if m * n * k > SMALL_GEMM or k == 0:
+        np.dot(a, b, out)
+        return
+    for i in range(m):      # tiny products (the seed model's 10x1 @ 1x10): no BLAS call
+        for j in range(n):
+            acc = 0.0
+            for p in range(k):
+                acc += a[i, p] * b[p, j]
+            out[i, j] = acc
 
 
 @njit(nogil=True, cache=True)

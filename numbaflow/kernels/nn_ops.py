@@ -304,31 +304,41 @@ class UniformDraws:
 class _DropoutRun:
     """The bound training thunk: owns the uniform draws."""
 
-    def __init__(self, x, mask, out, attrs):
+    def __init__(self, x, mask, out, attrs, draws):
         self.x, self.mask, self.out = x.reshape(-1), mask.reshape(-1), out.reshape(-1)
-        self.draws = UniformDraws(self.x.size, attrs)
+        self.draws = draws
         self.p, self.scale = float(attrs["dropout_prob"]), _dropout_factor(attrs)
 
     def __call__(self):
         dropout_train(self.x, self.draws(), self.mask, self.out, self.p, self.scale)
 
 
+def _draws(cop):
+    """One generator stream per specialised op, created once: the executor may bind the
+    kernel again (new fed or fetched arrays) and the stream must go on, not restart."""
+    return UniformDraws(numel(cop.input("X").shape), cop.attrs)
+
+
 def _dropout_cpu(cop):
+    draws = None if cop.attrs["is_test"] else _draws(cop)
+
     def bind(ins, outs):
         x, mask, out = ins["X"][0], outs["Mask"][0], outs["Out"][0]
         if cop.attrs["is_test"]:
             return functools.partial(dropout_test, x.reshape(-1), mask.reshape(-1),
                                      out.reshape(-1), _dropout_factor(cop.attrs))
-        return _DropoutRun(x, mask, out, cop.attrs)
+        return _DropoutRun(x, mask, out, cop.attrs, draws)
     return bind
 
 
 def _dropout_gpu(cop):
+    draws = None if cop.attrs["is_test"] else _draws(cop)
+
     def bind(ins, outs):
         x, mask, out = ins["X"][0], outs["Mask"][0], outs["Out"][0]
         if cop.attrs["is_test"]:
             return nn_gpu.dropout_test(x, mask, out, _dropout_factor(cop.attrs))
-        return nn_gpu.DropoutRun(UniformDraws(x.size, cop.attrs), x, mask, out,
+        return nn_gpu.DropoutRun(draws, x, mask, out,
                                  float(cop.attrs["dropout_prob"]), _dropout_factor(cop.attrs))
     return bind
 
