@@ -85,3 +85,18 @@ def test_large_arrays_use_the_parallel_kernel_and_agree():
     np.testing.assert_array_equal(outs["Out"][0], x + b)
     kernel = thunk.func if hasattr(thunk, "func") else None
     assert kernel is not None and kernel.targetoptions.get("parallel") is True
+
+
+@pytest.mark.parametrize("full,target", [((1, 1), (1, 1)), ((4, 6), (4, 6)), ((4, 6), (1, 6)),
+                                         ((4, 6), (4, 1)), ((2, 3, 5), (1, 3, 1)),
+                                         ((3, 4), (1, 1))])
+def test_sum_to_sums_or_copies_whatever_the_destination_held(full, target):
+    from numbaflow.kernels.codegen.cpu import broadcast_strides, sum_to
+    rng = np.random.default_rng(0)
+    src = rng.standard_normal(full).astype(np.float32)
+    out = np.full(target, np.nan, np.float32)           # garbage must never leak in
+    shape, (sst, dst), _ = broadcast_strides([full, target], full)
+    sum_to(src.reshape(-1), np.array(sst), np.array(shape), np.array(dst), out.reshape(-1),
+           target != full)
+    axes = tuple(d for d, (t, f) in enumerate(zip(target, full)) if t != f)
+    np.testing.assert_allclose(out, src.sum(axis=axes, keepdims=True), rtol=1e-5)

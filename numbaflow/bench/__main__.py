@@ -79,8 +79,29 @@ def run_case(case, cfg):
     return rows, False
 
 
+# numpy's matmul and numba's np.dot (scipy's BLAS) use two OpenBLAS builds, each with
+# its own worker threads, which spin for ~0.1 s after a call. Measured interleaved in one
+# process on 2 cores, each contender's spinning workers then halve the other's speed
+# (MLP step: numpy 6.3 ms instead of 2.9). A short spin makes each contender measure
+# as it does alone; it must be set before numpy loads OpenBLAS, hence the re-exec.
+BLAS_ENV = {"OPENBLAS_THREAD_TIMEOUT": "4"}
+
+
+def _reexec_with_blas_env(argv):
+    """From the command line (argv None), run again in a child with BLAS_ENV set."""
+    missing = {k: v for k, v in BLAS_ENV.items() if k not in os.environ}
+    if argv is not None or not missing or os.environ.get("NUMBAFLOW_BENCH_CHILD"):
+        return None
+    env = dict(os.environ, NUMBAFLOW_BENCH_CHILD="1", **missing)
+    import subprocess
+    return subprocess.call([sys.executable, "-m", "numbaflow.bench", *sys.argv[1:]], env=env)
+
+
 def main(argv=None):
     """Run the selected cases and print the table; non-zero if any case failed."""
+    rc = _reexec_with_blas_env(argv)
+    if rc is not None:
+        return rc
     args = parse_args(argv)
     from .cases import all_cases
     cases = [c for c in all_cases() if not args.only or any(s in c.name for s in args.only)]

@@ -198,8 +198,8 @@ def bias_relu_case():
         assert len(fused) == 1 and "relu" not in types and "elementwise_add" not in types, \
             f"bias_relu: expected one fused op in the compiled program, got {types}"
         return [Candidate("CompiledProgram fused", run,
-                          note=f"runs 1 {fused[0]} op; the fetch copies out (a fresh array), "
-                               "the loop writes a preallocated one"),
+                          note=f"runs 1 {fused[0]} op; the fetched array is handed over "
+                               "without a copy (reused once the caller dropped it)"),
                 Candidate("numba fused loop", lambda: baselines.bias_relu_loop(x, b, loop_out)),
                 Candidate("numpy maximum(x+b,0)", lambda: np.maximum(x + b, 0),
                           note="unfused, allocates x+b and the result")]
@@ -321,7 +321,7 @@ def fused_depthwise_case():
             "depthwise_conv2d" in types, f"fuse_relu_depthwise_conv did not fuse: {types}"
         assert "relu" in plain_types, f"the unfused program lost its relu: {plain_types}"
         return [Candidate("CompiledProgram fused", run_fused,
-                          note="relu inside depthwise_conv2d(+_grad); dx, dw fetched (copies)"),
+                          note="relu inside depthwise_conv2d(+_grad); dx, dw fetched"),
                 Candidate("CompiledProgram unfused", run_plain, note="relu, relu_grad separate"),
                 Candidate("numba padded-plane loops", step)]
 

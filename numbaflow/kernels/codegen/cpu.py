@@ -197,26 +197,16 @@ class ElementwiseKernel:
 def sum_to(src, src_strides, shape, dst_strides, out, summed):
     """out = src summed down to out's shape (strides 0 on the summed dims), or copied
     (`summed` False; `out` may then be `src` itself, in place). Row by row over the
-    collapsed iteration space; compiled (not numpy) so it can join a compiled segment."""
+    collapsed iteration space, contiguous rows as slices (vectorised); compiled, not
+    numpy, so that it can join a compiled segment."""
     ndim = shape.shape[0]
     inner = shape[ndim - 1]
     nrows = 1
     for d in range(ndim - 1):
         nrows *= shape[d]
-    if not summed:
-        for r in range(nrows):
-            rem, bs, bd = r, 0, 0
-            for d in range(ndim - 2, -1, -1):
-                q = rem // shape[d]
-                idx = rem - q * shape[d]
-                rem = q
-                bs += idx * src_strides[d]
-                bd += idx * dst_strides[d]
-            for j in range(inner):
-                out[bd + j * dst_strides[ndim - 1]] = src[bs + j * src_strides[ndim - 1]]
-        return
-    out[:] = 0
     si, di = src_strides[ndim - 1], dst_strides[ndim - 1]
+    if summed:
+        out[:] = 0
     for r in range(nrows):
         rem, bs, bd = r, 0, 0
         for d in range(ndim - 2, -1, -1):
@@ -225,14 +215,29 @@ def sum_to(src, src_strides, shape, dst_strides, out, summed):
             rem = q
             bs += idx * src_strides[d]
             bd += idx * dst_strides[d]
-        if di == 0:
-            acc = out[bd]
-            for j in range(inner):
-                acc += src[bs + j * si]
+        if di == 0:                       # the whole row goes into one element
+            acc = out[bd] if summed else 0.0
+            if si == 1:
+                x = src[bs:bs + inner]
+                for j in range(inner):
+                    acc += x[j]
+            else:
+                acc += src[bs] * inner
             out[bd] = acc
+        elif si == 1 and di == 1:         # row slices indexed from 0: vector loads
+            o, x = out[bd:bd + inner], src[bs:bs + inner]
+            if summed:
+                for j in range(inner):
+                    o[j] += x[j]
+            else:
+                for j in range(inner):
+                    o[j] = x[j]
         else:
             for j in range(inner):
-                out[bd + j * di] += src[bs + j * si]
+                if summed:
+                    out[bd + j * di] += src[bs + j * si]
+                else:
+                    out[bd + j * di] = src[bs + j * si]
 
 
 def _noop():
