@@ -252,13 +252,13 @@ def test_cross_entropy_is_per_sample_on_probabilities():
 
 
 def test_namespace():
-    for name in ["layers", "optimizer", "Executor", "CPUPlace", "CUDAPlace", "Program",
+    for name in ["layers", "ParallelExecutor", "optimizer", "Executor", "CPUPlace", "CUDAPlace", "Program",
                  "program_guard", "default_main_program", "default_startup_program",
                  "global_scope", "scope_guard", "CompiledProgram", "BuildStrategy",
                  "ExecutionStrategy", "ParamAttr", "initializer", "unique_name", "backward",
                  "gradients", "io"]:
         assert hasattr(fluid, name), name
-    assert not hasattr(fluid, "ParallelExecutor")
+    assert callable(fluid.ParallelExecutor)
     for name in ["ConstantInitializer", "UniformInitializer", "NormalInitializer",
                  "XavierInitializer", "MSRAInitializer"]:
         assert callable(getattr(fluid.initializer, name)), name

@@ -44,6 +44,7 @@ class CompiledProgram:
         self._plans = {}            # the plans this compiled program ran (for drop / stats)
         self._last_plan = None
         self._runs = 0
+        self._runners = {}          # id(passed program) -> DataParallelRunner
         self.passes = []            # the passes of the last compile (with their refusals)
         self.build_strategy_effective = None
         self.exec_strategy_effective = None
@@ -107,7 +108,8 @@ class CompiledProgram:
             self.build_strategy_effective = bs.effective()
             self.exec_strategy_effective = es.effective(len(self._device_places))
             self._options = self._plan_options()
-        elif scope is not self._scope:
+        elif scope is not self._scope and self._share_vars_from is None:
+            # (with share_vars_from the source's scopes are used and `scope` is ignored)
             raise ValueError("Cannot compile program with different scope.")
         elif place != self._place:
             raise ValueError("Cannot compile program with different place.")
@@ -115,24 +117,31 @@ class CompiledProgram:
 
     def _run(self, exe, feed, fetch_list, scope, return_numpy, return_merged):
         self._bind(exe, scope)
-        if len(self._device_places) > 1:
-            raise NotImplementedError(
-                f"data-parallel execution over {len(self._device_places)} places is not "
-                f"available in this build yet; run with one place (CPU_NUM=1)")
         k = self.exec_strategy_effective.num_iteration_per_run
         feeds = _iteration_feeds(feed, k)
         program = self._compiled_program(feeds[0], fetch_list)
         options = self._options
-        # a dict feed is reused: the K iterations are one plan run (looping inside the
-        # compiled segment when there is one); an iterator gives one run per feed
-        runs = [(feeds[0], k)] if feed is None or isinstance(feed, dict) else \
+        # a dict (or per-device list) feed is reused: the K iterations are one plan run
+        # (looping inside the compiled segment when there is one); an iterator gives one
+        # run per feed
+        runs = [(feeds[0], k)] if not isinstance(feed, collections.abc.Iterator) else \
             [(f, 1) for f in feeds]
+        runner = self._runners.get(id(program))
         result = None
         for f, iterations in runs:
-            plan, arrays = exe._plan_for(program, f, fetch_list, scope, options)
-            self._plans[id(plan)] = plan
-            self._last_plan = plan
-            result = plan.run(arrays, iterations)
+            if runner is not None:
+                result = runner.run(f, fetch_list, return_merged, iterations)
+                for plan in runner.last_plans:
+                    self._plans[id(plan)] = plan
+                self._last_plan = runner.last_plans[0]
+            else:
+                if isinstance(f, (list, tuple)):
+                    raise TypeError("a list feed gives one dict per device: it needs "
+                                    "with_data_parallel over several places")
+                plan, arrays = exe._plan_for(program, f, fetch_list, scope, options)
+                self._plans[id(plan)] = plan
+                self._last_plan = plan
+                result = plan.run(arrays, iterations)
             self._runs += 1
             if self._runs % self.exec_strategy_effective.num_iteration_per_drop_scope == 0:
                 self.drop_local_exe_scopes()
@@ -140,6 +149,32 @@ class CompiledProgram:
             from .executor import _Fetched
             result = [_Fetched(r) for r in result]
         return result
+
+    def _data_parallel_runner(self, program, world):
+        from .data_parallel import DataParallelRunner
+        if len(self._device_places) > 1 and isinstance(self._place, CUDAPlace):
+            raise NotImplementedError(
+                "data parallelism over several CUDA places in one process is not available "
+                "yet; use one GPU per MPI rank (mpiexec -n N) or CPU places")
+        source = None
+        if self._share_vars_from is not None:
+            other = self._share_vars_from
+            if not getattr(other, "_is_data_parallel", False):
+                raise ValueError("The shared Program is not data parallel, cannot share "
+                                 "variables from it.")
+            if not other._runners:
+                raise ValueError("The shared Program is not compiled and executed, so there "
+                                 "is no variables to share.")
+            source = next(iter(other._runners.values()))
+        return DataParallelRunner(program, self._loss_name, self._device_places, self._scope,
+                                  self.build_strategy_effective, self._options,
+                                  self._executor._backend, world, source)
+
+    @property
+    def device_count(self):
+        """The number of local places (known after the first run)."""
+        return len(self._device_places) if self._scope is not None else \
+            len(self._places or [None])
 
     def _plan_options(self):
         bs, es = self.build_strategy_effective, self.exec_strategy_effective
@@ -160,7 +195,8 @@ class CompiledProgram:
         fed and fetched names (those are protected: no pass may fuse them away)."""
         fetch = tuple(f.name if hasattr(f, "name") else f for f in
                       ([fetch_list] if isinstance(fetch_list, str) else fetch_list or []))
-        fed = tuple(sorted(k.name if hasattr(k, "name") else k for k in (feed or {})))
+        names = (feed[0] if feed else {}) if isinstance(feed, (list, tuple)) else (feed or {})
+        fed = tuple(sorted(k.name if hasattr(k, "name") else k for k in names))
         key = (fetch, fed, self._program.version)
         program = self._passed.get(key)
         if program is None:
@@ -174,6 +210,11 @@ class CompiledProgram:
                                        device)
             if path:
                 write_dot(program, path + "_fused_graph")
+            world = _world()
+            if self._is_data_parallel and (len(self._device_places) > 1 or world is not None):
+                self._runners[id(program)] = self._data_parallel_runner(program, world)
+                self.passes.append(self._runners[id(program)].rewrite)
+            if path:
                 write_dot(program, path + "_multi_devices_graph")
             self._passed[key] = program
         return program
@@ -185,9 +226,20 @@ class CompiledProgram:
             plan.release()
 
 
+def _world():
+    """The MPI world when launched by mpiexec with several ranks, else None."""
+    from .strategy import _mpi_env
+    if _mpi_env()[0] <= 1:
+        return None
+    from .. import distributed
+    w = distributed.world()
+    return w if w is not None and w.size > 1 else None
+
+
 def _iteration_feeds(feed, k):
-    """The K feeds of one run: a dict reused K times, or K items from an iterator."""
-    if feed is None or isinstance(feed, dict):
+    """The K feeds of one run: a dict (or per-device list) reused K times, or K items
+    from an iterator."""
+    if feed is None or isinstance(feed, (dict, list, tuple)):
         return [feed] * k
     if isinstance(feed, collections.abc.Iterator):
         out = []
@@ -198,5 +250,6 @@ def _iteration_feeds(feed, k):
                 raise ValueError(f"num_iteration_per_run={k} but the feed iterator ended after "
                                  f"{i} feeds") from None
         return out
-    raise TypeError(f"feed must be a dict or an iterator of dicts, got {type(feed).__name__}")
+    raise TypeError(f"feed must be a dict, a list of dicts (one per device) or an iterator "
+                    f"of those, got {type(feed).__name__}")
 

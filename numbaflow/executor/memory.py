@@ -35,13 +35,19 @@ def nbytes(info):
 
 
 def _inplace_pairs(op):
+    """(output var, input var) pairs that may share a buffer."""
     opdef = get_op_def(op.type)
     if opdef.has(ELEMENTWISE) and len(op.output_vars()) == 1:
         # one output: the template reads all inputs of an element before writing it.
-        # With several outputs, some are copied or summed from inputs by numpy after the
-        # kernel ran, so an output written in place could clobber what they read.
-        return [(o, i) for o in op.outputs for i in op.inputs]
-    return list(opdef.inplace.items())
+        # With several outputs, some are copied or summed from inputs after the kernel
+        # ran, so an output written in place could clobber what they read.
+        return [(o, i) for o in op.output_vars() for i in op.input_vars()]
+    pairs = []
+    for out_slot, in_slot in opdef.inplace.items():
+        outs, ins = op.outputs.get(out_slot, []), op.inputs.get(in_slot, [])
+        if len(outs) == len(ins):       # duplicable slots pair up by position
+            pairs += list(zip(outs, ins))
+    return pairs
 
 
 def assign_buffers(ops, shapes, pooled, keep_alive, memory_optimize=True, enable_inplace=True):
@@ -62,17 +68,15 @@ def assign_buffers(ops, shapes, pooled, keep_alive, memory_optimize=True, enable
     for i, op in enumerate(ops):
         taken = set()
         if enable_inplace:
-            for out_slot, in_slot in _inplace_pairs(op):
-                for out in op.outputs.get(out_slot, []):
-                    for inp in op.inputs.get(in_slot, []):
-                        if (out in pooled and out not in a.buffer_of and inp in a.buffer_of
-                                and last.get(inp) == i and inp not in keep_alive
-                                and a.buffer_of[inp] not in taken
-                                and shapes[out].shape == shapes[inp].shape
-                                and shapes[out].dtype == shapes[inp].dtype):
-                            a.buffer_of[out] = a.buffer_of[inp]
-                            taken.add(a.buffer_of[inp])
-                            a.inplace.append((i, out, inp))
+            for out, inp in _inplace_pairs(op):
+                if (out in pooled and out not in a.buffer_of and inp in a.buffer_of
+                        and last.get(inp) == i and inp not in keep_alive
+                        and a.buffer_of[inp] not in taken
+                        and shapes[out].shape == shapes[inp].shape
+                        and shapes[out].dtype == shapes[inp].dtype):
+                    a.buffer_of[out] = a.buffer_of[inp]
+                    taken.add(a.buffer_of[inp])
+                    a.inplace.append((i, out, inp))
         for out in op.output_vars():
             if out not in pooled or out in a.buffer_of:
                 continue

@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import config
 from ..graph.program import infer_op
-from ..kernels.registry import MAY_FAIL, ConcreteOp, get_op_def
+from ..kernels.registry import COLLECTIVE, MAY_FAIL, ConcreteOp, get_op_def
 from .backend import HostBackend
 from .memory import assign_buffers, nbytes
 from .segments import compile_units, flatten
@@ -62,6 +62,7 @@ class PlanOptions:
     sequential: bool = False
     segments: bool = True        # merge runs of compiled kernels into one njit function
     device_lock: bool = False    # remove_unnecessary_lock=False: runs of all places take one lock
+    comm: object = None          # data parallel: this device's endpoint for collective ops
 
 
 def _close(name, candidates):
@@ -153,9 +154,10 @@ class Plan:
                         raise ValueError(f"op {op.type} produces {v.name} with shape "
                                          f"{info.shape}, but it holds {shapes[v].shape}")
                     shapes[v] = info
+            comm = self.options.comm if get_op_def(op.type).has(COLLECTIVE) else None
             self.concrete.append(ConcreteOp(
                 op.type, op.attrs, {k: [shapes[v] for v in vs] for k, vs in op.inputs.items()},
-                {k: [shapes[v] for v in vs] for k, vs in op.outputs.items()}))
+                {k: [shapes[v] for v in vs] for k, vs in op.outputs.items()}, comm))
         self.shapes = shapes
         self._binders = [None] * len(self.ops)
         # persistables this plan writes before (or without) reading: it may (re)allocate them
@@ -256,8 +258,13 @@ class Plan:
         (read after write) and earlier users of the memory it writes (write after read or
         write), by buffer, so in-place and reused buffers are ordered too."""
         last_write, readers_since, deps = {}, {}, []
+        last_collective = None      # collectives run in program order on every device
         for i, op in enumerate(self.ops):
             d = set()
+            if get_op_def(op.type).has(COLLECTIVE):
+                if last_collective is not None:
+                    d.add(last_collective)
+                last_collective = i
             for v in op.input_vars():
                 k = self._memory_key(v)
                 if k in last_write:

@@ -53,6 +53,7 @@ class Scope:
         self._device = {}
         self._on_device = set()
         self.version = 0
+        self.writes = 0         # Scope.set calls: data-parallel replicas re-sync after one
 
     # ---- host <-> device bookkeeping (used by executor backends)
     def _host_array(self, name):
@@ -110,6 +111,7 @@ class Scope:
         """Set `name` to `value`. Same shape and dtype: written in place (and into its
         device copy, if it has one)."""
         value = np.asarray(value)
+        self.writes += 1
         old = self._arrays.get(name)
         self._on_device.discard(name)
         if old is not None and old.shape == value.shape and old.dtype == value.dtype:

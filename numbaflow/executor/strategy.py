@@ -137,8 +137,8 @@ class ExecutionStrategy(_Strict):
     def effective(self, num_places=1):
         e = self._copy()
         if e.num_threads == 0:
-            # one worker per place: a single place's kernels already use every core
-            # (numba's parallel loops, BLAS), and measured here a second inter-op worker
-            # on 2 cores only adds hand-off latency to small graphs.
-            object.__setattr__(e, "num_threads", max(1, min(os.cpu_count() or 1, num_places)))
+            # one worker per place: a place's kernels already use every core it gets
+            # (numba's parallel loops, BLAS; data-parallel places split the cores), and
+            # measured here a second worker on 2 cores only adds hand-off latency.
+            object.__setattr__(e, "num_threads", 1)
         return e

@@ -8,3 +8,4 @@ from . import conv  # noqa: F401
 from . import fused_elementwise  # noqa: F401
 from . import fused_optim  # noqa: F401
 from . import fused_add_act  # noqa: F401
+from . import collective  # noqa: F401,E402

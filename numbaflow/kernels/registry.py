@@ -34,6 +34,7 @@ NO_GRAD = "no_grad"              # not differentiable: backward stops here
 OPTIMIZER = "optimizer"          # updates persistables in place
 RANDOM = "random"                # draws random numbers
 MAY_FAIL = "may_fail"            # can raise on bad data (e.g. label out of range)
+COLLECTIVE = "collective"        # talks to the other devices (its kernel gets `cop.comm`)
 
 
 @dataclass
@@ -115,9 +116,10 @@ class InferContext:
 class ConcreteOp:
     """An op with fully known shapes: what a kernel factory specialises on."""
 
-    def __init__(self, op_type, attrs, in_infos, out_infos):
+    def __init__(self, op_type, attrs, in_infos, out_infos, comm=None):
         self.type, self.attrs = op_type, attrs
         self.in_infos, self.out_infos = in_infos, out_infos
+        self.comm = comm            # COLLECTIVE ops: this device's communicator endpoint
 
     def input(self, slot):
         lst = self.in_infos.get(slot) or []

@@ -293,20 +293,28 @@ def check_inplace(case, dtype="float64"):
     block = program.global_block()
     in_vars = {}
     for slot, a in arrays.items():
-        if isinstance(a, list):
-            raise ValueError(f"{case.id}: check_inplace takes no duplicable inputs ({slot})")
-        in_vars[slot] = block.create_var(slot, a.shape, a.dtype, persistable=True)
-        scope.set(slot, a)
+        parts = a if isinstance(a, list) else [a]
+        in_vars[slot] = []
+        for k, part in enumerate(parts):
+            name = f"{slot}_{k}" if isinstance(a, list) else slot
+            in_vars[slot].append(block.create_var(name, part.shape, part.dtype,
+                                                  persistable=True))
+            scope.set(name, part)
     out_vars = {slot: in_vars[opdef.inplace[slot]] if slot in opdef.inplace
-                else block.create_var(f"out_{slot}") for slot in expected}
+                else [block.create_var(f"out_{slot}")] for slot in expected}
     block.append_op(case.op, in_vars, out_vars, case.attrs)
     verify(program)
-    got = Executor(CPUPlace()).run(program, fetch_list=list(out_vars.values()), scope=scope)
+    flat = [v for slot in expected for v in out_vars[slot]]
+    fetched = iter(Executor(CPUPlace()).run(program, fetch_list=flat, scope=scope))
+    got = [[next(fetched) for _ in out_vars[slot]] for slot in expected]
+    got = [g if isinstance(expected[slot], list) else g[0] for slot, g in zip(expected, got)]
     rtol, atol = FORWARD_TOL[np.dtype(dtype)]
     for (slot, want), g in zip(expected.items(), got):
-        assert_close(_where(case, f"in-place output {slot} ({dtype})"), g, want,
-                     case.rtol if case.rtol is not None else rtol,
-                     case.atol if case.atol is not None else atol)
+        pairs = zip(g, want) if isinstance(want, list) else [(g, want)]
+        for k, (gk, wk) in enumerate(pairs):
+            assert_close(_where(case, f"in-place output {slot}[{k}] ({dtype})"), gk, wk,
+                         case.rtol if case.rtol is not None else rtol,
+                         case.atol if case.atol is not None else atol)
 
 
 # ---------------------------------------------------------------- gradient check

@@ -1,0 +1,138 @@
+"""numbaflow.distributed: processes under `mpiexec`.
+
+Nothing needs to be set up: run `mpiexec -n R python train.py` and data-parallel
+programs span all R ranks. These functions let a script ask where it runs, wait for
+the others, or pick a sub-communicator.
+
+>>> import numbaflow.distributed as dist
+>>> dist.get_rank(), dist.get_world_size()      # (0, 1) without mpiexec
+(0, 1)
+
+mpi4py is imported (MPI is initialised) only when the process was launched by
+mpiexec with more than one process, or when `init()` is called. Under mpiexec with
+R > 1, an unhandled exception on any rank prints its traceback tagged with the
+rank and aborts the whole job (MPI_Abort) instead of leaving the others hanging.
+"""
+import numpy as np
+
+from .mpi import World, env_size, init, install_abort_hooks, is_initialized, world  # noqa: F401
+
+__all__ = ["get_rank", "get_world_size", "barrier", "init", "is_initialized",
+           "broadcast_parameters", "world", "World"]
+
+# Install the abort hooks as soon as numbaflow.distributed is imported under mpiexec:
+# an exception before MPI is first used would otherwise also hang the other ranks
+# (Hydra does not end a job when one process exits with an error). This does not
+# import mpi4py; the hook does, only to call MPI_Abort.
+if env_size() > 1:
+    install_abort_hooks()
+
+
+def get_rank():
+    """This process's rank in the current communicator (0 without mpiexec).
+
+    >>> if dist.get_rank() == 0: print("only rank 0 logs")
+    """
+    w = world()
+    return 0 if w is None else w.rank
+
+
+def get_world_size():
+    """The number of processes in the current communicator (1 without mpiexec).
+
+    >>> per_rank_batch = global_batch // dist.get_world_size()
+    """
+    w = world()
+    return 1 if w is None else w.size
+
+
+def barrier():
+    """Wait until every rank has reached this call (returns at once in one process).
+
+    >>> if dist.get_rank() == 0: write_dataset(); dist.barrier()
+    """
+    w = world()
+    if w is not None:
+        w.barrier()
+
+
+def broadcast_parameters(program, scope=None):
+    """Copy every persistable variable of `program` (parameters, optimizer state,
+    learning rate) from rank 0's scope to every rank's, in place. Returns the names
+    copied, sorted (the order they are sent in).
+
+    A variable rank 0 holds and another rank does not is created there. Before any
+    data moves, the ranks compare what they hold; a different program (other
+    persistable names), a shape or dtype mismatch, or a value another rank holds but
+    rank 0 does not raises ValueError on every rank (no rank is left waiting).
+
+    >>> exe.run(startup)                       # each rank initialises its own copy
+    >>> dist.broadcast_parameters(main)        # now every rank holds rank 0's
+    """
+    from ..executor.scope import global_scope
+    program = _as_program(program)
+    scope = global_scope() if scope is None else scope
+    names = sorted(v.name for v in program.list_vars()
+                   if v.persistable and not getattr(v, "is_data", False))
+    held = {}
+    for n in names:
+        a = scope._arrays.get(n)
+        if a is not None:
+            held[n] = (tuple(a.shape), a.dtype.name)
+    w = world()
+    if w is None:
+        return sorted(held)
+    everyone = w.allgather_obj((names, held))
+    problems = _mismatches(everyone)
+    if problems:
+        more = f" (and {len(problems) - 10} more)" if len(problems) > 10 else ""
+        raise ValueError("broadcast_parameters: the ranks do not hold the same variables: "
+                         + "; ".join(problems[:10]) + more + ". Every rank must build the same "
+                         "program and run its startup program first.")
+    root = everyone[0][1]
+    for n in sorted(root):
+        if n in held:
+            a = scope._host_array(n)     # a newer device copy is synced first
+            w.bcast_(a)
+            if w.rank != 0:
+                scope._host_wrote([n])   # refresh the device copy, if any
+        else:
+            shape, dtype = root[n]
+            scope.set(n, w.bcast_(np.empty(shape, np.dtype(dtype))))
+    return sorted(root)
+
+
+def _mismatches(everyone):
+    """Human-readable differences between rank 0's (names, held) and each other rank's.
+    Every rank computes the same list from the same gathered data."""
+    names0, root = everyone[0]
+    out = []
+    for r, (names, held) in enumerate(everyone[1:], start=1):
+        if names != names0:
+            lacks = sorted(set(names0) - set(names))[:5]
+            extra = sorted(set(names) - set(names0))[:5]
+            out.append(f"rank {r}'s program differs from rank 0's (persistable variables "
+                       f"missing: {lacks}, extra: {extra})")
+            continue
+        for n, info in held.items():
+            if n not in root:
+                out.append(f"rank {r} holds {n!r} but rank 0 does not")
+            elif info != root[n]:
+                out.append(f"{n!r} is {_fmt(root[n])} on rank 0 but {_fmt(info)} on rank {r}")
+    return out
+
+
+def _fmt(info):
+    shape, dtype = info
+    return f"{dtype}{list(shape)}"
+
+
+def _as_program(program):
+    from ..graph.program import Program
+    inner = getattr(program, "_program", None)      # a CompiledProgram
+    if isinstance(inner, Program):
+        return inner
+    if not isinstance(program, Program):
+        raise TypeError(f"broadcast_parameters: program must be a Program or CompiledProgram, "
+                        f"got {type(program).__name__}")
+    return program

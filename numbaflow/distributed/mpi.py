@@ -1,0 +1,296 @@
+"""The MPI layer: one `World` (an mpi4py communicator plus the few collectives the
+executor needs), created lazily, and the abort-on-failure hooks.
+
+mpi4py is imported (which initialises MPI) only when this process was launched by
+`mpiexec` with more than one process, or when `init()` is called: a plain
+`import numbaflow` never starts MPI.
+
+The executor asks `world()` once per compilation: None means a single process
+(no MPI calls at all); otherwise every collective below must be issued in the same
+order on every rank, from one thread at a time.
+"""
+import os
+import sys
+import threading
+import traceback
+
+import numpy as np
+
+# Launchers announce the job size in the environment before MPI is initialised:
+# MPICH/Hydra, Intel MPI and Slurm's PMI2 set PMI_*; Open MPI sets OMPI_COMM_WORLD_*;
+# MVAPICH sets MV2_COMM_WORLD_*.
+_SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE")
+_RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "MV2_COMM_WORLD_RANK")
+
+# Dtypes MPI's SUM is defined for that the executor reduces.
+_SUM_DTYPES = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int32),
+               np.dtype(np.int64))
+
+_UNSET = object()
+_world = _UNSET         # World, None (one process) or _UNSET (not decided yet)
+_initialized = False    # init() was called
+_hooks_installed = False
+_lock = threading.Lock()
+
+
+def env_size():
+    """The job size the launcher announced (1 when not launched by mpiexec)."""
+    for var in _SIZE_VARS:
+        v = os.environ.get(var)
+        if v and v.isdigit():
+            return int(v)
+    return 1
+
+
+def env_rank():
+    """This process's rank as the launcher announced it (0 when not launched by mpiexec)."""
+    for var in _RANK_VARS:
+        v = os.environ.get(var)
+        if v and v.isdigit():
+            return int(v)
+    return 0
+
+
+class World:
+    """A communicator with the collectives data parallelism needs.
+
+    `rank` and `size` are this process's rank and the number of processes. Every
+    method is collective: all ranks must call it, in the same order.
+
+    Reproducibility: `Allreduce` with MPI.SUM in MPICH picks its algorithm from the
+    communicator size and the message size only, and each algorithm combines the
+    ranks' contributions in a fixed order (recursive doubling for short messages,
+    reduce-scatter + allgather for long ones, where each element is summed on one
+    rank and then copied). So for a fixed number of ranks and a fixed bucket layout
+    the sums are bitwise the same run to run and on every rank.
+    """
+
+    def __init__(self, comm):
+        from mpi4py import MPI
+        self._MPI = MPI
+        self.comm = comm
+        self.rank = comm.Get_rank()
+        self.size = comm.Get_size()
+
+    def __repr__(self):
+        return f"World(rank={self.rank}, size={self.size})"
+
+    def barrier(self):
+        """Wait until every rank has reached this call."""
+        self.comm.Barrier()
+
+    def allreduce_sum_(self, array):
+        """Replace `array` (C-contiguous numpy, float32/float64/int32/int64) by its
+        elementwise sum over all ranks, in place. Returns `array`.
+
+        >>> g = np.ones(3, np.float32); world().allreduce_sum_(g)  # 2 ranks: g == [2, 2, 2]
+        """
+        _check_buffer(array, "allreduce_sum_")
+        if array.size:
+            self.comm.Allreduce(self._MPI.IN_PLACE, array, op=self._MPI.SUM)
+        return array
+
+    def allreduce_many_(self, arrays, buffer=None):
+        """Sum several arrays of one dtype over all ranks with ONE Allreduce: they are
+        copied into a flat buffer, reduced there, and copied back (in place).
+
+        `buffer`: a 1-D C-contiguous array of the arrays' dtype with at least
+        sum(a.size) elements, kept by the caller between steps so that a bucket
+        allocates nothing; None allocates one for this call.
+
+        >>> world().allreduce_many_([w_grad, b_grad], buffer=np.empty(w_grad.size + b_grad.size, np.float32))
+        """
+        arrays = list(arrays)
+        if not arrays:
+            return
+        dtype = arrays[0].dtype
+        for a in arrays:
+            _check_buffer(a, "allreduce_many_")
+            if a.dtype != dtype:
+                raise TypeError(f"allreduce_many_: every array of a bucket must have one dtype; "
+                                f"got {dtype} and {a.dtype} (bucket arrays by dtype)")
+        if len(arrays) == 1:
+            self.allreduce_sum_(arrays[0])
+            return
+        total = sum(a.size for a in arrays)
+        if buffer is None:
+            buffer = np.empty(total, dtype)
+        elif (not isinstance(buffer, np.ndarray) or buffer.ndim != 1 or buffer.dtype != dtype
+              or buffer.size < total or not buffer.flags.c_contiguous
+              or not buffer.flags.writeable):
+            got = (f"{type(buffer).__name__} {getattr(buffer, 'shape', '')} "
+                   f"{getattr(buffer, 'dtype', '')}")
+            raise ValueError(f"allreduce_many_: buffer must be a writeable 1-D C-contiguous "
+                             f"{dtype} array of at least {total} elements, got {got}")
+        flat = buffer[:total]
+        offset = 0
+        for a in arrays:
+            flat[offset:offset + a.size] = a.reshape(-1)
+            offset += a.size
+        self.allreduce_sum_(flat)
+        offset = 0
+        for a in arrays:
+            a.reshape(-1)[:] = flat[offset:offset + a.size]
+            offset += a.size
+
+    def bcast_(self, array, root=0):
+        """Overwrite `array` (C-contiguous numpy) on every rank with root's, in place.
+        Shapes and dtypes must already agree between ranks. Returns `array`."""
+        _check_buffer(array, "bcast_", any_dtype=True)
+        if array.size:
+            self.comm.Bcast(array, root=root)
+        return array
+
+    def allgather_obj(self, obj):
+        """The list of every rank's `obj` (picklable), in rank order."""
+        return self.comm.allgather(obj)
+
+    def sum_int(self, x):
+        """The sum over all ranks of the int `x` (e.g. the global batch size)."""
+        return self.comm.allreduce(int(x), op=self._MPI.SUM)
+
+    def check_same(self, what, value):
+        """Raise ValueError on EVERY rank (so none deadlocks in a later collective) when
+        `value` (picklable, comparable) differs between ranks; `what` names it."""
+        values = self.allgather_obj(value)
+        bad = [r for r, v in enumerate(values) if v != values[0]]
+        if bad:
+            shown = "; ".join(f"rank {r}: {_short(values[r])}" for r in [0] + bad[:4])
+            raise ValueError(f"{what} differs between ranks ({shown}); every rank must build "
+                             f"the same program and feed the same dtypes")
+
+
+def _short(v, limit=200):
+    s = repr(v)
+    return s if len(s) <= limit else s[:limit] + "..."
+
+
+def _check_buffer(a, fn, any_dtype=False):
+    if not isinstance(a, np.ndarray):
+        raise TypeError(f"{fn}: expected a numpy array, got {type(a).__name__}")
+    if not a.flags.c_contiguous or not a.flags.writeable:
+        raise ValueError(f"{fn}: the array must be C-contiguous and writeable (it is "
+                         f"reduced in place); got shape {a.shape}, strides {a.strides}, "
+                         f"writeable={a.flags.writeable}")
+    if not any_dtype and a.dtype not in _SUM_DTYPES:
+        raise TypeError(f"{fn}: dtype {a.dtype} is not summed by MPI here; expected one of "
+                        f"{', '.join(str(d) for d in _SUM_DTYPES)}")
+
+
+# ---------------------------------------------------------------- the current world
+def world():
+    """The current World, or None for a single process (size 1).
+
+    The first call in a process launched by `mpiexec -n R` (R > 1) initialises MPI
+    on COMM_WORLD; `init(comm)` chooses another communicator.
+    """
+    global _world
+    w = _world
+    if w is _UNSET:
+        with _lock:
+            if _world is _UNSET:
+                _world = _world_from_env()
+            w = _world
+    return w
+
+
+def _world_from_env():
+    if env_size() <= 1:
+        return None
+    from mpi4py import MPI
+    install_abort_hooks()
+    return World(MPI.COMM_WORLD) if MPI.COMM_WORLD.Get_size() > 1 else None
+
+
+def init(comm=None):
+    """Use `comm` (an mpi4py intra-communicator; None: MPI.COMM_WORLD) for every
+    collective from now on. Returns the World, or None when `comm` has one process."""
+    global _world, _initialized
+    from mpi4py import MPI
+    if comm is None:
+        comm = MPI.COMM_WORLD
+    if not isinstance(comm, MPI.Intracomm) or comm == MPI.COMM_NULL:
+        raise ValueError(f"init: comm must be an mpi4py intra-communicator this rank belongs "
+                         f"to (e.g. MPI.COMM_WORLD.Split(color)), got {comm!r}")
+    if MPI.COMM_WORLD.Get_size() > 1:
+        install_abort_hooks()
+    with _lock:
+        _world = World(comm) if comm.Get_size() > 1 else None
+        _initialized = True
+    return _world
+
+
+def is_initialized():
+    """True once a communicator is chosen: `init()` was called, or MPI was started
+    because this process was launched by mpiexec with more than one process."""
+    return _initialized or (_world is not _UNSET and _world is not None)
+
+
+# ---------------------------------------------------------------- abort on failure
+def install_abort_hooks():
+    """Make an unhandled exception (main thread or any thread) on this rank print its
+    traceback, tagged with the rank, and abort the whole MPI job: without this the
+    other ranks would wait forever in their next collective. Idempotent; MPI is
+    imported by the hook only if it is not yet (MPI_Abort needs it)."""
+    global _hooks_installed
+    with _lock:
+        if _hooks_installed:
+            return
+        _hooks_installed = True
+    prev_sys, prev_thread = sys.excepthook, threading.excepthook
+
+    def excepthook(exc_type, exc, tb):
+        try:
+            _report(exc_type, exc, tb, "", prev_sys if prev_sys is not sys.__excepthook__
+                    else None, (exc_type, exc, tb))
+        finally:
+            _abort()
+
+    def thread_excepthook(args):
+        if issubclass(args.exc_type, SystemExit):   # the default hook ignores it too
+            return prev_thread(args)
+        try:
+            where = f" in thread {args.thread.name!r}" if args.thread is not None else ""
+            _report(args.exc_type, args.exc_value, args.exc_traceback, where,
+                    prev_thread if prev_thread is not threading.__excepthook__ else None,
+                    (args,))
+        finally:
+            _abort()
+
+    sys.excepthook = excepthook
+    threading.excepthook = thread_excepthook
+
+
+def _rank_tag():
+    w = _world
+    if isinstance(w, World):
+        return f"rank {w.rank}/{w.size}"
+    return f"rank {env_rank()}/{env_size()}"
+
+
+def _report(exc_type, exc, tb, where, custom_hook, hook_args):
+    tag = _rank_tag()
+    try:
+        if custom_hook is not None:
+            custom_hook(*hook_args)
+        else:
+            lines = "".join(traceback.format_exception(exc_type, exc, tb)).splitlines()
+            sys.stderr.write("".join(f"[{tag}] {line}\n" for line in lines))
+        sys.stderr.write(f"[{tag}] numbaflow.distributed: unhandled exception{where}; "
+                         f"aborting the MPI job so that the other ranks do not hang\n")
+        sys.stderr.flush()
+    except Exception:   # reporting must never prevent the abort
+        pass
+
+
+def _abort():
+    try:
+        sys.stdout.flush()
+    except Exception:
+        pass
+    try:
+        from mpi4py import MPI
+        if not MPI.Is_finalized():
+            MPI.COMM_WORLD.Abort(1)
+    finally:
+        os._exit(1)

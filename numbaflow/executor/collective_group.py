@@ -1,0 +1,116 @@
+"""The communicator of one process's local devices (threads), optionally spanning MPI ranks.
+
+Each device thread calls its endpoint's `allreduce_(arrays, bucket)` from the bound
+kernel of a `c_allreduce_sum` op. The local sum is hierarchical and in a fixed order:
+
+1. every device publishes its arrays and waits at a barrier;
+2. one thread sums them into device 0's arrays, device by device in index order (so the
+   result is bit-reproducible run to run, whatever thread arrives first), then makes one
+   MPI allreduce per bucket (packed into a preallocated flat buffer) when there are
+   several ranks;
+3. after a second barrier every other device copies the result; a third barrier keeps
+   device 0 from overwriting its arrays (the next bucket, the next step) before then.
+
+A device that fails calls `abort()`: the others' barrier waits raise instead of hanging,
+and `reset()` makes the group usable for the next run.
+"""
+import threading
+
+import numpy as np
+
+
+class GroupAborted(RuntimeError):
+    """Another device of the data-parallel group failed during this run."""
+
+
+class LocalGroup:
+    def __init__(self, size, world=None):
+        self.size = size
+        self.world = world                 # numbaflow.distributed World, or None
+        self._barrier = threading.Barrier(size)
+        self._slots = [None] * size
+        self._flat = {}                    # bucket -> flat buffer for the MPI call
+
+    def endpoint(self, index):
+        return DeviceComm(self, index)
+
+    def abort(self):
+        self._barrier.abort()
+
+    def reset(self):
+        self._barrier.reset()
+
+    def _wait(self):
+        try:
+            return self._barrier.wait()
+        except threading.BrokenBarrierError:
+            raise GroupAborted("another device of the data-parallel group failed; see "
+                               "its error") from None
+
+    def allreduce_(self, index, arrays, bucket):
+        self._slots[index] = arrays
+        if self._wait() == 0:
+            total = self._slots[0]
+            for d in range(1, self.size):
+                for acc, x in zip(total, self._slots[d]):
+                    np.add(acc, x, out=acc)
+            if self.world is not None and self.world.size > 1:
+                self.world.allreduce_many_(total, self._flat_buffer(bucket, total))
+        self._wait()
+        if index:
+            for mine, total in zip(arrays, self._slots[0]):
+                np.copyto(mine, total)
+        self._wait()
+
+    def broadcast_(self, index, arrays, root, bucket):
+        """Every device's `arrays` become those of global device `root`
+        (= rank * local size + local index)."""
+        rank, local = divmod(root, self.size)
+        self._slots[index] = arrays
+        if self._wait() == 0 and self.world is not None and self.world.size > 1:
+            src = self._slots[local]
+            flat = self._flat_buffer(("bcast", bucket), src)
+            if self.world.rank == rank:
+                _pack(src, flat)
+            self.world.bcast_(flat, root=rank)
+            _unpack(flat, src)
+        self._wait()
+        if index != local:
+            for mine, src in zip(arrays, self._slots[local]):
+                np.copyto(mine, src)
+        self._wait()
+
+    def _flat_buffer(self, key, arrays):
+        n = sum(a.size for a in arrays)
+        dtype = arrays[0].dtype
+        buf = self._flat.get(key)
+        if buf is None or buf.size != n or buf.dtype != dtype:
+            buf = self._flat[key] = np.empty(n, dtype)
+        return buf
+
+
+def _pack(arrays, flat):
+    i = 0
+    for a in arrays:
+        flat[i:i + a.size] = a.reshape(-1)
+        i += a.size
+
+
+def _unpack(flat, arrays):
+    i = 0
+    for a in arrays:
+        a.reshape(-1)[:] = flat[i:i + a.size]
+        i += a.size
+
+
+class DeviceComm:
+    """One device's view of its LocalGroup (what collective kernels get as `cop.comm`)."""
+
+    def __init__(self, group, index):
+        self.group, self.index = group, index
+
+    def allreduce_(self, arrays, bucket=0):
+        self.group.allreduce_(self.index, arrays, bucket)
+
+    def broadcast_(self, arrays, root=0, bucket=0):
+        self.group.broadcast_(self.index, arrays, root, bucket)

@@ -1,0 +1,152 @@
+"""Running one compiled program on D local devices (threads) and R MPI ranks.
+
+The program (already through the BuildStrategy's passes) gets the `multi_devices`
+rewrite (graph/passes/data_parallel.py): every replica runs the same program, whose
+gradients are summed by `c_allreduce_sum` ops through this process's LocalGroup
+(executor/collective_group.py), which also spans the MPI ranks. Per run:
+
+1. the feed is split over the devices (parallel_feed.split_feed) and each device gets
+   its `<loss>@GRAD` value (its share of the global batch, 1, or the user's);
+2. parameters are made identical everywhere: at the first run and after any
+   `Scope.set`, rank 0 broadcasts them to the other ranks, and the user's scope (device 0)
+   is copied into the other devices' scopes;
+3. the devices run their plans concurrently (device 0 on the caller's thread; kernels
+   release the GIL), each with 1/D of numba's threads;
+4. the fetches are merged in device order.
+
+Device 0's scope is the user's scope, so it always holds the current parameters (every
+device applies the same summed update).
+"""
+import numba
+
+from ..graph.passes import get_pass
+from ..graph.verify import verify
+from .collective_group import GroupAborted, LocalGroup
+from .executor import check_feed, resolve_fetch
+from .parallel_feed import loss_grad_scales, merge_fetch, split_feed
+from .plan import Plan
+from .scope import Scope
+from .strategy import GradientScaleStrategy
+
+
+class DataParallelRunner:
+    def __init__(self, program, loss_name, places, scope, build_strategy, options, backend,
+                 world=None, share_from=None):
+        self.places, self.D = places, len(places)
+        self.world = world
+        self.strategy = build_strategy.gradient_scale_strategy
+        self.rewrite = get_pass("multi_devices", loss_name=loss_name,
+                                fuse_all_reduce=build_strategy.fuse_all_reduce_ops,
+                                bucket_bytes=int(build_strategy.fuse_grad_size_in_MB * (1 << 20)))
+        self.rewrite.changed = self.rewrite.run(program)
+        verify(program)
+        self.program = program
+        self.training = self.rewrite.loss_grad is not None
+        self.group = LocalGroup(self.D, world)
+        # share_vars_from: the very scopes (parameter arrays) of the source's devices
+        self.shared = share_from is not None
+        self.scopes = list(share_from.scopes) if self.shared else \
+            [scope] + [Scope() for _ in range(self.D - 1)]
+        if len(self.scopes) != self.D:
+            raise ValueError(f"share_vars_from: the source runs on {len(self.scopes)} places, "
+                             f"this program on {self.D}; use the same places")
+        self.options = [_with_comm(options, self.group.endpoint(i)) for i in range(self.D)]
+        self.backend = backend
+        self.plans = [{} for _ in range(self.D)]
+        self._synced = None
+        self._threads = None
+        self.last_plans = []
+
+    # ------------------------------------------------------------------ one run
+    def run(self, feed, fetch_list, return_merged=True, iterations=1):
+        block = self.program.global_block()
+        lg = self.rewrite.loss_grad
+        customized = self.strategy is GradientScaleStrategy.Customized
+        feeds, sizes = split_feed(block, feed, self.D, self.training,
+                                  lg.name if (lg is not None and customized) else None)
+        if lg is not None and not customized:
+            total = sum(sizes)
+            if self.world is not None and self.world.size > 1:
+                total = self.world.sum_int(total)
+            for f, s in zip(feeds, loss_grad_scales(sizes, total, self.strategy)):
+                f[lg.name] = _full(lg, s)
+        fetch_vars = resolve_fetch(block, fetch_list)
+        self._sync_parameters()
+        plans = [self._plan(i, feeds[i], fetch_vars) for i in range(len(feeds))]
+        self.last_plans = plans
+        results = self._run_devices(plans, feeds, iterations)
+        return merge_fetch(results, return_merged)
+
+    def _plan(self, i, feed, fetch_vars):
+        arrays = check_feed(self.program.global_block(), feed)
+        key = (tuple((n, a.shape, a.dtype.str) for n, a in arrays.items()),
+               tuple(v.name for v in fetch_vars), self.program.version)
+        plan = self.plans[i].get(key)
+        if plan is None:
+            block = self.program.global_block()
+            plan = self.plans[i][key] = Plan(
+                self.program, {block.vars[n]: a for n, a in arrays.items()}, fetch_vars,
+                self.scopes[i], self.backend, self.options[i])
+        plan.feed_now = arrays
+        return plan
+
+    def _run_devices(self, plans, feeds, iterations):
+        n = len(plans)
+        results, errors = [None] * n, [None] * n
+        threads = numba.config.NUMBA_NUM_THREADS
+
+        def device(i):
+            previous = numba.get_num_threads()
+            numba.set_num_threads(max(1, threads // n))   # thread-local in numba
+            try:
+                results[i] = plans[i].run(plans[i].feed_now, iterations)
+            except BaseException as e:      # noqa: B902 - reported below, on the caller
+                errors[i] = e
+                self.group.abort()          # the others stop waiting for this device
+            finally:
+                numba.set_num_threads(previous)
+
+        if n == 1:
+            device(0)
+        else:
+            import threading
+            workers = [threading.Thread(target=device, args=(i,), daemon=True,
+                                        name=f"numbaflow-device-{i}") for i in range(1, n)]
+            for w in workers:
+                w.start()
+            device(0)
+            for w in workers:
+                w.join()
+        if any(errors):
+            self.group.reset()
+            first = next(e for e in errors if e is not None and not isinstance(e, GroupAborted))
+            raise first
+        return results
+
+    # ------------------------------------------------------------------ consistency
+    def _sync_parameters(self):
+        """Make every device and rank hold the user's parameters: at the first run and
+        after any Scope.set on the user's scope (the replicas never drift)."""
+        user = self.scopes[0]
+        if self._synced == user.writes or self.shared:   # a sharer sees the source's arrays
+            return
+        names = sorted(v.name for v in self.program.global_block().vars.values()
+                       if v.persistable and v.name in user._arrays)
+        if self.world is not None and self.world.size > 1:
+            from .. import distributed
+            distributed.broadcast_parameters(self.program, user)
+        for scope in self.scopes[1:]:
+            for name in names:
+                scope.set(name, user._host_array(name))
+        self._synced = user.writes
+
+
+def _full(var, value):
+    import numpy as np
+    shape = tuple(d if d >= 0 else 1 for d in var.shape)
+    return np.full(shape, value, dtype=var.dtype)
+
+
+def _with_comm(options, comm):
+    import dataclasses
+    return dataclasses.replace(options, comm=comm)

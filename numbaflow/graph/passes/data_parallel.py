@@ -1,0 +1,117 @@
+"""multi_devices: the data-parallel rewrite of a training program (one replica per device).
+
+* The loss-gradient seed (the LOSS_GRAD-role op writing `<loss>@GRAD`) is removed and
+  `<loss>@GRAD` becomes a fed variable: the runner feeds each device its share of the
+  global batch (CoeffNumDevice), 1 (One), or the user's value (Customized).
+* Every gradient an optimizer op reads is summed over all devices and ranks by a
+  `c_allreduce_sum` op placed right after the op that finishes it: the optimizer (and any
+  clipping or regularisation in between) reads the summed copy `<grad>@SUM`, a new
+  variable (the IR stays single-definition; the executor writes it in place over the
+  local gradient when that one is dead). With `fuse_all_reduce_ops` the gradients are
+  packed into buckets of at most `bucket_bytes` in the order they are finished, one op
+  (one MPI call) per bucket, placed as soon as its last gradient is ready — so a bucket
+  is reduced while the rest of the backward pass is still ahead of it in program order.
+
+Every replica runs the same rewritten program.
+"""
+import numpy as np
+
+from ...kernels.registry import OPTIMIZER, get_op_def
+from ..program import LOSS_GRAD
+from . import Pass, register_pass
+
+
+def _nbytes(v):
+    return int(np.prod([max(d, 1) for d in v.shape], dtype=np.int64)) * np.dtype(v.dtype).itemsize
+
+
+@register_pass
+class MultiDevicesPass(Pass):
+    name = "multi_devices"
+
+    def __init__(self, protected=(), device="cpu", loss_name=None, fuse_all_reduce=True,
+                 bucket_bytes=32 << 20):
+        super().__init__(protected, device)
+        self.loss_name = loss_name
+        self.fuse_all_reduce = fuse_all_reduce
+        self.bucket_bytes = bucket_bytes
+        self.loss_grad = None          # the fed `<loss>@GRAD` variable
+        self.buckets = []              # [[gradient Variables]] in the order reduced
+
+    def run(self, program):
+        block = program.global_block()
+        changed = self._seed_to_feed(block)
+        grads = self._optimizer_grads(block)
+        if not grads:
+            return changed
+        finish = {}                    # gradient -> index of the op that finishes it
+        for i, op in enumerate(block.ops):
+            for v in op.output_vars():
+                if v in grads:
+                    finish[v] = i
+        first_use = {}                 # gradient -> first later op reading it
+        for g, i in finish.items():
+            first_use[g] = next(j for j in range(i + 1, len(block.ops))
+                                if g in block.ops[j].input_vars())
+        order = sorted(finish, key=lambda g: (finish[g], g.name))
+        self.buckets = self._bucket(order, finish, first_use)
+        # insert from the back so earlier indices stay valid
+        placed = sorted(((max(finish[g] for g in b), k, b) for k, b in enumerate(self.buckets)),
+                        key=lambda t: -t[0])
+        for at, k, bucket in placed:
+            summed = [block.create_var(f"{g.name}@SUM", g.shape, g.dtype) for g in bucket]
+            for op in block.ops[at + 1:]:
+                for slot, vs in op.inputs.items():
+                    op.inputs[slot] = [summed[bucket.index(v)] if v in bucket else v
+                                       for v in vs]
+            op = block._make_op("c_allreduce_sum", {"X": bucket}, {"Out": summed},
+                                {"bucket": k})
+            op.role = block.ops[at].role
+            block.ops.insert(at + 1, op)
+        program._bump()
+        return True
+
+    def _seed_to_feed(self, block):
+        if self.loss_name is None:
+            return False
+        name = f"{self.loss_name}@GRAD"
+        for i, op in enumerate(block.ops):
+            if op.role == LOSS_GRAD and op.output_arg_names == [name]:
+                self.loss_grad = block.vars[name]
+                self.loss_grad.is_data = True
+                block._remove_op(i)
+                return True
+        if name in block.vars:         # already fed (a Graph rewritten before)
+            self.loss_grad = block.vars[name]
+            return False
+        self.refuse(name, "no loss-gradient seed op writes it: is loss_name the loss "
+                          "that minimize() was called on?")
+        return False
+
+    @staticmethod
+    def _optimizer_grads(block):
+        grads = []
+        for op in block.ops:
+            if get_op_def(op.type).has(OPTIMIZER):
+                grads += [g for g in op.inputs.get("Grad", []) if g not in grads]
+        return grads
+
+    def _bucket(self, order, finish, first_use):
+        if not self.fuse_all_reduce:
+            return [[g] for g in order]
+        buckets, current, size = [], [], 0
+        for g in order:
+            # a bucket is placed after its last gradient is finished: it must still be
+            # before the first reader of each gradient in it
+            ready_at = max([finish[x] for x in current] + [finish[g]])
+            fits = size + _nbytes(g) <= self.bucket_bytes and \
+                (not current or current[0].dtype == g.dtype)     # one flat buffer per bucket
+            in_time = all(ready_at < first_use[x] for x in current + [g])
+            if current and not (fits and in_time):
+                buckets.append(current)
+                current, size = [], 0
+            current.append(g)
+            size += _nbytes(g)
+        if current:
+            buckets.append(current)
+        return buckets

@@ -1,0 +1,62 @@
+"""Collective ops: how the replicas of a data-parallel program exchange gradients.
+
+They are inserted by the `multi_devices` pass (graph/passes/data_parallel.py), never by
+layers. Their kernels are host-side work — they wait for the other devices — so a
+compiled segment is cut at each of them. The executor gives each device's kernels its
+communicator endpoint as `cop.comm` (executor/collective_group.py); without one (a
+single-device run) they do nothing.
+"""
+import functools
+
+import numpy as np
+
+from .registry import COLLECTIVE, NO_GRAD, OpDef, Slot, register_op, sequence
+
+
+def _same_as_x(ctx):
+    return {"Out": ctx.inputs("X")}
+
+
+def _copies(ins, outs):
+    """Steps copying X[k] into Out[k] where they are different arrays (the pass makes
+    Out the same variable as X, so normally there are none)."""
+    return [functools.partial(np.copyto, o, x) for x, o in zip(ins["X"], outs["Out"])
+            if not np.shares_memory(x, o)]
+
+
+def _allreduce_cpu(cop):
+    def bind(ins, outs):
+        steps = _copies(ins, outs)
+        if cop.comm is not None:       # one device alone: the sum is X itself
+            steps.append(functools.partial(cop.comm.allreduce_, tuple(outs["Out"]),
+                                           cop.attrs["bucket"]))
+        return sequence(steps) if steps else _noop
+    return bind
+
+
+def _broadcast_cpu(cop):
+    def bind(ins, outs):
+        steps = _copies(ins, outs)
+        if cop.comm is not None:
+            steps.append(functools.partial(cop.comm.broadcast_, tuple(outs["Out"]),
+                                           cop.attrs["root"], cop.attrs["bucket"]))
+        return sequence(steps) if steps else _noop
+    return bind
+
+
+def _noop():
+    pass
+
+
+register_op(OpDef(
+    "c_allreduce_sum", (Slot("X", duplicable=True),), (Slot("Out", duplicable=True),),
+    _same_as_x, _allreduce_cpu, attrs={"bucket": 0},
+    inplace={"Out": "X"}, traits=frozenset({COLLECTIVE, NO_GRAD}),
+    doc="Out[k] = the sum of X[k] over every device and rank, in place (Out is X). All "
+        "tensors of one op move as one bucket (one MPI call); `bucket` numbers it."))
+
+register_op(OpDef(
+    "c_broadcast", (Slot("X", duplicable=True),), (Slot("Out", duplicable=True),),
+    _same_as_x, _broadcast_cpu, attrs={"root": 0, "bucket": 0},
+    inplace={"Out": "X"}, traits=frozenset({COLLECTIVE, NO_GRAD}),
+    doc="Out[k] = X[k] of device `root` (global device index), in place, on every device."))

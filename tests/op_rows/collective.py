@@ -1,0 +1,16 @@
+"""Table rows for the collective ops (kernels/collective.py). Run by the op table on one
+device, where the sum over devices and the broadcast from device 0 are X itself; their
+multi-device meaning is tested with real replicas in test_data_parallel.py."""
+from numbaflow.testing.op_test import uniform
+
+from . import row
+
+SHAPES = [(3, 4), (5,), (2, 1, 3)]
+
+
+def identity(ins, a):
+    return {"Out": [x.copy() for x in ins["X"]]}
+
+
+row("c_allreduce_sum", {"X": [uniform(s) for s in SHAPES]}, identity)
+row("c_broadcast", {"X": [uniform(s) for s in SHAPES]}, identity)
