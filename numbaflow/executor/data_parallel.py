@@ -20,13 +20,15 @@ device applies the same summed update).
 import numba
 
 from ..graph.passes import get_pass
+from ..graph.passes.data_parallel import assign_owners, owner_program
+from ..graph.program import Parameter
 from ..graph.verify import verify
 from .collective_group import GroupAborted, LocalGroup
 from .executor import check_feed, resolve_fetch
 from .parallel_feed import loss_grad_scales, merge_fetch, split_feed
 from .plan import Plan
 from .scope import Scope
-from .strategy import GradientScaleStrategy
+from .strategy import GradientScaleStrategy, ReduceStrategy
 
 
 class DataParallelRunner:
@@ -42,6 +44,21 @@ class DataParallelRunner:
         verify(program)
         self.program = program
         self.training = self.rewrite.loss_grad is not None
+        ranks = world.size if world is not None else 1
+        rank = world.rank if world is not None else 0
+        self.reduce = (build_strategy.reduce_strategy is ReduceStrategy.Reduce
+                       and self.training and ranks * self.D > 1)
+        if self.reduce:
+            # each parameter is updated by its owner only, then broadcast from it
+            self.owners = assign_owners(program, ranks * self.D)
+            self.programs = [owner_program(program, self.owners, rank * self.D + i,
+                                           build_strategy.fuse_broadcast_ops)
+                             for i in range(self.D)]
+            for p in self.programs:
+                verify(p)
+        else:
+            self.owners = None
+            self.programs = [program] * self.D
         self.group = LocalGroup(self.D, world)
         # share_vars_from: the very scopes (parameter arrays) of the source's devices
         self.shared = share_from is not None
@@ -70,22 +87,24 @@ class DataParallelRunner:
                 total = self.world.sum_int(total)
             for f, s in zip(feeds, loss_grad_scales(sizes, total, self.strategy)):
                 f[lg.name] = _full(lg, s)
-        fetch_vars = resolve_fetch(block, fetch_list)
         self._sync_parameters()
-        plans = [self._plan(i, feeds[i], fetch_vars) for i in range(len(feeds))]
+        plans = [self._plan(i, feeds[i], resolve_fetch(self.programs[i].global_block(),
+                                                       fetch_list))
+                 for i in range(len(feeds))]
         self.last_plans = plans
         results = self._run_devices(plans, feeds, iterations)
         return merge_fetch(results, return_merged)
 
     def _plan(self, i, feed, fetch_vars):
-        arrays = check_feed(self.program.global_block(), feed)
+        program = self.programs[i]
+        arrays = check_feed(program.global_block(), feed)
         key = (tuple((n, a.shape, a.dtype.str) for n, a in arrays.items()),
-               tuple(v.name for v in fetch_vars), self.program.version)
+               tuple(v.name for v in fetch_vars), program.version)
         plan = self.plans[i].get(key)
         if plan is None:
-            block = self.program.global_block()
+            block = program.global_block()
             plan = self.plans[i][key] = Plan(
-                self.program, {block.vars[n]: a for n, a in arrays.items()}, fetch_vars,
+                program, {block.vars[n]: a for n, a in arrays.items()}, fetch_vars,
                 self.scopes[i], self.backend, self.options[i])
         plan.feed_now = arrays
         return plan
@@ -130,14 +149,22 @@ class DataParallelRunner:
         user = self.scopes[0]
         if self._synced == user.writes or self.shared:   # a sharer sees the source's arrays
             return
-        names = sorted(v.name for v in self.program.global_block().vars.values()
-                       if v.persistable and v.name in user._arrays)
         if self.world is not None and self.world.size > 1:
             from .. import distributed
             distributed.broadcast_parameters(self.program, user)
-        for scope in self.scopes[1:]:
-            for name in names:
-                scope.set(name, user._host_array(name))
+        for program, scope in zip(self.programs[1:], self.scopes[1:]):
+            used = {v for op in program.global_block().ops
+                    for v in op.input_vars() + op.output_vars() if v.persistable}
+            for v in sorted(used, key=lambda v: v.name):
+                if v.name not in user._arrays:
+                    continue
+                if self.reduce and not isinstance(v, Parameter):
+                    # optimizer state: only its owner touches it; sharing the user's
+                    # array keeps the user's scope (and a checkpoint) complete
+                    scope._arrays[v.name] = user._host_array(v.name)
+                    scope.version += 1
+                else:
+                    scope.set(v.name, user._host_array(v.name))
         self._synced = user.writes
 
 

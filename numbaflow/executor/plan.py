@@ -74,11 +74,13 @@ def _close(name, candidates):
 
 
 def select_ops(block, fetch_vars):
-    """Ops needed for the fetches, plus every op that writes a persistable."""
+    """Ops needed for the fetches, plus every op that writes a persistable, plus every
+    collective (each device must make the same sequence of collective calls)."""
     needed, keep = set(fetch_vars), []
     for op in reversed(block.ops):
         outs = op.output_vars()
-        if any(v in needed for v in outs) or any(v.persistable for v in outs):
+        if any(v in needed for v in outs) or any(v.persistable for v in outs) or \
+                get_op_def(op.type).has(COLLECTIVE):
             keep.append(op)
             needed.update(op.input_vars())
     keep.reverse()

@@ -115,3 +115,77 @@ class MultiDevicesPass(Pass):
         if current:
             buckets.append(current)
         return buckets
+
+
+# ---------------------------------------------------------------- ReduceStrategy.Reduce
+def assign_owners(program, num_devices):
+    """{parameter name: global device index}: Paddle's greedy rule — walking the
+    gradients in the order the backward pass finishes them, each goes to the device with
+    the fewest elements so far (ties: the lowest index)."""
+    block = program.global_block()
+    pairs = {}                         # grad -> param, from the optimizer ops
+    for op in block.ops:
+        if get_op_def(op.type).has(OPTIMIZER):
+            for p, g in zip(op.inputs.get("Param", []), op.inputs.get("Grad", [])):
+                pairs[g] = p
+    finished = []
+    for op in block.ops:
+        for v in op.output_vars():
+            if v in pairs and v not in finished:
+                finished.append(v)
+    load, owners = [0] * num_devices, {}
+    for g in finished:
+        d = min(range(num_devices), key=lambda k: (load[k], k))
+        owners[pairs[g].name] = d
+        load[d] += int(np.prod([max(x, 1) for x in g.shape], dtype=np.int64))
+    return owners
+
+
+def _update_groups(block):
+    """[(parameter name, [ops updating it or its optimizer state])] in program order:
+    each optimizer op with the OPTIMIZE ops that write its state inputs (Adam's beta-power
+    `scale` ops)."""
+    groups = []
+    for op in block.ops:
+        if not get_op_def(op.type).has(OPTIMIZER):
+            continue
+        params = op.inputs.get("Param", [])
+        if len(params) != 1:
+            raise ValueError(f"ReduceStrategy.Reduce: {op.type} updates {len(params)} "
+                             f"parameters in one op; turn fuse_all_optimizer_ops off")
+        state = {v for v in op.input_vars() if v.persistable} - set(params) - \
+            set(op.inputs.get("LearningRate", []))
+        followers = [o for o in block.ops if o is not op and o.output_vars()
+                     and set(o.output_vars()) <= state]
+        groups.append((params[0].name, [op] + followers))
+    return groups
+
+
+def owner_program(program, owners, device, fuse_broadcast=True):
+    """A copy of `program` for global device `device` under Reduce: it updates only the
+    parameters it owns, then every parameter is broadcast from its owner (one
+    `c_broadcast` per owner and dtype with `fuse_broadcast`, else one per parameter; the
+    same sequence on every device)."""
+    prog = program.clone()
+    block = prog.global_block()
+    drop = set()
+    for name, ops in _update_groups(block):
+        if owners[name] != device:
+            drop.update(id(o) for o in ops)
+    block.ops[:] = [o for o in block.ops if id(o) not in drop]
+    order = sorted(owners, key=lambda n: (owners[n], list(owners).index(n)))
+    groups = []
+    for name in order:
+        p = block.vars[name]
+        key = (owners[name], p.dtype)
+        if fuse_broadcast and groups and groups[-1][0] == key:
+            groups[-1][1].append(p)
+        else:
+            groups.append((key, [p]))
+    for k, ((owner, _), params) in enumerate(groups):
+        op = block._make_op("c_broadcast", {"X": params}, {"Out": params},
+                            {"root": owner, "bucket": k})
+        op.role = block.ops[-1].role if block.ops else op.role
+        block.ops.append(op)
+    prog._bump()
+    return prog
