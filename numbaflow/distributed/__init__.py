@@ -109,10 +109,12 @@ def _mismatches(everyone):
     out = []
     for r, (names, held) in enumerate(everyone[1:], start=1):
         if names != names0:
-            lacks = sorted(set(names0) - set(names))[:5]
-            extra = sorted(set(names) - set(names0))[:5]
-            out.append(f"rank {r}'s program differs from rank 0's (persistable variables "
-                       f"missing: {lacks}, extra: {extra})")
+            lacks = sorted(set(names0) - set(names))
+            extra = sorted(set(names) - set(names0))
+            diff = ([f"lacks {_names(lacks)}"] if lacks else []) + \
+                ([f"has extra {_names(extra)}"] if extra else [])
+            out.append(f"rank {r}'s program differs from rank 0's: its persistable "
+                       f"variables {' and '.join(diff or ['are in another order'])}")
             continue
         for n, info in held.items():
             if n not in root:
@@ -120,6 +122,11 @@ def _mismatches(everyone):
             elif info != root[n]:
                 out.append(f"{n!r} is {_fmt(root[n])} on rank 0 but {_fmt(info)} on rank {r}")
     return out
+
+
+def _names(names, limit=5):
+    more = f" and {len(names) - limit} more" if len(names) > limit else ""
+    return ", ".join(repr(n) for n in names[:limit]) + more
 
 
 def _fmt(info):

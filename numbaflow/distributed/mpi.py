@@ -30,7 +30,7 @@ _UNSET = object()
 _world = _UNSET         # World, None (one process) or _UNSET (not decided yet)
 _initialized = False    # init() was called
 _hooks_installed = False
-_lock = threading.Lock()
+_lock = threading.RLock()
 
 
 def env_size():

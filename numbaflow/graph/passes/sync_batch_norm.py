@@ -1,0 +1,36 @@
+"""sync_batch_norm: batch_norm / batch_norm_grad become sync_batch_norm /
+sync_batch_norm_grad (kernels/sync_bn.py), whose batch statistics and their gradients
+are summed over every device and rank (BuildStrategy.sync_batch_norm; Paddle's
+sync_batch_norm_pass is the same rename, PADDLE_SEMANTICS §1.6).
+
+Same slots and attributes, so the rename is the whole rewrite. Ops that normalise with
+the running statistics (is_test without trainable_statistics, or use_global_stats) have
+no batch statistics to share and are left alone, with the reason recorded.
+"""
+from ...kernels.nn_ops import _bn_global
+from . import Pass, register_pass
+
+RENAME = {"batch_norm": "sync_batch_norm", "batch_norm_grad": "sync_batch_norm_grad"}
+
+
+@register_pass
+class SyncBatchNormPass(Pass):
+    name = "sync_batch_norm"
+
+    def run(self, program):
+        changed = False
+        for op in program.global_block().ops:
+            new = RENAME.get(op.type)
+            if new is None:
+                continue
+            if _bn_global(op.attrs):
+                why = "use_global_stats" if op.attrs["use_global_stats"] else "is_test"
+                self.refuse(f"{op.type} -> {new} (X = {op.inputs['X'][0].name})",
+                            f"it normalises with the running statistics ({why}): there "
+                            f"are no batch statistics to synchronise")
+                continue
+            op.type = new
+            changed = True
+        if changed:
+            program._bump()
+        return changed

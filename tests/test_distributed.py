@@ -1,0 +1,118 @@
+"""numbaflow.distributed under real MPI: each test runs a script of tests/mpi under
+`mpiexec -n 2` (the venv's, next to python) and checks what the ranks printed and how
+the job ended. The single-process behaviour (no mpiexec) runs in a plain subprocess so
+that this test process never initialises MPI."""
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.mpi
+
+ROOT = Path(__file__).resolve().parent.parent
+MPI_DIR = ROOT / "tests" / "mpi"
+MPIEXEC = Path(sys.executable).with_name("mpiexec")
+TIMEOUT = 60
+
+
+def _env():
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    # two ranks on a small machine: one compute thread each
+    env.update(NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    for var in ("PMI_SIZE", "PMI_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK",
+                "MV2_COMM_WORLD_SIZE", "MV2_COMM_WORLD_RANK"):
+        env.pop(var, None)
+    return env
+
+
+def mpirun(script, *args, n=2):
+    """Run tests/mpi/<script>.py on n ranks; returns (CompletedProcess, seconds)."""
+    if not MPIEXEC.exists():
+        pytest.skip(f"no mpiexec next to {sys.executable} (pip install mpich)")
+    cmd = [str(MPIEXEC), "-n", str(n), sys.executable, str(MPI_DIR / f"{script}.py"), *args]
+    t = time.perf_counter()
+    try:
+        p = subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True,
+                           timeout=TIMEOUT)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"{script} {args} hung for {TIMEOUT}s (stdout: {e.stdout!r}, "
+                    f"stderr: {e.stderr!r})")
+    return p, time.perf_counter() - t
+
+
+def ok_lines(p):
+    return {line[3:] for line in p.stdout.splitlines() if line.startswith("OK ")}
+
+
+def test_collectives_on_two_ranks():
+    p, _ = mpirun("collectives")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert ok_lines(p) == {
+        "rank_size", "allreduce_sum_ float32", "allreduce_sum_ float64",
+        "allreduce_sum_ int64", "allreduce_sum_ 0-d and empty", "allreduce_sum_ reproducible",
+        "allreduce_many_", "argument errors", "bcast_", "sum_int", "check_same", "init"}, p.stdout
+
+
+def test_broadcast_parameters_makes_every_rank_hold_rank0s():
+    p, _ = mpirun("broadcast")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert ok_lines(p) == {"broadcast_parameters", "same step", "created on other ranks"}
+
+
+def test_mismatching_ranks_raise_valueerror_on_every_rank():
+    p, _ = mpirun("mismatch")
+    assert p.returncode == 0, p.stdout + p.stderr
+    raised = [line for line in p.stdout.splitlines() if line.startswith("RAISED ")]
+    for case in ("shape", "dtype", "program", "held"):
+        for rank in (0, 1):
+            assert any(line.startswith(f"RAISED {case} rank {rank}:") for line in raised), \
+                (case, rank, p.stdout, p.stderr)
+    text = p.stdout
+    assert "'fc_0.w_0' is float32[4, 3] on rank 0 but float32[4, 5] on rank 1" in text
+    assert "'fc_0.b_0' is float32[3] on rank 0 but float64[3] on rank 1" in text
+    assert "rank 1's program differs from rank 0's" in text and "has extra" in text
+    assert "rank 1 holds 'fc_0.w_0' but rank 0 does not" in text
+
+
+@pytest.mark.parametrize("mode", ["barrier", "allreduce", "thread", "early"])
+def test_unhandled_exception_on_one_rank_aborts_the_job(mode):
+    p, seconds = mpirun("abort", mode)
+    assert p.returncode != 0, p.stdout + p.stderr
+    assert seconds < 30
+    assert "rank 0 was not aborted" not in p.stdout
+    assert "[rank 1/2]" in p.stderr and "aborting the MPI job" in p.stderr, p.stderr
+    expected = "ZeroDivisionError" if mode == "thread" else "RuntimeError: rank 1 failed"
+    assert expected in p.stderr, p.stderr
+
+
+def test_single_process_needs_no_mpi():
+    code = """
+import sys
+import numpy as np
+import numbaflow
+assert 'mpi4py' not in sys.modules, 'import numbaflow imported mpi4py'
+import numbaflow.distributed as dist
+import numbaflow.static as static
+assert 'mpi4py' not in sys.modules, 'import numbaflow.distributed imported mpi4py'
+assert dist.world() is None and (dist.get_rank(), dist.get_world_size()) == (0, 1)
+assert not dist.is_initialized()
+dist.barrier()
+assert sys.excepthook is sys.__excepthook__
+main, startup = static.Program(), static.Program()
+with static.program_guard(main, startup):
+    static.nn.fc(static.data('x', [None, 2], 'float32'), 3)
+scope = static.Scope()
+static.Executor(numbaflow.CPUPlace()).run(startup, scope=scope)
+w = scope.get('fc_0.w_0')
+assert dist.broadcast_parameters(main, scope) == ['fc_0.b_0', 'fc_0.w_0']
+np.testing.assert_array_equal(scope.get('fc_0.w_0'), w)
+assert 'mpi4py' not in sys.modules, 'single-process use imported mpi4py'
+assert dist.init() is None and dist.is_initialized() and dist.get_world_size() == 1
+print('OK')
+"""
+    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=_env(), capture_output=True,
+                       text=True, timeout=TIMEOUT)
+    assert p.returncode == 0 and p.stdout.strip() == "OK", p.stdout + p.stderr
