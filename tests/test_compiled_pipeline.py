@@ -306,17 +306,19 @@ def test_remove_unnecessary_lock_false_runs_kernels_behind_the_device_lock(monke
     held = []
 
     class Spy:
-        def acquire(self):
+        def __enter__(self):
             held.append("acquire")
 
-        def release(self):
+        def __exit__(self, *exc):
             held.append("release")
     monkeypatch.setattr(plan_mod, "DEVICE_LOCK", Spy())
     run_once(c, startup, loss, batches(1)[0])
-    assert held == ["acquire", "release"]
+    n_ops = len(c._last_plan.ops)
+    assert held == ["acquire", "release"] * n_ops       # each kernel behind the lock
     held.clear()
     run_once(compiled(main), startup, loss, batches(1)[0])
     assert held == []
+
 
 
 def test_fetched_outputs_are_handed_over_without_a_copy_and_never_overwritten():

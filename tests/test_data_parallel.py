@@ -348,3 +348,13 @@ def test_reduce_equals_allreduce_and_state_lives_on_owners(opt, fuse_broadcast):
         # ... while the user's scope still holds them, updated (a checkpoint is complete)
         for n in moments:
             np.testing.assert_allclose(s1.get(n), s2.get(n), rtol=1e-5, atol=1e-8)
+
+
+def test_remove_unnecessary_lock_false_with_several_places_does_not_deadlock():
+    main, startup, loss = mlp()
+    exe, s1, s2 = two_scopes(startup)
+    c = parallel(main, loss, 3, remove_unnecessary_lock=False)
+    f = batch(9)
+    exe.run(c, feed=f, fetch_list=[loss], scope=s1)
+    exe.run(main, feed=f, fetch_list=[loss], scope=s2)
+    assert_params_close(params(main, s1), params(main, s2))

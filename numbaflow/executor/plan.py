@@ -37,20 +37,17 @@ from .segments import compile_units, flatten
 # at once: its loop runs inside the segment.
 HOT_RUNS = 8
 
-# BuildStrategy.remove_unnecessary_lock=False: the kernels of every place run behind this
-# one process-wide lock (one place computes at a time); True (the default) needs none.
+# BuildStrategy.remove_unnecessary_lock=False: every kernel of every place runs behind
+# this one process-wide lock (one kernel at a time); True (the default) needs none.
+# Collectives wait for the other places, so they never hold it.
 DEVICE_LOCK = threading.Lock()
 
 
-class _NoLock:
-    def acquire(self):
-        pass
-
-    def release(self):
-        pass
-
-
-_NO_LOCK = _NoLock()
+def _locked(thunk):
+    def run():
+        with DEVICE_LOCK:
+            thunk()
+    return run
 
 
 @dataclass(frozen=True)
@@ -246,6 +243,8 @@ class Plan:
         if config.check_nan_inf():
             thunk = _nan_checked(thunk, op, [(v.name, bufs[v]) for v in op.output_vars()],
                                  self.backend)
+        if self.options.device_lock and not get_op_def(op.type).has(COLLECTIVE):
+            thunk = _locked(thunk)
         return thunk
 
     def _memory_key(self, v):
@@ -374,10 +373,8 @@ class Plan:
             backend.copy(saved, live)
         for name, buf in self.feed_slots:
             backend.copy_in(buf, feed_arrays[name])
-        lock = DEVICE_LOCK if self.options.device_lock else _NO_LOCK
         i = 0
         try:
-            lock.acquire()
             if self.scheduler is not None:
                 for _ in range(iterations):
                     self.scheduler.run(self.thunks)
@@ -396,8 +393,6 @@ class Plan:
             for live, saved in self.backups:
                 backend.copy(live, saved)
             raise _op_error(*self._failed_op(e, i)) from e
-        finally:
-            lock.release()
         backend.after_run(self.scope, self.written)
         for v in self.handoff:        # our own references, before the caller gets one
             self._held_refs[v] = self._refs(v)
