@@ -34,3 +34,8 @@ def test_train_digits_under_mpiexec_reaches_the_single_device_accuracy():
     assert len(finals) == 1, out              # rank 0 alone prints
     acc = float(finals[0].split()[3])
     assert acc >= 0.9, out
+
+
+def test_ranks_with_different_programs_get_an_error_not_a_hang():
+    rc, out = mpirun(["tests/mpi/dp_mismatch.py"], timeout=120)
+    assert rc == 0 and "OK mismatch rank 0" in out and "OK mismatch rank 1" in out, out

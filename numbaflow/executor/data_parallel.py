@@ -40,6 +40,10 @@ class DataParallelRunner:
         self.rewrite = get_pass("multi_devices", loss_name=loss_name,
                                 fuse_all_reduce=build_strategy.fuse_all_reduce_ops,
                                 bucket_bytes=int(build_strategy.fuse_grad_size_in_MB * (1 << 20)))
+        if world is not None and world.size > 1:
+            # a rank with another program would wait forever in a collective: refuse now
+            world.check_same("the data-parallel program (op types and gradient shapes)",
+                             _signature(program))
         self.rewrite.changed = self.rewrite.run(program)
         verify(program)
         self.program = program
@@ -166,6 +170,13 @@ class DataParallelRunner:
                 else:
                     scope.set(v.name, user._host_array(v.name))
         self._synced = user.writes
+
+
+def _signature(program):
+    block = program.global_block()
+    return (tuple(op.type for op in block.ops),
+            tuple(sorted((v.name, tuple(v.shape), str(v.dtype)) for v in block.vars.values()
+                         if v.persistable)))
 
 
 def _full(var, value):
