@@ -14,7 +14,7 @@ from ..static.io import load, save  # noqa: F401
 from ..utils import unique_name  # noqa: F401
 from . import (backward, clip, initializer, io, layers, optimizer,  # noqa: F401
                regularizer)
-from .parallel_executor import ParallelExecutor  # noqa: F401
+from ..executor.parallel_executor import ParallelExecutor  # noqa: F401
 
 
 def in_dygraph_mode():

@@ -8,6 +8,7 @@ from ..graph import (Graph, Operator, Parameter, Program, Variable,  # noqa: F40
                      gradients, program_guard)
 from ..graph.program import default_main_program as _main
 from . import nn  # noqa: F401
+from ..executor.parallel_executor import ParallelExecutor  # noqa: F401,E402
 
 
 def data(name, shape, dtype="float32", lod_level=0):

@@ -1,4 +1,4 @@
-"""`fluid.ParallelExecutor`: Paddle 1.x's data-parallel executor, a thin wrapper over
+"""`fluid.ParallelExecutor` / `static.ParallelExecutor`: Paddle 1.x's data-parallel executor, a thin wrapper over
 `CompiledProgram(main).with_data_parallel(...)` and an `Executor`.
 
 >>> exe.run(startup)
@@ -7,9 +7,11 @@
 """
 import sys
 
-from ..executor import CompiledProgram, CPUPlace, CUDAPlace, Executor, global_scope
-from ..executor.place import cpu_places, cuda_places
 from ..graph.program import default_main_program
+from .compiled_program import CompiledProgram
+from .executor import Executor
+from .place import CPUPlace, CUDAPlace, cpu_places, cuda_places
+from .scope import global_scope
 
 
 class ParallelExecutor:
