@@ -39,3 +39,8 @@ def test_train_digits_under_mpiexec_reaches_the_single_device_accuracy():
 def test_ranks_with_different_programs_get_an_error_not_a_hang():
     rc, out = mpirun(["tests/mpi/dp_mismatch.py"], timeout=120)
     assert rc == 0 and "OK mismatch rank 0" in out and "OK mismatch rank 1" in out, out
+
+
+def test_a_scope_set_on_one_rank_is_resynced_without_a_hang():
+    rc, out = mpirun(["tests/mpi/dp_resync.py"], timeout=120)
+    assert rc == 0 and "OK resync" in out, out

@@ -18,6 +18,7 @@ Device 0's scope is the user's scope, so it always holds the current parameters 
 device applies the same summed update).
 """
 import numba
+import numpy as np
 
 from ..graph.passes import get_pass
 from ..graph.passes.data_parallel import assign_owners, owner_program
@@ -85,13 +86,18 @@ class DataParallelRunner:
         customized = self.strategy is GradientScaleStrategy.Customized
         feeds, sizes = split_feed(block, feed, self.D, self.training,
                                   lg.name if (lg is not None and customized) else None)
+        # one small collective per run: the global batch, and whether any rank's user
+        # changed a parameter (then every rank joins the re-broadcast from rank 0)
+        total, resync = sum(sizes), self._needs_sync()
+        if self.world is not None and self.world.size > 1:
+            agreed = np.array([total, int(resync)], dtype=np.int64)
+            self.world.allreduce_sum_(agreed)
+            total, resync = int(agreed[0]), bool(agreed[1])
         if lg is not None and not customized:
-            total = sum(sizes)
-            if self.world is not None and self.world.size > 1:
-                total = self.world.sum_int(total)
             for f, s in zip(feeds, loss_grad_scales(sizes, total, self.strategy)):
                 f[lg.name] = _full(lg, s)
-        self._sync_parameters()
+        if resync:
+            self._sync_parameters()
         plans = [self._plan(i, feeds[i], resolve_fetch(self.programs[i].global_block(),
                                                        fetch_list))
                  for i in range(len(feeds))]
@@ -147,12 +153,14 @@ class DataParallelRunner:
         return results
 
     # ------------------------------------------------------------------ consistency
+    def _needs_sync(self):
+        """At the first run and after any Scope.set on the user's scope (a sharer sees
+        the source's arrays and never syncs)."""
+        return not self.shared and self._synced != self.scopes[0].writes
+
     def _sync_parameters(self):
-        """Make every device and rank hold the user's parameters: at the first run and
-        after any Scope.set on the user's scope (the replicas never drift)."""
+        """Make every device and rank hold rank 0's parameters (the replicas never drift)."""
         user = self.scopes[0]
-        if self._synced == user.writes or self.shared:   # a sharer sees the source's arrays
-            return
         if self.world is not None and self.world.size > 1:
             from .. import distributed
             distributed.broadcast_parameters(self.program, user)
@@ -180,7 +188,6 @@ def _signature(program):
 
 
 def _full(var, value):
-    import numpy as np
     shape = tuple(d if d >= 0 else 1 for d in var.shape)
     return np.full(shape, value, dtype=var.dtype)
 
