@@ -44,3 +44,9 @@ def test_ranks_with_different_programs_get_an_error_not_a_hang():
 def test_a_scope_set_on_one_rank_is_resynced_without_a_hang():
     rc, out = mpirun(["tests/mpi/dp_resync.py"], timeout=120)
     assert rc == 0 and "OK resync" in out, out
+
+
+@pytest.mark.parametrize("places", [1, 2])
+def test_sync_batch_norm_across_ranks_equals_one_device(places):
+    rc, out = mpirun(["tests/mpi/dp_sync_bn.py", str(places)])
+    assert rc == 0 and f"OK sync_bn 2 ranks x {places} places == 1 device" in out, out

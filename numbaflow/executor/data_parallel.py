@@ -23,6 +23,7 @@ import numpy as np
 from ..graph.passes import get_pass
 from ..graph.passes.data_parallel import assign_owners, owner_program
 from ..graph.program import Parameter
+from ..kernels.registry import COLLECTIVE, get_op_def
 from ..graph.verify import verify
 from .collective_group import GroupAborted, LocalGroup
 from .executor import check_feed, resolve_fetch
@@ -49,6 +50,8 @@ class DataParallelRunner:
         verify(program)
         self.program = program
         self.training = self.rewrite.loss_grad is not None
+        self.collective = any(get_op_def(op.type).has(COLLECTIVE)
+                              for op in program.global_block().ops)
         ranks = world.size if world is not None else 1
         rank = world.rank if world is not None else 0
         self.reduce = (build_strategy.reduce_strategy is ReduceStrategy.Reduce
@@ -86,6 +89,12 @@ class DataParallelRunner:
         customized = self.strategy is GradientScaleStrategy.Customized
         feeds, sizes = split_feed(block, feed, self.D, self.training,
                                   lg.name if (lg is not None and customized) else None)
+        if len(feeds) < self.D and self.collective:
+            raise ValueError(
+                f"the batch of {sum(sizes)} sample(s) is smaller than the device count "
+                f"{self.D}, and this program exchanges data between devices "
+                f"(sync_batch_norm): every device needs at least one sample. Feed at least "
+                f"{self.D} samples or run a clone(for_test=True) program")
         # one small collective per run: the global batch, and whether any rank's user
         # changed a parameter (then every rank joins the re-broadcast from rank 0)
         total, resync = sum(sizes), self._needs_sync()

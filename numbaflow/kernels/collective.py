@@ -48,15 +48,39 @@ def _noop():
     pass
 
 
+def _via_host(cpu_factory):
+    """GPU kernel factory: stage the device arrays through host buffers allocated once at
+    bind time (the communicator works on host memory), run the CPU kernel, copy back."""
+    def factory(cop):
+        def bind(ins, outs):
+            import numpy as np
+            h_ins = {k: [np.empty(a.shape, a.dtype) for a in v] for k, v in ins.items()}
+            h_outs = {k: [np.empty(a.shape, a.dtype) for a in v] for k, v in outs.items()}
+            run = cpu_factory(cop)(h_ins, h_outs)
+            pairs_in = [(d, h) for k in ins for d, h in zip(ins[k], h_ins[k])]
+            pairs_out = [(d, h) for k in outs for d, h in zip(outs[k], h_outs[k])]
+
+            def thunk():
+                for d, h in pairs_in:
+                    d.copy_to_host(h)
+                run()
+                for d, h in pairs_out:
+                    d.copy_to_device(h)
+            return thunk
+        return bind
+    return factory
+
+
 register_op(OpDef(
     "c_allreduce_sum", (Slot("X", duplicable=True),), (Slot("Out", duplicable=True),),
-    _same_as_x, _allreduce_cpu, attrs={"bucket": 0},
+    _same_as_x, _allreduce_cpu, gpu=_via_host(_allreduce_cpu), attrs={"bucket": 0},
     inplace={"Out": "X"}, traits=frozenset({COLLECTIVE, NO_GRAD}),
     doc="Out[k] = the sum of X[k] over every device and rank, in place (Out is X). All "
         "tensors of one op move as one bucket (one MPI call); `bucket` numbers it."))
 
 register_op(OpDef(
     "c_broadcast", (Slot("X", duplicable=True),), (Slot("Out", duplicable=True),),
-    _same_as_x, _broadcast_cpu, attrs={"root": 0, "bucket": 0},
+    _same_as_x, _broadcast_cpu, gpu=_via_host(_broadcast_cpu),
+    attrs={"root": 0, "bucket": 0},
     inplace={"Out": "X"}, traits=frozenset({COLLECTIVE, NO_GRAD}),
     doc="Out[k] = X[k] of device `root` (global device index), in place, on every device."))

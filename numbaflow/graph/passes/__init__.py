@@ -103,6 +103,8 @@ def remove_unused_vars(block, names):
 def fusion_pass_names(bs):
     """The fusion passes an (effective) BuildStrategy asks for, in Paddle's order."""
     names = []
+    if bs.sync_batch_norm:
+        names.append("sync_batch_norm")
     if bs.fuse_relu_depthwise_conv:
         names.append("fuse_relu_depthwise_conv")
     if bs.fuse_elewise_add_act_ops:
