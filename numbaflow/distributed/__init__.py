@@ -15,7 +15,7 @@ rank and aborts the whole job (MPI_Abort) instead of leaving the others hanging.
 """
 import numpy as np
 
-from .mpi import World, env_size, init, install_abort_hooks, is_initialized, world  # noqa: F401
+from .mpi import World, env_size, init, install_abort_hooks, is_initialized, world
 
 __all__ = ["get_rank", "get_world_size", "barrier", "init", "is_initialized",
            "broadcast_parameters", "world", "World"]

@@ -12,6 +12,7 @@ order on every rank, from one thread at a time.
 import os
 import sys
 import threading
+import time
 import traceback
 
 import numpy as np
@@ -98,7 +99,8 @@ class World:
         sum(a.size) elements, kept by the caller between steps so that a bucket
         allocates nothing; None allocates one for this call.
 
-        >>> world().allreduce_many_([w_grad, b_grad], buffer=np.empty(w_grad.size + b_grad.size, np.float32))
+        >>> flat = np.empty(w_grad.size + b_grad.size, np.float32)   # kept between steps
+        >>> world().allreduce_many_([w_grad, b_grad], buffer=flat)
         """
         arrays = list(arrays)
         if not arrays:
@@ -286,8 +288,12 @@ def _report(exc_type, exc, tb, where, custom_hook, hook_args):
 def _abort():
     try:
         sys.stdout.flush()
+        sys.stderr.flush()
     except Exception:
         pass
+    # MPI_Abort kills every process at once, and the launcher may not have forwarded
+    # the traceback yet (seen losing it ~1 run in 20 here): give it a moment.
+    time.sleep(0.2)
     try:
         from mpi4py import MPI
         if not MPI.Is_finalized():

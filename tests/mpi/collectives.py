@@ -26,7 +26,7 @@ say("rank_size")
 
 # allreduce_sum_: each rank's input differs; the result is the sum of every rank's input.
 for dtype in (np.float32, np.float64, np.int64):
-    def inputs(r):
+    def inputs(r, dtype=dtype):
         return (np.arange(12).reshape(3, 4) * (r + 1) + r * 0.25).astype(dtype)
     a = inputs(rank)
     got = w.allreduce_sum_(a)
@@ -111,6 +111,7 @@ say("check_same")
 
 # init(sub-communicator): one process per group -> single-process behaviour
 from mpi4py import MPI  # noqa: E402
+
 assert dist.init(MPI.COMM_WORLD.Split(color=rank, key=0)) is None
 assert dist.world() is None and dist.get_world_size() == 1 and dist.get_rank() == 0
 dist.barrier()

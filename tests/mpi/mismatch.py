@@ -1,6 +1,6 @@
 """Run under `mpiexec -n 2`: programs or scopes that differ between ranks make
 broadcast_parameters raise ValueError on EVERY rank (then the job ends normally).
-Each rank prints `RAISED <case> rank <r>: <message>`."""
+Rank 0 prints `RAISED <case> rank <r>: <message>` for each rank."""
 import numpy as np
 
 import numbaflow as paddle
@@ -51,9 +51,12 @@ for case, make in cases.items():
     try:
         dist.broadcast_parameters(main, scope)
     except ValueError as e:
-        print(f"RAISED {case} rank {rank}: {e}", flush=True)
+        message = str(e)
         if before is not None:   # nothing was overwritten
             np.testing.assert_array_equal(scope.get("fc_0.b_0"), before)
     else:
         raise AssertionError(f"{case}: no ValueError on rank {rank}")
-dist.barrier()
+    # rank 0 prints for both: lines printed by two ranks can interleave mid-line
+    for r, m in enumerate(dist.world().allgather_obj(message)):
+        if rank == 0:
+            print(f"RAISED {case} rank {r}: {m}", flush=True)
