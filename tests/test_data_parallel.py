@@ -358,3 +358,15 @@ def test_remove_unnecessary_lock_false_with_several_places_does_not_deadlock():
     exe.run(c, feed=f, fetch_list=[loss], scope=s1)
     exe.run(main, feed=f, fetch_list=[loss], scope=s2)
     assert_params_close(params(main, s1), params(main, s2))
+
+
+def test_fetched_gradient_is_the_summed_one_on_every_device():
+    main, startup, loss = mlp()
+    exe, s1, s2 = two_scopes(startup)
+    c = parallel(main, loss, 2)
+    f = batch(10)
+    g_par, = exe.run(c, feed=f, fetch_list=["fc_0.w_0@GRAD"], scope=s1)
+    g_one, = exe.run(main, feed=f, fetch_list=["fc_0.w_0@GRAD"], scope=s2)
+    assert g_par.shape == (2 * D_IN, H)           # Paddle: the D copies concatenated
+    np.testing.assert_allclose(g_par[:D_IN], g_one, rtol=1e-5, atol=1e-7)
+    np.testing.assert_array_equal(g_par[:D_IN], g_par[D_IN:])

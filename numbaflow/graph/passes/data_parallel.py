@@ -4,10 +4,10 @@
   `<loss>@GRAD` becomes a fed variable: the runner feeds each device its share of the
   global batch (CoeffNumDevice), 1 (One), or the user's value (Customized).
 * Every gradient an optimizer op reads is summed over all devices and ranks by a
-  `c_allreduce_sum` op placed right after the op that finishes it: the optimizer (and any
-  clipping or regularisation in between) reads the summed copy `<grad>@SUM`, a new
-  variable (the IR stays single-definition; the executor writes it in place over the
-  local gradient when that one is dead). With `fuse_all_reduce_ops` the gradients are
+  `c_allreduce_sum` op placed right after the op that finishes it: the backward ops now
+  write the device's own `<grad>@LOCAL`, and the collective writes `<grad>`, so the
+  optimizer, any clipping in between and a fetch of `<grad>` see the sum (the IR stays
+  single-definition; the executor writes it in place over the dead local one). With `fuse_all_reduce_ops` the gradients are
   packed into buckets of at most `bucket_bytes` in the order they are finished, one op
   (one MPI call) per bucket, placed as soon as its last gradient is ready — so a bucket
   is reduced while the rest of the backward pass is still ahead of it in program order.
@@ -59,12 +59,15 @@ class MultiDevicesPass(Pass):
         placed = sorted(((max(finish[g] for g in b), k, b) for k, b in enumerate(self.buckets)),
                         key=lambda t: -t[0])
         for at, k, bucket in placed:
-            summed = [block.create_var(f"{g.name}@SUM", g.shape, g.dtype) for g in bucket]
-            for op in block.ops[at + 1:]:
-                for slot, vs in op.inputs.items():
-                    op.inputs[slot] = [summed[bucket.index(v)] if v in bucket else v
-                                       for v in vs]
-            op = block._make_op("c_allreduce_sum", {"X": bucket}, {"Out": summed},
+            # the backward ops write `<grad>@LOCAL`; the collective writes `<grad>` itself,
+            # so the optimizer, clipping and a fetch of `<grad>` all see the summed value
+            local = [block.create_var(f"{g.name}@LOCAL", g.shape, g.dtype) for g in bucket]
+            swap = dict(zip(bucket, local))
+            for op in block.ops[:at + 1]:
+                for slots in (op.inputs, op.outputs):
+                    for slot, vs in slots.items():
+                        slots[slot] = [swap.get(v, v) for v in vs]
+            op = block._make_op("c_allreduce_sum", {"X": local}, {"Out": bucket},
                                 {"bucket": k})
             op.role = block.ops[at].role
             block.ops.insert(at + 1, op)
