@@ -1,0 +1,328 @@
+"""dp/*: data-parallel rows of SPEC section 7, measured in child processes.
+
+dp/grad_sync     under `mpiexec -n 2`: the MLP's gradients (w, b of every layer, float32)
+                 summed over both ranks (a) by numbaflow's bucketed path
+                 (`LocalGroup(1, world).allreduce_`: pack, one Allreduce, unpack), (b) by
+                 one `World.allreduce_sum_` per gradient, (c) by one raw mpi4py
+                 `comm.Allreduce(IN_PLACE, flat)` of the same bytes. The three alternate,
+                 each call after a barrier; times are rank 0's, as in PERF_ANCHORS W6.
+dp/mlp_scaling   weak scaling of the MLP training step (batch per rank fixed, 1 thread
+                 per rank): one plain process vs `mpiexec -n 2`, each running the same
+                 `CompiledProgram.with_data_parallel` on one place. In the same children a
+                 hand-written numpy step (+ one mpi4py Allreduce of the flat gradient on
+                 2 ranks) is the baseline of PERF_ANCHORS W7. Steps are timed one by one
+                 after a warm-up; the slower rank's median counts.
+
+A child prints one `MARK` + JSON line (rank 0); `report(cfg)` runs the children and turns
+those lines into rows, like compile/mlp_train.
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .harness import Case, Row, Skip, Timing, fmt_time
+
+MARK = "NUMBAFLOW_BENCH_DP "
+SYNC_TARGET = 1.2           # (a) / (c), SPEC section 7
+EFFICIENCY_TARGET = 0.90    # t(1 rank) / t(2 ranks), SPEC section 7
+ONE_THREAD = {"NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+
+
+def settings(cfg):
+    """Sizes and sample counts of both rows; --quick shrinks the MLP and the counts
+    (the warm-up stays >= 10 steps: plans compile their segments after 8 runs)."""
+    if cfg.quick:
+        return {"sizes": [64, 64, 64, 10], "batch": cfg.mlp_batch, "sync_reps": 30,
+                "warmup": 12, "steps": 20, "timeout": 120}
+    return {"sizes": [784, 512, 512, 10], "batch": cfg.mlp_batch, "sync_reps": 400,
+            "warmup": 30, "steps": 300, "timeout": 600}
+
+
+def grad_shapes(sizes):
+    """[(in, out), (out,), ...]: the gradients of a stack of fc layers."""
+    shapes = []
+    for i, o in zip(sizes[:-1], sizes[1:]):
+        shapes += [(i, o), (o,)]
+    return shapes
+
+
+# ---------------------------------------------------------------- children
+def grad_sync_worker(sizes, reps, warmup=20):
+    """Under mpiexec -n 2: time (a), (b), (c) alternately; rank 0 prints the result."""
+    from mpi4py import MPI
+
+    import numbaflow.distributed as dist
+    from numbaflow.executor.collective_group import LocalGroup
+
+    world = dist.world()
+    if world is None or world.size != 2:
+        raise RuntimeError(f"dp/grad_sync needs mpiexec -n 2, got world {world}")
+    grads = [np.full(s, world.rank + 1, np.float32) for s in grad_shapes(sizes)]
+    total = sum(g.size for g in grads)
+    flat = np.full(total, world.rank + 1, np.float32)
+    group = LocalGroup(1, world)
+    for g in grads:     # the sums must be right before their times mean anything
+        world.allreduce_sum_(g)
+    group.allreduce_(0, grads, 0)
+    world.comm.Allreduce(MPI.IN_PLACE, flat, op=MPI.SUM)
+    ok = all(np.all(g == 6) for g in grads) and np.all(flat == 3)
+    if not ok:
+        raise AssertionError("dp/grad_sync: an allreduce gave a wrong sum")
+    for a in grads + [flat]:
+        a[...] = 0          # 0 + 0 stays 0: no overflow whatever the repetitions
+
+    def bucketed():
+        group.allreduce_(0, grads, 0)
+
+    def per_gradient():
+        for g in grads:
+            world.allreduce_sum_(g)
+
+    def raw():
+        world.comm.Allreduce(MPI.IN_PLACE, flat, op=MPI.SUM)
+
+    fns = {"bucketed": bucketed, "per_gradient": per_gradient, "raw": raw}
+    times = {k: [] for k in fns}
+    for i in range(warmup + reps):
+        for name, fn in fns.items():
+            world.barrier()
+            t0 = time.perf_counter()
+            fn()
+            dt = time.perf_counter() - t0
+            if i >= warmup:
+                times[name].append(dt)
+    if world.rank == 0:
+        out = {k: [statistics.median(v), min(v)] for k, v in times.items()}
+        out.update(bytes=int(flat.nbytes), arrays=len(grads), reps=reps)
+        print(MARK + json.dumps(out), flush=True)
+
+
+def mlp_program(nf, sizes):
+    """fc layers `sizes` with relu between, softmax cross-entropy (int64 labels), SGD 0.1."""
+    from numbaflow.utils import unique_name
+    main, startup = nf.static.Program(), nf.static.Program()
+    with unique_name.guard(), nf.static.program_guard(main, startup):
+        h = nf.static.data(name="x", shape=[None, sizes[0]], dtype="float32")
+        y = nf.static.data(name="y", shape=[None, 1], dtype="int64")
+        for i, n in enumerate(sizes[1:]):
+            h = nf.static.nn.fc(h, size=n, activation="relu" if i < len(sizes) - 2 else None)
+        loss = nf.nn.functional.cross_entropy(h, y)
+        nf.optimizer.SGD(learning_rate=0.1).minimize(loss)
+    return main, startup, loss
+
+
+class NumpyDPStep:
+    """The numpy MLP step of PERF_ANCHORS W7: forward, backward into one flat gradient
+    buffer, one in-place Allreduce of it when `comm` is given (R ranks: the local
+    gradient is scaled by 1/R so the sum is the global batch's mean), SGD."""
+
+    def __init__(self, params, x, y, lr, comm=None):
+        self.comm = comm
+        ranks = 1 if comm is None else comm.Get_size()
+        self.params = [p.copy() for p in params]   # [w0, b0, w1, b1, ...]
+        self.flat = np.zeros(sum(p.size for p in params), np.float32)
+        self.grads, i = [], 0
+        for p in params:
+            self.grads.append(self.flat[i:i + p.size].reshape(p.shape))
+            i += p.size
+        self.x, self.y = x, y.reshape(-1)
+        self.rows = np.arange(len(x))
+        self.lr = np.float32(lr)
+        self.scale = np.float32(1.0 / (len(x) * ranks))
+
+    def __call__(self):
+        p, g, rows, y = self.params, self.grads, self.rows, self.y
+        inputs, pre = [self.x], []
+        for i in range(0, len(p), 2):
+            z = inputs[-1] @ p[i]
+            z += p[i + 1]
+            pre.append(z)
+            if i + 2 < len(p):
+                inputs.append(np.maximum(z, 0))
+        prob = pre[-1] - pre[-1].max(axis=1, keepdims=True)
+        np.exp(prob, out=prob)
+        prob /= prob.sum(axis=1, keepdims=True)
+        loss = -np.log(prob[rows, y]).mean()
+        grad = prob
+        grad[rows, y] -= 1
+        grad *= self.scale
+        for layer in range(len(pre) - 1, -1, -1):
+            np.matmul(inputs[layer].T, grad, out=g[2 * layer])
+            np.sum(grad, axis=0, out=g[2 * layer + 1])
+            if layer:
+                grad = grad @ p[2 * layer].T
+                grad *= pre[layer - 1] > 0
+        if self.comm is not None:
+            from mpi4py import MPI
+            self.comm.Allreduce(MPI.IN_PLACE, self.flat, op=MPI.SUM)
+        for w, gw in zip(p, g):
+            w -= self.lr * gw
+        return loss
+
+
+def scaling_worker(sizes, batch, warmup, steps):
+    """One rank of dp/mlp_scaling (plain process: 1 rank; mpiexec -n 2: 2 ranks).
+
+    numbaflow and numpy steps alternate in blocks of 10, each step timed alone; rank 0
+    prints the slower rank's median and min per step of each."""
+    import numbaflow as nf
+    import numbaflow.distributed as dist
+    nf.enable_static()
+    world = dist.world()
+    rank, size = dist.get_rank(), dist.get_world_size()
+    rng = np.random.default_rng(10 + rank)      # each rank its own shard
+    x = rng.standard_normal((batch, sizes[0]), dtype=np.float32)
+    y = rng.integers(0, sizes[-1], size=(batch, 1), dtype=np.int64)
+    main, startup, loss = mlp_program(nf, sizes)
+    exe, scope = nf.static.Executor(nf.CPUPlace()), nf.static.Scope()
+    exe.run(startup, scope=scope)
+    names = [f"fc_{i}.{k}_0" for i in range(len(sizes) - 1) for k in ("w", "b")]
+    params = [np.array(scope.get(n)) for n in names]
+    if world is not None:   # numbaflow's first run broadcasts rank 0's; numpy starts alike
+        for p in params:
+            world.bcast_(p, root=0)
+    compiled = nf.static.CompiledProgram(main).with_data_parallel(
+        loss_name=loss.name, places=[nf.CPUPlace()])
+    feed = {"x": x, "y": y}
+
+    def nf_step():
+        return float(np.asarray(exe.run(compiled, feed=feed, fetch_list=[loss],
+                                        scope=scope)[0]).ravel()[0])
+
+    np_step = NumpyDPStep(params, x, y, 0.1, None if world is None else world.comm)
+    for i in range(2):      # the same first losses: both compute the same step
+        a, b = nf_step(), float(np_step())
+        if not (np.isfinite(a) and abs(a - b) <= 1e-4 * abs(b) + 1e-5):
+            raise AssertionError(f"dp/mlp_scaling rank {rank}: step {i} loss numbaflow {a} "
+                                 f"vs numpy {b}")
+    for _ in range(warmup):
+        nf_step()
+        np_step()
+    times = {"numbaflow": [], "numpy": []}
+    block = 10
+    for start in range(0, steps, block):
+        for name, fn in (("numbaflow", nf_step), ("numpy", np_step)):
+            for _ in range(min(block, steps - start)):
+                t0 = time.perf_counter()
+                fn()
+                times[name].append(time.perf_counter() - t0)
+    last = nf_step()
+    if not np.isfinite(last):
+        raise AssertionError(f"dp/mlp_scaling rank {rank}: loss {last} after training")
+    mine = {k: [statistics.median(v), min(v)] for k, v in times.items()}
+    every = [mine] if world is None else world.allgather_obj(mine)
+    if rank == 0:
+        slow = {k: max((m[k] for m in every), key=lambda t: t[0]) for k in mine}
+        slow.update(ranks=size, steps=steps, loss=last)
+        print(MARK + json.dumps(slow), flush=True)
+
+
+# ---------------------------------------------------------------- parent
+def mpiexec():
+    """The mpich wheel's launcher next to this Python."""
+    path = Path(sys.executable).with_name("mpiexec")
+    if not path.exists():
+        raise Skip(f"no mpiexec next to {sys.executable}")
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        raise Skip("mpi4py is not installed") from None
+    return str(path)
+
+
+def run_child(args, ranks, timeout, threads_one=True):
+    """`python -m numbaflow.bench.data_parallel ARGS` (mpiexec -n 2 when ranks == 2);
+    returns rank 0's JSON. The children share this process's kernel cache directories."""
+    import numbaflow
+    root = os.path.dirname(os.path.dirname(os.path.abspath(numbaflow.__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [root] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    env.pop("CPU_NUM", None)
+    if threads_one:
+        env.update(ONE_THREAD)
+    cmd = [sys.executable, "-m", "numbaflow.bench.data_parallel", json.dumps(args)]
+    if ranks > 1:
+        cmd = [mpiexec(), "-n", str(ranks)] + cmd
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(MARK)]
+    if proc.returncode != 0 or not lines:
+        tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-5:])
+        raise RuntimeError(f"dp bench child ({args['row']}, {ranks} ranks) exited with "
+                           f"{proc.returncode}: {tail}")
+    return json.loads(lines[-1][len(MARK):])
+
+
+def _t(pair):
+    return Timing(pair[0], pair[1])
+
+
+def grad_sync_report(name, cfg):
+    """Rows (a) vs (c) and (b) vs (a)."""
+    s = settings(cfg)
+    r = run_child({"row": "grad_sync", "sizes": s["sizes"], "reps": s["sync_reps"]}, 2,
+                  s["timeout"])
+    a, b, c = _t(r["bucketed"]), _t(r["per_gradient"]), _t(r["raw"])
+    ratio = a.median / c.median
+    size = f"{r['arrays']} gradients, {r['bytes'] / 1e6:.2f} MB f32, {r['reps']} reps each"
+    return [Row(name, "", "bucketed LocalGroup.allreduce_", "mpi4py Allreduce flat", ratio, a, c,
+                f"target <= {SYNC_TARGET:g}x: {'met' if ratio <= SYNC_TARGET else 'MISSED'}; "
+                f"{size}; rank 0, barrier before each call"),
+            Row(name, "", f"per-gradient allreduce_sum_ x{r['arrays']}",
+                "bucketed LocalGroup.allreduce_", b.median / a.median, b, a,
+                f"bucketing gain {b.median / a.median:.2f}x (anchor 3.8x: 100 x 4 KiB)")]
+
+
+def mlp_scaling_report(name, cfg):
+    """Rows: numbaflow 2 ranks vs 1 rank, and numpy (+1 Allreduce) 2 ranks vs 1 rank;
+    ratio = t2 / t1 per step, the efficiency t1 / t2 in the note."""
+    s = settings(cfg)
+    args = {"row": "mlp_scaling", "sizes": s["sizes"], "batch": s["batch"],
+            "warmup": s["warmup"], "steps": s["steps"]}
+    one = run_child(args, 1, s["timeout"])
+    two = run_child(args, 2, s["timeout"])
+    rows = []
+    for key, subject, base, extra in (
+            ("numbaflow", "2 ranks (mpiexec)", "1 rank",
+             f"target >= {EFFICIENCY_TARGET:g}"),
+            ("numpy", "numpy+1 Allreduce, 2 ranks", "numpy, 1 rank", "anchor 0.81")):
+        t1, t2 = _t(one[key]), _t(two[key])
+        eff = t1.median / t2.median
+        verdict = f": {'met' if eff >= EFFICIENCY_TARGET else 'MISSED'}" \
+            if key == "numbaflow" else ""
+        rows.append(Row(name, "", subject, base, t2.median / t1.median, t2, t1,
+                        f"efficiency t1/t2 = {eff:.2f} ({extra}{verdict}); per step "
+                        f"1 rank {fmt_time(t1.median)}, 2 ranks {fmt_time(t2.median)} "
+                        f"(slower rank), {s['steps']} steps after {s['warmup']}"))
+    return rows
+
+
+def dp_cases():
+    """dp/grad_sync and dp/mlp_scaling (measured in mpiexec children)."""
+    what_sync = "MLP gradients (w, b of 3 fc, f32) summed over 2 ranks"
+    what_scale = "MLP step, batch {mlp_batch}/rank, 1 thread/rank, 2 ranks vs 1"
+    return [Case("dp/grad_sync", what_sync, None,
+                 report=lambda cfg: grad_sync_report("dp/grad_sync", cfg)),
+            Case("dp/mlp_scaling", what_scale, None,
+                 report=lambda cfg: mlp_scaling_report("dp/mlp_scaling", cfg))]
+
+
+def main(argv):
+    """Child entry point: one JSON argument naming the row and its settings."""
+    args = json.loads(argv[0])
+    if args["row"] == "grad_sync":
+        grad_sync_worker(args["sizes"], args["reps"])
+    elif args["row"] == "mlp_scaling":
+        scaling_worker(args["sizes"], args["batch"], args["warmup"], args["steps"])
+    else:
+        raise ValueError(f"unknown dp bench row {args['row']!r}; expected grad_sync or "
+                         f"mlp_scaling")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
