@@ -5,9 +5,9 @@ kernel of a `c_allreduce_sum` op. The local sum is hierarchical and in a fixed o
 
 1. every device publishes its arrays and waits at a barrier;
 2. one thread sums them into device 0's arrays, device by device in index order (so the
-   result is bit-reproducible run to run, whatever thread arrives first), then makes one
-   MPI allreduce per bucket (packed into a preallocated flat buffer) when there are
-   several ranks;
+   result is bit-reproducible run to run, whatever thread arrives first), then, when
+   there are several ranks, makes the bucket's MPI calls: one for its small tensors packed
+   into a preallocated flat buffer, and one in place per large tensor;
 3. after a second barrier every other device copies the result; a third barrier keeps
    device 0 from overwriting its arrays (the next bucket, the next step) before then.
 
@@ -17,6 +17,9 @@ and `reset()` makes the group usable for the next run.
 import threading
 
 import numpy as np
+
+
+PACK_LIMIT = 64 << 10        # bytes: smaller tensors of a bucket travel packed in one message
 
 
 class GroupAborted(RuntimeError):
@@ -55,12 +58,24 @@ class LocalGroup:
                 for acc, x in zip(total, self._slots[d]):
                     np.add(acc, x, out=acc)
             if self.world is not None and self.world.size > 1:
-                self.world.allreduce_many_(total, self._flat_buffer(bucket, total))
+                self._mpi_allreduce(total, bucket)
         self._wait()
         if index:
             for mine, total in zip(arrays, self._slots[0]):
                 np.copyto(mine, total)
         self._wait()
+
+    def _mpi_allreduce(self, arrays, bucket):
+        """One message for the bucket's small tensors (packed), and each large one in
+        place: packing 2.7 MB of MLP gradients cost more (~160 us of copies) than the
+        extra messages (measured: 605 us packed vs 413 us this way vs 410 us for one
+        raw Allreduce of the same bytes)."""
+        small = [a for a in arrays if a.nbytes < PACK_LIMIT]
+        if small:
+            self.world.allreduce_many_(small, self._flat_buffer(bucket, small))
+        for a in arrays:
+            if a.nbytes >= PACK_LIMIT:
+                self.world.allreduce_sum_(a)
 
     def broadcast_(self, index, arrays, root, bucket):
         """Every device's `arrays` become those of global device `root`

@@ -79,7 +79,7 @@ class DataParallelRunner:
         self.backend = backend
         self.plans = [{} for _ in range(self.D)]
         self._synced = None
-        self._threads = None
+        self._loss_grads = {}
         self.last_plans = []
 
     # ------------------------------------------------------------------ one run
@@ -103,8 +103,8 @@ class DataParallelRunner:
             self.world.allreduce_sum_(agreed)
             total, resync = int(agreed[0]), bool(agreed[1])
         if lg is not None and not customized:
-            for f, s in zip(feeds, loss_grad_scales(sizes, total, self.strategy)):
-                f[lg.name] = _full(lg, s)
+            for i, (f, s) in enumerate(zip(feeds, loss_grad_scales(sizes, total, self.strategy))):
+                f[lg.name] = self._loss_grad_array(i, lg, s)
         if resync:
             self._sync_parameters()
         plans = [self._plan(i, feeds[i], resolve_fetch(self.programs[i].global_block(),
@@ -113,6 +113,15 @@ class DataParallelRunner:
         self.last_plans = plans
         results = self._run_devices(plans, feeds, iterations)
         return merge_fetch(results, return_merged)
+
+    def _loss_grad_array(self, i, var, value):
+        """Device i's `<loss>@GRAD` feed: one array per device, refilled each run (the
+        same object, so its plan does not rebind)."""
+        arr = self._loss_grads.get(i)
+        if arr is None:
+            arr = self._loss_grads[i] = _full(var, value)
+        arr.fill(value)
+        return arr
 
     def _plan(self, i, feed, fetch_vars):
         program = self.programs[i]

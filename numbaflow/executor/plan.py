@@ -339,7 +339,8 @@ class Plan:
         changed = []
         for v in self.zero_copy:
             arr = feed_arrays[v.name]
-            if arr is not self._feed_seen[v]:
+            seen = self._feed_seen[v]
+            if arr is not seen and not _same_memory(arr, seen):
                 self._feed_seen[v] = self.buffers[v] = arr
                 changed.append(v)
         for v in self.handoff:
@@ -398,6 +399,14 @@ class Plan:
             self._held_refs[v] = self._refs(v)
         return [self.buffers[v] if v in self._held_refs else backend.to_host(self.buffers[v])
                 for v in self.fetch_vars]
+
+
+def _same_memory(a, b):
+    """True when `a` is another view of exactly the memory `b` (bound) shows: the bound
+    kernels keep `b` (and so that memory) alive, so they may go on using it. A
+    data-parallel feed is a fresh slice object of the same array every run."""
+    return (a.ctypes.data == b.ctypes.data and a.shape == b.shape and a.strides == b.strides
+            and a.dtype == b.dtype)
 
 
 def _op_error(e, op):
