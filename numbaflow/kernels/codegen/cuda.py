@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from ..gpu_util import configured
 from . import cache
 from .cpu import _SymKey, broadcast_strides
 from .render import inputs_used, render
@@ -121,7 +122,7 @@ class CudaElementwiseKernel:
             kernel_outs.append(scratch)
             post.append(self._reduction(scratch, target, out))
         blocks, threads = _launch_dims(self.size)
-        launch = self.kernel[blocks, threads]
+        launch = configured(self.kernel, blocks, threads)
         args = (self.shape, self.strides, self.size, *kernel_outs, *flat_in)
 
         def thunk():
