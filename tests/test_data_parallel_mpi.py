@@ -67,3 +67,8 @@ def test_a_scope_set_on_one_rank_is_resynced_without_a_hang():
 def test_sync_batch_norm_across_ranks_equals_one_device(places):
     rc, out = mpirun(["tests/mpi/dp_sync_bn.py", str(places)])
     assert rc == 0 and f"OK sync_bn 2 ranks x {places} places == 1 device" in out, out
+
+
+def test_reduce_across_ranks_saves_a_complete_checkpoint(tmp_path):
+    rc, out = mpirun(["tests/mpi/dp_reduce_save.py", str(tmp_path)])
+    assert rc == 0 and "OK reduce save" in out, out

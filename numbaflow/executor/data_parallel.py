@@ -21,7 +21,7 @@ import numba
 import numpy as np
 
 from ..graph.passes import get_pass
-from ..graph.passes.data_parallel import assign_owners, owner_program
+from ..graph.passes.data_parallel import assign_owners, optimizer_state, owner_program
 from ..graph.program import Parameter
 from ..kernels.registry import COLLECTIVE, get_op_def
 from ..graph.verify import verify
@@ -64,6 +64,11 @@ class DataParallelRunner:
                              for i in range(self.D)]
             for p in self.programs:
                 verify(p)
+            if ranks > 1:
+                # another rank's owners update part of the optimizer state: static.save
+                # gathers it first (every rank must call it; see static.io.save)
+                self.state_of = optimizer_state(program)
+                scope._before_save.append(self.gather_optimizer_state)
         else:
             self.owners = None
             self.programs = [program] * self.D
@@ -171,6 +176,16 @@ class DataParallelRunner:
         return results
 
     # ------------------------------------------------------------------ consistency
+    def gather_optimizer_state(self):
+        """Collective: every rank receives, from its owner's rank, the optimizer state of
+        every parameter, so each rank's scope (and a checkpoint) is complete."""
+        user = self.scopes[0]
+        for name in sorted(self.state_of):
+            owner_rank = self.owners[name] // self.D
+            for state in self.state_of[name]:
+                if state in user._arrays:
+                    self.world.bcast_(user._host_array(state), root=owner_rank)
+
     def _needs_sync(self):
         """At the first run and after any Scope.set on the user's scope (a sharer sees
         the source's arrays and never syncs)."""

@@ -54,6 +54,7 @@ class Scope:
         self._on_device = set()
         self.version = 0
         self.writes = 0         # Scope.set calls: data-parallel replicas re-sync after one
+        self._before_save = []  # collectives static.save runs first (Reduce across ranks)
 
     # ---- host <-> device bookkeeping (used by executor backends)
     def _host_array(self, name):

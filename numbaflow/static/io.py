@@ -177,6 +177,10 @@ def save(program, model_path, protocol=4, **configs):
     """Save `program`'s parameters to `model_path.pdparams` and its other persistables
     (optimizer state, learning rate) to `model_path.pdopt`, from the global scope.
 
+    Under mpiexec with ReduceStrategy.Reduce, each rank holds only the optimizer state of
+    the parameters its places own: call save on EVERY rank (it first gathers that state
+    with one collective; write to a per-rank path or let one rank's file win).
+
     >>> static.save(static.default_main_program(), 'checkpoints/model')
     """
     program = _as_program(program, "save")
@@ -184,8 +188,11 @@ def save(program, model_path, protocol=4, **configs):
         raise ValueError(f"save: protocol must be 2, 3 or 4 (accepted for Paddle "
                          f"compatibility), got {protocol!r}")
     model_path = _model_path(model_path, "save")
+    scope = global_scope()
+    for gather in scope._before_save:     # Reduce across MPI ranks: a collective
+        gather()
     pers = _persistables(program)
-    arrays = _gather(pers, global_scope(), "save")
+    arrays = _gather(pers, scope, "save")
     params = {v.name: arrays[v.name] for v in pers if isinstance(v, Parameter)}
     others = {v.name: arrays[v.name] for v in pers if not isinstance(v, Parameter)}
     _write_files({model_path + ".pdparams": _arrays_bytes(params, "pdparams"),

@@ -144,6 +144,13 @@ def assign_owners(program, num_devices):
     return owners
 
 
+def optimizer_state(program):
+    """{parameter name: [names of its optimizer state variables]} (moments, beta powers)."""
+    return {name: sorted({v.name for op in ops for v in op.output_vars()
+                          if v.persistable and v.name != name})
+            for name, ops in _update_groups(program.global_block())}
+
+
 def _update_groups(block):
     """[(parameter name, [ops updating it or its optimizer state])] in program order:
     each optimizer op with the OPTIMIZE ops that write its state inputs (Adam's beta-power
