@@ -370,3 +370,20 @@ def test_fetched_gradient_is_the_summed_one_on_every_device():
     assert g_par.shape == (2 * D_IN, H)           # Paddle: the D copies concatenated
     np.testing.assert_allclose(g_par[:D_IN], g_one, rtol=1e-5, atol=1e-7)
     np.testing.assert_array_equal(g_par[:D_IN], g_par[D_IN:])
+
+
+def test_a_bucket_of_gradients_lies_in_one_flat_buffer():
+    from numbaflow.kernels.collective import flat_view
+    main, startup, loss = mlp()
+    exe, s1, s2 = two_scopes(startup)
+    c = parallel(main, loss, 2)
+    f = batch(6)
+    exe.run(c, feed=f, fetch_list=[loss], scope=s1)
+    exe.run(main, feed=f, fetch_list=[loss], scope=s2)
+    assert_params_close(params(main, s1), params(main, s2))
+    plan = c._last_plan
+    op = next(op for op in plan.ops if op.type == "c_allreduce_sum")
+    grads = [plan.buffers[v] for v in op.output_vars()]
+    flat = flat_view(grads)
+    assert flat is not None and flat.size == sum(g.size for g in grads)
+    assert all(np.shares_memory(flat, g) for g in grads)

@@ -2,7 +2,8 @@
 
 dp/grad_sync     under `mpiexec -n 2`: the MLP's gradients (w, b of every layer, float32)
                  summed over both ranks (a) by numbaflow's bucketed path
-                 (`LocalGroup(1, world).allreduce_`: pack, one Allreduce, unpack), (b) by
+                 (`LocalGroup(1, world).allreduce_` over a bucket the executor laid out
+                 back to back in one pool buffer: one Allreduce, no packing), (b) by
                  one `World.allreduce_sum_` per gradient, (c) by one raw mpi4py
                  `comm.Allreduce(IN_PLACE, flat)` of the same bytes. The three alternate,
                  each call after a barrier; times are rank 0's, as in PERF_ANCHORS W6.
@@ -59,26 +60,39 @@ def grad_sync_worker(sizes, reps, warmup=20):
 
     import numbaflow.distributed as dist
     from numbaflow.executor.collective_group import LocalGroup
+    from numbaflow.kernels.collective import flat_view
 
     world = dist.world()
     if world is None or world.size != 2:
         raise RuntimeError(f"dp/grad_sync needs mpiexec -n 2, got world {world}")
-    grads = [np.full(s, world.rank + 1, np.float32) for s in grad_shapes(sizes)]
+    shapes = grad_shapes(sizes)
+    grads = [np.full(s, world.rank + 1, np.float32) for s in shapes]
     total = sum(g.size for g in grads)
     flat = np.full(total, world.rank + 1, np.float32)
+    # the bucket as the executor lays it out: views of one uint8 pool buffer
+    pool = np.empty(total * 4, np.uint8)
+    bucket, offset = [], 0
+    for s in shapes:
+        n = int(np.prod(s)) * 4
+        bucket.append(pool[offset:offset + n].view(np.float32).reshape(s))
+        offset += n
+    for b in bucket:
+        b[...] = world.rank + 1
+    bucket_flat = flat_view(bucket)
+    assert bucket_flat is not None
     group = LocalGroup(1, world)
     for g in grads:     # the sums must be right before their times mean anything
         world.allreduce_sum_(g)
-    group.allreduce_(0, grads, 0)
+    group.allreduce_(0, bucket, 0, bucket_flat)
     world.comm.Allreduce(MPI.IN_PLACE, flat, op=MPI.SUM)
-    ok = all(np.all(g == 6) for g in grads) and np.all(flat == 3)
+    ok = all(np.all(g == 3) for g in grads + bucket) and np.all(flat == 3)
     if not ok:
         raise AssertionError("dp/grad_sync: an allreduce gave a wrong sum")
-    for a in grads + [flat]:
+    for a in grads + bucket + [flat]:
         a[...] = 0          # 0 + 0 stays 0: no overflow whatever the repetitions
 
     def bucketed():
-        group.allreduce_(0, grads, 0)
+        group.allreduce_(0, bucket, 0, bucket_flat)
 
     def per_gradient():
         for g in grads:

@@ -14,10 +14,11 @@ class HostBackend:
     def empty(self, shape, dtype):
         return np.empty(shape, dtype)
 
-    def view(self, buf, shape, dtype):
-        """`buf` (a pooled uint8 buffer) seen as a C-contiguous array of shape/dtype."""
+    def view(self, buf, shape, dtype, offset=0):
+        """`buf` (a pooled uint8 buffer) from byte `offset` on, seen as a C-contiguous
+        array of shape/dtype."""
         n = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-        return buf[:n].view(dtype).reshape(shape)
+        return buf[offset:offset + n].view(dtype).reshape(shape)
 
     def scope_array(self, scope, name):
         return scope._host_array(name)
@@ -58,9 +59,9 @@ class CudaBackend:
     def empty(self, shape, dtype):
         return self.cuda.device_array(shape, dtype)
 
-    def view(self, buf, shape, dtype):
+    def view(self, buf, shape, dtype, offset=0):
         n = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-        return buf[:n].view(dtype).reshape(shape)
+        return buf[offset:offset + n].view(dtype).reshape(shape)
 
     def scope_array(self, scope, name):
         return scope._device_array(name)

@@ -6,8 +6,11 @@ kernel of a `c_allreduce_sum` op. The local sum is hierarchical and in a fixed o
 1. every device publishes its arrays and waits at a barrier;
 2. one thread sums them into device 0's arrays, device by device in index order (so the
    result is bit-reproducible run to run, whatever thread arrives first), then, when
-   there are several ranks, makes the bucket's MPI calls: one for its small tensors packed
-   into a preallocated flat buffer, and one in place per large tensor;
+   there are several ranks, makes the bucket's MPI call. The executor lays a bucket's
+   gradients out back to back in one buffer (memory.py `coalesce`), so that is one add
+   per device and ONE in-place MPI call on the flat array; a bucket that is not
+   contiguous (e.g. a fetched gradient has its own array) falls back to one message for
+   its small tensors packed into a preallocated buffer plus one per large tensor;
 3. after a second barrier every other device copies the result; a third barrier keeps
    device 0 from overwriting its arrays (the next bucket, the next step) before then.
 
@@ -50,19 +53,30 @@ class LocalGroup:
             raise GroupAborted("another device of the data-parallel group failed; see "
                                "its error") from None
 
-    def allreduce_(self, index, arrays, bucket):
-        self._slots[index] = arrays
+    def allreduce_(self, index, arrays, bucket, flat=None):
+        """`flat`: the arrays as one 1-D view when they lie back to back in one buffer
+        (the executor coalesces a bucket): then one add per device and one MPI call."""
+        self._slots[index] = (arrays, flat)
         if self._wait() == 0:
-            total = self._slots[0]
+            flats = [f for _, f in self._slots]
+            whole = all(f is not None for f in flats)
+            total = [flats[0]] if whole else self._slots[0][0]
             for d in range(1, self.size):
-                for acc, x in zip(total, self._slots[d]):
+                for acc, x in zip(total, [flats[d]] if whole else self._slots[d][0]):
                     np.add(acc, x, out=acc)
             if self.world is not None and self.world.size > 1:
-                self._mpi_allreduce(total, bucket)
+                if whole:
+                    self.world.allreduce_sum_(total[0])
+                else:
+                    self._mpi_allreduce(total, bucket)
         self._wait()
         if index:
-            for mine, total in zip(arrays, self._slots[0]):
-                np.copyto(mine, total)
+            src_arrays, src_flat = self._slots[0]
+            if flat is not None and src_flat is not None:
+                np.copyto(flat, src_flat)
+            else:
+                for mine, total in zip(arrays, src_arrays):
+                    np.copyto(mine, total)
         self._wait()
 
     def _mpi_allreduce(self, arrays, bucket):
@@ -81,9 +95,9 @@ class LocalGroup:
         """Every device's `arrays` become those of global device `root`
         (= rank * local size + local index)."""
         rank, local = divmod(root, self.size)
-        self._slots[index] = arrays
+        self._slots[index] = (arrays, None)
         if self._wait() == 0 and self.world is not None and self.world.size > 1:
-            src = self._slots[local]
+            src = self._slots[local][0]
             flat = self._flat_buffer(("bcast", bucket), src)
             if self.world.rank == rank:
                 _pack(src, flat)
@@ -91,7 +105,7 @@ class LocalGroup:
             _unpack(flat, src)
         self._wait()
         if index != local:
-            for mine, src in zip(arrays, self._slots[local]):
+            for mine, src in zip(arrays, self._slots[local][0]):
                 np.copyto(mine, src)
         self._wait()
 
@@ -124,8 +138,8 @@ class DeviceComm:
     def __init__(self, group, index):
         self.group, self.index = group, index
 
-    def allreduce_(self, arrays, bucket=0):
-        self.group.allreduce_(self.index, arrays, bucket)
+    def allreduce_(self, arrays, bucket=0, flat=None):
+        self.group.allreduce_(self.index, arrays, bucket, flat)
 
     def broadcast_(self, arrays, root=0, bucket=0):
         self.group.broadcast_(self.index, arrays, root, bucket)

@@ -26,6 +26,7 @@ from ..kernels.registry import ELEMENTWISE, get_op_def
 class Assignment:
     sizes: list = field(default_factory=list)     # bytes of each pool buffer
     buffer_of: dict = field(default_factory=dict)  # Variable -> pool buffer index
+    offset_of: dict = field(default_factory=dict)  # Variable -> byte offset (coalesced ones)
     inplace: list = field(default_factory=list)    # (op index, output var, input var) shared
     peak_live_bytes: int = 0                       # most bytes of temporaries live at once
 
@@ -50,10 +51,14 @@ def _inplace_pairs(op):
     return pairs
 
 
-def assign_buffers(ops, shapes, pooled, keep_alive, memory_optimize=True, enable_inplace=True):
+def assign_buffers(ops, shapes, pooled, keep_alive, memory_optimize=True, enable_inplace=True,
+                   coalesce=()):
     """ops: the plan's ops in order; shapes: {Variable: VarInfo}; pooled: the variables
     that live in the pool; keep_alive: pooled variables that must survive to the end
-    (fetched) or must never be overwritten in place (fetched, fed)."""
+    (fetched) or must never be overwritten in place (fetched, fed); coalesce: groups of
+    pooled variables laid out back to back in one buffer (a gradient bucket: one flat
+    array for one MPI call), reserved when the first of them is produced."""
+    group_of = {v: g for g in coalesce for v in g}
     last = {}
     for i, op in enumerate(ops):
         for v in op.input_vars() + op.output_vars():
@@ -69,18 +74,20 @@ def assign_buffers(ops, shapes, pooled, keep_alive, memory_optimize=True, enable
         taken = set()
         if enable_inplace:
             for out, inp in _inplace_pairs(op):
+                where = (a.buffer_of.get(inp), a.offset_of.get(inp, 0))
                 if (out in pooled and out not in a.buffer_of and inp in a.buffer_of
                         and last.get(inp) == i and inp not in keep_alive
-                        and a.buffer_of[inp] not in taken
+                        and where not in taken
                         and shapes[out].shape == shapes[inp].shape
                         and shapes[out].dtype == shapes[inp].dtype):
-                    a.buffer_of[out] = a.buffer_of[inp]
-                    taken.add(a.buffer_of[inp])
+                    a.buffer_of[out], a.offset_of[out] = where
+                    taken.add(where)
                     a.inplace.append((i, out, inp))
         for out in op.output_vars():
             if out not in pooled or out in a.buffer_of:
                 continue
-            need = nbytes(shapes[out])
+            members = group_of.get(out, [out])
+            need = sum(nbytes(shapes[v]) for v in members)
             fits = [b for b in free if a.sizes[b] >= need] if memory_optimize else []
             if fits:
                 b = min(fits, key=lambda k: a.sizes[k])
@@ -88,7 +95,10 @@ def assign_buffers(ops, shapes, pooled, keep_alive, memory_optimize=True, enable
             else:
                 b = len(a.sizes)
                 a.sizes.append(need)
-            a.buffer_of[out] = b
+            offset = 0
+            for v in members:
+                a.buffer_of[v], a.offset_of[v] = b, offset
+                offset += nbytes(shapes[v])
         in_use.update(a.buffer_of[v] for v in op.output_vars() if v in a.buffer_of)
         a.peak_live_bytes = max(a.peak_live_bytes, sum(a.sizes[b] for b in in_use))
         dying = {a.buffer_of[v] for v in op.input_vars() + op.output_vars()

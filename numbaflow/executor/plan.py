@@ -186,9 +186,13 @@ class Plan:
         pooled = {v for v in shapes if not v.persistable and v not in fed
                   and v not in self.handoff}
         keep = set(self.fetch_vars) | set(self.feed_vars)
+        # each gradient bucket's inputs back to back: one flat array per MPI call
+        buckets = [[v for v in op.inputs["X"] if v in pooled] for op in self.ops
+                   if op.type == "c_allreduce_sum"]
+        buckets = [b for b in buckets if len(b) > 1 and len({shapes[v].dtype for v in b}) == 1]
         self.assignment = assign_buffers(self.ops, shapes, pooled, keep,
                                          self.options.memory_optimize,
-                                         self.options.enable_inplace)
+                                         self.options.enable_inplace, buckets)
         self._feed_seen = {}
 
     def bind(self, feed_arrays):
@@ -210,7 +214,8 @@ class Plan:
                     bufs[v] = self._persistable_buffer(v)
                 elif v in self.assignment.buffer_of:
                     bufs[v] = backend.view(self.pool[self.assignment.buffer_of[v]],
-                                           shapes[v].shape, shapes[v].dtype)
+                                           shapes[v].shape, shapes[v].dtype,
+                                           self.assignment.offset_of.get(v, 0))
                 else:
                     bufs[v] = backend.empty(shapes[v].shape, shapes[v].dtype)
         self.persistable_names = [v.name for v in bufs if v.persistable]

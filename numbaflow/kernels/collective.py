@@ -24,12 +24,33 @@ def _copies(ins, outs):
             if not np.shares_memory(x, o)]
 
 
+def flat_view(arrays):
+    """One 1-D array over `arrays` when the executor laid them out back to back in one
+    buffer (a coalesced gradient bucket), else None."""
+    if len(arrays) < 2 or len({a.dtype for a in arrays}) != 1:
+        return None
+    root = arrays[0]
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    if root.ndim != 1 or not root.flags.c_contiguous:
+        return None
+    start = arrays[0].ctypes.data - root.ctypes.data
+    end = start
+    for a in arrays:
+        if not a.flags.c_contiguous or a.ctypes.data - root.ctypes.data != end:
+            return None
+        end += a.nbytes
+    if root.dtype != np.uint8 or end > root.nbytes:
+        return None
+    return root[start:end].view(arrays[0].dtype)
+
+
 def _allreduce_cpu(cop):
     def bind(ins, outs):
         steps = _copies(ins, outs)
         if cop.comm is not None:       # one device alone: the sum is X itself
             steps.append(functools.partial(cop.comm.allreduce_, tuple(outs["Out"]),
-                                           cop.attrs["bucket"]))
+                                           cop.attrs["bucket"], flat_view(outs["Out"])))
         return sequence(steps) if steps else _noop
     return bind
 
