@@ -151,7 +151,9 @@ def test_gradient_buckets(fuse, size_mb, expected_ops):
     exe.run(main, feed=f, fetch_list=[loss], scope=s2)
     assert_params_close(params(main, s1), params(main, s2))
     program = next(iter(c._passed.values()))
-    n = sum(op.type == "c_allreduce_sum" for op in program.global_block().ops)
+    ops = program.global_block().ops
+    n = sum(op.type == "c_allreduce_start" for op in ops)
+    assert n == sum(op.type == "c_allreduce_wait" for op in ops)
     if expected_ops is not None:
         assert n == expected_ops
     else:                       # tiny buckets: one gradient (of 200 bytes or less) each
@@ -382,8 +384,30 @@ def test_a_bucket_of_gradients_lies_in_one_flat_buffer():
     exe.run(main, feed=f, fetch_list=[loss], scope=s2)
     assert_params_close(params(main, s1), params(main, s2))
     plan = c._last_plan
-    op = next(op for op in plan.ops if op.type == "c_allreduce_sum")
+    op = next(op for op in plan.ops if op.type == "c_allreduce_wait")
     grads = [plan.buffers[v] for v in op.output_vars()]
     flat = flat_view(grads)
     assert flat is not None and flat.size == sum(g.size for g in grads)
     assert all(np.shares_memory(flat, g) for g in grads)
+
+
+def test_buckets_start_as_soon_as_ready_and_are_waited_for_before_their_readers():
+    main, startup, loss = mlp()
+    c = parallel(main, loss, 2, fuse_grad_size_in_MB=1e-4)    # one bucket per gradient
+    exe, s1, s2 = two_scopes(startup)
+    f = batch(6)
+    exe.run(c, feed=f, fetch_list=[loss], scope=s1)
+    exe.run(main, feed=f, fetch_list=[loss], scope=s2)
+    assert_params_close(params(main, s1), params(main, s2))
+    ops = next(iter(c._passed.values())).global_block().ops
+    types = [op.type for op in ops]
+    first_start = types.index("c_allreduce_start")
+    # backward compute runs while the first bucket is in flight
+    assert any(t.endswith("_grad") for t in types[first_start:types.index("c_allreduce_wait")])
+    for op in ops:
+        if op.type == "c_allreduce_wait":
+            summed = set(op.output_vars())
+            later = ops[ops.index(op) + 1:]
+            earlier = ops[:ops.index(op)]
+            assert any(summed & set(o.input_vars()) for o in later)
+            assert not any(summed & set(o.input_vars()) for o in earlier)

@@ -37,10 +37,11 @@ def mpirun(args, timeout=240, n=2):
     return proc.returncode, out
 
 
-@pytest.mark.parametrize("places,strategy", [(1, "allreduce"), (2, "allreduce"),
-                                             (2, "reduce")])
-def test_two_ranks_equal_one_device_on_the_whole_batch(places, strategy):
-    rc, out = mpirun(["tests/mpi/dp_equivalence.py", str(places), strategy])
+@pytest.mark.parametrize("places,strategy,bucket_mb", [
+    (1, "allreduce", "32"), (2, "allreduce", "32"), (2, "reduce", "32"),
+    (2, "allreduce", "0.0001")])          # one overlapped bucket per gradient
+def test_two_ranks_equal_one_device_on_the_whole_batch(places, strategy, bucket_mb):
+    rc, out = mpirun(["tests/mpi/dp_equivalence.py", str(places), strategy, bucket_mb])
     assert rc == 0 and f"OK 2 ranks x {places} places ({strategy}) == 1 device" in out, out
 
 

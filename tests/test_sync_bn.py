@@ -101,7 +101,7 @@ def test_pass_leaves_running_statistics_batch_norm_alone_and_says_why():
 def test_sync_bn_on_d_devices_equals_one_device_on_the_whole_batch(places, batch_size):
     compiled, par, one, state_par, state_one = train_both(places, batch_size, sync=True)
     ops = {op.type for p in compiled._passed.values() for op in p.global_block().ops}
-    assert {"sync_batch_norm", "sync_batch_norm_grad", "c_allreduce_sum"} <= ops
+    assert {"sync_batch_norm", "sync_batch_norm_grad", "c_allreduce_start", "c_allreduce_wait"} <= ops
     assert "batch_norm" not in ops
     np.testing.assert_allclose(par, one, rtol=1e-5)
     stats = [n for n in state_one if n.startswith("batch_norm") and n[-4:] in (".w_1", ".w_2")]

@@ -36,15 +36,91 @@ class LocalGroup:
         self._barrier = threading.Barrier(size)
         self._slots = [None] * size
         self._flat = {}                    # bucket -> flat buffer for the MPI call
+        self._lock = threading.Lock()
+        self._pending = {}                 # bucket -> _Bucket (started, not yet waited)
+        self._wait_barrier = threading.Barrier(size, action=self._finish_bucket)
+        self._finishing = None
+        self._broken = False
+        self._comm = None                  # the communication thread (several ranks only)
 
     def endpoint(self, index):
         return DeviceComm(self, index)
 
     def abort(self):
+        self._broken = True
         self._barrier.abort()
+        self._wait_barrier.abort()
 
     def reset(self):
+        self._broken = False
+        self._pending.clear()
         self._barrier.reset()
+        self._wait_barrier.reset()
+
+    def _mpi(self, fn, *args):
+        """Run an MPI call on the communication thread, in submission order: every MPI
+        call of the group goes there, so a started bucket and a later synchronous
+        collective reach MPI in the same order on every rank."""
+        if self._comm is None:
+            import concurrent.futures
+            self._comm = concurrent.futures.ThreadPoolExecutor(
+                max_workers=1, thread_name_prefix="numbaflow-comm")
+        return self._comm.submit(fn, *args)
+
+    # ---------------------------------------------------------------- overlapped buckets
+    def allreduce_start_(self, index, arrays, bucket, flat=None):
+        """Publish this device's bucket and return at once. The last device to start it
+        sums the bucket into device 0's arrays (fixed order) and hands the MPI call to
+        the communication thread; the devices go on with the backward pass meanwhile."""
+        with self._lock:
+            b = self._pending.setdefault(bucket, _Bucket(self.size))
+            b.slots[index] = (arrays, flat)
+            b.arrived += 1
+            last = b.arrived == self.size
+        if not last:
+            return
+        try:
+            flats = [f for _, f in b.slots]
+            whole = all(f is not None for f in flats)
+            total = [flats[0]] if whole else b.slots[0][0]
+            for d in range(1, self.size):
+                for acc, x in zip(total, [flats[d]] if whole else b.slots[d][0]):
+                    np.add(acc, x, out=acc)
+            if self.world is not None and self.world.size > 1:
+                if whole:
+                    b.future = self._mpi(self.world.allreduce_sum_, total[0])
+                else:
+                    b.future = self._mpi(self._mpi_allreduce, total, bucket)
+        finally:
+            b.summed.set()
+
+    def allreduce_wait_(self, index, arrays, outs, bucket):
+        """Wait for the bucket's sum, copy it into this device's `outs`, and return once
+        every device has its copy (device 0's arrays hold the sum until then)."""
+        b = self._pending.get(bucket)
+        if b is None:
+            raise GroupAborted("another device of the data-parallel group failed") \
+                if self._broken else RuntimeError(f"bucket {bucket} was never started")
+        while not b.summed.wait(0.05):
+            if self._broken:
+                raise GroupAborted("another device of the data-parallel group failed; "
+                                   "see its error")
+        if b.future is not None:
+            b.future.result()
+        total = b.slots[0][0]
+        for out, src in zip(outs, total):
+            if not np.shares_memory(out, src):
+                np.copyto(out, src)
+        self._finishing = bucket
+        try:
+            self._wait_barrier.wait()
+        except threading.BrokenBarrierError:
+            raise GroupAborted("another device of the data-parallel group failed; see its "
+                               "error") from None
+
+    def _finish_bucket(self):
+        # Barrier action: runs once, after every device copied, before any goes on
+        self._pending.pop(self._finishing, None)
 
     def _wait(self):
         try:
@@ -66,9 +142,9 @@ class LocalGroup:
                     np.add(acc, x, out=acc)
             if self.world is not None and self.world.size > 1:
                 if whole:
-                    self.world.allreduce_sum_(total[0])
+                    self._mpi(self.world.allreduce_sum_, total[0]).result()
                 else:
-                    self._mpi_allreduce(total, bucket)
+                    self._mpi(self._mpi_allreduce, total, bucket).result()
         self._wait()
         if index:
             src_arrays, src_flat = self._slots[0]
@@ -101,7 +177,7 @@ class LocalGroup:
             flat = self._flat_buffer(("bcast", bucket), src)
             if self.world.rank == rank:
                 _pack(src, flat)
-            self.world.bcast_(flat, root=rank)
+            self._mpi(self.world.bcast_, flat, rank).result()
             _unpack(flat, src)
         self._wait()
         if index != local:
@@ -132,6 +208,16 @@ def _unpack(flat, arrays):
         i += a.size
 
 
+class _Bucket:
+    """A started bucket: each device's arrays, and when its sum is ready."""
+
+    def __init__(self, size):
+        self.slots = [None] * size
+        self.arrived = 0
+        self.summed = threading.Event()
+        self.future = None             # the MPI call on the communication thread
+
+
 class DeviceComm:
     """One device's view of its LocalGroup (what collective kernels get as `cop.comm`)."""
 
@@ -143,3 +229,9 @@ class DeviceComm:
 
     def broadcast_(self, arrays, root=0, bucket=0):
         self.group.broadcast_(self.index, arrays, root, bucket)
+
+    def allreduce_start_(self, arrays, bucket=0, flat=None):
+        self.group.allreduce_start_(self.index, arrays, bucket, flat)
+
+    def allreduce_wait_(self, arrays, outs, bucket=0):
+        self.group.allreduce_wait_(self.index, arrays, outs, bucket)

@@ -188,7 +188,7 @@ class Plan:
         keep = set(self.fetch_vars) | set(self.feed_vars)
         # each gradient bucket's inputs back to back: one flat array per MPI call
         buckets = [[v for v in op.inputs["X"] if v in pooled] for op in self.ops
-                   if op.type == "c_allreduce_sum"]
+                   if op.type in ("c_allreduce_sum", "c_allreduce_start")]
         buckets = [b for b in buckets if len(b) > 1 and len({shapes[v].dtype for v in b}) == 1]
         self.assignment = assign_buffers(self.ops, shapes, pooled, keep,
                                          self.options.memory_optimize,

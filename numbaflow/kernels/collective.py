@@ -10,7 +10,7 @@ import functools
 
 import numpy as np
 
-from .registry import COLLECTIVE, NO_GRAD, OpDef, Slot, register_op, sequence
+from .registry import COLLECTIVE, NO_GRAD, OpDef, Slot, VarInfo, register_op, sequence
 
 
 def _same_as_x(ctx):
@@ -53,6 +53,49 @@ def _allreduce_cpu(cop):
                                            cop.attrs["bucket"], flat_view(outs["Out"])))
         return sequence(steps) if steps else _noop
     return bind
+
+
+def _start_infer(ctx):
+    return {"Token": VarInfo((), np.dtype(np.int64))}
+
+
+def _wait_infer(ctx):
+    return {"Out": ctx.inputs("X")}
+
+
+def _start_cpu(cop):
+    def bind(ins, outs):
+        # the token only orders the wait after the start; its value is always 0
+        steps = [functools.partial(np.copyto, outs["Token"][0], 0)]
+        if cop.comm is not None:
+            steps.append(functools.partial(cop.comm.allreduce_start_, tuple(ins["X"]),
+                                           cop.attrs["bucket"], flat_view(ins["X"])))
+        return sequence(steps)
+    return bind
+
+
+def _wait_cpu(cop):
+    def bind(ins, outs):
+        steps = []
+        if cop.comm is not None:       # the sum lands in device 0's X, then in every Out
+            steps.append(functools.partial(cop.comm.allreduce_wait_, tuple(ins["X"]),
+                                           tuple(outs["Out"]), cop.attrs["bucket"]))
+        else:
+            steps = _copies(ins, outs)
+        return sequence(steps) if steps else _noop
+    return bind
+
+
+def _start_gpu(cop):
+    # on a GPU the bucket is summed synchronously by the wait (through host copies)
+    def bind(ins, outs):
+        from . import gpu_util
+        return gpu_util.fill_thunk(outs["Token"][0], 0)
+    return bind
+
+
+def _wait_gpu(cop):
+    return _via_host(_allreduce_cpu)(cop)
 
 
 def _broadcast_cpu(cop):
@@ -98,6 +141,21 @@ register_op(OpDef(
     inplace={"Out": "X"}, traits=frozenset({COLLECTIVE, NO_GRAD}),
     doc="Out[k] = the sum of X[k] over every device and rank, in place (Out is X). All "
         "tensors of one op move as one bucket (one MPI call); `bucket` numbers it."))
+
+register_op(OpDef(
+    "c_allreduce_start", (Slot("X", duplicable=True),), (Slot("Token"),),
+    _start_infer, _start_cpu, gpu=_start_gpu, attrs={"bucket": 0},
+    traits=frozenset({COLLECTIVE, NO_GRAD}),
+    doc="Starts summing the bucket X over every device and rank and returns at once (the "
+        "MPI call runs on the group's communication thread); `c_allreduce_wait` with the "
+        "same bucket, later in the program, finishes it. X must not change in between."))
+
+register_op(OpDef(
+    "c_allreduce_wait", (Slot("X", duplicable=True), Slot("Token")),
+    (Slot("Out", duplicable=True),), _wait_infer, _wait_cpu, gpu=_wait_gpu,
+    attrs={"bucket": 0}, inplace={"Out": "X"}, traits=frozenset({COLLECTIVE, NO_GRAD}),
+    doc="Out[k] = the sum of X[k] over every device and rank, once the bucket's "
+        "c_allreduce_start (Token) has completed."))
 
 register_op(OpDef(
     "c_broadcast", (Slot("X", duplicable=True),), (Slot("Out", duplicable=True),),

@@ -15,6 +15,7 @@ import numbaflow.static as static
 from numbaflow.utils import unique_name
 
 places, strategy = int(sys.argv[1]), sys.argv[2]
+bucket_mb = float(sys.argv[3]) if len(sys.argv) > 3 else None
 rank, size = dist.get_rank(), dist.get_world_size()
 assert size == 2, size
 
@@ -35,6 +36,8 @@ initial = {n: scope.get(n) for n in scope.local_var_names()}   # rank 0's are th
 bs = static.BuildStrategy()
 if strategy == "reduce":
     bs.reduce_strategy = static.BuildStrategy.ReduceStrategy.Reduce
+if bucket_mb is not None:          # small buckets: several overlapped MPI calls per step
+    bs.fuse_grad_size_in_MB = bucket_mb
 compiled = static.CompiledProgram(main, build_strategy=bs).with_data_parallel(
     loss_name=loss.name, places=[paddle.CPUPlace()] * places)
 rng = np.random.default_rng(0)                 # the same global batches on every rank

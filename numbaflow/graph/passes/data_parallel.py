@@ -4,13 +4,15 @@
   `<loss>@GRAD` becomes a fed variable: the runner feeds each device its share of the
   global batch (CoeffNumDevice), 1 (One), or the user's value (Customized).
 * Every gradient an optimizer op reads is summed over all devices and ranks by a
-  `c_allreduce_sum` op placed right after the op that finishes it: the backward ops now
+  `c_allreduce_start` / `c_allreduce_wait` pair: started right after the op that finishes
+  it, waited for just before its first reader, so the MPI call overlaps the rest of the
+  backward pass (it runs on the group's communication thread). The backward ops now
   write the device's own `<grad>@LOCAL`, and the collective writes `<grad>`, so the
   optimizer, any clipping in between and a fetch of `<grad>` see the sum (the IR stays
-  single-definition; the executor writes it in place over the dead local one). With `fuse_all_reduce_ops` the gradients are
-  packed into buckets of at most `bucket_bytes` in the order they are finished, one op
-  (one MPI call) per bucket, placed as soon as its last gradient is ready — so a bucket
-  is reduced while the rest of the backward pass is still ahead of it in program order.
+  single-definition; the executor writes it in place over the dead local one). With
+  `fuse_all_reduce_ops` the gradients are packed into buckets of at most `bucket_bytes` in the order they are finished, one pair
+  (one MPI call: the executor lays a bucket out in one flat buffer) per bucket, started
+  as soon as its last gradient is ready.
 
 Every replica runs the same rewritten program.
 """
@@ -55,22 +57,33 @@ class MultiDevicesPass(Pass):
                                 if g in block.ops[j].input_vars())
         order = sorted(finish, key=lambda g: (finish[g], g.name))
         self.buckets = self._bucket(order, finish, first_use)
-        # insert from the back so earlier indices stay valid
-        placed = sorted(((max(finish[g] for g in b), k, b) for k, b in enumerate(self.buckets)),
-                        key=lambda t: -t[0])
-        for at, k, bucket in placed:
-            # the backward ops write `<grad>@LOCAL`; the collective writes `<grad>` itself,
-            # so the optimizer, clipping and a fetch of `<grad>` all see the summed value
+        # the backward ops write `<grad>@LOCAL`; the collective writes `<grad>` itself, so
+        # the optimizer, clipping and a fetch of `<grad>` all see the summed value. A
+        # bucket starts right after its last gradient is finished and is waited for just
+        # before the first op reading one of its sums: the MPI call overlaps what is
+        # between (the rest of the backward pass).
+        inserts = []                   # (position in the original list, order, op)
+        for k, bucket in enumerate(self.buckets):
+            at = max(finish[g] for g in bucket)
+            use = min(first_use[g] for g in bucket)
             local = [block.create_var(f"{g.name}@LOCAL", g.shape, g.dtype) for g in bucket]
             swap = dict(zip(bucket, local))
             for op in block.ops[:at + 1]:
                 for slots in (op.inputs, op.outputs):
                     for slot, vs in slots.items():
                         slots[slot] = [swap.get(v, v) for v in vs]
-            op = block._make_op("c_allreduce_sum", {"X": local}, {"Out": bucket},
-                                {"bucket": k})
-            op.role = block.ops[at].role
-            block.ops.insert(at + 1, op)
+            token = block.create_var(f"allreduce_bucket_{k}.token", (), "int64")
+            role = block.ops[at].role
+            start = block._make_op("c_allreduce_start", {"X": local}, {"Token": token},
+                                   {"bucket": k})
+            wait = block._make_op("c_allreduce_wait", {"X": local, "Token": token},
+                                  {"Out": bucket}, {"bucket": k})
+            start.role = wait.role = role
+            inserts += [(at + 1, 0, k, start), (use, 1, k, wait)]
+        ops = list(block.ops)
+        for pos, kind, k, op in sorted(inserts, key=lambda t: (-t[0], -t[1], -t[2])):
+            ops.insert(pos, op)
+        block.ops[:] = ops
         program._bump()
         return True
 
