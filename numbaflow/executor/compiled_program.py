@@ -11,6 +11,7 @@ from ..graph.ir_graph import Graph
 from ..graph.passes import apply_passes, fusion_pass_names
 from ..graph.program import BACKWARD, Program
 from .plan import PlanOptions
+from .backend import backend_for
 from .place import CUDAPlace, cpu_places, cuda_places, to_place
 from .strategy import BuildStrategy, ExecutionStrategy
 
@@ -152,10 +153,6 @@ class CompiledProgram:
 
     def _data_parallel_runner(self, program, world):
         from .data_parallel import DataParallelRunner
-        if len(self._device_places) > 1 and isinstance(self._place, CUDAPlace):
-            raise NotImplementedError(
-                "data parallelism over several CUDA places in one process is not available "
-                "yet; use one GPU per MPI rank (mpiexec -n N) or CPU places")
         source = None
         if self._share_vars_from is not None:
             other = self._share_vars_from
@@ -168,7 +165,8 @@ class CompiledProgram:
             source = next(iter(other._runners.values()))
         return DataParallelRunner(program, self._loss_name, self._device_places, self._scope,
                                   self.build_strategy_effective, self._options,
-                                  self._executor._backend, world, source)
+                                  [backend_for(p) for p in self._device_places], world,
+                                  source)
 
     @property
     def device_count(self):

@@ -34,7 +34,7 @@ from .strategy import GradientScaleStrategy, ReduceStrategy
 
 
 class DataParallelRunner:
-    def __init__(self, program, loss_name, places, scope, build_strategy, options, backend,
+    def __init__(self, program, loss_name, places, scope, build_strategy, options, backends,
                  world=None, share_from=None):
         self.places, self.D = places, len(places)
         self.world = world
@@ -81,7 +81,7 @@ class DataParallelRunner:
             raise ValueError(f"share_vars_from: the source runs on {len(self.scopes)} places, "
                              f"this program on {self.D}; use the same places")
         self.options = [_with_comm(options, self.group.endpoint(i)) for i in range(self.D)]
-        self.backend = backend
+        self.backends = backends       # one per place (a CUDA place: its own device)
         self.plans = [{} for _ in range(self.D)]
         self._synced = None
         self._loss_grads = {}
@@ -138,7 +138,7 @@ class DataParallelRunner:
             block = program.global_block()
             plan = self.plans[i][key] = Plan(
                 program, {block.vars[n]: a for n, a in arrays.items()}, fetch_vars,
-                self.scopes[i], self.backend, self.options[i])
+                self.scopes[i], self.backends[i], self.options[i])
         plan.feed_now = arrays
         return plan
 
@@ -151,7 +151,8 @@ class DataParallelRunner:
             previous = numba.get_num_threads()
             numba.set_num_threads(max(1, threads // n))   # thread-local in numba
             try:
-                results[i] = plans[i].run(plans[i].feed_now, iterations)
+                with _device_context(self.places[i]):
+                    results[i] = plans[i].run(plans[i].feed_now, iterations)
             except BaseException as e:      # noqa: B902 - reported below, on the caller
                 errors[i] = e
                 self.group.abort()          # the others stop waiting for this device
@@ -211,6 +212,16 @@ class DataParallelRunner:
                 else:
                     scope.set(v.name, user._host_array(v.name))
         self._synced = user.writes
+
+
+def _device_context(place):
+    """Make a CUDA place's device current in this thread (a no-op for a CPU place)."""
+    from .place import CUDAPlace
+    if isinstance(place, CUDAPlace):
+        from numba import cuda
+        return cuda.gpus[place.device_id]
+    import contextlib
+    return contextlib.nullcontext()
 
 
 def _signature(program):
