@@ -25,6 +25,22 @@ class NumpySeedStep:
         return loss
 
 
+def mlp_forward(p, x, rows, y):
+    """Forward pass of the numpy MLP baselines: (layer inputs, pre-activations, softmax
+    probabilities (a fresh array the caller may overwrite), mean cross-entropy)."""
+    inputs, pre = [x], []
+    for i in range(0, len(p), 2):
+        z = inputs[-1] @ p[i]
+        z += p[i + 1]
+        pre.append(z)
+        if i + 2 < len(p):
+            inputs.append(np.maximum(z, 0))
+    prob = pre[-1] - pre[-1].max(axis=1, keepdims=True)
+    np.exp(prob, out=prob)
+    prob /= prob.sum(axis=1, keepdims=True)
+    return inputs, pre, prob, -np.log(prob[rows, y]).mean()
+
+
 class NumpyMLPStep:
     """Dense layers with relu between them, softmax cross-entropy (int labels), SGD.
 
@@ -39,17 +55,7 @@ class NumpyMLPStep:
 
     def __call__(self):
         p, rows, y = self.params, self.rows, self.y
-        inputs, pre = [self.x], []
-        for i in range(0, len(p), 2):
-            z = inputs[-1] @ p[i]
-            z += p[i + 1]
-            pre.append(z)
-            if i + 2 < len(p):
-                inputs.append(np.maximum(z, 0))
-        prob = pre[-1] - pre[-1].max(axis=1, keepdims=True)
-        np.exp(prob, out=prob)
-        prob /= prob.sum(axis=1, keepdims=True)
-        loss = -np.log(prob[rows, y]).mean()
+        inputs, pre, prob, loss = mlp_forward(p, self.x, rows, y)
         grad = prob  # d loss / d logits = (softmax - onehot) / batch
         grad[rows, y] -= 1
         grad /= len(y)

@@ -378,16 +378,16 @@ def seed_program(pd):
     return main, startup, loss
 
 
-def mlp_program(pd):
-    """MLP 784-512-512-10, relu, softmax cross-entropy on int64 labels, SGD 0.1."""
+def mlp_program(pd, sizes=(784, 512, 512, 10)):
+    """MLP `sizes` (default 784-512-512-10), relu between, softmax cross-entropy on int64
+    labels, SGD 0.1."""
     main, startup = pd.static.Program(), pd.static.Program()
     with _guard(pd), pd.static.program_guard(main, startup):
-        x = pd.static.data(name="x", shape=[None, 784], dtype="float32")
+        h = pd.static.data(name="x", shape=[None, sizes[0]], dtype="float32")
         y = pd.static.data(name="y", shape=[None, 1], dtype="int64")
-        h = pd.static.nn.fc(x, size=512, activation="relu")
-        h = pd.static.nn.fc(h, size=512, activation="relu")
-        logits = pd.static.nn.fc(h, size=10)
-        loss = pd.nn.functional.cross_entropy(logits, y)
+        for i, n in enumerate(sizes[1:]):
+            h = pd.static.nn.fc(h, size=n, activation="relu" if i < len(sizes) - 2 else None)
+        loss = pd.nn.functional.cross_entropy(h, y)
         pd.optimizer.SGD(learning_rate=0.1).minimize(loss)
     return main, startup, loss
 

@@ -27,6 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .baselines import mlp_forward
+from .cases import mlp_program
 from .harness import Case, Row, Skip, Timing, fmt_time
 
 MARK = "NUMBAFLOW_BENCH_DP "
@@ -117,20 +119,6 @@ def grad_sync_worker(sizes, reps, warmup=20):
         print(MARK + json.dumps(out), flush=True)
 
 
-def mlp_program(nf, sizes):
-    """fc layers `sizes` with relu between, softmax cross-entropy (int64 labels), SGD 0.1."""
-    from numbaflow.utils import unique_name
-    main, startup = nf.static.Program(), nf.static.Program()
-    with unique_name.guard(), nf.static.program_guard(main, startup):
-        h = nf.static.data(name="x", shape=[None, sizes[0]], dtype="float32")
-        y = nf.static.data(name="y", shape=[None, 1], dtype="int64")
-        for i, n in enumerate(sizes[1:]):
-            h = nf.static.nn.fc(h, size=n, activation="relu" if i < len(sizes) - 2 else None)
-        loss = nf.nn.functional.cross_entropy(h, y)
-        nf.optimizer.SGD(learning_rate=0.1).minimize(loss)
-    return main, startup, loss
-
-
 class NumpyDPStep:
     """The numpy MLP step of PERF_ANCHORS W7: forward, backward into one flat gradient
     buffer, one in-place Allreduce of it when `comm` is given (R ranks: the local
@@ -152,17 +140,7 @@ class NumpyDPStep:
 
     def __call__(self):
         p, g, rows, y = self.params, self.grads, self.rows, self.y
-        inputs, pre = [self.x], []
-        for i in range(0, len(p), 2):
-            z = inputs[-1] @ p[i]
-            z += p[i + 1]
-            pre.append(z)
-            if i + 2 < len(p):
-                inputs.append(np.maximum(z, 0))
-        prob = pre[-1] - pre[-1].max(axis=1, keepdims=True)
-        np.exp(prob, out=prob)
-        prob /= prob.sum(axis=1, keepdims=True)
-        loss = -np.log(prob[rows, y]).mean()
+        inputs, pre, prob, loss = mlp_forward(p, self.x, rows, y)
         grad = prob
         grad[rows, y] -= 1
         grad *= self.scale

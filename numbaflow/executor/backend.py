@@ -5,6 +5,8 @@ import logging
 
 import numpy as np
 
+from ..kernels.gpu_util import host_staged
+
 log = logging.getLogger("numbaflow")
 
 
@@ -92,21 +94,9 @@ class CudaBackend:
 
 
 def _host_fallback(opdef, cop, ins, outs):
-    """An op without a GPU kernel: copy its inputs to host scratch, run the CPU kernel,
-    copy the outputs back (correct, slow; the GPU op list says which ops still do this)."""
-    h_ins = {k: [np.empty(a.shape, a.dtype) for a in v] for k, v in ins.items()}
-    h_outs = {k: [np.empty(a.shape, a.dtype) for a in v] for k, v in outs.items()}
-    cpu = opdef.cpu(cop)(h_ins, h_outs)
-    pairs_in = [(d, h) for k in ins for d, h in zip(ins[k], h_ins[k])]
-    pairs_out = [(d, h) for k in outs for d, h in zip(outs[k], h_outs[k])]
-
-    def thunk():
-        for d, h in pairs_in:
-            d.copy_to_host(h)
-        cpu()
-        for d, h in pairs_out:
-            d.copy_to_device(h)
-    return thunk
+    """An op without a GPU kernel: its CPU kernel on host copies of its arrays (correct,
+    slow; the GPU op list says which ops still do this)."""
+    return host_staged(opdef.cpu(cop), ins, outs)
 
 
 def backend_for(place):

@@ -80,17 +80,7 @@ class LocalGroup:
         if not last:
             return
         try:
-            flats = [f for _, f in b.slots]
-            whole = all(f is not None for f in flats)
-            total = [flats[0]] if whole else b.slots[0][0]
-            for d in range(1, self.size):
-                for acc, x in zip(total, [flats[d]] if whole else b.slots[d][0]):
-                    np.add(acc, x, out=acc)
-            if self.world is not None and self.world.size > 1:
-                if whole:
-                    b.future = self._mpi(self.world.allreduce_sum_, total[0])
-                else:
-                    b.future = self._mpi(self._mpi_allreduce, total, bucket)
+            b.future = self._sum(b.slots, bucket)
         finally:
             b.summed.set()
 
@@ -112,19 +102,15 @@ class LocalGroup:
             if not np.shares_memory(out, src):
                 np.copyto(out, src)
         self._finishing = bucket
-        try:
-            self._wait_barrier.wait()
-        except threading.BrokenBarrierError:
-            raise GroupAborted("another device of the data-parallel group failed; see its "
-                               "error") from None
+        self._wait(self._wait_barrier)
 
     def _finish_bucket(self):
         # Barrier action: runs once, after every device copied, before any goes on
         self._pending.pop(self._finishing, None)
 
-    def _wait(self):
+    def _wait(self, barrier=None):
         try:
-            return self._barrier.wait()
+            return (barrier or self._barrier).wait()
         except threading.BrokenBarrierError:
             raise GroupAborted("another device of the data-parallel group failed; see "
                                "its error") from None
@@ -134,17 +120,9 @@ class LocalGroup:
         (the executor coalesces a bucket): then one add per device and one MPI call."""
         self._slots[index] = (arrays, flat)
         if self._wait() == 0:
-            flats = [f for _, f in self._slots]
-            whole = all(f is not None for f in flats)
-            total = [flats[0]] if whole else self._slots[0][0]
-            for d in range(1, self.size):
-                for acc, x in zip(total, [flats[d]] if whole else self._slots[d][0]):
-                    np.add(acc, x, out=acc)
-            if self.world is not None and self.world.size > 1:
-                if whole:
-                    self._mpi(self.world.allreduce_sum_, total[0]).result()
-                else:
-                    self._mpi(self._mpi_allreduce, total, bucket).result()
+            sent = self._sum(self._slots, bucket)
+            if sent is not None:
+                sent.result()
         self._wait()
         if index:
             src_arrays, src_flat = self._slots[0]
@@ -154,6 +132,23 @@ class LocalGroup:
                 for mine, total in zip(arrays, src_arrays):
                     np.copyto(mine, total)
         self._wait()
+
+    def _sum(self, slots, bucket):
+        """Sum every device's arrays into device 0's, in device order (one add per device
+        when all are flat), then start the bucket's MPI call on the communication thread:
+        returns its future, or None in one process. `slots[d]` = (arrays, flat or None)."""
+        flats = [f for _, f in slots]
+        whole = all(f is not None for f in flats)
+        parts = [[f] for f in flats] if whole else [arrays for arrays, _ in slots]
+        total = parts[0]
+        for d in range(1, self.size):
+            for acc, x in zip(total, parts[d]):
+                np.add(acc, x, out=acc)
+        if self.world is None or self.world.size == 1:
+            return None
+        if whole:
+            return self._mpi(self.world.allreduce_sum_, total[0])
+        return self._mpi(self._mpi_allreduce, total, bucket)
 
     def _mpi_allreduce(self, arrays, bucket):
         """One message for the bucket's small tensors (packed), and each large one in

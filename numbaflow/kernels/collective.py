@@ -10,6 +10,7 @@ import functools
 
 import numpy as np
 
+from . import gpu_util
 from .registry import COLLECTIVE, NO_GRAD, OpDef, Slot, VarInfo, register_op, sequence
 
 
@@ -114,26 +115,9 @@ def _noop():
 
 
 def _via_host(cpu_factory):
-    """GPU kernel factory: stage the device arrays through host buffers allocated once at
-    bind time (the communicator works on host memory), run the CPU kernel, copy back."""
-    def factory(cop):
-        def bind(ins, outs):
-            import numpy as np
-            h_ins = {k: [np.empty(a.shape, a.dtype) for a in v] for k, v in ins.items()}
-            h_outs = {k: [np.empty(a.shape, a.dtype) for a in v] for k, v in outs.items()}
-            run = cpu_factory(cop)(h_ins, h_outs)
-            pairs_in = [(d, h) for k in ins for d, h in zip(ins[k], h_ins[k])]
-            pairs_out = [(d, h) for k in outs for d, h in zip(outs[k], h_outs[k])]
-
-            def thunk():
-                for d, h in pairs_in:
-                    d.copy_to_host(h)
-                run()
-                for d, h in pairs_out:
-                    d.copy_to_device(h)
-            return thunk
-        return bind
-    return factory
+    """GPU kernel factory: the CPU kernel on host copies of the device arrays (the
+    communicator works on host memory)."""
+    return lambda cop: lambda ins, outs: gpu_util.host_staged(cpu_factory(cop), ins, outs)
 
 
 register_op(OpDef(
