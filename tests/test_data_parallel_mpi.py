@@ -1,40 +1,14 @@
 """Data parallelism across real MPI processes: `mpiexec -n 2` (the mpich wheel's, next to
 this Python) runs the scripts in tests/mpi/; each asserts on every rank and rank 0
 prints OK. A hang fails the test through the timeout."""
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
-MPIEXEC = Path(sys.executable).with_name("mpiexec")
+from mpirun import mpirun as run_mpi
 
 
 def mpirun(args, timeout=240, n=2):
     """(return code, stdout + stderr) of `mpiexec -n n python args...`; a hang fails."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT),
-               NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-    for var in ("CPU_NUM", "PMI_SIZE", "PMI_RANK", "OMPI_COMM_WORLD_SIZE",
-                "OMPI_COMM_WORLD_RANK"):
-        env.pop(var, None)
-    # stdin: Hydra forwards it to rank 0 (with pytest's, output went missing); on a
-    # timeout SIGTERM lets mpiexec stop its ranks (killing it alone leaves them running)
-    proc = subprocess.Popen([str(MPIEXEC), "-n", str(n), sys.executable, *args], cwd=ROOT,
-                            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.terminate()
-        try:
-            out, _ = proc.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            out, _ = proc.communicate()
-        pytest.fail(f"mpiexec {args} hung for {timeout} s: {out}")
-    return proc.returncode, out
+    p, _ = run_mpi(args, timeout, n)
+    return p.returncode, p.stdout + p.stderr
 
 
 @pytest.mark.parametrize("places,strategy,bucket_mb", [

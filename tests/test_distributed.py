@@ -2,56 +2,22 @@
 `mpiexec -n 2` (the venv's, next to python) and checks what the ranks printed and how
 the job ended. The single-process behaviour (no mpiexec) runs in a plain subprocess so
 that this test process never initialises MPI."""
-import os
 import subprocess
 import sys
-import time
-from pathlib import Path
 
 import pytest
+from mpirun import ROOT, mpi_env
+from mpirun import mpirun as run_mpi
 
 pytestmark = pytest.mark.mpi
 
-ROOT = Path(__file__).resolve().parent.parent
 MPI_DIR = ROOT / "tests" / "mpi"
-MPIEXEC = Path(sys.executable).with_name("mpiexec")
 TIMEOUT = 60
-
-
-def _env():
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    # two ranks on a small machine: one compute thread each
-    env.update(NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-    for var in ("PMI_SIZE", "PMI_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK",
-                "MV2_COMM_WORLD_SIZE", "MV2_COMM_WORLD_RANK"):
-        env.pop(var, None)
-    return env
 
 
 def mpirun(script, *args, n=2):
     """Run tests/mpi/<script>.py on n ranks; returns (CompletedProcess, seconds)."""
-    if not MPIEXEC.exists():
-        pytest.skip(f"no mpiexec next to {sys.executable} (pip install mpich)")
-    cmd = [str(MPIEXEC), "-n", str(n), sys.executable, str(MPI_DIR / f"{script}.py"), *args]
-    t = time.perf_counter()
-    # stdin: Hydra forwards its stdin to rank 0; with pytest's, the traceback of an
-    # aborting rank went missing about 1 run in 20.
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=_env(), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        out, err = proc.communicate(timeout=TIMEOUT)
-    except subprocess.TimeoutExpired:
-        # SIGTERM lets mpiexec kill its ranks (each runs in its own session, so
-        # killing mpiexec alone would leave them spinning)
-        proc.terminate()
-        try:
-            out, err = proc.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            out, err = proc.communicate()
-        pytest.fail(f"{script} {args} hung for {TIMEOUT}s (stdout: {out!r}, stderr: {err!r})")
-    p = subprocess.CompletedProcess(cmd, proc.returncode, out, err)
-    return p, time.perf_counter() - t
+    return run_mpi([str(MPI_DIR / f"{script}.py"), *args], TIMEOUT, n)
 
 
 def ok_lines(p):
@@ -124,6 +90,6 @@ assert 'mpi4py' not in sys.modules, 'single-process use imported mpi4py'
 assert dist.init() is None and dist.is_initialized() and dist.get_world_size() == 1
 print('OK')
 """
-    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=_env(), capture_output=True,
+    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=mpi_env(), capture_output=True,
                        text=True, timeout=TIMEOUT)
     assert p.returncode == 0 and p.stdout.strip() == "OK", p.stdout + p.stderr
