@@ -56,15 +56,26 @@ def bn_train(x, scale, bias, mean_in, var_in, y, mean_out, var_out, saved_mean, 
                 d = x[a, c, b] - mu
                 v += d * d
         var = v / cnt                       # biased, as Paddle
-        inv = 1.0 / np.sqrt(var + eps)
-        mean_out[c] = momentum * mean_in[c] + (1.0 - momentum) * mu
-        var_out[c] = momentum * var_in[c] + (1.0 - momentum) * var
-        saved_mean[c] = mu
-        saved_inv[c] = inv
-        k = scale[c] * inv
-        for a in range(A):
-            for b in range(B):
-                y[a, c, b] = (x[a, c, b] - mu) * k + bias[c]
+        bn_normalize_channel(x, c, mu, var, scale, bias, mean_in, var_in, y, mean_out,
+                             var_out, saved_mean, saved_inv, momentum, eps)
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def bn_normalize_channel(x, c, mu, var, scale, bias, mean_in, var_in, y, mean_out, var_out,
+                         saved_mean, saved_inv, momentum, eps):
+    """Channel c of a training batch_norm given its batch statistics: running statistics
+    (each running value read before it is written: MeanOut is Mean in a program), saved
+    statistics, and Y. Shared by batch_norm and sync_batch_norm."""
+    A, _, B = x.shape
+    inv = 1.0 / np.sqrt(var + eps)
+    mean_out[c] = momentum * mean_in[c] + (1.0 - momentum) * mu
+    var_out[c] = momentum * var_in[c] + (1.0 - momentum) * var
+    saved_mean[c] = mu
+    saved_inv[c] = inv
+    k = scale[c] * inv
+    for a in range(A):
+        for b in range(B):
+            y[a, c, b] = (x[a, c, b] - mu) * k + bias[c]
 
 
 @njit(nogil=True, cache=True, error_model="numpy")

@@ -40,7 +40,8 @@ import numpy as np
 from numba import float64, njit
 
 from . import gpu_util, nn_gpu, nn_ops
-from .nn_ops import BN_ATTRS, _bn_acb, _bn_global, _bn_grad_infer, _bn_infer
+from .nn_ops import (BN_ATTRS, _bn_acb, _bn_global, _bn_grad_infer, _bn_infer,
+                     bn_normalize_channel)
 from .registry import COLLECTIVE, NO_GRAD, OpDef, Slot, register_op, sequence
 
 
@@ -66,21 +67,12 @@ def sbn_local_stats(x, st):
 def sbn_apply(x, scale, bias, mean_in, var_in, y, mean_out, var_out, saved_mean, saved_inv,
               st, momentum, eps):
     """batch_norm's training output from the (global) sums `st`."""
-    A, C, B = x.shape
-    for c in range(C):
+    for c in range(x.shape[1]):
         n = st[2, c]
         mu = st[0, c] / n
         var = max(st[1, c] / n - mu * mu, 0.0)      # biased, as batch_norm
-        inv = 1.0 / np.sqrt(var + eps)
-        # read each running value before writing it (MeanOut is Mean in a program)
-        mean_out[c] = momentum * mean_in[c] + (1.0 - momentum) * mu
-        var_out[c] = momentum * var_in[c] + (1.0 - momentum) * var
-        saved_mean[c] = mu
-        saved_inv[c] = inv
-        k = scale[c] * inv
-        for a in range(A):
-            for b in range(B):
-                y[a, c, b] = (x[a, c, b] - mu) * k + bias[c]
+        bn_normalize_channel(x, c, mu, var, scale, bias, mean_in, var_in, y, mean_out,
+                             var_out, saved_mean, saved_inv, momentum, eps)
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
