@@ -237,6 +237,29 @@ def _conv2d_fn(nf):
     return fn
 
 
+def _depthwise_program(nf, shape, seed, relu_first):
+    """(x, filter, cotangent g, program, [dx, dw]) for relu(depthwise3x3(x)), or
+    depthwise3x3(relu(x)) with `relu_first`. g is the cotangent of the output: the
+    gradients of sum(out * g), without the elementwise multiply, reduce_sum and their
+    grads that spelling it out adds."""
+    n, c, h, w = shape
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, c, h, w), dtype=np.float32)
+    k = rng.standard_normal((c, 1, 3, 3), dtype=np.float32)
+    g = rng.standard_normal((n, c, h, w), dtype=np.float32)
+    main, startup = nf.static.Program(), nf.static.Program()
+    with _guard(nf), nf.static.program_guard(main, startup):
+        xv = nf.static.data(name="x", shape=[n, c, h, w], dtype="float32")
+        wv = nf.static.data(name="w", shape=[c, 1, 3, 3], dtype="float32")
+        gv = nf.static.data(name="g", shape=[n, c, h, w], dtype="float32")
+        xv.stop_gradient = wv.stop_gradient = False
+        relu, conv = nf.nn.functional.relu, _conv2d_fn(nf)
+        out = conv(relu(xv), wv, padding=1, groups=c) if relu_first else \
+            relu(conv(xv, wv, padding=1, groups=c))
+        grads = nf.static.gradients([out], [xv, wv], target_gradients=[gv])
+    return x, k, g, main, grads
+
+
 def depthwise_relu_case():
     """SPEC 7 / PERF_ANCHORS W5: relu(depthwise 3x3 conv), forward and backward, through a
     program (dx, dw of sum(out * g) fetched; feeds and fetches copied, as in training) vs
@@ -244,21 +267,8 @@ def depthwise_relu_case():
 
     def build(cfg):
         nf = _nf()
-        n, c, h, w = cfg.depthwise_shape
-        rng = np.random.default_rng(6)
-        x = rng.standard_normal((n, c, h, w), dtype=np.float32)
-        k = rng.standard_normal((c, 1, 3, 3), dtype=np.float32)
-        g = rng.standard_normal((n, c, h, w), dtype=np.float32)
-        main, startup = nf.static.Program(), nf.static.Program()
-        with _guard(nf), nf.static.program_guard(main, startup):
-            xv = nf.static.data(name="x", shape=[n, c, h, w], dtype="float32")
-            wv = nf.static.data(name="w", shape=[c, 1, 3, 3], dtype="float32")
-            gv = nf.static.data(name="g", shape=[n, c, h, w], dtype="float32")
-            xv.stop_gradient = wv.stop_gradient = False
-            out = nf.nn.functional.relu(_conv2d_fn(nf)(xv, wv, padding=1, groups=c))
-            # g is the cotangent of out: the gradients of sum(out * g), without the
-            # elementwise multiply, reduce_sum and their grads that spelling it out adds
-            grads = nf.static.gradients([out], [xv, wv], target_gradients=[gv])
+        x, k, g, main, grads = _depthwise_program(nf, cfg.depthwise_shape, 6,
+                                                  relu_first=False)
         assert "depthwise_conv2d" in [op.type for op in main.global_block().ops]
         run = _runner(nf, main, {"x": x, "w": k, "g": g}, grads, nf.static.Scope())
         o, dx, dw = np.empty_like(x), np.empty_like(x), np.empty_like(k)
@@ -285,19 +295,8 @@ def fused_depthwise_case():
 
     def build(cfg):
         nf = _nf()
-        n, c, h, w = cfg.depthwise_shape
-        rng = np.random.default_rng(8)
-        x = rng.standard_normal((n, c, h, w), dtype=np.float32)
-        k = rng.standard_normal((c, 1, 3, 3), dtype=np.float32)
-        g = rng.standard_normal((n, c, h, w), dtype=np.float32)
-        main, startup = nf.static.Program(), nf.static.Program()
-        with _guard(nf), nf.static.program_guard(main, startup):
-            xv = nf.static.data(name="x", shape=[n, c, h, w], dtype="float32")
-            wv = nf.static.data(name="w", shape=[c, 1, 3, 3], dtype="float32")
-            gv = nf.static.data(name="g", shape=[n, c, h, w], dtype="float32")
-            xv.stop_gradient = wv.stop_gradient = False
-            out = _conv2d_fn(nf)(nf.nn.functional.relu(xv), wv, padding=1, groups=c)
-            grads = nf.static.gradients([out], [xv, wv], target_gradients=[gv])
+        x, k, g, main, grads = _depthwise_program(nf, cfg.depthwise_shape, 8,
+                                                  relu_first=True)
         bs = nf.static.BuildStrategy()
         bs.fuse_relu_depthwise_conv = True
         fused = nf.static.CompiledProgram(main, build_strategy=bs)
