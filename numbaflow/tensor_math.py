@@ -5,6 +5,7 @@ scalars mix with Variables as in Paddle (`x * 2.0` is a `scale` op).
 """
 import builtins
 import numbers
+import sys
 
 import numpy as np
 
@@ -270,3 +271,7 @@ def unsqueeze(x, axis, name=None):
     axes = [axis] if isinstance(axis, int) else list(axis)
     return LayerHelper("unsqueeze2", name).simple("unsqueeze2", {"X": _var(x, "unsqueeze")},
                                                   {"axes": axes})
+
+
+# Variable's operators (+, -, *, /, **, @, unary -) call the functions of this module
+Variable._math_functions = sys.modules[__name__]

@@ -309,7 +309,7 @@ def test_seed_example_with_data_parallel_in_paddle_form(monkeypatch):
 
 
 def test_reduce_strategy_owners_update_and_broadcast():
-    from numbaflow.graph.passes.data_parallel import assign_owners
+    from numbaflow.distributed.rewrite import assign_owners
     main, startup = static.Program(), static.Program()
     with static.program_guard(main, startup), unique_name.guard():
         x = static.data("x", [None, 1], "float32")

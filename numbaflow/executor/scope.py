@@ -1,5 +1,6 @@
 """Scope: the name -> numpy array store that holds persistable state between runs."""
 import contextlib
+import threading
 
 import numpy as np
 
@@ -55,6 +56,7 @@ class Scope:
         self.version = 0
         self.writes = 0         # Scope.set calls: data-parallel replicas re-sync after one
         self._before_save = []  # collectives static.save runs first (Reduce across ranks)
+        self._lock = threading.RLock()  # held by a run: runs on one scope never interleave
 
     # ---- host <-> device bookkeeping (used by executor backends)
     def _host_array(self, name):

@@ -4,7 +4,7 @@
 >>> x = fluid.layers.data(name='x', shape=[13], dtype='float32')      # shape (-1, 13)
 >>> y_predict = fluid.layers.fc(input=x, size=1, act=None)
 """
-from ..executor import (BuildStrategy, CompiledProgram, CPUPlace, CUDAPlace,  # noqa: F401
+from ..executor import (BuildStrategy, CPUPlace, CUDAPlace,  # noqa: F401
                         ExecutionStrategy, Executor, Scope, global_scope, scope_guard)
 from ..graph import (Operator, Parameter, Program, Variable, default_main_program,  # noqa: F401
                      default_startup_program, gradients, program_guard)
@@ -14,7 +14,7 @@ from ..static.io import load, save  # noqa: F401
 from ..utils import unique_name  # noqa: F401
 from . import (backward, clip, initializer, io, layers, optimizer,  # noqa: F401
                regularizer)
-from ..executor.parallel_executor import ParallelExecutor  # noqa: F401
+from ..compiler import CompiledProgram, ParallelExecutor  # noqa: F401
 
 
 def in_dygraph_mode():

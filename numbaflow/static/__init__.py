@@ -1,6 +1,6 @@
 """numbaflow.static: programs, the executor and static-graph layers (paddle.static)."""
 from .. import dtypes
-from ..executor import (BuildStrategy, CompiledProgram, CPUPlace, CUDAPlace,  # noqa: F401
+from ..executor import (BuildStrategy, CPUPlace, CUDAPlace,  # noqa: F401
                         ExecutionStrategy, Executor, Scope, cpu_places, cuda_places,
                         global_scope, scope_guard)
 from ..graph import (Graph, Operator, Parameter, Program, Variable,  # noqa: F401
@@ -8,7 +8,7 @@ from ..graph import (Graph, Operator, Parameter, Program, Variable,  # noqa: F40
                      gradients, program_guard)
 from ..graph.program import default_main_program as _main
 from . import nn  # noqa: F401
-from ..executor.parallel_executor import ParallelExecutor  # noqa: F401,E402
+from ..compiler import CompiledProgram, ParallelExecutor  # noqa: F401,E402
 
 
 def data(name, shape, dtype="float32", lod_level=0):

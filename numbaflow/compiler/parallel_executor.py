@@ -9,9 +9,9 @@ import sys
 
 from ..graph.program import default_main_program
 from .compiled_program import CompiledProgram
-from .executor import Executor
-from .place import CPUPlace, CUDAPlace, cpu_places, cuda_places
-from .scope import global_scope
+from ..executor.executor import Executor
+from ..executor.place import CPUPlace, CUDAPlace, cpu_places, cuda_places
+from ..executor.scope import global_scope
 
 
 class ParallelExecutor:
