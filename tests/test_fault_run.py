@@ -104,12 +104,17 @@ def test_real_sigint_during_steps_leaves_before_or_after_state():
         f = feeds[trial % len(feeds)]
         exe.run(main, feed=f, fetch_list=[loss], scope=twin)
         after = persistables(main, twin)
-        timer = threading.Timer(rng.uniform(0, 1.5 * step),
-                                lambda: os.kill(os.getpid(), signal.SIGINT))
+        fired = threading.Event()
+
+        def interrupt():
+            os.kill(os.getpid(), signal.SIGINT)
+            fired.set()
+        timer = threading.Timer(rng.uniform(0, 1.5 * step), interrupt)
         timer.start()
         try:
             exe.run(main, feed=f, fetch_list=[loss], scope=scope)
-            time.sleep(2 * step)      # an interrupt after the step lands here
+            fired.wait(30)      # an interrupt after the step lands here at the latest
+            time.sleep(0.01)
         except KeyboardInterrupt:
             interrupted += 1
         timer.join()
