@@ -203,6 +203,10 @@ def test_examples_of_list_and_scalar_feeds(value, error, match):
 @pytest.mark.parametrize("dt,value,bad", [
     ("int64", [[1.5, 2]], "1.5"), ("int32", [[2 ** 40, 0]], str(2 ** 40)),
     ("uint8", [[-1, 0]], "-1"), ("bool", [[2, 0]], "2"), ("int64", [[float("nan"), 0]], "nan"),
+    ("int64", [[2.0 ** 63, 0]], r"9.223372036854776e\+18"),      # rounds up past int64's max
+    ("int64", [[2 ** 64 - 1, 0]], r"1\.8446744073709552e\+19"),   # numpy reads float64
+    ("int64", [[2 ** 64 - 1, 2 ** 63]], str(2 ** 64 - 1)),         # uint64: would wrap to -1
+    ("float32", [[3.5e38, 0]], r"3.5e\+38"),
 ])
 def test_lossy_list_conversions_are_refused_naming_the_value(dt, value, bad):
     main, fetches = program(np.dtype(dt), [-1, 2])

@@ -133,17 +133,16 @@ def check_feed(block, feed):
         if raw.size == 0 or raw.dtype == dt:
             return None
         flat = raw.ravel()
-        if dt.kind == "b":
-            bad = (flat != 0) & (flat != 1)
-        elif dt.kind in "iu":
-            info = np.iinfo(dt)
-            with np.errstate(invalid="ignore"):
-                bad = ~((flat >= info.min) & (flat <= info.max))
-                if raw.dtype.kind == "f":
-                    bad |= ~np.isfinite(flat) | (flat != np.trunc(flat))
-        else:
-            with np.errstate(over="ignore"):
+        with np.errstate(all="ignore"):
+            if dt.kind == "b":
+                bad = (flat != 0) & (flat != 1)
+            elif dt.kind == "f":                    # rounding is fine, overflow is not
                 bad = np.isfinite(flat) & ~np.isfinite(flat.astype(dt))
+            elif flat.dtype.kind == "f":            # fractions, NaN, Inf, out of range
+                bad = flat.astype(dt).astype(flat.dtype) != flat
+            else:                                   # (a round trip hides int64 <-> uint64)
+                info = np.iinfo(dt)
+                bad = (flat < info.min) | (flat > info.max)
         i = np.flatnonzero(bad)
         return flat[i[0]].item() if i.size else None
 
@@ -189,8 +188,8 @@ def check_feed(block, feed):
             bad = _unrepresentable(raw, dt)
             if bad is not None:
                 raise ValueError(f"feed {name!r}: value {bad!r} cannot be represented as {dt} "
-                                 f"(no rounding, wrapping or overflow is done for you); "
-                                 f"convert it yourself or feed an array of {dt}")
+                                 f"(converting would truncate, wrap or overflow it); convert "
+                                 f"it yourself or feed an array of {dt}")
             with np.errstate(over="ignore"):
                 arr = raw.astype(dt)
         if var.persistable:
