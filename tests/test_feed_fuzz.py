@@ -156,6 +156,7 @@ def check_accepted(dt, spec, value, got):
             np.testing.assert_array_equal(got[2], x + x)
 
 
+@pytest.mark.slow       # ~5 s warm, ~20 s with cold kernel caches (a kernel per dtype and rank)
 @settings(max_examples=300, derandomize=True, deadline=None, database=None,
           suppress_health_check=list(HealthCheck))
 @given(cases())
