@@ -141,6 +141,11 @@ AXIS_ERRORS = [
     ("fluid.reduce_sum", lambda x: fluid.layers.reduce_sum(x, dim=2), "axis 2"),
     ("softmax", lambda x: F.softmax(x, axis=2), "axis 2"),
     ("log_softmax", lambda x: F.log_softmax(x, axis=-3), "axis -3"),
+    ("cross_entropy", lambda x: F.cross_entropy(
+        x, static.data("y", [None, 1], "int64"), axis=2), "axis 2"),
+    ("softmax_with_cross_entropy", lambda x: F.softmax_with_cross_entropy(
+        x, static.data("y", [None, 1], "int64"), axis=-3), "axis -3"),
+    ("fluid.argmax", lambda x: fluid.layers.argmax(x, axis=2), "axis 2 .*rank 2"),
     ("concat", lambda x: paddle.concat([x, x], axis=2), "axis 2"),
     ("split", lambda x: paddle.split(x, 1, axis=-3), "axis -3"),
     ("flatten", lambda x: paddle.flatten(x, start_axis=2), "start_axis 2"),
