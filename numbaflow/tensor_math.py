@@ -111,7 +111,12 @@ def _reduce(op_type, layer, x, axis, keepdim, name):
     if axis is None or (isinstance(axis, (list, tuple)) and len(axis) == 0):
         attrs = {"dim": [0], "keep_dim": bool(keepdim), "reduce_all": True}
     else:
-        dims = [axis] if isinstance(axis, int) else [int(a) for a in axis]
+        dims = [axis] if isinstance(axis, numbers.Integral) else \
+            list(axis) if isinstance(axis, (list, tuple)) else [axis]
+        for d in dims:
+            if not isinstance(d, numbers.Integral) or isinstance(d, bool):
+                raise TypeError(f"{layer}: axis must be an int or a list of ints, got {axis!r}")
+        dims = [int(d) for d in dims]
         for d in dims:
             if not -_rank1(x) <= d < _rank1(x):
                 raise ValueError(f"{layer}: axis {d} is out of range for {x.name} of shape "
@@ -209,6 +214,8 @@ def full(shape, fill_value, dtype=None, name=None):
 
 def argmax(x, axis=None, keepdim=False, dtype="int64", name=None):
     _var(x, "argmax")
+    if axis is not None and (not isinstance(axis, numbers.Integral) or isinstance(axis, bool)):
+        raise TypeError(f"argmax: axis must be an int or None, got {axis!r}")
     attrs = {"axis": -1 if axis is None else int(axis), "keepdims": bool(keepdim),
              "flatten": axis is None, "dtype": str(dtypes.convert_dtype(dtype))}
     return LayerHelper("arg_max", name).simple("arg_max", {"X": x}, attrs, dtype=attrs["dtype"])

@@ -224,10 +224,11 @@ def test_places():
     assert static.Executor("cpu").place == paddle.CPUPlace()
 
 
-def test_cpu_places_default_warns_and_sets_env(capsys, monkeypatch):
+def test_cpu_places_default_warns_and_sets_env(caplog, monkeypatch):
     monkeypatch.delenv("CPU_NUM", raising=False)
-    assert len(static.cpu_places()) == 1
-    assert "CPU_NUM" in capsys.readouterr().err
+    with caplog.at_level("WARNING", logger="numbaflow"):
+        assert len(static.cpu_places()) == 1
+    assert [r.name for r in caplog.records] == ["numbaflow"] and "CPU_NUM" in caplog.text
     assert os.environ["CPU_NUM"] == "1"
 
 

@@ -171,11 +171,33 @@ class _Fetched(Tensor):
 
 
 def check_feed(block, feed):
-    """Convert and check every fed value; return {name: C-contiguous ndarray}.
+    """Convert and check every fed value; return {name: aligned C-contiguous ndarray}.
 
-    Names must exist; values get the declared dtype if they are lists/scalars and must
-    match it if they are arrays; rank and known dims must match; a batch of 0 is refused.
+    Names must exist. Arrays (and objects with `__array__`) must have the declared dtype.
+    Lists and scalars are read by numpy and converted to the declared dtype only when
+    every value fits: numbers only (no None, strings, complex or ragged lists), integers
+    in range, no fractional values into an int or bool variable, no finite float that
+    overflows to inf. Rank and known dims must match; a batch of 0 is refused. Every
+    error is a TypeError / ValueError naming the variable.
     """
+    def _unrepresentable(raw, dt):
+        """The first value of `raw` (bool/int/float) that `dt` cannot hold, else None."""
+        if raw.size == 0 or raw.dtype == dt:
+            return None
+        flat = raw.ravel()
+        with np.errstate(all="ignore"):
+            if dt.kind == "b":
+                bad = (flat != 0) & (flat != 1)
+            elif dt.kind == "f":                    # rounding is fine, overflow is not
+                bad = np.isfinite(flat) & ~np.isfinite(flat.astype(dt))
+            elif flat.dtype.kind == "f":            # fractions, NaN, Inf, out of range
+                bad = flat.astype(dt).astype(flat.dtype) != flat
+            else:                                   # (a round trip hides int64 <-> uint64)
+                info = np.iinfo(dt)
+                bad = (flat < info.min) | (flat > info.max)
+        i = np.flatnonzero(bad)
+        return flat[i[0]].item() if i.size else None
+
     if feed is None:
         return {}
     if not isinstance(feed, dict):
@@ -183,30 +205,51 @@ def check_feed(block, feed):
     out = {}
     for key, value in feed.items():
         name = key.name if isinstance(key, Variable) else key
+        if not isinstance(name, str):
+            raise TypeError(f"feed keys must be variable names (str) or Variables, got "
+                            f"{type(key).__name__} {key!r}")
         var = block.vars.get(name)
         if var is None:
             close = _close(name, list(block.vars))
             raise ValueError(f"feed: the program has no variable {name!r}" +
                              (f"; did you mean {close}?" if close else "") +
                              " Feed only variables created with static.data (or persistables).")
+        dt = var.dtype
+        if value is None:
+            raise TypeError(f"feed {name!r}: expected an array of {dt} with shape "
+                            f"{tuple(var.shape)}, got None")
+        if np.ma.isMaskedArray(value) and np.ma.is_masked(value):
+            raise TypeError(f"feed {name!r}: a masked array has no values at its masked "
+                            f"positions; feed value.filled(fill_value) instead")
         if isinstance(value, np.ndarray) or hasattr(value, "__array__") and not \
                 isinstance(value, (list, tuple, int, float)):
             arr = np.asarray(value)
-            if arr.dtype != var.dtype:
+            if arr.dtype != dt:
                 raise ValueError(f"The data type of fed Variable {name!r} must be "
-                                 f"'{var.dtype}', but received '{arr.dtype}'; convert it with "
-                                 f".astype('{var.dtype}')")
+                                 f"'{dt}', but received '{arr.dtype}'; convert it with "
+                                 f".astype('{dt}')")
         else:
+            cannot = f"feed {name!r}: cannot convert {type(value).__name__} to {dt}"
             try:
-                arr = np.asarray(value, dtype=var.dtype)
-            except (TypeError, ValueError) as e:
-                raise ValueError(f"feed {name!r}: cannot convert {type(value).__name__} to "
-                                 f"{var.dtype}: {e}") from None
+                raw = np.asarray(value)        # numpy's reading of the (nested) lists
+            except (TypeError, ValueError) as e:      # ragged lists
+                raise ValueError(f"{cannot}: {e}") from None
+            if raw.dtype.kind not in "biuf":   # parsing strings would hide a mistake
+                raise ValueError(f"{cannot}: numpy reads it as {raw.dtype}, not numbers (None, "
+                                 f"strings, complex numbers, mixed types or ints beyond 64 bits)")
+            bad = _unrepresentable(raw, dt)
+            if bad is not None:
+                raise ValueError(f"feed {name!r}: value {bad!r} cannot be represented as {dt} "
+                                 f"(converting would truncate, wrap or overflow it); convert "
+                                 f"it yourself or feed an array of {dt}")
+            with np.errstate(over="ignore"):
+                arr = raw.astype(dt)
         if var.persistable:
             if arr.shape != var.shape and arr.size == max(1, int(np.prod(var.shape))):
                 arr = arr.reshape(var.shape)
         _check_shape(var, arr)
-        out[name] = np.require(arr, requirements='C')   # keeps 0-D arrays 0-D
+        # (np.require keeps 0-D arrays 0-D; aligned: a misaligned view is copied once here)
+        out[name] = np.require(arr, requirements="CA")
     return out
 
 

@@ -1,6 +1,7 @@
 """Places: where a program runs. `CPUPlace()`, `CUDAPlace(i)`, and the list helpers."""
+import logging
+import numbers
 import os
-import sys
 
 
 class CPUPlace:
@@ -67,22 +68,33 @@ def to_place(p):
     raise ValueError(f"unknown place {p!r}; expected CPUPlace(), CUDAPlace(i), 'cpu' or 'gpu:N'")
 
 
+MAX_CPU_PLACES = 1024   # each CPU place is a replica: its own parameters, buffers, thread
+
+
 def cpu_places(device_count=None):
-    """`device_count` CPUPlaces; default from env CPU_NUM, else 1 (with a one-line warning)."""
+    """`device_count` CPUPlaces (1..MAX_CPU_PLACES); default from env CPU_NUM, else 1 with
+    a warning on the `numbaflow` logger (and CPU_NUM=1 set, as Paddle does)."""
+    what = "cpu_places: device_count"
     if device_count is None:
         env = os.environ.get("CPU_NUM")
         if env is None:
-            print("numbaflow: CPU_NUM is not set; using 1 CPU place "
-                  "(set CPU_NUM=N to use N places)", file=sys.stderr)
+            logging.getLogger("numbaflow").warning(
+                "CPU_NUM is not set; using 1 CPU place (set CPU_NUM=N to use N places)")
             os.environ["CPU_NUM"] = "1"
             env = "1"
         try:
             device_count = int(env)
         except ValueError:
             raise ValueError(f"CPU_NUM must be a positive integer, got {env!r}") from None
-    if device_count < 1:
-        raise ValueError(f"cpu_places: device_count must be >= 1, got {device_count}")
-    return [CPUPlace() for _ in range(device_count)]
+        what = "CPU_NUM"
+    if isinstance(device_count, bool) or not isinstance(device_count, numbers.Integral):
+        raise TypeError(f"{what} must be an int, got {type(device_count).__name__} "
+                        f"{device_count!r}")
+    if not 1 <= device_count <= MAX_CPU_PLACES:
+        raise ValueError(f"{what} must be in [1, {MAX_CPU_PLACES}], got {device_count}; each "
+                         f"place is a full replica of the program's state, so more places than "
+                         f"cores ({os.cpu_count()} here) only cost memory")
+    return [CPUPlace() for _ in range(int(device_count))]
 
 
 def cuda_places(device_ids=None):

@@ -6,8 +6,14 @@ effective values on copies and never writes back into them.
 """
 import copy
 import enum
+import math
 import os
 import warnings
+
+# Worker threads: ops are compute-bound, so more workers than cores only add hand-offs;
+# far more (thousands) exhaust the process's thread limit and abort it.
+MAX_NUM_THREADS = 256           # per place
+MAX_TOTAL_THREADS = 1024        # num_threads x number of places
 
 
 class ReduceStrategy(enum.Enum):
@@ -98,8 +104,35 @@ class BuildStrategy(_Strict):
         "trainer_id": (int, lambda: _mpi_env()[1]),
     }
 
+    def __setattr__(self, name, value):
+        # value checks once the type is right (the base class raises TypeError otherwise)
+        num = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if name == "fuse_grad_size_in_MB" and num and not (math.isfinite(value) and value > 0):
+            raise ValueError(f"BuildStrategy.fuse_grad_size_in_MB must be a finite number > 0 "
+                             f"(the gradient bucket size in MiB), got {value!r}")
+        num = num and isinstance(value, int)
+        if name == "num_trainers" and num and value < 1:
+            raise ValueError(f"BuildStrategy.num_trainers must be >= 1, got {value}")
+        if name == "trainer_id" and num and value < 0:
+            raise ValueError(f"BuildStrategy.trainer_id must be >= 0, got {value}")
+        super().__setattr__(name, value)
+
     def effective(self):
-        """A copy with every None resolved to what it means under these settings."""
+        """A copy with every None resolved to what it means under these settings.
+
+        Raises ValueError when num_trainers / trainer_id disagree with the job: the
+        trainers are the MPI ranks, so another value would be silently ignored."""
+        size, rank = _mpi_env()
+        if self.num_trainers != size:
+            raise ValueError(f"BuildStrategy.num_trainers={self.num_trainers} but this job has "
+                             f"{size} trainer process(es) (the MPI ranks: mpiexec -n {size}). "
+                             f"Leave num_trainers unset or set it to {size}.")
+        if self.trainer_id != rank:
+            where = "outside the job's ranks 0.." if self.trainer_id >= size else \
+                "not this process's rank; ranks are 0.."
+            raise ValueError(f"BuildStrategy.trainer_id={self.trainer_id} is {where}{size - 1} "
+                             f"(this process is rank {rank}). Leave trainer_id unset or set it "
+                             f"to {rank}.")
         e = self._copy()
         allreduce = e.reduce_strategy is ReduceStrategy.AllReduce
         if e.fuse_broadcast_ops is None:
@@ -124,8 +157,11 @@ class ExecutionStrategy(_Strict):
     }
 
     def __setattr__(self, name, value):
-        if name in ("num_threads",) and isinstance(value, int) and value < 0:
-            raise ValueError(f"ExecutionStrategy.{name} must be >= 0, got {value}")
+        if name == "num_threads" and isinstance(value, int) and \
+                not 0 <= value <= MAX_NUM_THREADS:
+            raise ValueError(f"ExecutionStrategy.num_threads must be in [0, {MAX_NUM_THREADS}] "
+                             f"(0 = auto: one worker per place), got {value}; workers beyond "
+                             f"the core count ({os.cpu_count()} here) only add overhead")
         if name in ("num_iteration_per_drop_scope", "num_iteration_per_run") and \
                 isinstance(value, int) and not isinstance(value, bool) and value < 1:
             raise ValueError(f"ExecutionStrategy.{name} must be >= 1, got {value}")
@@ -135,6 +171,13 @@ class ExecutionStrategy(_Strict):
                           DeprecationWarning, stacklevel=2)
 
     def effective(self, num_places=1):
+        """A copy with num_threads resolved (0 -> 1). Raises ValueError when num_threads
+        workers on each of `num_places` places would exceed MAX_TOTAL_THREADS."""
+        if self.num_threads * num_places > MAX_TOTAL_THREADS:
+            raise ValueError(f"ExecutionStrategy.num_threads={self.num_threads} on {num_places} "
+                             f"places is {self.num_threads * num_places} worker threads, more "
+                             f"than {MAX_TOTAL_THREADS}; use num_threads <= "
+                             f"{max(1, MAX_TOTAL_THREADS // num_places)} (or 0 = auto)")
         e = self._copy()
         if e.num_threads == 0:
             # one worker per place: a place's kernels already use every core it gets
