@@ -30,7 +30,7 @@ example is run by the tests in a fresh one).
 from __future__ import annotations
 
 import os as _os
-from typing import TYPE_CHECKING as _TYPE_CHECKING
+import typing as _typing
 
 # numba's OpenMP workers spin-wait after every parallel kernel; on a small machine that
 # starves the BLAS threads of the next matmul (an MLP step measured 48 ms instead of
@@ -63,9 +63,6 @@ __all__ = [
     "dtypes", "fluid", "initializer", "metric", "nn", "optimizer", "static", "utils",
 ]
 
-if _TYPE_CHECKING:
-    from typing import NoReturn
-
 
 def enable_static() -> None:
     """Accepted for Paddle compatibility: static graphs are numbaflow's only mode.
@@ -75,7 +72,7 @@ def enable_static() -> None:
     """
 
 
-def disable_static(place: object = None) -> NoReturn:
+def disable_static(place: object = None) -> _typing.NoReturn:
     """Always raises: numbaflow has no dynamic (eager) mode.
 
     Args:

@@ -4,6 +4,8 @@ Unknown attributes raise AttributeError and wrongly typed values TypeError, so a
 never passes silently. The objects are plain settings; `CompiledProgram` resolves the
 effective values on copies and never writes back into them.
 """
+from __future__ import annotations
+
 import copy
 import enum
 import os
@@ -149,8 +151,16 @@ class BuildStrategy(_Strict):
         "trainer_id": (int, lambda: _mpi_env()[1]),
     }
 
-    def effective(self):
-        """A copy with every None resolved to what it means under these settings."""
+    def effective(self) -> BuildStrategy:
+        """A copy with every None resolved to what it means under these settings.
+
+        Returns:
+            BuildStrategy: the resolved copy (this object is not changed).
+
+        Example:
+            >>> static.BuildStrategy().effective().fuse_all_reduce_ops
+            True
+        """
         e = self._copy()
         allreduce = e.reduce_strategy is ReduceStrategy.AllReduce
         if e.fuse_broadcast_ops is None:
@@ -209,7 +219,19 @@ class ExecutionStrategy(_Strict):
             warnings.warn("ExecutionStrategy.allow_op_delay has no effect and is deprecated",
                           DeprecationWarning, stacklevel=2)
 
-    def effective(self, num_places=1):
+    def effective(self, num_places: int = 1) -> ExecutionStrategy:
+        """A copy with num_threads=0 (auto) resolved.
+
+        Args:
+            num_places (int): the number of places the program runs on.
+
+        Returns:
+            ExecutionStrategy: the resolved copy (this object is not changed).
+
+        Example:
+            >>> static.ExecutionStrategy().effective().num_threads
+            1
+        """
         e = self._copy()
         if e.num_threads == 0:
             # one worker per place: a place's kernels already use every core it gets

@@ -27,12 +27,17 @@ class Variable:
     """A named tensor of a Block: made by `static.data` and the layer functions, fed and
     fetched by name. Arithmetic operators (+ - * / ** @, unary -) append ops.
 
-    Attributes:
+    Args:
+        block (Block): the block it belongs to.
         name (str): the unique name (the key in feeds, fetches and the Scope).
-        shape (tuple of int): -1 for an unknown (batch) dim.
-        dtype (numpy.dtype): the element type.
+        shape (sequence of int): -1 for an unknown (batch) dim; stored as a tuple.
+        dtype (str or numpy dtype): the element type.
         persistable (bool): kept in the Scope between runs (parameters, optimizer state).
         stop_gradient (bool): no gradient flows through it.
+        is_data (bool): fed by the user (made by `static.data`).
+
+    Create Variables with `static.data`, the layer functions or `Block.create_var`, not
+    directly.
 
     Example:
         >>> x = static.data('x', [None, 3])
@@ -103,6 +108,16 @@ class Parameter(Variable):
     """A persistable, trainable Variable initialised by an op in the startup program.
     Made by layers (`static.nn.fc`, ...) through `ParamAttr`, not directly.
 
+    Args:
+        block (Block): the block it belongs to.
+        name (str): the unique name.
+        shape (sequence of int): fully known.
+        dtype (str or numpy dtype): the element type.
+        trainable (bool): optimizers update it (stop_gradient is `not trainable`).
+        learning_rate (float): a factor on the optimizer's learning rate.
+        regularizer (L2Decay, optional): its own weight decay.
+        initializer (Initializer, optional): how the startup program fills it.
+
     Example:
         >>> x = static.data('x', [None, 3])
         >>> _ = static.nn.fc(x, size=2)
@@ -124,6 +139,15 @@ class Parameter(Variable):
 class Operator:
     """One op of a Block: `type`, {slot: [Variable]} `inputs` / `outputs`, `attrs` (with the
     OpDef's defaults filled in) and `role` (forward, backward, optimize, loss_grad).
+    Made by `Block.append_op` (which the layer functions call), not directly.
+
+    Args:
+        block (Block): the block it belongs to.
+        type (str): the registered op type.
+        inputs (dict): {slot: [Variable]}.
+        outputs (dict): {slot: [Variable]}.
+        attrs (dict): every attribute of the op type.
+        role (str): 'forward', 'backward', 'optimize' or 'loss_grad'.
 
     Example:
         >>> x = static.data('x', [None, 3])
