@@ -60,7 +60,8 @@ class Optimizer:
     Example:
         >>> x = static.data('x', [None, 3])
         >>> loss = paddle.mean(static.nn.fc(x, size=1))
-        >>> optimize_ops, params_grads = paddle.optimizer.SGD(learning_rate=0.1).minimize(loss)
+        >>> opt = paddle.optimizer.SGD(learning_rate=0.1)
+        >>> optimize_ops, params_grads = opt.minimize(loss)
         >>> sorted({op.type for op in optimize_ops})
         ['sgd']
     """
@@ -189,7 +190,8 @@ class Optimizer:
         Example:
             >>> x = static.data('x', [None, 3])
             >>> loss = paddle.mean(static.nn.fc(x, size=1))
-            >>> optimize_ops, params_grads = paddle.optimizer.SGD(learning_rate=0.01).minimize(loss)
+            >>> opt = paddle.optimizer.SGD(learning_rate=0.01)
+            >>> optimize_ops, params_grads = opt.minimize(loss)
             >>> sorted({op.type for op in optimize_ops})
             ['sgd']
         """
@@ -215,7 +217,8 @@ class SGD(Optimizer):
     Example:
         >>> x = static.data('x', [None, 3])
         >>> loss = paddle.mean(static.nn.fc(x, size=1))
-        >>> optimize_ops, params_grads = paddle.optimizer.SGD(learning_rate=0.1).minimize(loss)
+        >>> opt = paddle.optimizer.SGD(learning_rate=0.1)
+        >>> optimize_ops, params_grads = opt.minimize(loss)
         >>> sorted({op.type for op in optimize_ops})
         ['sgd']
     """
@@ -242,7 +245,8 @@ class Momentum(Optimizer):
     Example:
         >>> x = static.data('x', [None, 3])
         >>> loss = paddle.mean(static.nn.fc(x, size=1))
-        >>> optimize_ops, params_grads = paddle.optimizer.Momentum(learning_rate=0.1, momentum=0.9).minimize(loss)
+        >>> opt = paddle.optimizer.Momentum(learning_rate=0.1, momentum=0.9)
+        >>> optimize_ops, params_grads = opt.minimize(loss)
         >>> sorted({op.type for op in optimize_ops})
         ['momentum']
     """
@@ -284,7 +288,8 @@ class Adam(Optimizer):
     Example:
         >>> x = static.data('x', [None, 3])
         >>> loss = paddle.mean(static.nn.fc(x, size=1))
-        >>> optimize_ops, params_grads = paddle.optimizer.Adam(learning_rate=0.001).minimize(loss)
+        >>> opt = paddle.optimizer.Adam(learning_rate=0.001)
+        >>> optimize_ops, params_grads = opt.minimize(loss)
         >>> sorted({op.type for op in optimize_ops})
         ['adam', 'scale']
     """

@@ -295,8 +295,10 @@ def mean(x: Variable, axis: int | Sequence[int] | None = None, keepdim: bool = F
 
     Example:
         >>> x = static.data('x', [None, 3])
-        >>> paddle.mean(x).shape, paddle.mean(x, axis=1).shape, paddle.mean(x, axis=0, keepdim=True).shape
-        ((), (-1,), (1, 3))
+        >>> paddle.mean(x).shape, paddle.mean(x, axis=1).shape
+        ((), (-1,))
+        >>> paddle.mean(x, axis=0, keepdim=True).shape
+        (1, 3)
     """
     return _reduce("reduce_mean", "mean", x, axis, keepdim, name)
 
@@ -317,8 +319,10 @@ def sum(x: Variable, axis: int | Sequence[int] | None = None, dtype: DTypeLike |
 
     Example:
         >>> x = static.data('x', [None, 3])
-        >>> paddle.sum(x).shape, paddle.sum(x, axis=1).shape, paddle.sum(x, axis=0, keepdim=True).shape
-        ((), (-1,), (1, 3))
+        >>> paddle.sum(x).shape, paddle.sum(x, axis=1).shape
+        ((), (-1,))
+        >>> paddle.sum(x, axis=0, keepdim=True).shape
+        (1, 3)
     """
     out = _reduce("reduce_sum", "sum", x, axis, keepdim, name)
     return cast(out, dtype) if dtype is not None and dtypes.convert_dtype(dtype) != x.dtype else out
@@ -339,8 +343,10 @@ def max(x: Variable, axis: int | Sequence[int] | None = None, keepdim: bool = Fa
 
     Example:
         >>> x = static.data('x', [None, 3])
-        >>> paddle.max(x).shape, paddle.max(x, axis=1).shape, paddle.max(x, axis=0, keepdim=True).shape
-        ((), (-1,), (1, 3))
+        >>> paddle.max(x).shape, paddle.max(x, axis=1).shape
+        ((), (-1,))
+        >>> paddle.max(x, axis=0, keepdim=True).shape
+        (1, 3)
     """
     return _reduce("reduce_max", "max", x, axis, keepdim, name)
 
@@ -360,8 +366,10 @@ def min(x: Variable, axis: int | Sequence[int] | None = None, keepdim: bool = Fa
 
     Example:
         >>> x = static.data('x', [None, 3])
-        >>> paddle.min(x).shape, paddle.min(x, axis=1).shape, paddle.min(x, axis=0, keepdim=True).shape
-        ((), (-1,), (1, 3))
+        >>> paddle.min(x).shape, paddle.min(x, axis=1).shape
+        ((), (-1,))
+        >>> paddle.min(x, axis=0, keepdim=True).shape
+        (1, 3)
     """
     return _reduce("reduce_min", "min", x, axis, keepdim, name)
 

@@ -127,8 +127,9 @@ def test_py_typed_marker_ships_with_the_package():
     pyproject = ROOT / "pyproject.toml"
     if pyproject.is_file():          # a source tree (not an installed copy of the tests)
         text = pyproject.read_text()
-        assert re.search(r'\[tool\.setuptools\.package-data\][^\[]*numbaflow\s*=\s*\[[^\]]*py\.typed',
-                         text), "pyproject.toml must list py.typed as package data"
+        package_data = r'\[tool\.setuptools\.package-data\][^\[]*numbaflow\s*='
+        assert re.search(package_data + r'\s*\[[^\]]*py\.typed', text), \
+            "pyproject.toml must list py.typed as package data"
 
 
 @pytest.mark.slow

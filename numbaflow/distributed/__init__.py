@@ -79,7 +79,8 @@ def barrier() -> None:
         w.barrier()
 
 
-def broadcast_parameters(program: Program | CompiledProgram, scope: Scope | None = None) -> list[str]:
+def broadcast_parameters(program: Program | CompiledProgram,
+                         scope: Scope | None = None) -> list[str]:
     """Copy every persistable variable of `program` (parameters, optimizer state,
     learning rate) from rank 0's scope to every rank's, in place.
 

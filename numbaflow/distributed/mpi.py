@@ -113,7 +113,8 @@ class World:
             self.comm.Allreduce(self._MPI.IN_PLACE, array, op=self._MPI.SUM)
         return array
 
-    def allreduce_many_(self, arrays: Sequence[np.ndarray], buffer: np.ndarray | None = None) -> None:
+    def allreduce_many_(self, arrays: Sequence[np.ndarray],
+                        buffer: np.ndarray | None = None) -> None:
         """Sum several arrays of one dtype over all ranks with ONE Allreduce: they are
         copied into a flat buffer, reduced there, and copied back (in place).
 

@@ -121,7 +121,8 @@ class CompiledProgram:
             >>> _ = exe.run(static.default_startup_program())
             >>> compiled = static.CompiledProgram(static.default_main_program()).with_data_parallel(
             ...     loss_name=loss.name, places=static.cpu_places(2))
-            >>> per_place, = exe.run(compiled, feed={'x': np.ones((4, 3), 'float32')}, fetch_list=[loss])
+            >>> feed = {'x': np.ones((4, 3), 'float32')}
+            >>> per_place, = exe.run(compiled, feed=feed, fetch_list=[loss])
             >>> per_place.shape                        # one loss per place
             (2,)
         """

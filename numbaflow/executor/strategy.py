@@ -127,7 +127,7 @@ class BuildStrategy(_Strict):
         >>> bs.fuse_elewise_add_ops = True
         Traceback (most recent call last):
         ...
-        AttributeError: BuildStrategy has no option 'fuse_elewise_add_ops'; did you mean 'fuse_elewise_add_act_ops'?
+        AttributeError: BuildStrategy has no option 'fuse_elewise_add_ops'; did you mean ...?
     """
     ReduceStrategy = ReduceStrategy
     GradientScaleStrategy = GradientScaleStrategy
@@ -198,7 +198,8 @@ class ExecutionStrategy(_Strict):
         >>> es.num_threads = 2
         >>> es.num_iteration_per_run = 4
         >>> es
-        ExecutionStrategy(num_threads=2, num_iteration_per_drop_scope=100, num_iteration_per_run=4, allow_op_delay=False, use_thread_barrier=False)
+        ExecutionStrategy(num_threads=2, num_iteration_per_drop_scope=100,
+            num_iteration_per_run=4, allow_op_delay=False, use_thread_barrier=False)
     """
     _SCHEMA = {
         "num_threads": (int, 0),

@@ -105,7 +105,8 @@ def load_inference_model(dirname: str, executor: Executor, model_filename: str |
         >>> dirname = tempfile.mkdtemp()
         >>> _ = fluid.io.save_inference_model(dirname, ['x'], [y_predict], exe)
         >>> program, feed_names, fetch_targets = fluid.io.load_inference_model(dirname, exe)
-        >>> out, = exe.run(program, feed={'x': np.ones((2, 3), 'float32')}, fetch_list=fetch_targets)
+        >>> feed = {'x': np.ones((2, 3), 'float32')}
+        >>> out, = exe.run(program, feed=feed, fetch_list=fetch_targets)
         >>> out.shape
         (2, 1)
     """

@@ -74,7 +74,8 @@ class SGD(_FluidNames, _opt.SGD):
     Example:
         >>> x = fluid.layers.data('x', [3])
         >>> avg_cost = fluid.layers.mean(fluid.layers.fc(x, size=1))
-        >>> optimize_ops, params_grads = fluid.optimizer.SGD(learning_rate=0.01).minimize(avg_cost)
+        >>> opt = fluid.optimizer.SGD(learning_rate=0.01)
+        >>> optimize_ops, params_grads = opt.minimize(avg_cost)
         >>> sorted({op.type for op in optimize_ops})
         ['sgd']
     """
@@ -104,7 +105,8 @@ class Momentum(_FluidNames, _opt.Momentum):
     Example:
         >>> x = fluid.layers.data('x', [3])
         >>> avg_cost = fluid.layers.mean(fluid.layers.fc(x, size=1))
-        >>> optimize_ops, params_grads = fluid.optimizer.Momentum(learning_rate=0.01, momentum=0.9).minimize(avg_cost)
+        >>> opt = fluid.optimizer.Momentum(learning_rate=0.01, momentum=0.9)
+        >>> optimize_ops, params_grads = opt.minimize(avg_cost)
         >>> sorted({op.type for op in optimize_ops})
         ['momentum']
     """
@@ -136,7 +138,8 @@ class Adam(_FluidNames, _opt.Adam):
     Example:
         >>> x = fluid.layers.data('x', [3])
         >>> avg_cost = fluid.layers.mean(fluid.layers.fc(x, size=1))
-        >>> optimize_ops, params_grads = fluid.optimizer.Adam(learning_rate=0.001).minimize(avg_cost)
+        >>> opt = fluid.optimizer.Adam(learning_rate=0.001)
+        >>> optimize_ops, params_grads = opt.minimize(avg_cost)
         >>> sorted({op.type for op in optimize_ops})
         ['adam', 'scale']
     """

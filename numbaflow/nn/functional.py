@@ -124,7 +124,8 @@ def leaky_relu(x: Variable, negative_slope: float = 0.01, name: str | None = Non
     return _act("leaky_relu", x, name, alpha=float(negative_slope))
 
 
-def softmax(x: Variable, axis: int = -1, dtype: DTypeLike | None = None, name: str | None = None) -> Variable:
+def softmax(x: Variable, axis: int = -1, dtype: DTypeLike | None = None,
+            name: str | None = None) -> Variable:
     """exp(x) / sum(exp(x)) along `axis` (op `softmax`).
 
     Args:
@@ -146,7 +147,8 @@ def softmax(x: Variable, axis: int = -1, dtype: DTypeLike | None = None, name: s
     return _act("softmax", x, name, axis=int(axis))
 
 
-def log_softmax(x: Variable, axis: int = -1, dtype: DTypeLike | None = None, name: str | None = None) -> Variable:
+def log_softmax(x: Variable, axis: int = -1, dtype: DTypeLike | None = None,
+                name: str | None = None) -> Variable:
     """log(softmax(x)) along `axis`, computed stably (op `log_softmax`).
 
     Args:
@@ -268,8 +270,10 @@ def cross_entropy(input: Variable, label: Variable, weight: None = None,
     Example:
         >>> logits = static.data('logits', [None, 10])
         >>> label = static.data('label', [None, 1], dtype='int64')
-        >>> F.cross_entropy(logits, label).shape, F.cross_entropy(logits, label, reduction='none').shape
-        ((), (-1, 1))
+        >>> F.cross_entropy(logits, label).shape
+        ()
+        >>> F.cross_entropy(logits, label, reduction='none').shape
+        (-1, 1)
     """
     if weight is not None:
         raise ValueError("cross_entropy: per-class `weight` is not supported; scale the "
