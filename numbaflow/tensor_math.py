@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import builtins
 import numbers
+import sys
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -714,3 +715,7 @@ def unsqueeze(x: Variable, axis: int | Sequence[int], name: str | None = None) -
     axes = [axis] if isinstance(axis, int) else list(axis)
     return LayerHelper("unsqueeze2", name).simple("unsqueeze2", {"X": _var(x, "unsqueeze")},
                                                   {"axes": axes})
+
+
+# Variable's operators (+, -, *, /, **, @, unary -) call the functions of this module
+Variable._math_functions = sys.modules[__name__]

@@ -336,7 +336,7 @@ def test_fetched_outputs_are_handed_over_without_a_copy_and_never_overwritten():
     for want_loss, want_h, h in kept:
         np.testing.assert_array_equal(h, want_h)
     assert len({id(h) for _, _, h in kept}) == len(kept)
-    plan = list(exe._plans.values())[-1]
+    plan = exe._cache.plans()[-1]
     # a dropped fetch result is reused: the next run writes into the same array
     exe.run(main, feed=fb[0], fetch_list=[loss, hidden], scope=scope)
     a = id(plan.buffers[hidden])

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 import numbaflow as paddle
 import numbaflow.static as static
-from numbaflow.executor.parallel_feed import (loss_grad_scales, merge_fetch, split_feed,
+from numbaflow.distributed.feed import (loss_grad_scales, merge_fetch, split_feed,
                                               split_sizes)
 from numbaflow.executor.strategy import GradientScaleStrategy as GSS
 from numbaflow.utils import unique_name

@@ -49,7 +49,7 @@ def run_steps(main, startup, loss, batches, segments):
     exe.run(startup, scope=scope)
     out = []
     for f in batches:
-        plan, arrays = exe._plan_for(main, f, [loss], scope, PlanOptions(segments=segments))
+        plan, arrays = exe._cache.plan_for(main, f, [loss], scope, PlanOptions(segments=segments))
         out.append(plan.run(arrays)[0])
     return out, scope, plan
 
@@ -118,7 +118,7 @@ def test_error_inside_a_segment_names_the_op_and_restores_the_parameters():
     exe.run(startup, scope=scope)
     for f in batches:
         exe.run(main, feed=f, fetch_list=[loss], scope=scope)
-    plan = list(exe._plans.values())[-1]
+    plan = exe._cache.plans()[-1]
     assert plan.units is not None
     before = {p.name: scope.get(p.name).copy() for p in main.all_parameters()}
     bad = dict(batches[0], y=np.full((5, 1), 7, np.int64))

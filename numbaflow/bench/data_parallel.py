@@ -61,7 +61,7 @@ def grad_sync_worker(sizes, reps, warmup=20):
     from mpi4py import MPI
 
     import numbaflow.distributed as dist
-    from numbaflow.executor.collective_group import LocalGroup
+    from numbaflow.distributed.collective_group import LocalGroup
     from numbaflow.kernels.collective import flat_view
 
     world = dist.world()

@@ -1,6 +1,22 @@
-"""Executor: validates feeds and fetches at the API boundary, then runs a cached Plan."""
+"""Executor: runs one program on one place. Validates feeds and fetches at the API
+boundary, then runs a cached Plan.
+
+This is the one way to a Plan: `PlanCache.plan_for` does the feed check, the fetch
+resolution, the cache lookup (bounded, least recently used first out) and the repeat-call
+fast path, for plain programs, compiled programs (`compiler/`) and each data-parallel
+replica (`distributed/`). Those layers sit above this one: `Executor.run` hands any
+program object that is not a `Program` to its `_executor_run(executor, ...)` method,
+so nothing here imports them.
+
+Threads: runs on one Scope are serialised (its lock is held from the feed binding to
+the fetch), so concurrent `run` calls give the results of running them one after
+another; runs on different scopes proceed concurrently.
+"""
 from __future__ import annotations
 
+import collections
+import os
+import threading
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -9,8 +25,6 @@ from ..graph.program import Program, Variable, default_main_program
 from .backend import backend_for
 from .place import CPUPlace, to_place
 from .plan import Plan, PlanOptions, _close
-
-DEFAULT_OPTIONS = PlanOptions()
 from .scope import Tensor, global_scope
 
 if TYPE_CHECKING:
@@ -18,11 +32,104 @@ if TYPE_CHECKING:
 
     from numpy.typing import ArrayLike
 
-    from .compiled_program import CompiledProgram
+    from ..compiler.compiled_program import CompiledProgram
     from .place import CUDAPlace
     from .scope import Scope
 
-MAX_CACHED_PLANS = 64    # feed signatures kept per executor (each holds its buffers)
+DEFAULT_OPTIONS = PlanOptions()
+
+
+def max_cached_plans():
+    """How many plans each plan cache keeps (NUMBAFLOW_MAX_PLANS, default 64): every feed
+    signature (a new batch size, a short last batch) has its own plan and buffers."""
+    try:
+        n = int(os.environ.get("NUMBAFLOW_MAX_PLANS", "64"))
+    except ValueError:
+        raise ValueError("NUMBAFLOW_MAX_PLANS must be a positive integer, got "
+                         f"{os.environ['NUMBAFLOW_MAX_PLANS']!r}") from None
+    if n < 1:
+        raise ValueError(f"NUMBAFLOW_MAX_PLANS must be a positive integer, got {n}")
+    return n
+
+
+class PlanCache:
+    """Plans by (program, version, scope, feed signature, fetch names, options), at most
+    `max_cached_plans()` of them; the least recently used one is dropped first
+    (its buffers go with it once no run holds it).
+
+    `plan_for` remembers the previous call: when the next one repeats it exactly (same
+    program version, scope, options and fetch objects, C-contiguous ndarrays of the same
+    names, shapes and dtypes), it skips feed conversion and the lookup, so a training
+    loop pays for neither."""
+
+    def __init__(self, backend, limit=None):
+        self.backend = backend
+        self.limit = limit
+        self._plans = collections.OrderedDict()
+        self._lock = threading.Lock()
+        self._last = None  # (program, version, scope, options, fetch objects, feed specs, plan)
+
+    def __len__(self):
+        return len(self._plans)
+
+    def plans(self):
+        with self._lock:
+            return list(self._plans.values())
+
+    def clear(self):
+        with self._lock:
+            self._plans.clear()
+            self._last = None
+
+    def plan_for(self, program, feed, fetch_list, scope, options=DEFAULT_OPTIONS):
+        """(the Plan for this signature, the checked feed arrays {name: ndarray})."""
+        hit = self._repeat(program, feed, fetch_list, scope, options)
+        if hit is not None:
+            return hit
+        block = program.global_block()
+        feed_arrays = check_feed(block, feed)
+        fetch_vars = resolve_fetch(block, fetch_list)
+        key = (program._uid, program.version, id(scope),
+               tuple((n, a.shape, a.dtype.str) for n, a in feed_arrays.items()),
+               tuple(v.name for v in fetch_vars), options)
+        with self._lock:
+            plan = self._plans.get(key)
+            if plan is not None:
+                self._plans.move_to_end(key)
+        if plan is None:
+            # built outside the lock: another thread may look up other plans meanwhile
+            plan = Plan(program, {block.vars[n]: a for n, a in feed_arrays.items()},
+                        fetch_vars, scope, self.backend, options)
+            with self._lock:
+                plan = self._plans.setdefault(key, plan)
+                limit = self.limit or max_cached_plans()
+                while len(self._plans) > limit:
+                    self._plans.popitem(last=False)
+        self._last = (program, program.version, scope, options,
+                      tuple(fetch_list) if isinstance(fetch_list, (list, tuple)) else None,
+                      tuple((n, a.shape, a.dtype) for n, a in feed_arrays.items()), plan)
+        return plan, feed_arrays
+
+    def _repeat(self, program, feed, fetch_list, scope, options):
+        last = self._last       # one read: another thread may replace it meanwhile
+        if last is None or last[0] is not program or last[1] != program.version or \
+                last[2] is not scope or last[3] is not options or type(feed) is not dict:
+            return None
+        fetch, specs = last[4], last[5]
+        if fetch is None or not isinstance(fetch_list, (list, tuple)) or \
+                len(fetch_list) != len(fetch) or len(feed) != len(specs):
+            return None
+        for a, b in zip(fetch_list, fetch):
+            if a is not b:
+                return None
+        arrays = {}
+        for name, shape, dtype in specs:
+            a = feed.get(name)
+            if type(a) is not np.ndarray or a.shape != shape or a.dtype != dtype or \
+                    not a.flags.c_contiguous:
+                return None
+            arrays[name] = a
+        return last[6], arrays
 
 
 class Executor:
@@ -48,8 +155,7 @@ class Executor:
     def __init__(self, place: CPUPlace | CUDAPlace | str | None = None) -> None:
         self.place = CPUPlace() if place is None else to_place(place)
         self._backend = backend_for(self.place)
-        self._plans = {}
-        self._last = None       # (program, version, scope, options, fetch, feed specs, plan)
+        self._cache = PlanCache(self._backend)
 
     def close(self) -> None:
         """Drop the cached plans and their buffers (the scope is untouched).
@@ -58,8 +164,7 @@ class Executor:
             >>> exe = static.Executor(paddle.CPUPlace())
             >>> exe.close()
         """
-        self._plans.clear()
-        self._last = None
+        self._cache.clear()
 
     def run(self, program: Program | CompiledProgram | None = None,
             feed: dict[str, ArrayLike] | list[dict[str, ArrayLike]] | None = None,
@@ -107,73 +212,19 @@ class Executor:
             >>> bool(second < first)                  # one SGD step lowered the loss
             True
         """
-        from .compiled_program import CompiledProgram
         if program is None:
             program = default_main_program()
         scope = global_scope() if scope is None else scope
-        if isinstance(program, CompiledProgram):
-            return program._run(self, feed, fetch_list, scope, return_numpy, return_merged)
-        if not isinstance(program, Program):
-            raise TypeError(f"Executor.run: program must be a Program or CompiledProgram, got "
-                            f"{type(program).__name__}")
-        return self._run_program(program, feed, fetch_list, scope, return_numpy)
-
-    def _run_program(self, program, feed, fetch_list, scope, return_numpy=True,
-                     options=None):
-        plan, feed_arrays = self._plan_for(program, feed, fetch_list, scope, options)
-        results = plan.run(feed_arrays)
-        if return_numpy:
-            return results
-        return [_Fetched(r) for r in results]
-
-    def _plan_for(self, program, feed, fetch_list, scope, options=None):
-        """(the cached Plan for this signature, the checked feed arrays)."""
-        options = options or DEFAULT_OPTIONS
-        hit = self._repeat(program, feed, fetch_list, scope, options)
-        if hit is not None:
-            return hit
-        block = program.global_block()
-        feed_arrays = check_feed(block, feed)
-        fetch_vars = resolve_fetch(block, fetch_list)
-        key = (program._uid, program.version, id(scope),
-               tuple((n, a.shape, a.dtype.str) for n, a in feed_arrays.items()),
-               tuple(v.name for v in fetch_vars), options)
-        last = (program, program.version, scope, options,
-                      tuple(fetch_list) if isinstance(fetch_list, (list, tuple)) else None,
-                      tuple((n, a.shape, a.dtype) for n, a in feed_arrays.items()))
-        plan = self._plans.get(key)
-        if plan is None:
-            plan = Plan(program, {block.vars[n]: a for n, a in feed_arrays.items()},
-                        fetch_vars, scope, self._backend, options)
-            if len(self._plans) >= MAX_CACHED_PLANS:      # forget the oldest signature
-                del self._plans[next(iter(self._plans))]
-            self._plans[key] = plan
-        self._last = last + (plan,)
-        return plan, feed_arrays
-
-    def _repeat(self, program, feed, fetch_list, scope, options):
-        """The plan of the previous call when this one repeats it exactly (same program,
-        scope, fetch objects, and C-contiguous ndarrays of the same names, shapes and
-        dtypes): a training loop then skips feed conversion and the cache lookup."""
-        last = self._last
-        if last is None or last[0] is not program or last[1] != program.version or \
-                last[2] is not scope or last[3] is not options or type(feed) is not dict:
-            return None
-        fetch, specs = last[4], last[5]
-        if fetch is None or not isinstance(fetch_list, (list, tuple)) or \
-                len(fetch_list) != len(fetch) or len(feed) != len(specs):
-            return None
-        for a, b in zip(fetch_list, fetch):
-            if a is not b:
-                return None
-        arrays = {}
-        for name, shape, dtype in specs:
-            a = feed.get(name)
-            if type(a) is not np.ndarray or a.shape != shape or a.dtype != dtype or \
-                    not a.flags.c_contiguous:
-                return None
-            arrays[name] = a
-        return last[6], arrays
+        if type(program) is not Program and not isinstance(program, Program):
+            run = getattr(program, "_executor_run", None)     # CompiledProgram
+            if run is None:
+                raise TypeError(f"Executor.run: program must be a Program or CompiledProgram, "
+                                f"got {type(program).__name__}")
+            return run(self, feed, fetch_list, scope, return_numpy, return_merged)
+        plan, feed_arrays = self._cache.plan_for(program, feed, fetch_list, scope)
+        with scope._lock:
+            results = plan.run(feed_arrays)
+        return results if return_numpy else [_Fetched(r) for r in results]
 
 
 class _Fetched(Tensor):

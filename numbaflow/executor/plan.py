@@ -90,6 +90,7 @@ class Plan:
         live and which kernels run (HostBackend by default, CudaBackend for a GPU)."""
         self.backend = backend or HostBackend()
         self.options = options or PlanOptions()
+        self._lock = threading.RLock()     # one run at a time; release waits for it
         self.scheduler = None
         self._binders = None
         self.buffers = None
@@ -224,12 +225,13 @@ class Plan:
         self.feed_slots = [(v.name, bufs[v]) for v in self.feed_vars if v not in self.zero_copy]
         self.thunks = [self._bind_op(i) for i in range(len(self.ops))]
         check = config.check_nan_inf()
-        # persistables to back up: those written before the last op that may fail
-        last_fail = max((i for i, op in enumerate(self.ops)
-                         if check or get_op_def(op.type).has(MAY_FAIL)), default=-1)
-        risky = {v for op in self.ops[:last_fail] for v in op.output_vars() if v.persistable}
-        risky.update(v for v in self.feed_vars if v.persistable)
-        self.backups = [(bufs[v], backend.empty(bufs[v].shape, bufs[v].dtype)) for v in risky]
+        # every persistable the run writes (fed ones included) is backed up at the start
+        # of the run and restored if it ends by any exception: Ctrl-C can land after the
+        # last op that may fail, in the middle of the optimizer's updates
+        written = {v for op in self.ops for v in op.output_vars() if v.persistable}
+        written.update(v for v in self.feed_vars if v.persistable)
+        self.backups = [(bufs[v], backend.empty(bufs[v].shape, bufs[v].dtype))
+                        for v in sorted(written, key=lambda v: v.name)]
         threads = 1 if self.options.sequential else self.options.num_threads
         if threads > 1 and self.scheduler is None:
             from .scheduler import Scheduler
@@ -292,7 +294,8 @@ class Plan:
 
     def release(self):
         """Free the pooled temporaries (drop_local_exe_scopes); the next run rebinds."""
-        self.buffers = self.pool = self.thunks = self.units = None
+        with self._lock:
+            self.buffers = self.pool = self.thunks = self.units = None
 
     def memory_stats(self):
         """Bytes this plan holds: `pool_bytes` (temporaries, after reuse and in-place),
@@ -364,7 +367,13 @@ class Plan:
                     break
 
     def run(self, feed_arrays, iterations=1):
-        """feed_arrays: {name: ndarray} matching the signature this plan was built for."""
+        """feed_arrays: {name: ndarray} matching the signature this plan was built for.
+        A run that ends by any exception (Ctrl-C included) leaves every persistable as it
+        was before the run, then re-raises."""
+        with self._lock:
+            return self._run(feed_arrays, iterations)
+
+    def _run(self, feed_arrays, iterations):
         if self.buffers is None or self.scope.version != self.scope_version:
             self.bind(feed_arrays)
         else:
@@ -395,15 +404,63 @@ class Plan:
                 for _ in range(iterations):
                     for i, thunk in enumerate(self.thunks):
                         thunk()
-        except Exception as e:
+        except BaseException as e:
             for live, saved in self.backups:
                 backend.copy(live, saved)
+            if not isinstance(e, Exception):
+                raise           # KeyboardInterrupt, SystemExit: as they are
             raise _op_error(*self._failed_op(e, i)) from e
         backend.after_run(self.scope, self.written)
         for v in self.handoff:        # our own references, before the caller gets one
             self._held_refs[v] = self._refs(v)
         return [self.buffers[v] if v in self._held_refs else backend.to_host(self.buffers[v])
                 for v in self.fetch_vars]
+
+
+def snapshot_written(scope, program):
+    """Host copies of the persistables `program` may write that `scope` holds, and the
+    names it does not hold yet: what `restore` needs to undo a failed multi-run step."""
+    names = {v.name for op in program.global_block().ops for v in op.output_vars()
+             if v.persistable}
+    return ({n: scope.get(n) for n in names if n in scope._arrays},
+            {n for n in names if n not in scope._arrays})
+
+
+def restore(scope, state):
+    """Put back what `snapshot_written` saw (in place where the array still fits)."""
+    saved, absent = state
+    for name, value in saved.items():
+        scope.set(name, value)
+    for name in absent:
+        if scope._arrays.pop(name, None) is not None:
+            scope._device.pop(name, None)
+            scope._on_device.discard(name)
+            scope.version += 1
+
+
+def run_transaction(steps):
+    """Run [(plan, feed arrays)] in order as one unit (num_iteration_per_run over an
+    iterator feed): if any of them raises, every persistable they write is restored to
+    its value before the first, then the error propagates. Returns the last fetch."""
+    scope = steps[0][0].scope
+    state = snapshot_written(scope, _ProgramOf(steps))
+    try:
+        for plan, arrays in steps:
+            result = plan.run(arrays)
+    except BaseException:
+        restore(scope, state)
+        raise
+    return result
+
+
+class _ProgramOf:
+    """The ops of several plans, seen as one program's block by snapshot_written."""
+
+    def __init__(self, steps):
+        self.ops = [op for plan, _ in steps for op in plan.ops]
+
+    def global_block(self):
+        return self
 
 
 def _same_memory(a, b):

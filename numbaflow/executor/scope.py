@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import threading
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -72,6 +73,7 @@ class Scope:
         self.version = 0
         self.writes = 0         # Scope.set calls: data-parallel replicas re-sync after one
         self._before_save = []  # collectives static.save runs first (Reduce across ranks)
+        self._lock = threading.RLock()  # held by a run: runs on one scope never interleave
 
     # ---- host <-> device bookkeeping (used by executor backends)
     def _host_array(self, name):

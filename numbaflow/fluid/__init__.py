@@ -6,7 +6,7 @@
 >>> x.shape, y_predict.shape
 ((-1, 13), (-1, 1))
 """
-from ..executor import (BuildStrategy, CompiledProgram, CPUPlace, CUDAPlace,  # noqa: F401
+from ..executor import (BuildStrategy, CPUPlace, CUDAPlace,  # noqa: F401
                         ExecutionStrategy, Executor, Scope, global_scope, scope_guard)
 from ..graph import (Operator, Parameter, Program, Variable, default_main_program,  # noqa: F401
                      default_startup_program, gradients, program_guard)
@@ -16,7 +16,7 @@ from ..static.io import load, save  # noqa: F401
 from ..utils import unique_name  # noqa: F401
 from . import (backward, clip, initializer, io, layers, optimizer,  # noqa: F401
                regularizer)
-from ..executor.parallel_executor import ParallelExecutor  # noqa: F401
+from ..compiler import CompiledProgram, ParallelExecutor  # noqa: F401
 
 __all__ = [
     "Program", "Variable", "Parameter", "Operator", "data", "program_guard",

@@ -84,10 +84,13 @@ class Variable:
         return (f"{prefix}var {self.name} : shape{self.shape} dtype({self.dtype}) "
                 f"stop_gradient({self.stop_gradient})")
 
-    # operator overloads build ops through the math functions
+    # operator overloads build ops through the public math functions (add, matmul, ...),
+    # which live above the graph layer: numbaflow.tensor_math hands them in when it is
+    # imported (`use_math_functions`), so this layer never imports upward
+    _math_functions = None
+
     def _math(self, name, *args, **kw):
-        from .. import tensor_math
-        return getattr(tensor_math, name)(*args, **kw)
+        return getattr(Variable._math_functions, name)(*args, **kw)
 
     def __add__(self, o): return self._math("add", self, o)
     def __radd__(self, o): return self._math("add", o, self)

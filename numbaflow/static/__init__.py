@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .. import dtypes
-from ..executor import (BuildStrategy, CompiledProgram, CPUPlace, CUDAPlace,  # noqa: F401
+from ..executor import (BuildStrategy, CPUPlace, CUDAPlace,  # noqa: F401
                         ExecutionStrategy, Executor, Scope, cpu_places, cuda_places,
                         global_scope, scope_guard)
 from ..graph import (Graph, Operator, Parameter, Program, Variable,  # noqa: F401
@@ -12,7 +12,7 @@ from ..graph import (Graph, Operator, Parameter, Program, Variable,  # noqa: F40
                      gradients, program_guard)
 from ..graph.program import default_main_program as _main
 from . import nn  # noqa: F401
-from ..executor.parallel_executor import ParallelExecutor  # noqa: F401,E402
+from ..compiler import CompiledProgram, ParallelExecutor  # noqa: F401,E402
 
 __all__ = [
     # programs and variables

@@ -132,5 +132,4 @@ def apply_passes(program, names, protected=(), device="cpu"):
 
 from . import fuse_elewise_add_act, auto_fusion  # noqa: E402,F401
 from . import fuse_relu_depthwise_conv, fuse_optimizer_ops  # noqa: E402,F401
-from . import data_parallel  # noqa: E402,F401
 from . import sync_batch_norm  # noqa: E402,F401

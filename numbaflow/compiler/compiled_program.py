@@ -13,16 +13,18 @@ from ..graph.graphviz import write_dot
 from ..graph.ir_graph import Graph
 from ..graph.passes import apply_passes, fusion_pass_names
 from ..graph.program import BACKWARD, Program
-from .plan import PlanOptions
-from .backend import backend_for
-from .place import CUDAPlace, cpu_places, cuda_places, to_place
-from .strategy import BuildStrategy, ExecutionStrategy
+from ..distributed.runner import DataParallelRunner
+from ..executor.executor import PlanCache, _Fetched
+from ..executor.plan import PlanOptions, run_transaction
+from ..executor.backend import backend_for
+from ..executor.place import CUDAPlace, cpu_places, cuda_places, to_place
+from ..executor.strategy import BuildStrategy, ExecutionStrategy
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from ..executor.place import CPUPlace
     from ..graph.program import Variable
-    from .place import CPUPlace
 
 
 class CompiledProgram:
@@ -75,7 +77,8 @@ class CompiledProgram:
         self._place = None
         self._executor = None
         self._passed = {}           # (fetch names, feed names) -> the program after the passes
-        self._plans = {}            # the plans this compiled program ran (for drop / stats)
+        self._cache = None          # PlanCache of the place this program is bound to
+        self._fast = None           # (executor, scope, version, passed program) of the last run
         self._last_plan = None
         self._runs = 0
         self._runners = {}          # id(passed program) -> DataParallelRunner
@@ -178,6 +181,7 @@ class CompiledProgram:
             self.build_strategy_effective = bs.effective()
             self.exec_strategy_effective = es.effective(len(self._device_places))
             self._options = self._plan_options()
+            self._cache = PlanCache(backend_for(place))
         elif scope is not self._scope and self._share_vars_from is None:
             # (with share_vars_from the source's scopes are used and `scope` is ignored)
             raise ValueError("Cannot compile program with different scope.")
@@ -185,43 +189,63 @@ class CompiledProgram:
             raise ValueError("Cannot compile program with different place.")
         self._executor = exe
 
+    def _executor_run(self, exe, feed, fetch_list, scope, return_numpy, return_merged):
+        """`Executor.run(compiled, ...)` lands here."""
+        fast = self._fast
+        if fast is not None and fast[0] is exe and fast[1] is scope and \
+                fast[2] == self._program.version and type(feed) is dict:
+            # the last run's executor, scope and program version, one iteration, no
+            # replicas: the plan cache's repeat check decides the rest
+            hit = self._cache._repeat(fast[3], feed, fetch_list, self._scope, self._options)
+            if hit is not None:
+                plan, arrays = hit
+                with self._scope._lock:
+                    result = plan.run(arrays)
+                self._after_run(plan)
+                return result if return_numpy else [_Fetched(r) for r in result]
+        return self._run(exe, feed, fetch_list, scope, return_numpy, return_merged)
+
     def _run(self, exe, feed, fetch_list, scope, return_numpy, return_merged):
         self._bind(exe, scope)
         k = self.exec_strategy_effective.num_iteration_per_run
         feeds = _iteration_feeds(feed, k)
         program = self._compiled_program(feeds[0], fetch_list)
-        options = self._options
-        # a dict (or per-device list) feed is reused: the K iterations are one plan run
-        # (looping inside the compiled segment when there is one); an iterator gives one
-        # run per feed
-        runs = [(feeds[0], k)] if not isinstance(feed, collections.abc.Iterator) else \
-            [(f, 1) for f in feeds]
         runner = self._runners.get(id(program))
-        result = None
-        for f, iterations in runs:
-            if runner is not None:
-                result = runner.run(f, fetch_list, return_merged, iterations)
-                for plan in runner.last_plans:
-                    self._plans[id(plan)] = plan
-                self._last_plan = runner.last_plans[0]
-            else:
-                if isinstance(f, (list, tuple)):
-                    raise TypeError("a list feed gives one dict per device: it needs "
-                                    "with_data_parallel over several places")
-                plan, arrays = exe._plan_for(program, f, fetch_list, scope, options)
-                self._plans[id(plan)] = plan
-                self._last_plan = plan
-                result = plan.run(arrays, iterations)
-            self._runs += 1
-            if self._runs % self.exec_strategy_effective.num_iteration_per_drop_scope == 0:
-                self.drop_local_exe_scopes()
+        if runner is not None:
+            result = runner.run(feed if isinstance(feed, collections.abc.Iterator) else feeds[0],
+                                fetch_list, return_merged, k,
+                                feeds if isinstance(feed, collections.abc.Iterator) else None)
+            self._after_run(runner.last_plans[0])
+        else:
+            if any(isinstance(f, (list, tuple)) for f in feeds):
+                raise TypeError("a list feed gives one dict per device: it needs "
+                                "with_data_parallel over several places")
+            # every feed is checked and every plan built before anything runs
+            steps = [self._cache.plan_for(program, f, fetch_list, self._scope, self._options)
+                     for f in feeds[:1 if not isinstance(feed, collections.abc.Iterator) else k]]
+            with self._scope._lock:
+                if len(steps) == 1:
+                    # a dict feed is reused: the K iterations are one plan run (looping
+                    # inside the compiled segment when there is one)
+                    plan, arrays = steps[0]
+                    result = plan.run(arrays, k)
+                else:
+                    result = run_transaction(steps)
+            plan = steps[-1][0]
+            self._after_run(plan)
+            if k == 1 and type(feed) is dict:
+                self._fast = (exe, scope, self._program.version, program)
         if not return_numpy:
-            from .executor import _Fetched
             result = [_Fetched(r) for r in result]
         return result
 
+    def _after_run(self, plan):
+        self._last_plan = plan
+        self._runs += 1
+        if self._runs % self.exec_strategy_effective.num_iteration_per_drop_scope == 0:
+            self.drop_local_exe_scopes()
+
     def _data_parallel_runner(self, program, world):
-        from .data_parallel import DataParallelRunner
         source = None
         if self._share_vars_from is not None:
             other = self._share_vars_from
@@ -295,7 +319,7 @@ class CompiledProgram:
             if path:
                 write_dot(program, path + "_fused_graph")
             world = _world()
-            if self._is_data_parallel and (len(self._device_places) > 1 or world is not None):
+            if self._is_data_parallel:
                 self._runners[id(program)] = self._data_parallel_runner(program, world)
                 self.passes.append(self._runners[id(program)].rewrite)
             if path:
@@ -307,13 +331,16 @@ class CompiledProgram:
         """Release the pooled temporaries now (they are reallocated on the next run);
         persistables are untouched.
         """
-        for plan in self._plans.values():
+        plans = list(self._cache.plans()) if self._cache is not None else []
+        for runner in self._runners.values():
+            plans += runner.plans()
+        for plan in plans:
             plan.release()
 
 
 def _world():
     """The MPI world when launched by mpiexec with several ranks, else None."""
-    from .strategy import _mpi_env
+    from ..executor.strategy import _mpi_env
     if _mpi_env()[0] <= 1:
         return None
     from .. import distributed

@@ -18,9 +18,9 @@ Every replica runs the same rewritten program.
 """
 import numpy as np
 
-from ...kernels.registry import OPTIMIZER, get_op_def
-from ..program import LOSS_GRAD
-from . import Pass, register_pass
+from ..kernels.registry import OPTIMIZER, get_op_def
+from ..graph.program import LOSS_GRAD
+from ..graph.passes import Pass, register_pass
 
 
 def _nbytes(v):
@@ -32,9 +32,10 @@ class MultiDevicesPass(Pass):
     name = "multi_devices"
 
     def __init__(self, protected=(), device="cpu", loss_name=None, fuse_all_reduce=True,
-                 bucket_bytes=32 << 20):
+                 bucket_bytes=32 << 20, num_devices=2):
         super().__init__(protected, device)
         self.loss_name = loss_name
+        self.num_devices = num_devices     # over all ranks: 1 needs no gradient sums
         self.fuse_all_reduce = fuse_all_reduce
         self.bucket_bytes = bucket_bytes
         self.loss_grad = None          # the fed `<loss>@GRAD` variable
@@ -43,7 +44,7 @@ class MultiDevicesPass(Pass):
     def run(self, program):
         block = program.global_block()
         changed = self._seed_to_feed(block)
-        grads = self._optimizer_grads(block)
+        grads = self._optimizer_grads(block) if self.num_devices > 1 else []
         if not grads:
             return changed
         finish = {}                    # gradient -> index of the op that finishes it

@@ -12,8 +12,8 @@ every rule here is testable on its own:
 import numpy as np
 
 from ..graph.program import Variable
-from .executor import check_feed
-from .strategy import GradientScaleStrategy
+from ..executor.executor import check_feed
+from ..executor.strategy import GradientScaleStrategy
 
 
 def split_sizes(batch, num_devices):

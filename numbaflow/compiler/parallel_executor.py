@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 
 from ..graph.program import default_main_program
 from .compiled_program import CompiledProgram
-from .executor import Executor
-from .place import CPUPlace, CUDAPlace, cpu_places, cuda_places
-from .scope import global_scope
+from ..executor.executor import Executor
+from ..executor.place import CPUPlace, CUDAPlace, cpu_places, cuda_places
+from ..executor.scope import global_scope
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -22,8 +22,8 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
     from ..graph.program import Program, Variable
-    from .scope import Scope
-    from .strategy import BuildStrategy, ExecutionStrategy
+    from ..executor.scope import Scope
+    from ..executor.strategy import BuildStrategy, ExecutionStrategy
 
 
 class ParallelExecutor:
