@@ -15,14 +15,13 @@ rank and aborts the whole job (MPI_Abort) instead of leaving the others hanging.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .mpi import World, env_size, init, install_abort_hooks, is_initialized, world
 
 if TYPE_CHECKING:
-    from ..executor.compiled_program import CompiledProgram
     from ..executor.scope import Scope
     from ..graph.program import Program
 
@@ -79,7 +78,7 @@ def barrier() -> None:
         w.barrier()
 
 
-def broadcast_parameters(program: Program | CompiledProgram,
+def broadcast_parameters(program: Program | Any,      # Any: a CompiledProgram
                          scope: Scope | None = None) -> list[str]:
     """Copy every persistable variable of `program` (parameters, optimizer state,
     learning rate) from rank 0's scope to every rank's, in place.

@@ -17,7 +17,7 @@ from __future__ import annotations
 import collections
 import os
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 
     from numpy.typing import ArrayLike
 
-    from ..compiler.compiled_program import CompiledProgram
     from .place import CUDAPlace
     from .scope import Scope
 
@@ -166,7 +165,7 @@ class Executor:
         """
         self._cache.clear()
 
-    def run(self, program: Program | CompiledProgram | None = None,
+    def run(self, program: Program | Any = None,      # Any: a CompiledProgram (a higher layer)
             feed: dict[str, ArrayLike] | list[dict[str, ArrayLike]] | None = None,
             fetch_list: Sequence[Variable | str] | Variable | str | None = None,
             feed_var_name: str = "feed", fetch_var_name: str = "fetch",
