@@ -4,7 +4,10 @@ Nothing is built until the first run, which binds the compiled program to that r
 scope and place. The user's Program and strategy objects are never modified: the
 resolved settings live in `build_strategy_effective` / `exec_strategy_effective`.
 """
+from __future__ import annotations
+
 import collections.abc
+from typing import TYPE_CHECKING
 
 from ..graph.graphviz import write_dot
 from ..graph.ir_graph import Graph
@@ -17,13 +20,43 @@ from ..executor.backend import backend_for
 from ..executor.place import CUDAPlace, cpu_places, cuda_places, to_place
 from ..executor.strategy import BuildStrategy, ExecutionStrategy
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..executor.place import CPUPlace
+    from ..graph.program import Variable
+
 
 class CompiledProgram:
-    """>>> compiled = static.CompiledProgram(main, build_strategy=static.BuildStrategy())
-    >>> loss_val, = exe.run(compiled, feed={'X': x}, fetch_list=[loss])
+    """A program plus the BuildStrategy (passes) and, through `with_data_parallel`, the
+    ExecutionStrategy and places it runs with. Run it with `Executor.run` like a Program.
+    The user's program is never modified: the passes run on a private copy at the first run.
+
+    Args:
+        program_or_graph (Program or Graph): what to compile.
+        build_strategy (BuildStrategy, optional): default BuildStrategy().
+
+    Attributes:
+        build_strategy_effective (BuildStrategy): the resolved settings (after a run).
+        exec_strategy_effective (ExecutionStrategy): likewise.
+        passes (list): the passes of the last compile, with their `refusals`.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> loss = paddle.mean(static.nn.fc(x, size=1, activation='relu'))
+        >>> _ = paddle.optimizer.SGD(learning_rate=0.1).minimize(loss)
+        >>> exe = static.Executor(paddle.CPUPlace())
+        >>> _ = exe.run(static.default_startup_program())
+        >>> bs = static.BuildStrategy()
+        >>> bs.fuse_elewise_add_act_ops = True
+        >>> compiled = static.CompiledProgram(static.default_main_program(), build_strategy=bs)
+        >>> loss_val, = exe.run(compiled, feed={'x': np.ones((4, 3), 'float32')}, fetch_list=[loss])
+        >>> loss_val.shape
+        ()
     """
 
-    def __init__(self, program_or_graph, build_strategy=None):
+    def __init__(self, program_or_graph: Program | Graph,
+                 build_strategy: BuildStrategy | None = None) -> None:
         if isinstance(program_or_graph, Graph):
             self._program = program_or_graph.program
         elif isinstance(program_or_graph, Program):
@@ -54,12 +87,48 @@ class CompiledProgram:
         self.exec_strategy_effective = None
 
     @property
-    def program(self):
+    def program(self) -> Program:
+        """The user's program (never modified by the passes)."""
         return self._program
 
-    def with_data_parallel(self, loss_name=None, build_strategy=None, exec_strategy=None,
-                           share_vars_from=None, places=None):
-        """Run on several places (threads) and MPI ranks; returns self."""
+    def with_data_parallel(self, loss_name: str | Variable | None = None,
+                           build_strategy: BuildStrategy | None = None,
+                           exec_strategy: ExecutionStrategy | None = None,
+                           share_vars_from: CompiledProgram | None = None,
+                           places: Sequence[CPUPlace | CUDAPlace] | None = None
+                           ) -> CompiledProgram:
+        """Run on several places (threads) and MPI ranks: a dict feed is split along axis 0,
+        gradients are summed across places and ranks.
+
+        Args:
+            loss_name (str or Variable, optional): the loss; required when the program trains.
+            build_strategy (BuildStrategy, optional): replaces the constructor's.
+            exec_strategy (ExecutionStrategy, optional): threads, iterations per run.
+            share_vars_from (CompiledProgram, optional): a data-parallel trainer whose
+                parameter arrays this (test) program reads, without a copy.
+            places (list of places, optional): default `static.cpu_places()` (CPU_NUM) or
+                every GPU.
+
+        Returns:
+            CompiledProgram: self.
+
+        Raises:
+            ValueError: loss_name is unknown or not a scalar, or missing for a training program.
+            RuntimeError: called twice.
+
+        Example:
+            >>> x = static.data('x', [None, 3])
+            >>> loss = paddle.mean(static.nn.fc(x, size=1, activation='relu'))
+            >>> _ = paddle.optimizer.SGD(learning_rate=0.1).minimize(loss)
+            >>> exe = static.Executor(paddle.CPUPlace())
+            >>> _ = exe.run(static.default_startup_program())
+            >>> compiled = static.CompiledProgram(static.default_main_program()).with_data_parallel(
+            ...     loss_name=loss.name, places=static.cpu_places(2))
+            >>> feed = {'x': np.ones((4, 3), 'float32')}
+            >>> per_place, = exe.run(compiled, feed=feed, fetch_list=[loss])
+            >>> per_place.shape                        # one loss per place
+            (2,)
+        """
         if self._is_data_parallel:
             raise RuntimeError("Already compiled with parallel, cannot be recompiled.")
         block = self._program.global_block()
@@ -193,7 +262,7 @@ class CompiledProgram:
                                   source)
 
     @property
-    def device_count(self):
+    def device_count(self) -> int:
         """The number of local places (known after the first run)."""
         return len(self._device_places) if self._scope is not None else \
             len(self._places or [None])
@@ -205,9 +274,26 @@ class CompiledProgram:
                            sequential=bs.enable_sequential_execution,
                            device_lock=not bs.remove_unnecessary_lock)
 
-    def memory_stats(self):
-        """Memory of the last run's plan: {'peak_bytes', 'pool_bytes', 'num_buffers', ...}
-        (see Plan.memory_stats). Raises RuntimeError before the first run."""
+    def memory_stats(self) -> dict[str, int]:
+        """Memory of the last run's plan.
+
+        Returns:
+            dict: 'peak_bytes', 'pool_bytes', 'num_buffers', ... (see Plan.memory_stats).
+
+        Raises:
+            RuntimeError: before the first run.
+
+        Example:
+            >>> x = static.data('x', [None, 3])
+            >>> loss = paddle.mean(static.nn.fc(x, size=1, activation='relu'))
+            >>> _ = paddle.optimizer.SGD(learning_rate=0.1).minimize(loss)
+            >>> exe = static.Executor(paddle.CPUPlace())
+            >>> _ = exe.run(static.default_startup_program())
+            >>> compiled = static.CompiledProgram(static.default_main_program())
+            >>> _ = exe.run(compiled, feed={'x': np.ones((4, 3), 'float32')}, fetch_list=[loss])
+            >>> compiled.memory_stats()['peak_bytes'] > 0
+            True
+        """
         if self._last_plan is None:
             raise RuntimeError("memory_stats: the compiled program has not run yet")
         return self._last_plan.memory_stats()
@@ -241,9 +327,10 @@ class CompiledProgram:
             self._passed[key] = program
         return program
 
-    def drop_local_exe_scopes(self):
+    def drop_local_exe_scopes(self) -> None:
         """Release the pooled temporaries now (they are reallocated on the next run);
-        persistables are untouched."""
+        persistables are untouched.
+        """
         plans = list(self._cache.plans()) if self._cache is not None else []
         for runner in self._runners.values():
             plans += runner.plans()

@@ -12,9 +12,12 @@ Threads: runs on one Scope are serialised (its lock is held from the feed bindin
 the fetch), so concurrent `run` calls give the results of running them one after
 another; runs on different scopes proceed concurrently.
 """
+from __future__ import annotations
+
 import collections
 import os
 import threading
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,6 +26,14 @@ from .backend import backend_for
 from .place import CPUPlace, to_place
 from .plan import Plan, PlanOptions, _close
 from .scope import Tensor, global_scope
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from numpy.typing import ArrayLike
+
+    from .place import CUDAPlace
+    from .scope import Scope
 
 DEFAULT_OPTIONS = PlanOptions()
 
@@ -123,22 +134,83 @@ class PlanCache:
 class Executor:
     """Runs programs on one place.
 
-    >>> exe = static.Executor(paddle.CPUPlace())
-    >>> exe.run(static.default_startup_program())
-    >>> loss_val, = exe.run(feed={'x': x}, fetch_list=[loss])
+    The first run of a (program version, feed shapes, fetch list) builds and caches a plan
+    (shapes, buffers, bound kernels); later runs reuse it.
+
+    Args:
+        place (CPUPlace, CUDAPlace or str, optional): where to run; default CPUPlace().
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> loss = paddle.mean(static.nn.fc(x, size=1))
+        >>> _ = paddle.optimizer.SGD(learning_rate=0.1).minimize(loss)
+        >>> exe = static.Executor(paddle.CPUPlace())
+        >>> _ = exe.run(static.default_startup_program())
+        >>> (loss_value,) = exe.run(feed={'x': np.ones((4, 3), 'float32')}, fetch_list=[loss])
+        >>> loss_value.shape
+        ()
     """
 
-    def __init__(self, place=None):
+    def __init__(self, place: CPUPlace | CUDAPlace | str | None = None) -> None:
         self.place = CPUPlace() if place is None else to_place(place)
         self._backend = backend_for(self.place)
         self._cache = PlanCache(self._backend)
 
-    def close(self):
+    def close(self) -> None:
+        """Drop the cached plans and their buffers (the scope is untouched).
+
+        Example:
+            >>> exe = static.Executor(paddle.CPUPlace())
+            >>> exe.close()
+        """
         self._cache.clear()
 
-    def run(self, program=None, feed=None, fetch_list=None, feed_var_name="feed",
-            fetch_var_name="fetch", scope=None, return_numpy=True, use_program_cache=True,
-            return_merged=True, use_prune=False):
+    def run(self, program: Program | Any = None,      # Any: a CompiledProgram (a higher layer)
+            feed: dict[str, ArrayLike] | list[dict[str, ArrayLike]] | None = None,
+            fetch_list: Sequence[Variable | str] | Variable | str | None = None,
+            feed_var_name: str = "feed", fetch_var_name: str = "fetch",
+            scope: Scope | None = None, return_numpy: bool = True,
+            use_program_cache: bool = True, return_merged: bool = True,
+            use_prune: bool = False) -> list:
+        """Run `program` once (K times with ExecutionStrategy.num_iteration_per_run=K).
+
+        Feeds are checked against the data variables (names, rank, shape, dtype) before any
+        kernel runs; a run that fails part-way leaves every persistable as it was.
+
+        Args:
+            program (Program or CompiledProgram, optional): default the default main program.
+            feed (dict, optional): {data name: numpy array}; for a data-parallel
+                CompiledProgram also a list of dicts (one per place) or an iterator of feeds.
+            fetch_list (list of Variable or str, optional): what to return.
+            feed_var_name (str): accepted for Paddle compatibility.
+            fetch_var_name (str): accepted for Paddle compatibility.
+            scope (Scope, optional): where persistables live; default `static.global_scope()`.
+            return_numpy (bool): numpy arrays (default) or Tensor objects.
+            use_program_cache (bool): accepted for Paddle compatibility (plans are always
+                cached).
+            return_merged (bool): for data parallelism, concatenate the places' fetches
+                (default) or return a list per fetch.
+            use_prune (bool): accepted for Paddle compatibility.
+
+        Returns:
+            list: one numpy array per fetch (a scalar loss gives a 0-d array).
+
+        Raises:
+            ValueError: an unknown feed or fetch name, a missing feed, a shape or dtype mismatch.
+            RuntimeError: a parameter is not initialised (run the startup program first).
+
+        Example:
+            >>> x = static.data('x', [None, 3])
+            >>> loss = paddle.mean(static.nn.fc(x, size=1))
+            >>> _ = paddle.optimizer.SGD(learning_rate=0.1).minimize(loss)
+            >>> exe = static.Executor(paddle.CPUPlace())
+            >>> _ = exe.run(static.default_startup_program())
+            >>> feed = {'x': np.ones((4, 3), 'float32')}
+            >>> first, = exe.run(static.default_main_program(), feed=feed, fetch_list=[loss])
+            >>> second, = exe.run(static.default_main_program(), feed=feed, fetch_list=[loss])
+            >>> bool(second < first)                  # one SGD step lowered the loss
+            True
+        """
         if program is None:
             program = default_main_program()
         scope = global_scope() if scope is None else scope

@@ -4,23 +4,51 @@ Operators hold references to their Variable objects (not names), so rewrites nev
 string surgery; names are for people, feeds and fetches. Every mutation goes through a
 Block method, which bumps the program's `version` (the executor's cache key).
 """
+from __future__ import annotations
+
 import contextlib
 import copy
 import itertools
-
+from typing import TYPE_CHECKING, Any
 
 from .. import dtypes
 from ..kernels.registry import InferContext, get_op_def
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+
+    from numpy.typing import DTypeLike
 
 # Op roles, as in Paddle: which part of a training program an op belongs to.
 FORWARD, BACKWARD, OPTIMIZE, LOSS_GRAD = "forward", "backward", "optimize", "loss_grad"
 
 
 class Variable:
-    """A named tensor of a Block. `shape` is a tuple with -1 for an unknown (batch) dim."""
+    """A named tensor of a Block: made by `static.data` and the layer functions, fed and
+    fetched by name. Arithmetic operators (+ - * / ** @, unary -) append ops.
 
-    def __init__(self, block, name, shape, dtype, persistable=False, stop_gradient=False,
-                 is_data=False):
+    Args:
+        block (Block): the block it belongs to.
+        name (str): the unique name (the key in feeds, fetches and the Scope).
+        shape (sequence of int): -1 for an unknown (batch) dim; stored as a tuple.
+        dtype (str or numpy dtype): the element type.
+        persistable (bool): kept in the Scope between runs (parameters, optimizer state).
+        stop_gradient (bool): no gradient flows through it.
+        is_data (bool): fed by the user (made by `static.data`).
+
+    Create Variables with `static.data`, the layer functions or `Block.create_var`, not
+    directly.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> y = x * 2.0 + 1.0
+        >>> y.shape, y.dtype, y.ndim
+        ((-1, 3), dtype('float32'), 2)
+    """
+
+    def __init__(self, block: Block, name: str, shape: Sequence[int], dtype: DTypeLike,
+                 persistable: bool = False, stop_gradient: bool = False,
+                 is_data: bool = False) -> None:
         self.block = block
         self.name = name
         self.shape = tuple(int(d) for d in shape)
@@ -30,7 +58,8 @@ class Variable:
         self.is_data = is_data
 
     @property
-    def ndim(self):
+    def ndim(self) -> int:
+        """The number of dims."""
         return len(self.shape)
 
     def __repr__(self):
@@ -38,7 +67,12 @@ class Variable:
         return (f"{kind}(name={self.name!r}, shape={self.shape}, dtype={self.dtype}, "
                 f"persistable={self.persistable}, stop_gradient={self.stop_gradient})")
 
-    def to_string(self):
+    def to_string(self) -> str:
+        """A one-line description: flags, name, shape, dtype, stop_gradient.
+
+        Returns:
+            str: e.g. `data var x : shape(-1, 3) dtype(float32) stop_gradient(True)`.
+        """
         flags = []
         if self.persistable:
             flags.append("persist")
@@ -74,10 +108,29 @@ class Variable:
 
 
 class Parameter(Variable):
-    """A persistable, trainable Variable initialised by an op in the startup program."""
+    """A persistable, trainable Variable initialised by an op in the startup program.
+    Made by layers (`static.nn.fc`, ...) through `ParamAttr`, not directly.
 
-    def __init__(self, block, name, shape, dtype, trainable=True, learning_rate=1.0,
-                 regularizer=None, initializer=None):
+    Args:
+        block (Block): the block it belongs to.
+        name (str): the unique name.
+        shape (sequence of int): fully known.
+        dtype (str or numpy dtype): the element type.
+        trainable (bool): optimizers update it (stop_gradient is `not trainable`).
+        learning_rate (float): a factor on the optimizer's learning rate.
+        regularizer (L2Decay, optional): its own weight decay.
+        initializer (Initializer, optional): how the startup program fills it.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> _ = static.nn.fc(x, size=2)
+        >>> [(p.name, p.shape, p.trainable) for p in static.default_main_program().all_parameters()]
+        [('fc_0.w_0', (3, 2), True), ('fc_0.b_0', (2,), True)]
+    """
+
+    def __init__(self, block: Block, name: str, shape: Sequence[int], dtype: DTypeLike,
+                 trainable: bool = True, learning_rate: float = 1.0,
+                 regularizer: object = None, initializer: object = None) -> None:
         super().__init__(block, name, shape, dtype, persistable=True,
                          stop_gradient=not trainable)
         self.trainable = trainable
@@ -87,49 +140,114 @@ class Parameter(Variable):
 
 
 class Operator:
-    """One op: `type`, {slot: [Variable]} inputs/outputs, attrs (defaults filled in), role."""
+    """One op of a Block: `type`, {slot: [Variable]} `inputs` / `outputs`, `attrs` (with the
+    OpDef's defaults filled in) and `role` (forward, backward, optimize, loss_grad).
+    Made by `Block.append_op` (which the layer functions call), not directly.
 
-    def __init__(self, block, type, inputs, outputs, attrs, role):
+    Args:
+        block (Block): the block it belongs to.
+        type (str): the registered op type.
+        inputs (dict): {slot: [Variable]}.
+        outputs (dict): {slot: [Variable]}.
+        attrs (dict): every attribute of the op type.
+        role (str): 'forward', 'backward', 'optimize' or 'loss_grad'.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> y = paddle.scale(x, scale=2.0)
+        >>> op = static.default_main_program().global_block().ops[-1]
+        >>> op.type, op.input('X'), op.output('Out'), op.attr('scale')
+        ('scale', ['x'], ['scale_0.tmp_0'], 2.0)
+    """
+
+    def __init__(self, block: Block, type: str, inputs: dict[str, list[Variable]],
+                 outputs: dict[str, list[Variable]], attrs: dict[str, Any], role: str) -> None:
         self.block, self.type, self.role = block, type, role
         self.inputs, self.outputs, self.attrs = inputs, outputs, attrs
 
     # Paddle-style accessors (names)
-    def input(self, slot):
+    def input(self, slot: str) -> list[str]:
+        """The names of the Variables in input slot `slot` (empty if unused).
+
+        Args:
+            slot (str): e.g. 'X'.
+
+        Returns:
+            list of str: the names.
+        """
         return [v.name for v in self.inputs.get(slot, [])]
 
-    def output(self, slot):
+    def output(self, slot: str) -> list[str]:
+        """The names of the Variables in output slot `slot` (empty if unused).
+
+        Args:
+            slot (str): e.g. 'Out'.
+
+        Returns:
+            list of str: the names.
+        """
         return [v.name for v in self.outputs.get(slot, [])]
 
     @property
-    def input_names(self):
+    def input_names(self) -> list[str]:
+        """The input slots in use."""
         return list(self.inputs)
 
     @property
-    def output_names(self):
+    def output_names(self) -> list[str]:
+        """The output slots in use."""
         return list(self.outputs)
 
     @property
-    def input_arg_names(self):
+    def input_arg_names(self) -> list[str]:
+        """The names of every input Variable."""
         return [v.name for vs in self.inputs.values() for v in vs]
 
     @property
-    def output_arg_names(self):
+    def output_arg_names(self) -> list[str]:
+        """The names of every output Variable."""
         return [v.name for vs in self.outputs.values() for v in vs]
 
-    def attr(self, name):
+    def attr(self, name: str) -> Any:
+        """The value of attribute `name`.
+
+        Args:
+            name (str): the attribute.
+
+        Returns:
+            its value (KeyError if the op has no such attribute).
+        """
         return self.attrs[name]
 
-    def has_attr(self, name):
+    def has_attr(self, name: str) -> bool:
+        """Whether the op has attribute `name`.
+
+        Args:
+            name (str): the attribute.
+
+        Returns:
+            bool: True if it has one.
+        """
         return name in self.attrs
 
     def _set_attr(self, name, value):
         self.attrs[name] = value
         self.block.program._bump()
 
-    def input_vars(self):
+    def input_vars(self) -> list[Variable]:
+        """Every input Variable, slot by slot.
+
+        Returns:
+            list of Variable: the inputs.
+        """
         return [v for vs in self.inputs.values() for v in vs]
 
-    def output_vars(self):
+    def output_vars(self) -> list[Variable]:
+        """Every output Variable, slot by slot.
+
+        Returns:
+            list of Variable: the outputs.
+        """
         return [v for vs in self.outputs.values() for v in vs]
 
     def __repr__(self):
@@ -274,11 +392,22 @@ def _apply_inference(op):
 
 
 class Program:
-    """A static graph: a list of Blocks (only block 0 is used for now)."""
+    """A static graph: a list of Blocks (only block 0 is used) of Operators and Variables.
+    Layer functions append to the default main program; `program_guard` switches it.
+    `str(program)` prints the op list.
+
+    Example:
+        >>> main, startup = static.Program(), static.Program()
+        >>> with static.program_guard(main, startup):
+        ...     x = static.data('x', [None, 3])
+        ...     y = paddle.mean(x)
+        >>> [op.type for op in main.global_block().ops]
+        ['reduce_mean']
+    """
 
     _ids = itertools.count()
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.blocks = [Block(self, 0)]
         self.version = 0
         self.random_seed = 0
@@ -288,23 +417,52 @@ class Program:
     def _bump(self):
         self.version += 1
 
-    def global_block(self):
+    def global_block(self) -> Block:
+        """Block 0, which holds every op and variable.
+
+        Returns:
+            Block: with `.ops` (list of Operator), `.vars` ({name: Variable}) and `.var(name)`.
+        """
         return self.blocks[0]
 
-    def current_block(self):
+    def current_block(self) -> Block:
+        """The block layers append to: block 0.
+
+        Returns:
+            Block: the global block.
+        """
         return self.blocks[0]
 
-    def block(self, idx):
+    def block(self, idx: int) -> Block:
+        """Block number `idx`.
+
+        Args:
+            idx (int): the index (only 0 exists).
+
+        Returns:
+            Block: the block.
+        """
         return self.blocks[idx]
 
     @property
-    def num_blocks(self):
+    def num_blocks(self) -> int:
+        """The number of blocks (1)."""
         return len(self.blocks)
 
-    def list_vars(self):
+    def list_vars(self) -> Iterator[Variable]:
+        """Every Variable of the program.
+
+        Returns:
+            iterator of Variable: data, parameters and temporaries.
+        """
         return iter(list(self.global_block().vars.values()))
 
-    def all_parameters(self):
+    def all_parameters(self) -> list[Parameter]:
+        """Every Parameter of the program.
+
+        Returns:
+            list of Parameter: in creation order.
+        """
         return self.global_block().all_parameters()
 
     @contextlib.contextmanager
@@ -319,13 +477,37 @@ class Program:
         from .printer import program_to_string
         return program_to_string(self)
 
-    def to_string(self, throw_on_error=False, with_details=False):
+    def to_string(self, throw_on_error: bool = False, with_details: bool = False) -> str:
+        """The op list as text (`str(program)`).
+
+        Args:
+            throw_on_error (bool): accepted for Paddle compatibility.
+            with_details (bool): accepted for Paddle compatibility.
+
+        Returns:
+            str: the program, one op per line.
+        """
         return str(self)
 
-    def clone(self, for_test=False):
+    def clone(self, for_test: bool = False) -> Program:
         """Copy the program. for_test=True keeps only forward ops, sets `is_test=True`
         on ops that have it (dropout, batch_norm) and drops variables only the removed
-        ops used (gradients, optimizer state)."""
+        ops used (gradients, optimizer state).
+
+        Args:
+            for_test (bool): make an evaluation copy.
+
+        Returns:
+            Program: the copy (Variables are new objects with the same names).
+
+        Example:
+            >>> x = static.data('x', [None, 3])
+            >>> loss = paddle.mean(static.nn.fc(x, size=1))
+            >>> test_program = static.default_main_program().clone(for_test=True)
+            >>> _ = paddle.optimizer.SGD(0.1).minimize(loss)
+            >>> [op.type for op in test_program.global_block().ops]
+            ['mul', 'elementwise_add', 'reduce_mean']
+        """
         new = Program()
         new.random_seed = self.random_seed
         src, dst = self.global_block(), new.global_block()
@@ -361,11 +543,33 @@ _main_program = Program()
 _startup_program = Program()
 
 
-def default_main_program():
+def default_main_program() -> Program:
+    """The program layer functions append to (changed by `program_guard`).
+
+    Returns:
+        Program: the current main program.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> static.default_main_program().global_block().var('x') is x
+        True
+    """
     return _main_program
 
 
-def default_startup_program():
+def default_startup_program() -> Program:
+    """The program parameter initialisers are appended to (changed by `program_guard`).
+    Run it once before the main program.
+
+    Returns:
+        Program: the current startup program.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> _ = static.nn.fc(x, size=2)
+        >>> [op.type for op in static.default_startup_program().global_block().ops]
+        ['uniform_random', 'fill_constant']
+    """
     return _startup_program
 
 
@@ -382,12 +586,27 @@ def switch_startup_program(program):
 
 
 @contextlib.contextmanager
-def program_guard(main_program, startup_program=None):
-    """Make `main_program` (and `startup_program`) the defaults inside the block.
+def program_guard(main_program: Program,
+                  startup_program: Program | None = None) -> Iterator[None]:
+    """Make `main_program` (and `startup_program`) the defaults inside the `with` block.
 
-    >>> main, startup = Program(), Program()
-    >>> with program_guard(main, startup):
-    ...     x = static.data('x', [None, 1])
+    Args:
+        main_program (Program): where layers append their ops.
+        startup_program (Program, optional): where parameter initialisers go; unchanged
+            if None.
+
+    Returns:
+        a context manager.
+
+    Raises:
+        TypeError: an argument is not a Program.
+
+    Example:
+        >>> main, startup = static.Program(), static.Program()
+        >>> with static.program_guard(main, startup):
+        ...     x = static.data('x', [None, 1])
+        >>> main.global_block().has_var('x')
+        True
     """
     if not isinstance(main_program, Program):
         raise TypeError(f"program_guard: main_program must be a Program, got "
