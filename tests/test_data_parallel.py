@@ -456,3 +456,29 @@ def test_one_place_fetches_like_d_places_and_takes_a_customized_loss_grad():
     exe.run(main2, feed={"X": x}, fetch_list=[loss2], scope=s2)
     np.testing.assert_allclose(s1.get("fc_0.w_0"), s2.get("fc_0.w_0"), rtol=1e-6)
     np.testing.assert_allclose(s1.get("fc_0.b_0"), s2.get("fc_0.b_0"), rtol=1e-6)
+
+
+def test_parallel_executor_checks_num_trainers_against_the_job(monkeypatch):
+    # outside mpiexec the job is one trainer: num_trainers=2 is refused, not ignored;
+    # the user's BuildStrategy is not modified
+    monkeypatch.setenv("CPU_NUM", "2")
+    from numbaflow.utils import unique_name
+    main, startup = static.Program(), static.Program()
+    with static.program_guard(main, startup), unique_name.guard():
+        x = static.data("X", [None, 3], "float32")
+        loss = paddle.mean(static.nn.fc(x, 2))
+        paddle.optimizer.SGD(0.1).minimize(loss)
+    bs = static.BuildStrategy()
+    with static.scope_guard(static.Scope()):
+        static.Executor().run(startup)
+        pe = static.ParallelExecutor(use_cuda=False, loss_name=loss.name, main_program=main,
+                                     build_strategy=bs, num_trainers=2, trainer_id=0)
+        with pytest.raises(ValueError, match="num_trainers=2"):
+            pe.run(fetch_list=[loss.name], feed={"X": np.ones((4, 3), np.float32)})
+    assert bs.num_trainers == 1
+
+
+def test_a_huge_num_iteration_per_run_needs_no_memory_per_iteration():
+    from numbaflow.compiler.compiled_program import _iteration_feeds
+    feed = {"X": np.ones((2, 1), np.float32)}
+    assert _iteration_feeds(feed, 10 ** 12) == [feed]

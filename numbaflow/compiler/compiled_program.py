@@ -349,10 +349,10 @@ def _world():
 
 
 def _iteration_feeds(feed, k):
-    """The K feeds of one run: a dict (or per-device list) reused K times, or K items
-    from an iterator."""
+    """The feeds of one run of K iterations: a dict (or per-device list), reused by all K
+    (so it is returned once), or K items from an iterator."""
     if feed is None or isinstance(feed, (dict, list, tuple)):
-        return [feed] * k
+        return [feed]
     if isinstance(feed, collections.abc.Iterator):
         out = []
         for i in range(k):

@@ -7,7 +7,6 @@
 """
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING
 
 from ..graph.program import default_main_program
@@ -15,6 +14,7 @@ from .compiled_program import CompiledProgram
 from ..executor.executor import Executor
 from ..executor.place import CPUPlace, CUDAPlace, cpu_places, cuda_places
 from ..executor.scope import global_scope
+from ..executor.strategy import BuildStrategy
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from ..graph.program import Program, Variable
     from ..executor.scope import Scope
-    from ..executor.strategy import BuildStrategy, ExecutionStrategy
+    from ..executor.strategy import ExecutionStrategy
 
 
 class ParallelExecutor:
@@ -62,9 +62,12 @@ class ParallelExecutor:
                  trainer_id: int = 0, scope: Scope | None = None) -> None:
         if share_vars_from is not None and not isinstance(share_vars_from, ParallelExecutor):
             raise TypeError("The share_vars_from should be ParallelExecutor.")
-        if build_strategy is not None and (num_trainers != 1 or trainer_id != 0):
-            print("numbaflow: ParallelExecutor num_trainers/trainer_id override the "
-                  "build strategy's", file=sys.stderr)
+        if num_trainers != 1 or trainer_id != 0:
+            # as Paddle: they are set on (a copy of) the build strategy, whose compile
+            # checks them against the MPI job
+            build_strategy = (build_strategy or BuildStrategy())._copy()
+            build_strategy.num_trainers = num_trainers
+            build_strategy.trainer_id = trainer_id
         places = cuda_places() if use_cuda else cpu_places()
         self._places = places
         self._scope = scope if scope is not None else global_scope()

@@ -125,7 +125,7 @@ class PlanCache:
         for name, shape, dtype in specs:
             a = feed.get(name)
             if type(a) is not np.ndarray or a.shape != shape or a.dtype != dtype or \
-                    not a.flags.c_contiguous:
+                    not (a.flags.c_contiguous and a.flags.aligned):
                 return None
             arrays[name] = a
         return last[6], arrays
@@ -245,84 +245,97 @@ class _Fetched(Tensor):
 def check_feed(block, feed):
     """Convert and check every fed value; return {name: aligned C-contiguous ndarray}.
 
-    Names must exist. Arrays (and objects with `__array__`) must have the declared dtype.
-    Lists and scalars are read by numpy and converted to the declared dtype only when
-    every value fits: numbers only (no None, strings, complex or ragged lists), integers
-    in range, no fractional values into an int or bool variable, no finite float that
-    overflows to inf. Rank and known dims must match; a batch of 0 is refused. Every
-    error is a TypeError / ValueError naming the variable.
+    Names must exist; values are converted by `feed_array`. Rank and known dims must
+    match; a batch of 0 is refused. Every error is a TypeError / ValueError naming the
+    variable.
     """
-    def _unrepresentable(raw, dt):
-        """The first value of `raw` (bool/int/float) that `dt` cannot hold, else None."""
-        if raw.size == 0 or raw.dtype == dt:
-            return None
-        flat = raw.ravel()
-        with np.errstate(all="ignore"):
-            if dt.kind == "b":
-                bad = (flat != 0) & (flat != 1)
-            elif dt.kind == "f":                    # rounding is fine, overflow is not
-                bad = np.isfinite(flat) & ~np.isfinite(flat.astype(dt))
-            elif flat.dtype.kind == "f":            # fractions, NaN, Inf, out of range
-                bad = flat.astype(dt).astype(flat.dtype) != flat
-            else:                                   # (a round trip hides int64 <-> uint64)
-                info = np.iinfo(dt)
-                bad = (flat < info.min) | (flat > info.max)
-        i = np.flatnonzero(bad)
-        return flat[i[0]].item() if i.size else None
-
     if feed is None:
         return {}
     if not isinstance(feed, dict):
         raise TypeError(f"feed must be a dict of {{name: array}}, got {type(feed).__name__}")
     out = {}
     for key, value in feed.items():
-        name = key.name if isinstance(key, Variable) else key
-        if not isinstance(name, str):
-            raise TypeError(f"feed keys must be variable names (str) or Variables, got "
-                            f"{type(key).__name__} {key!r}")
-        var = block.vars.get(name)
-        if var is None:
-            close = _close(name, list(block.vars))
-            raise ValueError(f"feed: the program has no variable {name!r}" +
-                             (f"; did you mean {close}?" if close else "") +
-                             " Feed only variables created with static.data (or persistables).")
-        dt = var.dtype
-        if value is None:
-            raise TypeError(f"feed {name!r}: expected an array of {dt} with shape "
-                            f"{tuple(var.shape)}, got None")
-        if np.ma.isMaskedArray(value) and np.ma.is_masked(value):
-            raise TypeError(f"feed {name!r}: a masked array has no values at its masked "
-                            f"positions; feed value.filled(fill_value) instead")
-        if isinstance(value, np.ndarray) or hasattr(value, "__array__") and not \
-                isinstance(value, (list, tuple, int, float)):
-            arr = np.asarray(value)
-            if arr.dtype != dt:
-                raise ValueError(f"The data type of fed Variable {name!r} must be "
-                                 f"'{dt}', but received '{arr.dtype}'; convert it with "
-                                 f".astype('{dt}')")
-        else:
-            cannot = f"feed {name!r}: cannot convert {type(value).__name__} to {dt}"
-            try:
-                raw = np.asarray(value)        # numpy's reading of the (nested) lists
-            except (TypeError, ValueError) as e:      # ragged lists
-                raise ValueError(f"{cannot}: {e}") from None
-            if raw.dtype.kind not in "biuf":   # parsing strings would hide a mistake
-                raise ValueError(f"{cannot}: numpy reads it as {raw.dtype}, not numbers (None, "
-                                 f"strings, complex numbers, mixed types or ints beyond 64 bits)")
-            bad = _unrepresentable(raw, dt)
-            if bad is not None:
-                raise ValueError(f"feed {name!r}: value {bad!r} cannot be represented as {dt} "
-                                 f"(converting would truncate, wrap or overflow it); convert "
-                                 f"it yourself or feed an array of {dt}")
-            with np.errstate(over="ignore"):
-                arr = raw.astype(dt)
+        var = feed_var(block, key)
+        arr = feed_array(var, value)
         if var.persistable:
             if arr.shape != var.shape and arr.size == max(1, int(np.prod(var.shape))):
                 arr = arr.reshape(var.shape)
         _check_shape(var, arr)
         # (np.require keeps 0-D arrays 0-D; aligned: a misaligned view is copied once here)
-        out[name] = np.require(arr, requirements="CA")
+        out[var.name] = np.require(arr, requirements="CA")
     return out
+
+
+def feed_var(block, key):
+    """The variable a feed key (a name or a Variable) names; ValueError with close names."""
+    name = key.name if isinstance(key, Variable) else key
+    if not isinstance(name, str):
+        raise TypeError(f"feed keys must be variable names (str) or Variables, got "
+                        f"{type(key).__name__} {key!r}")
+    var = block.vars.get(name)
+    if var is None:
+        close = _close(name, list(block.vars))
+        raise ValueError(f"feed: the program has no variable {name!r}" +
+                         (f"; did you mean {close}?" if close else "") +
+                         " Feed only variables created with static.data (or persistables).")
+    return var
+
+
+def feed_array(var, value):
+    """`value` fed to `var` as an ndarray (shape not checked). Arrays (and objects with
+    `__array__`) must have the declared dtype. Lists and scalars are read by numpy and
+    converted to the declared dtype only when every value fits: numbers only (no None,
+    strings, complex or ragged lists), integers in range, no fractional values into an
+    int or bool variable, no finite float that overflows to inf."""
+    name, dt = var.name, var.dtype
+    if value is None:
+        raise TypeError(f"feed {name!r}: expected an array of {dt} with shape "
+                        f"{tuple(var.shape)}, got None")
+    if np.ma.isMaskedArray(value) and np.ma.is_masked(value):
+        raise TypeError(f"feed {name!r}: a masked array has no values at its masked "
+                        f"positions; feed value.filled(fill_value) instead")
+    if isinstance(value, np.ndarray) or hasattr(value, "__array__") and not \
+            isinstance(value, (list, tuple, int, float)):
+        arr = np.asarray(value)
+        if arr.dtype != dt:
+            raise ValueError(f"The data type of fed Variable {name!r} must be "
+                             f"'{dt}', but received '{arr.dtype}'; convert it with "
+                             f".astype('{dt}')")
+        return arr
+    cannot = f"feed {name!r}: cannot convert {type(value).__name__} to {dt}"
+    try:
+        raw = np.asarray(value)        # numpy's reading of the (nested) lists
+    except (TypeError, ValueError) as e:      # ragged lists
+        raise ValueError(f"{cannot}: {e}") from None
+    if raw.dtype.kind not in "biuf":   # parsing strings would hide a mistake
+        raise ValueError(f"{cannot}: numpy reads it as {raw.dtype}, not numbers (None, "
+                         f"strings, complex numbers, mixed types or ints beyond 64 bits)")
+    bad = _unrepresentable(raw, dt)
+    if bad is not None:
+        raise ValueError(f"feed {name!r}: value {bad!r} cannot be represented as {dt} "
+                         f"(converting would truncate, wrap or overflow it); convert "
+                         f"it yourself or feed an array of {dt}")
+    with np.errstate(over="ignore"):
+        return raw.astype(dt)
+
+
+def _unrepresentable(raw, dt):
+    """The first value of `raw` (bool/int/float) that `dt` cannot hold, else None."""
+    if raw.size == 0 or raw.dtype == dt:
+        return None
+    flat = raw.ravel()
+    with np.errstate(all="ignore"):
+        if dt.kind == "b":
+            bad = (flat != 0) & (flat != 1)
+        elif dt.kind == "f":                    # rounding is fine, overflow is not
+            bad = np.isfinite(flat) & ~np.isfinite(flat.astype(dt))
+        elif flat.dtype.kind == "f":            # fractions, NaN, Inf, out of range
+            bad = flat.astype(dt).astype(flat.dtype) != flat
+        else:                                   # (a round trip hides int64 <-> uint64)
+            info = np.iinfo(dt)
+            bad = (flat < info.min) | (flat > info.max)
+    i = np.flatnonzero(bad)
+    return flat[i[0]].item() if i.size else None
 
 
 def _check_shape(var, arr):
