@@ -268,12 +268,12 @@ class AutoFusion(Pass):
             for k in range(hi, lo - 1, -1):
                 if k not in members and any(s in members or s in before for s in succ[k]):
                     before.add(k)
-            window = range(lo, hi + 1)
-            block.ops[:] = (block.ops[:lo] + [block.ops[k] for k in window if k in before] +
-                            [new_op] +
-                            [block.ops[k] for k in window if k not in before and k not in members]
-                            + block.ops[hi + 1:])
-            block.program._bump()
+            # the fused op goes where the group's first op was, after the ops in the
+            # window that it depends on (they move up, in order)
+            moved = [block.ops[k] for k in sorted(before)]
+            block.replace_ops(group, new_op, where=block.ops[lo])
+            if moved:
+                block.move_before(new_op, moved)
             remove_unused_vars(block, {v.name for op in group for v in op.output_vars()})
             changed = True
         return changed
@@ -281,7 +281,9 @@ class AutoFusion(Pass):
     def _fused_op(self, block, group, what):
         """The fused_elementwise op replacing `group` (in sub-op order), or None (refused)."""
         inside = {id(op) for op in group}
-        read_outside = {v for op in block.ops if id(op) not in inside for v in op.input_vars()}
+
+        def read_outside(v):
+            return any(id(o) not in inside for o in block.consumers(v))
         x_vars, x_index, local, out_vars = [], {}, {}, []
         entries, n_tmp = [], 0
         for op in group:
@@ -301,7 +303,7 @@ class AutoFusion(Pass):
             for slot, vs in op.outputs.items():
                 refs = []
                 for v in vs:
-                    if v in read_outside or v.name in self.protected or v.persistable:
+                    if read_outside(v) or v.name in self.protected or v.persistable:
                         local[v] = ("out", len(out_vars))
                         out_vars.append(v)
                     else:
