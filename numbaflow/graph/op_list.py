@@ -53,9 +53,9 @@ class UseMaps:
     def index(self, op):
         i = self._pos.get(id(op))
         if i is None or i >= len(self.ops) or self.ops[i] is not op:
-            for j in range(self._clean, len(self.ops)):
-                self._pos[id(self.ops[j])] = j
-            self._clean = len(self.ops)
+            n = len(self.ops)
+            self._pos.update(zip(map(id, self.ops[self._clean:]), range(self._clean, n)))
+            self._clean = n
             i = self._pos.get(id(op))
             if i is None or self.ops[i] is not op:
                 raise ValueError(f"op {op.type} is not in this block")
