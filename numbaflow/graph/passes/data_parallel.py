@@ -48,8 +48,9 @@ class MultiDevicesPass(Pass):
             return changed
         finish = {}                    # gradient -> index of the op that finishes it
         for g in grads:
-            if block.producers(g):
-                finish[g] = block.index(block.producer(g))
+            last = block.producer(g)
+            if last is not None:
+                finish[g] = block.index(last)
         first_use = {}                 # gradient -> first later op reading it
         for g, i in finish.items():
             first_use[g] = min(j for j in map(block.index, block.consumers(g)) if j > i)
