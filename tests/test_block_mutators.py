@@ -171,6 +171,28 @@ def test_each_mutator_keeps_maps_order_and_version():
     check()
 
 
+def test_many_inserts_at_one_place_keep_the_order():
+    """Inserting again and again before one op uses up the rank gap there (the block
+    renumbers); positions and order must stay right throughout."""
+    main, x, out = chain(2)
+    block = main.global_block()
+    mirror = list(block.ops)
+    anchor = mirror[1]
+    for i in range(70):
+        v = block.create_var(f"t{i}", (-1, 3))
+        op = block._make_op("relu", {"X": x}, {"Out": v}, {})
+        if i % 2:
+            block.insert_before(anchor, op)
+            mirror.insert(mirror.index(anchor), op)
+        else:
+            block.insert_after(mirror[0], op)
+            mirror.insert(1, op)
+        assert list(block.ops) == mirror
+        assert [block.index(o) for o in mirror] == list(range(len(mirror)))
+    assert_maps_match(block)
+    verify(main)
+
+
 def test_clone_and_append_build_the_maps():
     main, x, out = chain(5)
     assert_maps_match(main.global_block())

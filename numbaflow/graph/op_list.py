@@ -4,9 +4,9 @@ mutators in program.py).
 `Block.ops` is an `OpList`: a list you can read, index, slice and copy, but not edit in
 place; edits go through Block methods, which keep these maps and the program version
 right. The maps make "who reads / writes this variable" O(uses) instead of a scan of
-the program, and position lookups are amortised O(1): an op's last known index is a
-hint, checked (`ops[i] is op`) before use and refreshed from the first edited index on.
+the program; an op's position is a binary search over ranks (no rescan after an edit).
 """
+import bisect
 
 _READ_ONLY = ("Block.ops is read-only: edit a block with its mutators (append_op, "
               "insert_before, insert_after, remove_ops, replace_ops, move_before, move_after, "
@@ -40,39 +40,38 @@ def _drop(table, var, op):
 
 
 class UseMaps:
-    """The ops of one block, in order, with {Variable: {id(op): op}} of readers and writers."""
+    """The ops of one block, in order, with {Variable: {id(op): op}} of readers and writers.
+
+    Each op has an integer rank, increasing along the list (`_ranks` runs parallel to
+    `ops`), so an op's position is a binary search and ordering ops is a sort by rank;
+    an insert takes ranks from the gap between its neighbours (all ranks are renumbered,
+    O(n), only when a gap is used up).
+    """
+
+    GAP = 1 << 20
 
     def __init__(self):
         self.ops = OpList()
         self.readers = {}
         self.writers = {}
-        self._pos = {}          # id(op) -> index hint
-        self._clean = 0         # hints below this index are exact
+        self._rank = {}         # id(op) -> rank
+        self._ranks = []        # the ranks of `ops`, in order
 
     # ------------------------------------------------------------ queries
     def index(self, op):
-        i = self._pos.get(id(op))
-        if i is None or i >= len(self.ops) or self.ops[i] is not op:
-            n = len(self.ops)
-            self._pos.update(zip(map(id, self.ops[self._clean:]), range(self._clean, n)))
-            self._clean = n
-            i = self._pos.get(id(op))
-            if i is None or self.ops[i] is not op:
-                raise ValueError(f"op {op.type} is not in this block")
-        return i
+        r = self._rank.get(id(op))
+        if r is not None:
+            i = bisect.bisect_left(self._ranks, r)
+            if i < len(self.ops) and self.ops[i] is op:
+                return i
+        raise ValueError(f"op {op.type} is not in this block")
 
     def contains(self, op):
-        i = self._pos.get(id(op))
-        if i is not None and i < len(self.ops) and self.ops[i] is op:
-            return True
-        try:
-            self.index(op)
-            return True
-        except ValueError:
-            return False
+        return id(op) in self._rank
 
     def in_order(self, ops):
-        return sorted(ops, key=self.index)
+        rank = self._rank
+        return sorted(ops, key=lambda op: rank[id(op)])
 
     # ------------------------------------------------------------ edits
     def link(self, op):
@@ -89,21 +88,23 @@ class UseMaps:
 
     def insert(self, i, ops):
         """Put `ops` (not in the list) at index `i`; the caller links them."""
-        if i == len(self.ops):
-            for k, op in enumerate(ops):
-                self._pos[id(op)] = i + k
-            if self._clean == i:
-                self._clean += len(ops)
-        else:
-            self._clean = min(self._clean, i)
+        n, k = len(self._ranks), len(ops)
+        lo = self._ranks[i - 1] if i > 0 else 0
+        hi = self._ranks[i] if i < n else lo + (k + 1) * self.GAP
         list.__setitem__(self.ops, slice(i, i), ops)
+        if hi - lo > k:
+            step = (hi - lo) // (k + 1)
+            new = [lo + step * (j + 1) for j in range(k)]
+            self._ranks[i:i] = new
+            self._rank.update(zip(map(id, ops), new))
+        else:
+            self._ranks = list(range(self.GAP, (n + k + 1) * self.GAP, self.GAP))
+            self._rank = dict(zip(map(id, self.ops), self._ranks))
 
     def delete(self, ops):
         """Take `ops` (all in the list) out of it; the caller unlinks them."""
-        at = sorted((self.index(op) for op in ops), reverse=True)
-        for i in at:
+        for i in sorted((self.index(op) for op in ops), reverse=True):
             list.__delitem__(self.ops, i)
+            del self._ranks[i]
         for op in ops:
-            self._pos.pop(id(op), None)
-        if at:
-            self._clean = min(self._clean, at[-1])
+            del self._rank[id(op)]

@@ -227,9 +227,7 @@ class Block:
     def producer(self, var):
         """The last op writing `var`, or None."""
         writers = self._uses.writers.get(var)
-        if not writers:
-            return None
-        return max(writers.values(), key=self._uses.index)
+        return self._uses.in_order(writers.values())[-1] if writers else None
 
     def is_used(self, var):
         """Whether any op reads or writes `var`."""

@@ -94,10 +94,9 @@ class FuseAllOptimizerOps(Pass):
     # ------------------------------------------------------------ one group
     def _fuse(self, block, ops):
         what = f"{len(ops)} {ops[0].type} ops updating {[op.input('Param')[0] for op in ops]}"
-        members, taken = [], set()
+        members, taken, written = [], set(), set()
         for op in ops:      # a member may not touch what another member updates
-            clash = (_writes(op) & taken) | (_reads(op) & {v for m in members
-                                                             for v in _writes(m)})
+            clash = (_writes(op) & taken) | (_reads(op) & written)
             if clash:
                 self.refuse(f"{op.type} op updating {op.input('Param')}",
                             f"it uses {sorted(v.name for v in clash)}, which another "
@@ -106,6 +105,7 @@ class FuseAllOptimizerOps(Pass):
                 continue
             members.append(op)
             taken |= _reads(op) | _writes(op)
+            written |= _writes(op)
         if len(members) < 2:
             if members:
                 self.refuse(what, "fewer than two independent updates are left to fuse")
