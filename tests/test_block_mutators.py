@@ -426,12 +426,12 @@ def test_each_pass_leaves_verified_ir_with_right_maps(build):
     for name in FUSIONS:
         for protected in ({loss.name}, set()):
             prog = main.clone()
+            before = prog.version
             p, = apply_passes(prog, [name], protected)      # verifies when it changed
             verify(prog)
             assert_maps_match(prog.global_block())
-            if p.changed:
-                changed.add(name)
-                assert prog.version > main.clone().version
+            assert (prog.version > before) == p.changed
+            changed.update([name] if p.changed else [])
     # the pipeline, verified after every pass
     prog = main.clone()
     for name in FUSIONS:
