@@ -2,7 +2,8 @@
 
 Operators hold references to their Variable objects (not names), so rewrites never do
 string surgery; names are for people, feeds and fetches. Every mutation goes through a
-Block method, which bumps the program's `version` (the executor's cache key).
+Block method, which keeps the block's producer/consumer maps (op_list.py) and bumps the
+program's `version` (the executor's cache key).
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import dtypes
 from ..kernels.registry import InferContext, get_op_def
+from .op_list import UseMaps
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -264,10 +266,22 @@ def _as_var_list(v):
 
 
 class Block:
+    """The variables and ops of one block. `ops` is read-only: every edit goes through a
+    method here, which keeps the producer/consumer maps (`producers`, `consumers`) and
+    the program `version` (the executor's cache key) up to date.
+
+    >>> block.replace_uses(old_var, new_var)            # every reader of old_var
+    >>> block.replace_ops([add, relu], fused_op)         # fused_op from block._make_op
+    """
+
     def __init__(self, program, idx):
         self.program, self.idx = program, idx
         self.vars = {}
-        self.ops = []
+        self._uses = UseMaps()
+
+    @property
+    def ops(self):
+        return self._uses.ops
 
     def var(self, name):
         try:
@@ -317,6 +331,30 @@ class Block:
         del self.vars[name]
         self.program._bump()
 
+    # ------------------------------------------------------------ uses (O(uses) lookups)
+    def index(self, op):
+        """The position of `op` in `ops` (ValueError if it is not in this block)."""
+        return self._uses.index(op)
+
+    def consumers(self, var):
+        """The ops reading `var`, in program order."""
+        return self._uses.in_order(self._uses.readers.get(var, {}).values())
+
+    def producers(self, var):
+        """The ops writing `var`, in program order (one, except for persistables
+        updated in place)."""
+        return self._uses.in_order(self._uses.writers.get(var, {}).values())
+
+    def producer(self, var):
+        """The last op writing `var`, or None."""
+        writers = self._uses.writers.get(var)
+        return self._uses.in_order(writers.values())[-1] if writers else None
+
+    def is_used(self, var):
+        """Whether any op reads or writes `var`."""
+        return var in self._uses.readers or var in self._uses.writers
+
+    # ------------------------------------------------------------ adding ops
     def append_op(self, type, inputs=None, outputs=None, attrs=None, infer=True):
         """Append an op; infer and set its outputs' shapes and dtypes.
 
@@ -326,19 +364,166 @@ class Block:
         op = self._make_op(type, inputs, outputs, attrs)
         if infer:
             _apply_inference(op)
-        self.ops.append(op)
-        self.program._bump()
+        self._put(len(self.ops), [op])
         return op
 
     def _insert_op(self, index, type, inputs=None, outputs=None, attrs=None):
         op = self._make_op(type, inputs, outputs, attrs)
         _apply_inference(op)
-        self.ops.insert(index, op)
-        self.program._bump()
+        self._put(index, [op])
         return op
 
+    def insert_before(self, anchor, ops):
+        """Put `ops` (an op or a list, made with `_make_op`) right before `anchor`, an op
+        of this block, in the order given; `anchor=None` appends them. Returns `ops`."""
+        self._put(len(self.ops) if anchor is None else self.index(anchor), _op_list(ops))
+        return ops
+
+    def insert_after(self, anchor, ops):
+        """Put `ops` right after `anchor` (an op of this block), in the order given."""
+        self._put(self.index(anchor) + 1, _op_list(ops))
+        return ops
+
+    def _put(self, index, ops):
+        if not 0 <= index <= len(self.ops):
+            raise IndexError(f"op index {index} is outside block {self.idx} "
+                             f"(0..{len(self.ops)})")
+        for op in ops:
+            if not isinstance(op, Operator):
+                raise TypeError(f"expected an Operator, got {type(op).__name__}")
+            if op.block is not self:
+                raise ValueError(f"op {op.type} was made for another block; make it with "
+                                 f"this block's _make_op")
+            if self._uses.contains(op):
+                raise ValueError(f"op {op.type} is already in block {self.idx}; move it "
+                                 f"with move_before / move_after")
+        if len({id(op) for op in ops}) != len(ops):
+            raise ValueError("the same op is given twice")
+        self._uses.insert(index, ops)
+        for op in ops:
+            self._uses.link(op)
+        self.program._bump()
+
+    # ------------------------------------------------------------ removing, replacing, moving
     def _remove_op(self, index):
-        del self.ops[index]
+        self.remove_ops([self.ops[index]])
+
+    def remove_ops(self, ops):
+        """Take `ops` (ops of this block) out of it; their variables stay."""
+        ops = self._own(ops)
+        self._uses.delete(ops)
+        for op in ops:
+            self._uses.unlink(op)
+        self.program._bump()
+
+    def replace_ops(self, old, new, where=None):
+        """Replace the ops `old` by `new` (an op or a list, made with `_make_op`), put where
+        `where` (one of `old`; default: the first of them in program order) was."""
+        old = self._own(old)
+        if where is None:
+            where = min(old, key=self.index)
+        elif not any(o is where for o in old):
+            raise ValueError(f"replace_ops: `where` ({where.type}) must be one of the "
+                             f"replaced ops")
+        self.insert_before(where, new)
+        self.remove_ops(old)
+        return new
+
+    def move_before(self, anchor, ops):
+        """Move `ops` (ops of this block, none of them `anchor`) right before `anchor`,
+        in the order given; their inputs and outputs are unchanged."""
+        self._move(anchor, ops, 0)
+
+    def move_after(self, anchor, ops):
+        """Move `ops` right after `anchor`, in the order given."""
+        self._move(anchor, ops, 1)
+
+    def _move(self, anchor, ops, after):
+        ops = self._own(ops)
+        if any(o is anchor for o in ops):
+            raise ValueError(f"cannot move op {anchor.type} next to itself")
+        self.index(anchor)
+        self._uses.delete(ops)
+        self._uses.insert(self.index(anchor) + after, ops)
+        self.program._bump()
+
+    def _own(self, ops):
+        ops = list({id(op): op for op in _op_list(ops)}.values())
+        for op in ops:
+            self.index(op)          # raises for an op not in this block
+        return ops
+
+    # ------------------------------------------------------------ rewiring one op
+    def replace_uses(self, old, new, ops=None):
+        """Make `ops` (default: every reader of `old`) read the variable `new` where they
+        read `old`. O(uses of old)."""
+        self._replace_var(old, new, ops, self._uses.readers, "inputs")
+
+    def replace_writes(self, old, new, ops=None):
+        """Make `ops` (default: every writer of `old`) write `new` where they wrote `old`."""
+        self._replace_var(old, new, ops, self._uses.writers, "outputs")
+
+    def _replace_var(self, old, new, ops, table, side):
+        if not isinstance(new, Variable) or self.vars.get(new.name) is not new:
+            raise ValueError(f"replace {old.name}: the new variable must be a Variable of "
+                             f"block {self.idx}, got {new!r}")
+        users = table.get(old, {})
+        ops = list(users.values()) if ops is None else \
+            [op for op in _op_list(ops) if id(op) in users]
+        for op in ops:
+            self._uses.unlink(op)
+            slots = getattr(op, side)
+            for slot, vs in slots.items():
+                if any(v is old for v in vs):
+                    slots[slot] = [new if v is old else v for v in vs]
+            self._uses.link(op)
+        self.program._bump()
+
+    def set_input(self, op, slot, vars):
+        """Set input slot `slot` of `op` to `vars` (a Variable or a list; empty or None
+        removes the slot)."""
+        self._set_slot(op, slot, vars, "inputs")
+
+    def set_output(self, op, slot, vars):
+        """Set output slot `slot` of `op` to `vars` (empty or None removes the slot)."""
+        self._set_slot(op, slot, vars, "outputs")
+
+    def _set_slot(self, op, slot, vars, side):
+        self.index(op)
+        opdef = get_op_def(op.type)
+        names = {s.name for s in (opdef.inputs if side == "inputs" else opdef.outputs)}
+        if slot not in names:
+            raise ValueError(f"{op.type}: unknown {side[:-1]} slot {slot!r}; slots are "
+                             f"{sorted(names)}")
+        vars = _as_var_list(vars)
+        for v in vars:
+            if not isinstance(v, Variable) or self.vars.get(v.name) is not v:
+                raise ValueError(f"{op.type}.{slot}: {v!r} is not a Variable of block "
+                                 f"{self.idx}")
+        self._uses.unlink(op)
+        slots = getattr(op, side)
+        if vars:
+            slots[slot] = vars
+        else:
+            slots.pop(slot, None)
+        self._uses.link(op)
+        self.program._bump()
+
+    def set_op_type(self, op, type):
+        """Turn `op` into a `type` op with the same slots and attributes (a rename such
+        as batch_norm -> sync_batch_norm)."""
+        self.index(op)
+        get_op_def(type)            # raises for an unregistered type
+        op.type = type
+        self.program._bump()
+
+    def set_attr(self, op, name, value):
+        """Set attribute `name` of `op` (an attribute its OpDef declares)."""
+        self.index(op)
+        if name not in op.attrs:
+            raise ValueError(f"{op.type}: unknown attribute {name!r}; attributes are "
+                             f"{sorted(op.attrs)}")
+        op.attrs[name] = value
         self.program._bump()
 
     def _make_op(self, type, inputs, outputs, attrs):
@@ -365,6 +550,10 @@ class Block:
         inputs = {s.name: inputs[s.name] for s in opdef.inputs if inputs.get(s.name)}
         outputs = {s.name: outputs[s.name] for s in opdef.outputs if outputs.get(s.name)}
         return Operator(self, type, inputs, outputs, full, self.program._current_role)
+
+
+def _op_list(ops):
+    return [ops] if isinstance(ops, Operator) else list(ops)
 
 
 def infer_op(op, shapes=None):
@@ -526,14 +715,16 @@ class Program:
                 nv.optimize_attr = dict(v.optimize_attr)
             mapping[v] = nv
             dst.vars[name] = nv
+        nops = []
         for op in ops:
             attrs = dict(op.attrs)
             if for_test and "is_test" in attrs:
                 attrs["is_test"] = True
-            nop = Operator(dst, op.type, {k: [mapping[v] for v in vs] for k, vs in op.inputs.items()},
-                           {k: [mapping[v] for v in vs] for k, vs in op.outputs.items()},
-                           attrs, op.role)
-            dst.ops.append(nop)
+            nops.append(Operator(dst, op.type,
+                                 {k: [mapping[v] for v in vs] for k, vs in op.inputs.items()},
+                                 {k: [mapping[v] for v in vs] for k, vs in op.outputs.items()},
+                                 attrs, op.role))
+        dst.insert_before(None, nops)
         new._bump()
         return new
 
