@@ -25,6 +25,7 @@ piece taking over from the per-op steps as soon as it is ready. numba compiles i
 and holds the GIL while it types and lowers, but the kernels release it, so a run goes
 on beside the compile (measured: per-call dispatch unchanged at the median).
 """
+import atexit
 import functools
 import hashlib
 import logging
@@ -297,20 +298,29 @@ class BackgroundCompile:
 
 class _CompileThread:
     """One daemon thread per process compiles segments, one plan after another (numba
-    serialises compiles behind its own lock anyway). A daemon, so a short script never
-    waits at exit for a compile it no longer needs."""
+    serialises compiles behind its own lock anyway). At interpreter exit the jobs not
+    started are dropped and the one running stops after its current piece (well under a
+    second), so the process never exits with LLVM in the middle of a compile."""
 
     def __init__(self):
         self._jobs = queue.Queue()
         self._thread = None
         self._lock = threading.Lock()
+        self._open = []          # jobs submitted and not finished
+        self._closed = False
 
     def submit(self, job):
         with self._lock:
+            if self._closed:
+                job.cancel()
+                job.done.set()
+                return job
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._serve, daemon=True,
                                                 name="numbaflow-compile")
                 self._thread.start()
+                atexit.register(self.close)
+            self._open.append(job)
         self._jobs.put(job)
         return job
 
@@ -318,12 +328,27 @@ class _CompileThread:
         while True:
             job = self._jobs.get()
             try:
+                if job is None:
+                    return
                 job.work()
             finally:
+                with self._lock:
+                    if job in self._open:
+                        self._open.remove(job)
                 self._jobs.task_done()
 
     def wait_idle(self):
         self._jobs.join()
+
+    def close(self, timeout=30.0):
+        with self._lock:
+            self._closed = True
+            for job in self._open:
+                job.cancel()
+            thread = self._thread
+        if thread is not None and thread.is_alive():
+            self._jobs.put(None)
+            thread.join(timeout)
 
 
 _compile_thread = _CompileThread()
