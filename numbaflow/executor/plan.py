@@ -249,12 +249,14 @@ class Plan:
         if threads > 1 and self.scheduler is None:
             from .scheduler import Scheduler
             self.scheduler = Scheduler(self.dependencies(), threads)
-        self.units = None
-        if self._compiling is not None:
-            self._compiling.cancel()        # its units hold the old buffers
-            self._compiling = None
         self._segments_ok = (self.scheduler is None and self.options.segments and not check
                              and isinstance(backend, HostBackend))
+        if self.units is not None:
+            # the same kernels on new arrays of the same types: the units (compiled or
+            # still compiling) take the new steps; nothing is recompiled
+            steps = {i: flatten(t) for i, t in enumerate(self.thunks)}
+            if not all(unit.refresh(steps) for unit in self.units):
+                self._start_compile()
 
     def _bind_op(self, i):
         op, bufs = self.ops[i], self.buffers
@@ -311,10 +313,9 @@ class Plan:
     def release(self):
         """Free the pooled temporaries (drop_local_exe_scopes); the next run rebinds."""
         with self.scope._lock:
-            if self._compiling is not None:
-                self._compiling.cancel()
-                self._compiling = None
-            self.buffers = self.pool = self.thunks = self.units = None
+            self.buffers = self.pool = self.thunks = None
+            for unit in self.units or ():   # (compiled code kept: refreshed on bind)
+                unit.release()
 
     def memory_stats(self):
         """Bytes this plan holds: `pool_bytes` (temporaries, after reuse and in-place),

@@ -102,17 +102,21 @@ def flatten(thunk):
 
 
 def segment_source(calls):
+    """The module of one segment calling `calls` in order: partials of numba kernels,
+    or (kernel, number of arguments) pairs."""
     lines = ["# numbaflow compiled segment (generated)", "import sys",
              "from numba import njit", ""]
     names, params, body = {}, [], []
     for call in calls:
-        fn = call.func.py_func
+        func, nargs = (call.func, len(call.args)) if isinstance(call, functools.partial) \
+            else call
+        fn = func.py_func
         key = (fn.__module__, fn.__name__)
         if key not in names:
             names[key] = f"f{len(names)}"
             lines.append(f"{names[key]} = sys.modules[{fn.__module__!r}].{fn.__name__}"
                          f"  # source {_fingerprint(fn.__module__)}")
-        args = [f"a{len(params) + j}" for j in range(len(call.args))]
+        args = [f"a{len(params) + j}" for j in range(nargs)]
         params += args
         body.append(f"{names[key]}({', '.join(args)})")
     sig = ", ".join(params)
@@ -139,6 +143,12 @@ class Unit:
         self.segment = len(calls) >= MIN_CALLS
         self._compiled = self._loop = None
         self.ready = None          # (segment, segment_loop) compiled, not yet in use
+        # what each call must stay (kernel, number of arguments) for the compiled code, and
+        # the argument types it is compiled for: the compile thread needs no arrays
+        self._kinds = tuple((getattr(c, "func", None), len(getattr(c, "args", ())))
+                            for c in calls)
+        self._types = tuple(numba.typeof(a) for c in calls for a in c.args) \
+            if self.segment else ()
         self._set(calls)
 
     @property
@@ -160,10 +170,8 @@ class Unit:
         then puts it to use (on the thread that runs the plan)."""
         if not self.segment or self.ready is not None or self._compiled is not None:
             return
-        calls = self.calls
-        mod = cache.load_source(segment_source(calls), label="segment")
-        args = tuple(a for c in calls for a in c.args)
-        sig = tuple(numba.typeof(a) for a in args)
+        mod = cache.load_source(segment_source(self._kinds), label="segment")
+        sig = self._types
         mod.segment.compile(sig)
         if with_loop:
             mod.segment_loop.compile((numba.types.intp,) + sig)
@@ -184,12 +192,21 @@ class Unit:
             for _ in range(k):
                 self.run()
 
+    def release(self):
+        """Drop the arrays this unit holds (the plan released its buffers); `refresh` with
+        every op's new steps gives them back."""
+        self.calls = tuple(None for _ in self.where)
+        self.args = ()
+        self.run = None
+
     def refresh(self, steps_of):
         """Take the new steps of rebound ops ({op index: flattened steps}); returns False
         when their structure changed (then the plan recompiles its units)."""
         new = []
-        for call, (i, k) in zip(self.calls, self.where):
+        for call, (func, nargs), (i, k) in zip(self.calls, self._kinds, self.where):
             if i not in steps_of:
+                if call is None:        # released: every op's steps are needed
+                    return False
                 new.append(call)
                 continue
             steps = steps_of[i]
@@ -197,8 +214,7 @@ class Unit:
                 return False
             step = steps[k]
             if self.segment and (not isinstance(step, functools.partial)
-                                 or step.func is not call.func
-                                 or len(step.args) != len(call.args)):
+                                 or step.func is not func or len(step.args) != nargs):
                 return False
             new.append(step)
         self._set(new)
