@@ -20,6 +20,7 @@ from .tensor_math import (abs, add, argmax, assign, cast, clip, concat, divide, 
                           multiply, pow, reshape, scale, split, sqrt, square, squeeze, subtract,
                           sum, tanh, transpose, unsqueeze)
 from . import nn, optimizer, static, metric, utils, initializer, fluid  # noqa: F401,E402
+from .reader import batch  # noqa: F401,E402  (also binds the paddle.reader module)
 
 __version__ = "0.1.0"
 

@@ -15,6 +15,7 @@ from ..utils import unique_name  # noqa: F401
 from . import (backward, clip, initializer, io, layers, optimizer,  # noqa: F401
                regularizer)
 from ..executor.parallel_executor import ParallelExecutor  # noqa: F401
+from .data_feeder import DataFeeder  # noqa: F401
 
 
 def in_dygraph_mode():
