@@ -28,7 +28,8 @@ def write_arrays(f, arrays, kind, save_id=None, extra=None, version=FORMAT_VERSI
     """Write {name: ndarray} (in order) to the open binary file `f`."""
     index, payload = [], {}
     for i, (name, a) in enumerate(arrays.items()):
-        a = np.ascontiguousarray(a)
+        a = np.asarray(a)
+        a = a if a.flags.c_contiguous else a.copy(order="C")   # (ascontiguousarray: 0-D -> 1-D)
         key = f"v{i}"
         index.append({"name": name, "shape": list(a.shape), "dtype": str(a.dtype), "key": key,
                       "crc32": _crc(a)})

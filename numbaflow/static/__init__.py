@@ -26,4 +26,5 @@ def data(name, shape, dtype="float32", lod_level=0):
                             is_data=True)
 
 
-from .io import load, load_inference_model, save, save_inference_model  # noqa: F401,E402
+from .io import (load, load_inference_model, load_program_state, save,  # noqa: F401,E402
+                 save_inference_model, set_program_state)

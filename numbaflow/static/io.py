@@ -18,6 +18,9 @@ matches; a damaged file raises ValueError naming it.
 import hashlib
 import json
 import os
+import warnings
+
+import numpy as np
 
 from ..executor.scope import global_scope
 from ..graph.program import Parameter, Program, Variable, default_main_program
@@ -158,18 +161,104 @@ def load(program, model_path, executor=None, var_list=None):
         bad = [v for v in targets if not isinstance(v, Variable)]
         if bad:
             raise TypeError(f"load: var_list must hold Variables or names, got {bad!r}")
-    got, _ = _read_group([model_path + ".pdparams", model_path + ".pdopt"], "load")
-    found, read = {}, sorted(got)
-    for arrays, _ in got.values():
-        found.update(arrays)
-    if not read:
-        raise FileNotFoundError(f"load: neither {model_path + '.pdparams'!r} nor "
-                                f"{model_path + '.pdopt'!r} exists; was it saved with "
-                                f"static.save(program, {model_path!r})?")
+    found, read = _read_checkpoint(model_path, "load")
     _check_against(targets, found, f"checkpoint {model_path!r} (read {read})")
     scope = global_scope()
     for v in targets:
         scope.set(v.name, found[v.name])
+
+
+def _read_checkpoint(model_path, fn):
+    """({name: ndarray} of `model_path.pdparams` and `.pdopt`, [the files read])."""
+    got, _ = _read_group([model_path + ".pdparams", model_path + ".pdopt"], fn)
+    found = {}
+    for arrays, _ in got.values():
+        found.update(arrays)
+    if not got:
+        raise FileNotFoundError(f"{fn}: neither {model_path + '.pdparams'!r} nor "
+                                f"{model_path + '.pdopt'!r} exists; was it saved with "
+                                f"static.save(program, {model_path!r})?")
+    return found, sorted(got)
+
+
+def load_program_state(model_path, var_list=None):
+    """{name: ndarray} of a checkpoint (`model_path.pdparams` + `.pdopt`, numbaflow's or
+    Paddle's), for `set_program_state`.
+
+    >>> state = static.load_program_state('checkpoints/model')
+    """
+    model_path = _model_path(model_path, "load_program_state")
+    found, _ = _read_checkpoint(model_path, "load_program_state")
+    if var_list is None:
+        return found
+    names = [v.name if isinstance(v, Variable) else v for v in var_list]
+    missing = [n for n in names if n not in found]
+    if missing:
+        raise ValueError(f"load_program_state: {missing} are not in checkpoint {model_path!r}")
+    return {n: found[n] for n in names}
+
+
+def set_program_state(program, state_dict):
+    """Set the persistables of `program` found in `state_dict` (after checking all of
+    their shapes and dtypes); warns naming those it does not hold."""
+    program = _as_program(program, "set_program_state")
+    if not isinstance(state_dict, dict):
+        raise TypeError(f"set_program_state: state_dict must be a dict of arrays, got "
+                        f"{type(state_dict).__name__}")
+    present = [v for v in _persistables(program) if v.name in state_dict]
+    found = {v.name: np.asarray(state_dict[v.name]) for v in present}
+    _check_against(present, found, "set_program_state: state_dict")
+    absent = [v.name for v in _persistables(program) if v.name not in state_dict]
+    if absent:
+        warnings.warn(f"set_program_state: state_dict has no value for {absent}; they keep "
+                      f"their current values", stacklevel=2)
+    scope = global_scope()
+    for v in present:
+        scope.set(v.name, found[v.name])
+
+
+def save_state(obj, path, protocol=4, **configs):
+    """`paddle.save`: write a dict {name: array} to the file `path` (numbaflow's arrays
+    format, committed atomically).
+
+    >>> paddle.save({'w': w_array}, 'model.pdparams')
+    """
+    if not isinstance(path, (str, os.PathLike)) or not os.path.basename(os.fspath(path)):
+        raise TypeError(f"save: path must be a file path (str), got {path!r}")
+    if not isinstance(protocol, int) or not 2 <= protocol <= 4:
+        raise ValueError(f"save: protocol must be 2, 3 or 4, got {protocol!r}")
+    if not isinstance(obj, dict) or not all(isinstance(k, str) for k in obj):
+        raise TypeError(f"save: numbaflow saves a dict {{name: array}}, got "
+                        f"{type(obj).__name__}; other objects are not supported")
+    arrays = {k: np.asarray(v) for k, v in obj.items()}
+    bad = [k for k, a in arrays.items() if a.dtype.hasobject]
+    if bad:
+        raise TypeError(f"save: values of {bad} are not numeric arrays")
+    save_id = _atomic.new_save_id()
+    _atomic.commit({os.fspath(path): _writer(arrays, "state", save_id)}, save_id)
+
+
+def load_state(path, **configs):
+    """`paddle.load`: the dict {name: ndarray} in the file `path`, written by `save_state`,
+    `static.save` or Paddle 2.x (`paddle.save` / `static.save` pickles; their name table
+    is dropped unless `keep_name_table=True`).
+
+    >>> state = paddle.load('model.pdparams')
+    """
+    unknown = set(configs) - {"keep_name_table", "return_numpy", "model_filename",
+                              "params_filename"}
+    if unknown:
+        raise TypeError(f"load: unexpected arguments {sorted(unknown)}")
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"load: path must be a file path (str), got {type(path).__name__}")
+    path = os.fspath(path)
+    with _atomic.resolve([path]) as (real, _):
+        if real[path] is None:
+            hint = (f"; a checkpoint prefix? give the file, e.g. {path + '.pdparams'!r}"
+                    if os.path.exists(path + ".pdparams") else "")
+            raise FileNotFoundError(f"load: {path!r} does not exist{hint}")
+        return _arrays.read_arrays(path, real[path],
+                                   bool(configs.get("keep_name_table", False)))[0]
 
 
 # ---------------------------------------------------------------- inference models
