@@ -177,7 +177,7 @@ def test_hostile_pickle_is_refused_without_running(tmp_path, case, protocol):
 def test_object_arrays_and_non_dicts_are_refused(tmp_path):
     path = tmp_path / "o.pdparams"
     write_paddle(path, {"w": np.array(["a", 1], dtype=object)}, 2)
-    with pytest.raises(ValueError, match="Python objects"):
+    with pytest.raises(ValueError, match="o.pdparams.*other than numeric arrays"):
         paddle.load(str(path))
     write_paddle(path, [np.zeros(2)], 4)
     with pytest.raises(ValueError, match="not a dict"):
