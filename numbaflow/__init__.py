@@ -22,6 +22,7 @@ from .tensor_math import (abs, add, argmax, assign, cast, clip, concat, divide, 
 from . import nn, optimizer, static, metric, utils, initializer, fluid  # noqa: F401,E402
 from .reader import batch  # noqa: F401,E402  (also binds the paddle.reader module)
 from .static.io import load_state as load, save_state as save  # noqa: F401,E402
+from . import io  # noqa: F401,E402  (paddle.io: Dataset, DataLoader, ...)
 
 __version__ = "0.1.0"
 

@@ -8,6 +8,7 @@ import os
 
 from ..graph.program import default_main_program
 from ..static.io import _as_program, _read_inference, _write_inference, load, save
+from ..io import DataLoader  # noqa: F401
 from ..reader import (batch, buffered, cache, chain, compose, firstn, map_readers,  # noqa: F401
                       shuffle, xmap_readers)
 

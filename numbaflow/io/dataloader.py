@@ -1,0 +1,281 @@
+"""paddle.io.DataLoader: batches of a dataset (or a generator) as feed dicts.
+
+>>> loader = paddle.io.DataLoader(dataset, feed_list=[x, y], places=paddle.CPUPlace(),
+...                               batch_size=32, shuffle=True, num_workers=2,
+...                               return_list=False)
+>>> for feed in loader():
+...     exe.run(main, feed=feed, fetch_list=[loss])
+
+With `return_list=False` each item is a feed dict {name: ndarray} for one place, or, with
+D > 1 places, a list of D such dicts made from D consecutive batches (as Paddle gives each
+device its own batch); `return_list=True` (Paddle 2.x's default) gives the list of
+arrays instead. Loading runs ahead of the consumer in a background thread (and in
+`num_workers` worker processes), so the executor does not wait for data it could have.
+"""
+import numbers
+
+import numpy as np
+
+from ..executor.place import CPUPlace, CUDAPlace
+from ..graph.program import Variable
+from . import _workers
+from .dataset import BatchSampler, IterableDataset
+
+
+def default_collate_fn(batch):
+    """Stack a list of samples field by field: a list of (x, y) tuples becomes [X, Y];
+    dict samples become a dict; array/number samples one array."""
+    first = batch[0]
+    if isinstance(first, dict):
+        return {k: default_collate_fn([s[k] for s in batch]) for k in first}
+    if isinstance(first, (list, tuple)):
+        if any(len(s) != len(first) for s in batch):
+            raise ValueError(f"DataLoader: samples have different numbers of fields "
+                             f"({sorted({len(s) for s in batch})}); each sample must have "
+                             f"one field per fed variable")
+        return [default_collate_fn(list(f)) for f in zip(*batch)]
+    if isinstance(first, (np.ndarray, numbers.Number, np.generic)):
+        return np.stack([np.asarray(s) for s in batch])
+    raise TypeError(f"DataLoader: cannot collate samples of type {type(first).__name__}; "
+                    f"give arrays, numbers, or tuples/dicts of them, or a collate_fn")
+
+
+def _num_places(places):
+    if places is None or isinstance(places, (CPUPlace, CUDAPlace, str)):
+        return 1
+    places = list(places)
+    if not places:
+        raise ValueError("DataLoader: places must not be empty")
+    return len(places)
+
+
+def _feed_vars(feed_list, fn):
+    if feed_list is None:
+        return None
+    if not isinstance(feed_list, (list, tuple)) or not all(
+            isinstance(v, Variable) for v in feed_list):
+        raise TypeError(f"{fn}: feed_list must be a list of Variables (from static.data), got "
+                        f"{feed_list!r}")
+    return list(feed_list)
+
+
+def _as_feed(fields, feed_vars, return_list, fn):
+    """One batch (a list of per-variable arrays) as a feed dict, or the list itself."""
+    if isinstance(fields, dict):
+        fields = [fields[v.name] for v in feed_vars] if feed_vars else list(fields.values())
+    elif not isinstance(fields, (list, tuple)):
+        fields = [fields]
+    if feed_vars is None:
+        return [np.asarray(f) for f in fields]
+    if len(fields) != len(feed_vars):
+        raise ValueError(f"{fn}: a batch has {len(fields)} fields but feed_list has "
+                         f"{len(feed_vars)} variables ({[v.name for v in feed_vars]})")
+    from ..fluid.data_feeder import _column
+    arrays = [_column(v, f) for v, f in zip(feed_vars, fields)]
+    if return_list:
+        return arrays
+    return {v.name: a for v, a in zip(feed_vars, arrays)}
+
+
+def _grouped(items, num_places, drop_last):
+    """Items one by one for one place; lists of `num_places` consecutive items otherwise."""
+    if num_places == 1:
+        yield from items
+        return
+    group = []
+    for item in items:
+        group.append(item)
+        if len(group) == num_places:
+            yield group
+            group = []
+    if group and not drop_last:
+        yield group
+
+
+class _Fetch:
+    """Collate the samples at some indices (a module-level callable: workers call it)."""
+
+    def __init__(self, dataset, collate_fn):
+        self.dataset, self.collate_fn = dataset, collate_fn
+
+    def __call__(self, indices):
+        return self.collate_fn([self.dataset[i] for i in indices])
+
+
+def _iterable_batches(dataset, batch_size, drop_last, collate_fn):
+    batch = []
+    for sample in dataset:
+        batch.append(sample)
+        if len(batch) == batch_size:
+            yield collate_fn(batch)
+            batch = []
+    if batch and not drop_last:
+        yield collate_fn(batch)
+
+
+class DataLoader:
+    """Batches of `dataset` (a Dataset or IterableDataset) for the executor; see the module
+    docstring. `num_workers > 0` loads in that many background processes, with
+    `prefetch_factor` batches in flight per worker; `timeout` > 0 bounds the wait for one
+    batch (seconds). A worker's exception is re-raised here with its traceback attached."""
+
+    def __init__(self, dataset, feed_list=None, places=None, return_list=True,
+                 batch_sampler=None, batch_size=1, shuffle=False, drop_last=False,
+                 collate_fn=None, num_workers=0, use_buffer_reader=True, prefetch_factor=2,
+                 use_shared_memory=True, timeout=0, worker_init_fn=None,
+                 persistent_workers=False):
+        self.dataset = dataset
+        self.feed_vars = _feed_vars(feed_list, "DataLoader")
+        if not return_list and self.feed_vars is None:
+            raise ValueError("DataLoader: return_list=False yields feed dicts, which needs "
+                             "feed_list=[the static.data variables]")
+        self.return_list = bool(return_list)
+        self.num_places = _num_places(places)
+        if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
+            raise ValueError(f"DataLoader: num_workers must be an int >= 0, got {num_workers!r}")
+        if not isinstance(prefetch_factor, int) or prefetch_factor < 1:
+            raise ValueError(f"DataLoader: prefetch_factor must be an int >= 1, got "
+                             f"{prefetch_factor!r}")
+        if not isinstance(timeout, numbers.Real) or timeout < 0:
+            raise ValueError(f"DataLoader: timeout must be a number >= 0, got {timeout!r}")
+        self.num_workers, self.prefetch_factor = num_workers, prefetch_factor
+        self.timeout, self.worker_init_fn = timeout, worker_init_fn
+        self.use_buffer_reader = bool(use_buffer_reader)
+        self.collate_fn = collate_fn or default_collate_fn
+        self.drop_last = bool(drop_last)
+        self._iterable = isinstance(dataset, IterableDataset)
+        if self._iterable:
+            if batch_sampler is not None or shuffle:
+                raise ValueError("DataLoader: an IterableDataset takes neither batch_sampler "
+                                 "nor shuffle (it decides its own order)")
+            if isinstance(batch_size, bool) or not isinstance(batch_size, int) or \
+                    batch_size <= 0:
+                raise ValueError(f"DataLoader: batch_size must be a positive int, got "
+                                 f"{batch_size!r}")
+            self.batch_size, self.batch_sampler = batch_size, None
+        elif batch_sampler is not None:
+            if batch_size != 1 or shuffle or drop_last:
+                raise ValueError("DataLoader: give batch_sampler or batch_size/shuffle/"
+                                 "drop_last, not both")
+            self.batch_sampler = batch_sampler
+        else:
+            self.batch_sampler = BatchSampler(dataset, shuffle=shuffle, batch_size=batch_size,
+                                              drop_last=drop_last)
+
+    def __len__(self):
+        if self._iterable:
+            raise TypeError("DataLoader over an IterableDataset has no len()")
+        return -(-len(self.batch_sampler) // self.num_places) if self.num_places > 1 \
+            else len(self.batch_sampler)
+
+    def __call__(self):
+        return self.__iter__()
+
+    def _batches(self):
+        if self._iterable:
+            def one():
+                return _iterable_batches(self.dataset, self.batch_size, self.drop_last,
+                                         self.collate_fn)
+            if self.num_workers == 0:
+                return one()
+            return _workers.streamed([one] * self.num_workers, self.dataset,
+                                     self.worker_init_fn, self.timeout)
+        fetch = _Fetch(self.dataset, self.collate_fn)
+        if self.num_workers == 0:
+            return (fetch(indices) for indices in self.batch_sampler)
+        return _workers.indexed_batches(iter(self.batch_sampler), fetch, self.dataset,
+                                        self.num_workers, self.prefetch_factor,
+                                        self.worker_init_fn, self.timeout)
+
+    def __iter__(self):
+        feeds = (_as_feed(b, self.feed_vars, self.return_list, "DataLoader")
+                 for b in self._batches())
+        items = _grouped(feeds, self.num_places, self.drop_last)
+        if not self.use_buffer_reader:
+            return items
+        return _workers.prefetched(items, self.prefetch_factor * max(1, self.num_workers))
+
+    @staticmethod
+    def from_generator(feed_list=None, capacity=None, use_double_buffer=True, iterable=True,
+                       return_list=False, use_multiprocess=False, drop_last=True):
+        """A loader fed by a Python generator; give it data with `set_sample_generator`,
+        `set_sample_list_generator` or `set_batch_generator`, then iterate it.
+
+        >>> loader = paddle.io.DataLoader.from_generator(feed_list=[x, y], capacity=8)
+        >>> loader.set_sample_list_generator(paddle.batch(reader, 32), places=place)
+        >>> for feed in loader():
+        ...     exe.run(main, feed=feed, fetch_list=[loss])
+        """
+        return GeneratorLoader(feed_list, capacity, use_double_buffer, iterable, return_list,
+                               use_multiprocess, drop_last)
+
+
+class GeneratorLoader:
+    """What `DataLoader.from_generator` returns."""
+
+    def __init__(self, feed_list, capacity, use_double_buffer, iterable, return_list,
+                 use_multiprocess, drop_last):
+        if not iterable:
+            raise ValueError("DataLoader.from_generator(iterable=False) makes the program read "
+                             "from a queue with start()/reset(), which numbaflow's executor "
+                             "does not do; use iterable=True and pass each item as feed=")
+        self.feed_vars = _feed_vars(feed_list, "DataLoader.from_generator")
+        if not return_list and self.feed_vars is None:
+            raise ValueError("DataLoader.from_generator: return_list=False yields feed dicts, "
+                             "which needs feed_list=[the static.data variables]")
+        if capacity is not None and (not isinstance(capacity, int) or capacity < 1):
+            raise ValueError(f"DataLoader.from_generator: capacity must be a positive int, "
+                             f"got {capacity!r}")
+        self.capacity = capacity or 2
+        self.use_double_buffer = bool(use_double_buffer)
+        self.return_list = bool(return_list)
+        self.use_multiprocess = bool(use_multiprocess)
+        self.drop_last = bool(drop_last)
+        self._source, self.num_places = None, 1
+
+    def _set(self, reader, places, make):
+        if not callable(reader):
+            raise TypeError(f"the reader must be a function returning an iterable (a reader "
+                            f"creator), got {type(reader).__name__}; pass the function, not "
+                            f"its result")
+        self.num_places = _num_places(places)
+        self._source = lambda: make(reader())
+        return self
+
+    def set_sample_generator(self, reader, batch_size, drop_last=True, places=None):
+        """`reader()` yields samples (tuples with one field per fed variable)."""
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
+            raise ValueError(f"set_sample_generator: batch_size must be a positive int, got "
+                             f"{batch_size!r}")
+        return self._set(reader, places, lambda it: _iterable_batches(
+            it, batch_size, drop_last, default_collate_fn))
+
+    def set_sample_list_generator(self, reader, places=None):
+        """`reader()` yields lists of samples (e.g. `paddle.batch(reader, n)`)."""
+        return self._set(reader, places, lambda it: (default_collate_fn(list(b)) for b in it))
+
+    def set_batch_generator(self, reader, places=None):
+        """`reader()` yields whole batches: one array per fed variable (a list or tuple)."""
+        return self._set(reader, places, lambda it: it)
+
+    def __call__(self):
+        return self.__iter__()
+
+    def __iter__(self):
+        if self._source is None:
+            raise RuntimeError("DataLoader.from_generator: no data source; call "
+                               "set_sample_generator, set_sample_list_generator or "
+                               "set_batch_generator first")
+        source = self._source
+
+        def convert():
+            for b in source():
+                yield _as_feed(b, self.feed_vars, self.return_list, "DataLoader")
+        if self.use_multiprocess:
+            feeds = _workers.streamed([convert], None, None, 0)
+        else:
+            feeds = convert()
+        items = _grouped(feeds, self.num_places, self.drop_last)
+        if not self.use_double_buffer:
+            return items
+        return _workers.prefetched(items, self.capacity)
