@@ -8,6 +8,8 @@ import io
 import json
 import os
 import random
+import re
+import socket
 import subprocess
 import sys
 
@@ -276,3 +278,24 @@ def test_version_1_files_still_load(tmp_path):
     for k in expected:
         np.testing.assert_array_equal(got[k], expected[k], err_msg=k)
     assert program_to_dict(main)[FORMAT_KEY] == 2
+
+
+@pytest.mark.slow
+def test_cleanup_spares_a_live_process_save_but_not_a_dead_one(tmp_path):
+    # where flock does not serialise saves (some network file systems), a save must not
+    # delete the temp files another live process on this host is writing
+    main, exe, x, pred = build()
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    try:
+        host = re.sub(r"[^A-Za-z0-9]", "", socket.gethostname())[:32]
+        live_tmp = f".m.pdparams.00ff-{live.pid}-{host}.tmp"
+        dead_tmp = f".m.pdopt.00ff-{dead.pid}-{host}.tmp"
+        for name in (live_tmp, dead_tmp):
+            (tmp_path / name).write_bytes(b"partial")
+        static.save(main, str(tmp_path / "m"))
+        assert sorted(os.listdir(tmp_path)) == sorted(["m.pdopt", "m.pdparams", live_tmp])
+    finally:
+        live.kill()
+        live.wait()

@@ -18,7 +18,9 @@ power loss the fsyncs give the same guarantee on file systems that honour them.
 import contextlib
 import json
 import os
+import re
 import secrets
+import socket
 
 try:
     import fcntl
@@ -29,8 +31,27 @@ _JOURNAL_TAG = "numbaflow-commit"
 
 
 def new_save_id():
-    """A random id that every file of one save carries."""
-    return secrets.token_hex(8)
+    """A random id that every file of one save carries; it names the saving process and
+    host so that cleanup can spare a live process's save where flock does not work."""
+    host = re.sub(r"[^A-Za-z0-9]", "", socket.gethostname())[:32]
+    return f"{secrets.token_hex(8)}-{os.getpid()}-{host}"
+
+
+def _owner_alive(name):
+    """Whether the temp file `name` belongs to another live process on this host."""
+    m = re.search(r"\.[0-9a-f]+-(\d+)-([A-Za-z0-9]*)\.tmp$", name)
+    if m is None:
+        return False
+    pid, host = int(m.group(1)), m.group(2)
+    if host != re.sub(r"[^A-Za-z0-9]", "", socket.gethostname())[:32] or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _temp_name(path, save_id):
@@ -123,7 +144,7 @@ def _recover(paths, dirfd):
         os.unlink(journal)
         changed = True
     for name in os.listdir(directory or "."):
-        if _is_leftover(name, paths):
+        if _is_leftover(name, paths) and not _owner_alive(name):
             _unlink(os.path.join(directory, name))
             changed = True
     if changed:
