@@ -188,6 +188,24 @@ def test_places_give_one_batch_per_device_and_train_like_manual_feeds():
     np.testing.assert_array_equal(a.get("fc_0.w_0"), b.get("fc_0.w_0"))
 
 
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_batch_size_none_takes_each_item_as_a_batch(xy, num_workers):
+    main, x, y = xy
+
+    class Batches(Dataset):
+        def __getitem__(self, i):
+            return XS[4 * i:4 * i + 4], YS[4 * i:4 * i + 4].reshape(-1, 1)
+
+        def __len__(self):
+            return 5
+    feeds = list(DataLoader(Batches(), feed_list=[x, y], batch_size=None,
+                            num_workers=num_workers, return_list=False))
+    for feed, (bx, by) in zip(feeds, expected_batches(list(range(20)), 4)):
+        np.testing.assert_array_equal(feed["x"], bx)
+        np.testing.assert_array_equal(feed["y"], by)
+    assert len(feeds) == 5
+
+
 # ----------------------------------------------------------------------------- errors, no hangs
 @pytest.mark.parametrize("num_workers", [0, 2])
 def test_worker_error_is_reraised_with_its_traceback(num_workers):
@@ -370,8 +388,8 @@ def test_prefetch_keeps_the_executor_busy(record_property):
         return n / (time.perf_counter() - t)
     steps_per_s(pre[:10] * (n // 10))                                   # warm up
     base = steps_per_s(pre)
-    loader = DataLoader(SpinBatches(n, 2.0), feed_list=[x, y], batch_size=1, num_workers=1,
-                        collate_fn=lambda b: list(b[0]), return_list=False)
+    loader = DataLoader(SpinBatches(n, 2.0), feed_list=[x, y], batch_size=None, num_workers=1,
+                        return_list=False)
     ratio = steps_per_s(loader) / base
     record_property("prefetch_ratio", round(ratio, 3))
     print(f"\nstep {1e3 / base:.2f} ms; loader/pre-loaded step rate = {ratio:.2f}")

@@ -16,6 +16,7 @@ files it read belong to one save. Only a process kill is covered without caveat;
 power loss the fsyncs give the same guarantee on file systems that honour them.
 """
 import contextlib
+import errno
 import json
 import os
 import re
@@ -101,6 +102,15 @@ def _read_journal(path):
                      f"guarded may be from two different saves)")
 
 
+def _fsync_dir(dirfd):
+    """fsync a directory (makes its renames durable); file systems that cannot are skipped."""
+    try:
+        os.fsync(dirfd)
+    except OSError as e:
+        if e.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EBADF):
+            raise
+
+
 def _write_new(path, write):
     """Create `path` (it must not exist), fill it with `write(f)`, fsync it."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
@@ -139,7 +149,7 @@ def _recover(paths, dirfd):
                 os.replace(tmp, final)
                 changed = True
         if changed:
-            os.fsync(dirfd)
+            _fsync_dir(dirfd)
     if os.path.exists(journal):
         os.unlink(journal)
         changed = True
@@ -148,7 +158,7 @@ def _recover(paths, dirfd):
             _unlink(os.path.join(directory, name))
             changed = True
     if changed:
-        os.fsync(dirfd)
+        _fsync_dir(dirfd)
 
 
 def commit(writers, save_id):
@@ -173,7 +183,7 @@ def commit(writers, save_id):
             for p, write in zip(paths, writers.values()):
                 temps.append(_temp_name(p, save_id))
                 _write_new(temps[-1], write)
-            os.fsync(dirfd)
+            _fsync_dir(dirfd)
             journal = _journal(paths)
             body = json.dumps({"tag": _JOURNAL_TAG, "id": save_id,
                                "files": [os.path.basename(p) for p in paths]}).encode()
@@ -181,7 +191,7 @@ def commit(writers, save_id):
             temps.append(journal_tmp)
             _write_new(journal_tmp, lambda f: f.write(body))
             os.replace(journal_tmp, journal)            # the commit point
-            os.fsync(dirfd)
+            _fsync_dir(dirfd)
         except BaseException:
             for t in temps:
                 _unlink(t)
@@ -190,9 +200,9 @@ def commit(writers, save_id):
         # save) roll the save forward
         for p in paths:
             os.replace(_temp_name(p, save_id), p)
-        os.fsync(dirfd)
+        _fsync_dir(dirfd)
         os.unlink(journal)
-        os.fsync(dirfd)
+        _fsync_dir(dirfd)
 
 
 @contextlib.contextmanager

@@ -154,71 +154,105 @@ class _Pool:
                 q.close()
 
 
+class _Running:
+    """An iterator over a started pool's results that shuts the pool down when it is
+    exhausted, fails, is closed, or is garbage-collected unstarted."""
+
+    def __init__(self, pool, gen, on_close=None):
+        self.pool, self.gen, self.on_close = pool, gen, on_close
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        try:
+            return next(self.gen)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self):
+        if self.pool is not None:
+            if self.on_close is not None:
+                self.on_close()
+            self.gen.close()
+            self.pool.close()
+            self.pool = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:          # at interpreter exit the queues may already be gone
+            pass
+
+
 def indexed_batches(batch_indices, fetch, dataset, num_workers, prefetch, init_fn, timeout):
-    """Yield fetch(indices) for each list of indices, in order, computed by `num_workers`
-    workers with up to `prefetch` batches in flight per worker."""
+    """An iterator of fetch(indices) for each list of indices, in order, computed by
+    `num_workers` workers (started now, in the calling thread) with up to `prefetch`
+    batches in flight per worker."""
     pool = _Pool(num_workers)
-    try:
-        for wid in range(num_workers):
-            jobs = pool.new_queue()
-            pool.job_queues.append(jobs)
-            pool.workers.append(_start_worker(
-                pool.ctx, _index_loop, (wid, num_workers, dataset, pool.seed, init_fn, fetch,
-                                        jobs, pool.results), f"numbaflow-loader-{wid}"))
-        source = enumerate(batch_indices)
-        sent = received = 0
-        ready = {}
-        exhausted = False
+    for wid in range(num_workers):
+        jobs = pool.new_queue()
+        pool.job_queues.append(jobs)
+        pool.workers.append(_start_worker(
+            pool.ctx, _index_loop, (wid, num_workers, dataset, pool.seed, init_fn, fetch,
+                                    jobs, pool.results), f"numbaflow-loader-{wid}"))
+    return _Running(pool, _in_order(pool, enumerate(batch_indices), num_workers * prefetch,
+                                    timeout))
 
-        def send():
-            nonlocal sent, exhausted
-            try:
-                n, indices = next(source)
-            except StopIteration:
-                exhausted = True
-                return
-            pool.job_queues[n % num_workers].put((n, list(indices)))
-            sent += 1
 
-        while not exhausted and sent < num_workers * prefetch:
+def _in_order(pool, source, in_flight, timeout):
+    sent = received = 0
+    ready = {}
+    exhausted = False
+
+    def send():
+        nonlocal sent, exhausted
+        try:
+            n, indices = next(source)
+        except StopIteration:
+            exhausted = True
+            return
+        pool.job_queues[n % pool.num_workers].put((n, list(indices)))
+        sent += 1
+
+    while not exhausted and sent < in_flight:
+        send()
+    while received < sent:
+        while received not in ready:
+            n, item = pool.get(timeout)
+            if isinstance(item, _Failure):
+                item.reraise()
+            ready[n] = item
+        yield ready.pop(received)
+        received += 1
+        if not exhausted:
             send()
-        while received < sent:
-            while received not in ready:
-                n, item = pool.get(timeout)
-                if isinstance(item, _Failure):
-                    item.reraise()
-                ready[n] = item
-            yield ready.pop(received)
-            received += 1
-            if not exhausted:
-                send()
-    finally:
-        pool.close()
 
 
 def streamed(make_iters, dataset, init_fn, timeout):
-    """Yield the items of every `make_iters[i]()`, each run in its own worker, in arrival
-    order, until all are done."""
+    """An iterator of the items of every `make_iters[i]()`, each run in its own worker
+    (started now), in arrival order, until all are done."""
     pool = _Pool(len(make_iters))
     stop = pool.ctx.Event() if pool.ctx is not None else threading.Event()
-    try:
-        for wid, make_iter in enumerate(make_iters):
-            pool.workers.append(_start_worker(
-                pool.ctx, _stream_loop, (wid, len(make_iters), dataset, pool.seed, init_fn,
-                                         make_iter, pool.results, stop),
-                f"numbaflow-loader-{wid}"))
-        done = 0
-        while done < len(make_iters):
-            wid, item = pool.get(timeout)
-            if isinstance(item, _Failure):
-                item.reraise()
-            if isinstance(item, str) and item == _DONE:
-                done += 1
-                continue
-            yield item
-    finally:
-        stop.set()
-        pool.close()
+    for wid, make_iter in enumerate(make_iters):
+        pool.workers.append(_start_worker(
+            pool.ctx, _stream_loop, (wid, len(make_iters), dataset, pool.seed, init_fn,
+                                     make_iter, pool.results, stop),
+            f"numbaflow-loader-{wid}"))
+    return _Running(pool, _arrivals(pool, len(make_iters), timeout), on_close=stop.set)
+
+
+def _arrivals(pool, num_workers, timeout):
+    done = 0
+    while done < num_workers:
+        wid, item = pool.get(timeout)
+        if isinstance(item, _Failure):
+            item.reraise()
+        if isinstance(item, str) and item == _DONE:
+            done += 1
+            continue
+        yield item
 
 
 def prefetched(iterator, capacity):

@@ -92,6 +92,11 @@ def _grouped(items, num_places, drop_last):
         yield group
 
 
+def _first(batch):
+    """The collate of batch_size=None: the one item, already a batch."""
+    return batch[0]
+
+
 class _Fetch:
     """Collate the samples at some indices (a module-level callable: workers call it)."""
 
@@ -150,9 +155,16 @@ class DataLoader:
                                  "nor shuffle (it decides its own order)")
             if isinstance(batch_size, bool) or not isinstance(batch_size, int) or \
                     batch_size <= 0:
-                raise ValueError(f"DataLoader: batch_size must be a positive int, got "
-                                 f"{batch_size!r}")
+                raise ValueError(f"DataLoader: batch_size must be a positive int for an "
+                                 f"IterableDataset, got {batch_size!r}")
             self.batch_size, self.batch_sampler = batch_size, None
+        elif batch_size is None:
+            # no automatic batching: every item of the dataset already is a batch
+            if batch_sampler is not None or drop_last:
+                raise ValueError("DataLoader: batch_size=None (each item is a batch) takes "
+                                 "neither batch_sampler nor drop_last")
+            self.batch_sampler = BatchSampler(dataset, shuffle=shuffle, batch_size=1)
+            self.collate_fn = collate_fn or _first
         elif batch_sampler is not None:
             if batch_size != 1 or shuffle or drop_last:
                 raise ValueError("DataLoader: give batch_sampler or batch_size/shuffle/"
