@@ -299,3 +299,25 @@ def test_cleanup_spares_a_live_process_save_but_not_a_dead_one(tmp_path):
     finally:
         live.kill()
         live.wait()
+
+
+def test_paddle_load_of_one_file_reads_a_committed_save_through_its_journal(tmp_path,
+                                                                             monkeypatch):
+    main, exe, *_ = build()
+    static.save(main, str(tmp_path / "m"))
+    exe.run(main, feed={"x": np.ones((2, 3), "float32")})
+    new = state(main)
+    real_replace, calls = os.replace, []
+
+    def replace(src, dst):
+        calls.append(dst)
+        if len(calls) == 2:           # committed; neither file renamed yet
+            raise OSError(5, "I/O error")
+        return real_replace(src, dst)
+    monkeypatch.setattr(os, "replace", replace)
+    with pytest.raises(OSError):
+        static.save(main, str(tmp_path / "m"))
+    monkeypatch.undo()
+    opt = paddle.load(str(tmp_path / "m.pdopt"))
+    moment = next(k for k in opt if "moment1" in k)
+    np.testing.assert_array_equal(opt[moment], new[moment])

@@ -252,7 +252,11 @@ def load_state(path, **configs):
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"load: path must be a file path (str), got {type(path).__name__}")
     path = os.fspath(path)
-    with _atomic.resolve([path]) as (real, _):
+    group = [path]                 # the save it belongs to names its journal by the first file
+    for first, ext in ((".pdparams", ".pdopt"), (".pdmodel", ".pdiparams")):
+        if path.endswith(ext):
+            group = [path[:-len(ext)] + first, path]
+    with _atomic.resolve(group) as (real, _):
         if real[path] is None:
             hint = (f"; a checkpoint prefix? give the file, e.g. {path + '.pdparams'!r}"
                     if os.path.exists(path + ".pdparams") else "")
