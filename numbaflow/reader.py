@@ -13,17 +13,38 @@ A *reader* is a function with no arguments that returns an iterable of samples (
 The background decorators (`buffered`, `xmap_readers`) use daemon threads; an exception
 in a thread is re-raised in the consumer (never swallowed, never a hang).
 """
+from __future__ import annotations
+
 import itertools
 import queue
 import random
 import threading
+from typing import Any, Callable, Iterable
+
+Reader = Callable[[], Iterable[Any]]
 
 __all__ = ["batch", "shuffle", "buffered", "compose", "chain", "map_readers", "xmap_readers",
            "firstn", "cache", "ComposeNotAligned"]
 
 
 class ComposeNotAligned(ValueError):
-    """compose(check_alignment=True): the readers yielded different numbers of samples."""
+    """Raised by a `compose(..., check_alignment=True)` reader whose readers yield
+    different numbers of samples.
+
+    Args:
+        message (str): what was not aligned.
+
+    Example:
+        >>> r = paddle.reader.compose(lambda: iter([1, 2]), lambda: iter([1]))
+        >>> try:
+        ...     list(r())
+        ... except paddle.reader.ComposeNotAligned:
+        ...     print('not aligned')
+        not aligned
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
 
 
 def _check_reader(reader, fn):
@@ -41,11 +62,27 @@ def _positive_int(value, what, fn):
     return int(value)
 
 
-def batch(reader, batch_size, drop_last=False):
-    """A reader of lists of `batch_size` samples; the last shorter list is kept unless
-    `drop_last`.
+def batch(reader: Reader, batch_size: int, drop_last: bool = False) -> Reader:
+    """Group a reader's samples into lists of `batch_size` (`paddle.batch`).
 
-    >>> train_reader = paddle.batch(paddle.reader.shuffle(reader, 500), batch_size=32)
+    Args:
+        reader (callable): a reader creator: a function returning an iterable of samples.
+        batch_size (int): samples per list (> 0).
+        drop_last (bool): drop the last list when it is shorter. Default False.
+
+    Returns:
+        callable: a reader of lists of samples (feed each to `fluid.DataFeeder.feed`).
+
+    Raises:
+        TypeError: reader is not callable, or batch_size not an int.
+        ValueError: batch_size <= 0.
+
+    Example:
+        >>> reader = lambda: iter(range(5))
+        >>> list(paddle.batch(reader, batch_size=2)())
+        [[0, 1], [2, 3], [4]]
+        >>> list(paddle.batch(reader, 2, drop_last=True)())
+        [[0, 1], [2, 3]]
     """
     _check_reader(reader, "batch")
     batch_size = _positive_int(batch_size, "batch_size", "batch")
@@ -62,9 +99,23 @@ def batch(reader, batch_size, drop_last=False):
     return batch_reader
 
 
-def shuffle(reader, buf_size):
-    """Shuffle within consecutive windows of `buf_size` samples (Python's `random`, so
-    `random.seed` makes it reproducible)."""
+def shuffle(reader: Reader, buf_size: int) -> Reader:
+    """Shuffle a reader's samples within consecutive windows of `buf_size` (Python's
+    `random`, so `random.seed` makes it reproducible).
+
+    Args:
+        reader (callable): a reader creator.
+        buf_size (int): the window size (> 0).
+
+    Returns:
+        callable: a reader of the same samples, shuffled within each window.
+
+    Example:
+        >>> r = paddle.reader.shuffle(lambda: iter(range(6)), buf_size=3)
+        >>> out = list(r())
+        >>> sorted(out[:3]), sorted(out[3:])
+        ([0, 1, 2], [3, 4, 5])
+    """
     _check_reader(reader, "shuffle")
     buf_size = _positive_int(buf_size, "buf_size", "shuffle")
 
@@ -82,8 +133,19 @@ def shuffle(reader, buf_size):
     return shuffled
 
 
-def chain(*readers):
-    """The samples of each reader in turn."""
+def chain(*readers: Reader) -> Reader:
+    """Concatenate readers.
+
+    Args:
+        *readers (callable): reader creators.
+
+    Returns:
+        callable: a reader of the samples of each reader in turn.
+
+    Example:
+        >>> list(fluid.io.chain(lambda: iter([1, 2]), lambda: iter([3]))())
+        [1, 2, 3]
+    """
     for r in readers:
         _check_reader(r, "chain")
 
@@ -92,9 +154,23 @@ def chain(*readers):
     return chained
 
 
-def compose(*readers, check_alignment=True):
+def compose(*readers: Reader, check_alignment: bool = True) -> Reader:
     """Zip readers; each output is the flat tuple of their samples (tuples are spliced).
-    With `check_alignment`, readers of different lengths raise ComposeNotAligned."""
+
+    Args:
+        *readers (callable): reader creators.
+        check_alignment (bool): raise ComposeNotAligned when the readers have different
+            lengths (default); False stops at the shortest.
+
+    Returns:
+        callable: a reader of flat tuples.
+
+    Example:
+        >>> a = lambda: iter([(1, 2), (3, 4)])
+        >>> b = lambda: iter(['x', 'y'])
+        >>> list(fluid.io.compose(a, b)())
+        [(1, 2, 'x'), (3, 4, 'y')]
+    """
     for r in readers:
         _check_reader(r, "compose")
 
@@ -119,8 +195,22 @@ def compose(*readers, check_alignment=True):
 _END = object()
 
 
-def map_readers(func, *readers):
-    """`func(*samples)` over the zipped readers."""
+def map_readers(func: Callable[..., Any], *readers: Reader) -> Reader:
+    """Apply `func` to the zipped samples of readers.
+
+    Args:
+        func (callable): called with one sample of each reader.
+        *readers (callable): reader creators.
+
+    Returns:
+        callable: a reader of `func(*samples)`.
+
+    Example:
+        >>> r = fluid.io.map_readers(lambda a, b: a + b, lambda: iter([1, 2]),
+        ...                          lambda: iter([10, 20]))
+        >>> list(r())
+        [11, 22]
+    """
     if not callable(func):
         raise TypeError(f"map_readers: func must be callable, got {type(func).__name__}")
     for r in readers:
@@ -132,8 +222,20 @@ def map_readers(func, *readers):
     return mapped
 
 
-def firstn(reader, n):
-    """The first `n` samples of `reader`."""
+def firstn(reader: Reader, n: int) -> Reader:
+    """Limit a reader to its first `n` samples.
+
+    Args:
+        reader (callable): a reader creator.
+        n (int): how many samples.
+
+    Returns:
+        callable: a reader of at most `n` samples.
+
+    Example:
+        >>> list(fluid.io.firstn(lambda: iter(range(10)), 3)())
+        [0, 1, 2]
+    """
     _check_reader(reader, "firstn")
 
     def first():
@@ -141,8 +243,20 @@ def firstn(reader, n):
     return first
 
 
-def cache(reader):
-    """Read `reader` once into memory; the returned reader replays it."""
+def cache(reader: Reader) -> Reader:
+    """Read a reader once into memory; the returned reader replays it.
+
+    Args:
+        reader (callable): a reader creator (read now, completely).
+
+    Returns:
+        callable: a reader of the cached samples.
+
+    Example:
+        >>> r = fluid.io.cache(lambda: iter([1, 2]))
+        >>> list(r()), list(r())
+        ([1, 2], [1, 2])
+    """
     _check_reader(reader, "cache")
     data = list(reader())
 
@@ -183,8 +297,21 @@ def _get(q, threads):
                                        "finishing the data") from None
 
 
-def buffered(reader, size):
-    """Read ahead up to `size` samples in a background thread."""
+def buffered(reader: Reader, size: int) -> Reader:
+    """Read ahead up to `size` samples in a background thread; the thread's exception is
+    re-raised in the consumer, and stopping early stops the thread.
+
+    Args:
+        reader (callable): a reader creator.
+        size (int): how many samples to read ahead (> 0).
+
+    Returns:
+        callable: a reader of the same samples, in order.
+
+    Example:
+        >>> list(fluid.io.buffered(lambda: iter(range(5)), size=2)())
+        [0, 1, 2, 3, 4]
+    """
     _check_reader(reader, "buffered")
     size = _positive_int(size, "size", "buffered")
 
@@ -216,9 +343,27 @@ def buffered(reader, size):
     return buffered_reader
 
 
-def xmap_readers(mapper, reader, process_num, buffer_size, order=False):
-    """`mapper(sample)` over `reader` in `process_num` threads; `order=True` keeps the
-    input order."""
+def xmap_readers(mapper: Callable[[Any], Any], reader: Reader, process_num: int,
+                 buffer_size: int, order: bool = False) -> Reader:
+    """Map samples in `process_num` background threads; a mapper's exception is re-raised
+    in the consumer.
+
+    Args:
+        mapper (callable): applied to each sample.
+        reader (callable): a reader creator.
+        process_num (int): worker threads (> 0).
+        buffer_size (int): queue size (> 0).
+        order (bool): keep the input order (default False: arrival order).
+
+    Returns:
+        callable: a reader of `mapper(sample)`.
+
+    Example:
+        >>> r = fluid.io.xmap_readers(lambda v: v * v, lambda: iter(range(5)), 2, 4,
+        ...                           order=True)
+        >>> list(r())
+        [0, 1, 4, 9, 16]
+    """
     if not callable(mapper):
         raise TypeError(f"xmap_readers: mapper must be callable, got {type(mapper).__name__}")
     _check_reader(reader, "xmap_readers")

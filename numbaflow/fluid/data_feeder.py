@@ -4,17 +4,40 @@
 >>> for data in paddle.batch(reader, 32)():
 ...     exe.run(main, feed=feeder.feed(data), fetch_list=[loss])
 """
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable
+
 import numpy as np
 
-from ..executor.parallel_feed import split_sizes
+from ..distributed.feed import split_sizes
 from ..graph.program import Variable, default_main_program
 
 
 class DataFeeder:
-    """Convert minibatches for the variables of `feed_list` (Variables or names of
-    `program`, default the main program). Sample field i goes to feed_list[i]."""
+    """Convert minibatches (lists of sample tuples) into feed dicts for the variables of
+    `feed_list`: field i of every sample goes to feed_list[i].
 
-    def __init__(self, feed_list, place=None, program=None):
+    Args:
+        feed_list (list of Variable or str): the fed variables (names are looked up in
+            `program`).
+        place (Place): accepted for Paddle compatibility (feeds are host arrays).
+        program (Program, optional): where names are looked up (default: the main program).
+
+    Raises:
+        TypeError: feed_list is not a list of Variables or names.
+        ValueError: a name the program does not have.
+
+    Example:
+        >>> x = fluid.data(name='x', shape=[None, 3], dtype='float32')
+        >>> y = fluid.data(name='y', shape=[None, 1], dtype='int64')
+        >>> feeder = fluid.DataFeeder(feed_list=[x, y], place=fluid.CPUPlace())
+        >>> feed = feeder.feed([(np.zeros(3), 1), (np.ones(3), 0)])
+        >>> feed['x'].shape, feed['y'].shape, feed['y'].dtype
+        ((2, 3), (2, 1), dtype('int64'))
+    """
+
+    def __init__(self, feed_list: list, place: Any = None, program: Any = None) -> None:
         if isinstance(feed_list, (Variable, str)) or not isinstance(feed_list, (list, tuple)):
             raise TypeError(f"DataFeeder: feed_list must be a list of Variables or names, got "
                             f"{type(feed_list).__name__}")
@@ -33,9 +56,20 @@ class DataFeeder:
         self.place = place
         self.feed_names = [v.name for v in self.feed_vars]
 
-    def feed(self, iterable):
-        """{name: ndarray} of one minibatch: field i of every sample is stacked, cast to
-        the variable's dtype and (when ranks differ) reshaped to its shape."""
+    def feed(self, iterable: Iterable[Any]) -> dict:
+        """The feed dict of one minibatch: field i of every sample is stacked, cast to
+        the variable's dtype and (when only the rank differs) reshaped to its shape.
+
+        Args:
+            iterable (list): the samples (tuples with one field per fed variable).
+
+        Returns:
+            dict: {name: ndarray}.
+
+        Raises:
+            ValueError: a sample with another number of fields, an empty minibatch, or
+                fields that do not fit a variable's shape.
+        """
         columns = [[] for _ in self.feed_vars]
         for k, sample in enumerate(iterable):
             if isinstance(sample, np.ndarray) or not hasattr(sample, "__len__"):
@@ -50,9 +84,17 @@ class DataFeeder:
             raise ValueError("DataFeeder.feed: the minibatch is empty; give at least one sample")
         return {v.name: _column(v, col) for v, col in zip(self.feed_vars, columns)}
 
-    def feed_parallel(self, iterable, num_places=None):
-        """One feed dict per place: each element of `iterable` is one place's minibatch,
-        or (with `num_places`) a single minibatch split evenly over the places."""
+    def feed_parallel(self, iterable: Iterable[Any], num_places: int | None = None) -> list:
+        """One feed dict per place.
+
+        Args:
+            iterable (list): one minibatch per place, or (with `num_places`) a single
+                minibatch to split evenly over the places.
+            num_places (int, optional): split one minibatch over this many places.
+
+        Returns:
+            list of dict: the per-place feed dicts.
+        """
         if num_places is not None:
             samples = list(iterable)
             out, start = [], 0
@@ -63,9 +105,20 @@ class DataFeeder:
             return out
         return [self.feed(mb) for mb in iterable]
 
-    def decorate_reader(self, reader, multi_devices, num_places=None, drop_last=True):
-        """A reader of feed dicts (or per-device lists with `multi_devices`) from a reader
-        of minibatches."""
+    def decorate_reader(self, reader: Callable[[], Iterable[Any]], multi_devices: bool,
+                        num_places: int | None = None,
+                        drop_last: bool = True) -> Callable[[], Iterable[Any]]:
+        """Turn a reader of minibatches into a reader of feed dicts.
+
+        Args:
+            reader (callable): a reader of minibatches (e.g. `paddle.batch(...)`).
+            multi_devices (bool): yield per-device lists (via `feed_parallel`).
+            num_places (int, optional): the device count with `multi_devices`.
+            drop_last (bool): skip minibatches too small to split over the devices.
+
+        Returns:
+            callable: a reader of feed dicts (or of per-device lists).
+        """
         def decorated():
             for mb in reader():
                 if not multi_devices:

@@ -23,10 +23,26 @@ _DONE = "__numbaflow_worker_done__"
 
 
 class RemoteTraceback(Exception):
-    """The traceback of an exception raised in a DataLoader worker (the cause of the
-    exception re-raised in the main process)."""
+    """The traceback of an exception raised in a DataLoader worker: the `__cause__` of
+    the exception re-raised in the main process.
 
-    def __init__(self, tb):
+    Args:
+        tb (str): the worker's formatted traceback.
+
+    Example:
+        >>> class Broken(paddle.io.Dataset):
+        ...     def __getitem__(self, i):
+        ...         raise KeyError(i)
+        ...     def __len__(self):
+        ...         return 2
+        >>> try:
+        ...     list(paddle.io.DataLoader(Broken(), num_workers=1))
+        ... except KeyError as e:
+        ...     print(isinstance(e.__cause__, paddle.io.RemoteTraceback))
+        True
+    """
+
+    def __init__(self, tb: str) -> None:
         super().__init__(tb)
         self.tb = tb
 

@@ -12,7 +12,10 @@ device its own batch); `return_list=True` (Paddle 2.x's default) gives the list 
 arrays instead. Loading runs ahead of the consumer in a background thread (and in
 `num_workers` worker processes), so the executor does not wait for data it could have.
 """
+from __future__ import annotations
+
 import numbers
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -22,9 +25,25 @@ from . import _workers
 from .dataset import BatchSampler, IterableDataset
 
 
-def default_collate_fn(batch):
+def default_collate_fn(batch: Sequence[Any]) -> Any:
     """Stack a list of samples field by field: a list of (x, y) tuples becomes [X, Y];
-    dict samples become a dict; array/number samples one array."""
+    dict samples become a dict; array/number samples one array.
+
+    Args:
+        batch (list): the samples of one batch.
+
+    Returns:
+        list, dict or ndarray: the stacked fields.
+
+    Raises:
+        ValueError: samples with different numbers of fields.
+        TypeError: samples of a type it cannot stack.
+
+    Example:
+        >>> X, Y = paddle.io.default_collate_fn([(np.zeros(2), 1), (np.ones(2), 2)])
+        >>> X.shape, Y.tolist()
+        ((2, 2), [1, 2])
+    """
     first = batch[0]
     if isinstance(first, dict):
         return {k: default_collate_fn([s[k] for s in batch]) for k in first}
@@ -119,16 +138,59 @@ def _iterable_batches(dataset, batch_size, drop_last, collate_fn):
 
 
 class DataLoader:
-    """Batches of `dataset` (a Dataset or IterableDataset) for the executor; see the module
-    docstring. `num_workers > 0` loads in that many background processes, with
-    `prefetch_factor` batches in flight per worker; `timeout` > 0 bounds the wait for one
-    batch (seconds). A worker's exception is re-raised here with its traceback attached."""
+    """Batches of `dataset` for the executor, loaded ahead in the background.
 
-    def __init__(self, dataset, feed_list=None, places=None, return_list=True,
-                 batch_sampler=None, batch_size=1, shuffle=False, drop_last=False,
-                 collate_fn=None, num_workers=0, use_buffer_reader=True, prefetch_factor=2,
-                 use_shared_memory=True, timeout=0, worker_init_fn=None,
-                 persistent_workers=False):
+    Iterating it (or calling it) yields, per batch, a feed dict {name: ndarray}
+    (`return_list=False`), or with D > 1 `places` a list of D such dicts made from D
+    consecutive batches (each device gets its own batch, as in Paddle); with
+    `return_list=True` (Paddle 2.x's default) the list of field arrays instead. A worker's
+    exception is re-raised here with its traceback attached (`RemoteTraceback`); a dead
+    worker or a wait past `timeout` raises RuntimeError, never a hang.
+
+    Args:
+        dataset (Dataset or IterableDataset): the samples (tuples of fields).
+        feed_list (list of Variable, optional): the variables fed, in field order; needed
+            for feed dicts. Fields are cast to their dtypes and reshaped when only the rank
+            differs (a scalar label becomes [B, 1]).
+        places (Place or list of Places, optional): one place, or the D places of a
+            data-parallel CompiledProgram.
+        return_list (bool): yield lists of arrays (default True) instead of feed dicts.
+        batch_sampler (BatchSampler, optional): instead of batch_size/shuffle/drop_last.
+        batch_size (int or None): samples per batch (default 1); None: every dataset item
+            already is a batch.
+        shuffle (bool): a random order each epoch. Default False.
+        drop_last (bool): drop the last short batch (and an incomplete group of D).
+        collate_fn (callable, optional): samples -> batch (default `default_collate_fn`).
+        num_workers (int): loading processes (0: load in a background thread only).
+        use_buffer_reader (bool): load ahead in a background thread. Default True.
+        prefetch_factor (int): batches in flight per worker. Default 2.
+        use_shared_memory (bool): accepted for Paddle compatibility; ignored.
+        timeout (float): seconds to wait for one batch from the workers (0: no limit).
+        worker_init_fn (callable, optional): called with the worker id in each worker.
+        persistent_workers (bool): accepted for Paddle compatibility; ignored.
+
+    Raises:
+        ValueError: inconsistent arguments (e.g. return_list=False without feed_list).
+
+    Example:
+        >>> x = static.data('x', [None, 2], 'float32')
+        >>> y = static.data('y', [None, 1], 'int64')
+        >>> ds = paddle.io.TensorDataset([np.ones((5, 2), 'float32'), np.arange(5)])
+        >>> loader = paddle.io.DataLoader(ds, feed_list=[x, y], batch_size=2,
+        ...                               drop_last=True, return_list=False)
+        >>> [{k: v.shape for k, v in feed.items()} for feed in loader()]
+        [{'x': (2, 2), 'y': (2, 1)}, {'x': (2, 2), 'y': (2, 1)}]
+    """
+
+    def __init__(self, dataset: Any, feed_list: Sequence[Variable] | None = None,
+                 places: Any = None, return_list: bool = True,
+                 batch_sampler: BatchSampler | None = None, batch_size: int | None = 1,
+                 shuffle: bool = False, drop_last: bool = False,
+                 collate_fn: Callable[[list], Any] | None = None, num_workers: int = 0,
+                 use_buffer_reader: bool = True, prefetch_factor: int = 2,
+                 use_shared_memory: bool = True, timeout: float = 0,
+                 worker_init_fn: Callable[[int], Any] | None = None,
+                 persistent_workers: bool = False) -> None:
         self.dataset = dataset
         self.feed_vars = _feed_vars(feed_list, "DataLoader")
         if not return_list and self.feed_vars is None:
@@ -180,7 +242,7 @@ class DataLoader:
         return -(-len(self.batch_sampler) // self.num_places) if self.num_places > 1 \
             else len(self.batch_sampler)
 
-    def __call__(self):
+    def __call__(self) -> Iterator[Any]:
         return self.__iter__()
 
     def _batches(self):
@@ -208,15 +270,37 @@ class DataLoader:
         return _workers.prefetched(items, self.prefetch_factor * max(1, self.num_workers))
 
     @staticmethod
-    def from_generator(feed_list=None, capacity=None, use_double_buffer=True, iterable=True,
-                       return_list=False, use_multiprocess=False, drop_last=True):
-        """A loader fed by a Python generator; give it data with `set_sample_generator`,
-        `set_sample_list_generator` or `set_batch_generator`, then iterate it.
+    def from_generator(feed_list: Sequence[Variable] | None = None,
+                       capacity: int | None = None, use_double_buffer: bool = True,
+                       iterable: bool = True, return_list: bool = False,
+                       use_multiprocess: bool = False, drop_last: bool = True) -> Any:
+        """A loader fed by a Python generator: give it data with `set_sample_generator`
+        (samples), `set_sample_list_generator` (lists of samples, e.g. `paddle.batch`) or
+        `set_batch_generator` (whole batches), then iterate it for feed dicts.
 
-        >>> loader = paddle.io.DataLoader.from_generator(feed_list=[x, y], capacity=8)
-        >>> loader.set_sample_list_generator(paddle.batch(reader, 32), places=place)
-        >>> for feed in loader():
-        ...     exe.run(main, feed=feed, fetch_list=[loss])
+        Args:
+            feed_list (list of Variable): the variables fed, in field order.
+            capacity (int, optional): batches read ahead (default 2).
+            use_double_buffer (bool): read ahead in a background thread. Default True.
+            iterable (bool): must be True (the start()/reset() queue mode is not
+                supported).
+            return_list (bool): yield lists of arrays instead of feed dicts.
+            use_multiprocess (bool): run the generator in a background process.
+            drop_last (bool): with D > 1 places, drop an incomplete last group of D.
+
+        Returns:
+            GeneratorLoader: set its source, then iterate it (or call it).
+
+        Raises:
+            ValueError: iterable=False, or return_list=False without feed_list.
+
+        Example:
+            >>> x = static.data('x', [None, 2], 'float32')
+            >>> loader = paddle.io.DataLoader.from_generator(feed_list=[x], capacity=4)
+            >>> samples = lambda: ((np.full(2, i, 'float32'),) for i in range(4))
+            >>> _ = loader.set_sample_list_generator(paddle.batch(samples, 2))
+            >>> [feed['x'][:, 0].tolist() for feed in loader()]
+            [[0.0, 1.0], [2.0, 3.0]]
         """
         return GeneratorLoader(feed_list, capacity, use_double_buffer, iterable, return_list,
                                use_multiprocess, drop_last)

@@ -15,10 +15,13 @@ its save id, so a load refuses files from different saves. A load checks the fil
 against the program first and writes nothing into the scope unless every variable
 matches; a damaged file raises ValueError naming it.
 """
+from __future__ import annotations
+
 import hashlib
 import json
 import os
 import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -28,6 +31,11 @@ from ..graph.serialize import (FORMAT_VERSION, FileFormatError, check_format,  #
                                program_from_dict, program_to_dict)
 from ..graph.verify import verify
 from ..io import _arrays, _atomic
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..executor.executor import Executor
 
 
 # ---------------------------------------------------------------- files of one save
@@ -117,7 +125,7 @@ def _check_against(variables, found, what):
 
 
 # ---------------------------------------------------------------- checkpoints
-def save(program, model_path, protocol=4, **configs):
+def save(program: Program, model_path: str, protocol: int = 4, **configs: object) -> None:
     """Save `program`'s parameters to `model_path.pdparams` and its other persistables
     (optimizer state, learning rate) to `model_path.pdopt`, from the global scope.
 
@@ -125,7 +133,25 @@ def save(program, model_path, protocol=4, **configs):
     the parameters its places own: call save on EVERY rank (it first gathers that state
     with one collective; write to a per-rank path or let one rank's file win).
 
-    >>> static.save(static.default_main_program(), 'checkpoints/model')
+    Args:
+        program (Program or CompiledProgram): whose persistables to save.
+        model_path (str): the path prefix of the two files.
+        protocol (int): 2, 3 or 4, accepted for Paddle compatibility.
+        **configs: accepted for Paddle compatibility; ignored.
+
+    Raises:
+        RuntimeError: a persistable is not in the scope (run the startup program first).
+
+    Example:
+        >>> import os, tempfile
+        >>> x = static.data('x', [None, 3])
+        >>> y = static.nn.fc(x, size=2)
+        >>> exe = static.Executor(paddle.CPUPlace())
+        >>> _ = exe.run(static.default_startup_program())
+        >>> path = os.path.join(tempfile.mkdtemp(), 'model')
+        >>> static.save(static.default_main_program(), path)
+        >>> sorted(os.listdir(os.path.dirname(path)))
+        ['model.pdopt', 'model.pdparams']
     """
     program = _as_program(program, "save")
     if not isinstance(protocol, int) or not 2 <= protocol <= 4:
@@ -144,12 +170,35 @@ def save(program, model_path, protocol=4, **configs):
                     model_path + ".pdopt": _writer(others, "pdopt", save_id)}, save_id)
 
 
-def load(program, model_path, executor=None, var_list=None):
+def load(program: Program, model_path: str, executor: Executor | None = None,
+         var_list: Sequence[Variable | str] | None = None) -> None:
     """Load what `save` wrote into the global scope, after checking every persistable of
     `program` (or only `var_list`) against the files: a missing variable, or a shape or
     dtype mismatch, raises one ValueError naming each, and then nothing is loaded.
 
-    >>> static.load(main_program, 'checkpoints/model', exe)
+    Args:
+        program (Program or CompiledProgram): whose persistables to load.
+        model_path (str): the path prefix given to `save`.
+        executor (Executor, optional): accepted for Paddle compatibility.
+        var_list (list of Variable or str, optional): load only these.
+
+    Raises:
+        FileNotFoundError: neither file exists.
+        ValueError: a variable is missing from the files or differs in shape or dtype.
+
+    Example:
+        >>> import os, tempfile
+        >>> x = static.data('x', [None, 3])
+        >>> y = static.nn.fc(x, size=2)
+        >>> exe = static.Executor(paddle.CPUPlace())
+        >>> _ = exe.run(static.default_startup_program())
+        >>> path = os.path.join(tempfile.mkdtemp(), 'model')
+        >>> static.save(static.default_main_program(), path)
+        >>> w = static.global_scope().get('fc_0.w_0')
+        >>> static.global_scope().set('fc_0.w_0', np.zeros_like(w))
+        >>> static.load(static.default_main_program(), path, exe)
+        >>> np.array_equal(static.global_scope().get('fc_0.w_0'), w)
+        True
     """
     program = _as_program(program, "load")
     model_path = _model_path(model_path, "load")
@@ -181,11 +230,32 @@ def _read_checkpoint(model_path, fn):
     return found, sorted(got)
 
 
-def load_program_state(model_path, var_list=None):
-    """{name: ndarray} of a checkpoint (`model_path.pdparams` + `.pdopt`, numbaflow's or
-    Paddle's), for `set_program_state`.
+def load_program_state(model_path: str,
+                       var_list: Sequence[Variable | str] | None = None) -> dict:
+    """Read a checkpoint (`model_path.pdparams` + `.pdopt`, numbaflow's or a Paddle 2.x
+    pickle) into a dict, for `set_program_state`.
 
-    >>> state = static.load_program_state('checkpoints/model')
+    Args:
+        model_path (str): the checkpoint's path prefix.
+        var_list (list of Variable or str, optional): only these variables.
+
+    Returns:
+        dict: {name: ndarray}.
+
+    Raises:
+        FileNotFoundError: neither file exists.
+        ValueError: a damaged or torn checkpoint, or a var_list name it lacks.
+
+    Example:
+        >>> import os, tempfile
+        >>> x = static.data('x', [None, 3])
+        >>> y = static.nn.fc(x, size=2)
+        >>> exe = static.Executor(paddle.CPUPlace())
+        >>> _ = exe.run(static.default_startup_program())
+        >>> path = os.path.join(tempfile.mkdtemp(), 'model')
+        >>> static.save(static.default_main_program(), path)
+        >>> sorted(static.load_program_state(path))
+        ['fc_0.b_0', 'fc_0.w_0']
     """
     model_path = _model_path(model_path, "load_program_state")
     found, _ = _read_checkpoint(model_path, "load_program_state")
@@ -198,9 +268,27 @@ def load_program_state(model_path, var_list=None):
     return {n: found[n] for n in names}
 
 
-def set_program_state(program, state_dict):
-    """Set the persistables of `program` found in `state_dict` (after checking all of
-    their shapes and dtypes); warns naming those it does not hold."""
+def set_program_state(program: Program, state_dict: dict) -> None:
+    """Set the persistables of `program` found in `state_dict` into the global scope,
+    after checking all their shapes and dtypes; warns naming those it does not hold.
+
+    Args:
+        program (Program): whose persistables to set.
+        state_dict (dict): {name: array}, e.g. from `load_program_state`.
+
+    Raises:
+        TypeError: state_dict is not a dict.
+        ValueError: a shape or dtype mismatch (then nothing is set).
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> y = static.nn.fc(x, size=2)
+        >>> state = {'fc_0.w_0': np.ones((3, 2), 'float32'),
+        ...          'fc_0.b_0': np.zeros(2, 'float32')}
+        >>> static.set_program_state(static.default_main_program(), state)
+        >>> float(static.global_scope().get('fc_0.w_0').sum())
+        6.0
+    """
     program = _as_program(program, "set_program_state")
     if not isinstance(state_dict, dict):
         raise TypeError(f"set_program_state: state_dict must be a dict of arrays, got "
@@ -217,11 +305,25 @@ def set_program_state(program, state_dict):
         scope.set(v.name, found[v.name])
 
 
-def save_state(obj, path, protocol=4, **configs):
+def save_state(obj: dict, path: str, protocol: int = 4, **configs: object) -> None:
     """`paddle.save`: write a dict {name: array} to the file `path` (numbaflow's arrays
-    format, committed atomically).
+    format, committed atomically: a kill leaves the old file or the new one).
 
-    >>> paddle.save({'w': w_array}, 'model.pdparams')
+    Args:
+        obj (dict): {name: array}.
+        path (str): the file.
+        protocol (int): 2, 3 or 4, accepted for Paddle compatibility.
+        **configs: accepted for Paddle compatibility; ignored.
+
+    Raises:
+        TypeError: obj is not a dict of numeric arrays.
+
+    Example:
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), 'w.pdparams')
+        >>> paddle.save({'w': np.arange(3)}, path)
+        >>> paddle.load(path)['w']
+        array([0, 1, 2])
     """
     if not isinstance(path, (str, os.PathLike)) or not os.path.basename(os.fspath(path)):
         raise TypeError(f"save: path must be a file path (str), got {path!r}")
@@ -238,12 +340,29 @@ def save_state(obj, path, protocol=4, **configs):
     _atomic.commit({os.fspath(path): _writer(arrays, "state", save_id)}, save_id)
 
 
-def load_state(path, **configs):
-    """`paddle.load`: the dict {name: ndarray} in the file `path`, written by `save_state`,
-    `static.save` or Paddle 2.x (`paddle.save` / `static.save` pickles; their name table
-    is dropped unless `keep_name_table=True`).
+def load_state(path: str, **configs: object) -> dict:
+    """`paddle.load`: the dict of arrays in the file `path`, written by `paddle.save`,
+    `static.save` (one of its files) or Paddle 2.x (`paddle.save` / `static.save` pickles,
+    read without running any code from them).
 
-    >>> state = paddle.load('model.pdparams')
+    Args:
+        path (str): the file (e.g. 'model.pdparams').
+        **configs: `keep_name_table=True` keeps the `StructuredToParameterName@@` table of
+            a Paddle state dict; `return_numpy` etc. are accepted and ignored.
+
+    Returns:
+        dict: {name: ndarray}.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: a damaged file, or a pickle holding anything but numeric arrays.
+
+    Example:
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), 'w.pdparams')
+        >>> paddle.save({'w': np.ones(2, 'float32')}, path)
+        >>> paddle.load(path)
+        {'w': array([1., 1.], dtype=float32)}
     """
     unknown = set(configs) - {"keep_name_table", "return_numpy", "model_filename",
                               "params_filename"}
@@ -395,12 +514,30 @@ def _prefix(path_prefix, fn):
     return path_prefix
 
 
-def save_inference_model(path_prefix, feed_vars, fetch_vars, executor, program=None,
-                         **kwargs):
+def save_inference_model(path_prefix: str, feed_vars: Variable | Sequence[Variable],
+                         fetch_vars: Variable | Sequence[Variable], executor: Executor,
+                         program: Program | None = None, **kwargs: object) -> None:
     """Save the forward ops that compute `fetch_vars` from `feed_vars` to
     `path_prefix.pdmodel` and the parameters they read to `path_prefix.pdiparams`.
 
-    >>> static.save_inference_model('infer/model', [x], [predict], exe)
+    Args:
+        path_prefix (str): the path prefix of the two files (not a directory).
+        feed_vars (Variable or list of Variable): the model's inputs.
+        fetch_vars (Variable or list of Variable): the model's outputs.
+        executor (Executor): accepted for Paddle compatibility (the global scope is read).
+        program (Program, optional): default the default main program.
+        **kwargs: `clip_extra` is accepted and ignored.
+
+    Example:
+        >>> import os, tempfile
+        >>> x = static.data('x', [None, 3])
+        >>> predict = static.nn.fc(x, size=2)
+        >>> exe = static.Executor(paddle.CPUPlace())
+        >>> _ = exe.run(static.default_startup_program())
+        >>> prefix = os.path.join(tempfile.mkdtemp(), 'infer')
+        >>> static.save_inference_model(prefix, [x], [predict], exe)
+        >>> sorted(os.listdir(os.path.dirname(prefix)))
+        ['infer.pdiparams', 'infer.pdmodel']
     """
     path_prefix = _prefix(path_prefix, "save_inference_model")
     unknown = set(kwargs) - {"clip_extra"}
@@ -410,12 +547,30 @@ def save_inference_model(path_prefix, feed_vars, fetch_vars, executor, program=N
                      fetch_vars, program, "save_inference_model")
 
 
-def load_inference_model(path_prefix, executor, **kwargs):
+def load_inference_model(path_prefix: str, executor: Executor,
+                         **kwargs: object) -> list:
     """Load a model saved by `save_inference_model`; its parameters go to the global scope.
-    Returns [program, feed_target_names, fetch_targets].
 
-    >>> program, feed_names, fetch_targets = static.load_inference_model('infer/model', exe)
-    >>> out, = exe.run(program, feed={feed_names[0]: x}, fetch_list=fetch_targets)
+    Args:
+        path_prefix (str): the prefix given to `save_inference_model`.
+        executor (Executor): the executor that will run it.
+
+    Returns:
+        list: [program, feed_target_names, fetch_targets].
+
+    Example:
+        >>> import os, tempfile
+        >>> x = static.data('x', [None, 3])
+        >>> predict = static.nn.fc(x, size=2)
+        >>> exe = static.Executor(paddle.CPUPlace())
+        >>> _ = exe.run(static.default_startup_program())
+        >>> prefix = os.path.join(tempfile.mkdtemp(), 'infer')
+        >>> static.save_inference_model(prefix, [x], [predict], exe)
+        >>> program, feed_names, fetch_targets = static.load_inference_model(prefix, exe)
+        >>> out, = exe.run(program, feed={feed_names[0]: np.ones((2, 3), 'float32')},
+        ...                fetch_list=fetch_targets)
+        >>> out.shape
+        (2, 2)
     """
     if kwargs:
         raise TypeError(f"load_inference_model: unexpected arguments {sorted(kwargs)}")
