@@ -47,7 +47,7 @@ from .tensor_math import (abs, add, argmax, assign, cast, clip, concat, divide, 
                           sum, tanh, transpose, unsqueeze)
 from . import nn, optimizer, static, metric, utils, initializer, fluid  # noqa: F401,E402
 from .reader import batch  # noqa: F401,E402  (also binds the paddle.reader module)
-from .static.io import load_state as load, save_state as save  # noqa: F401,E402
+from .static.program_state import load_state as load, save_state as save  # noqa: F401,E402
 from . import io  # noqa: F401,E402  (paddle.io: Dataset, DataLoader, ...)
 
 __version__ = "0.1.0"

@@ -307,7 +307,8 @@ class DataLoader:
 
 
 class GeneratorLoader:
-    """What `DataLoader.from_generator` returns."""
+    """What `DataLoader.from_generator` returns: set its source with one of the
+    `set_*_generator` methods (each returns the loader), then iterate it or call it."""
 
     def __init__(self, feed_list, capacity, use_double_buffer, iterable, return_list,
                  use_multiprocess, drop_last):
@@ -338,20 +339,51 @@ class GeneratorLoader:
         self._source = lambda: make(reader())
         return self
 
-    def set_sample_generator(self, reader, batch_size, drop_last=True, places=None):
-        """`reader()` yields samples (tuples with one field per fed variable)."""
+    def set_sample_generator(self, reader: Callable[[], Any], batch_size: int,
+                             drop_last: bool = True, places: Any = None) -> GeneratorLoader:
+        """Feed from a reader of samples, batched here.
+
+        Args:
+            reader (callable): a reader creator yielding samples (tuples with one field
+                per fed variable).
+            batch_size (int): samples per batch.
+            drop_last (bool): drop the last short batch. Default True.
+            places (Place or list, optional): D > 1 places give per-device lists.
+
+        Returns:
+            GeneratorLoader: self.
+        """
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
             raise ValueError(f"set_sample_generator: batch_size must be a positive int, got "
                              f"{batch_size!r}")
         return self._set(reader, places, lambda it: _iterable_batches(
             it, batch_size, drop_last, default_collate_fn))
 
-    def set_sample_list_generator(self, reader, places=None):
-        """`reader()` yields lists of samples (e.g. `paddle.batch(reader, n)`)."""
+    def set_sample_list_generator(self, reader: Callable[[], Any],
+                                  places: Any = None) -> GeneratorLoader:
+        """Feed from a reader of lists of samples (e.g. `paddle.batch(reader, n)`).
+
+        Args:
+            reader (callable): a reader creator yielding lists of samples.
+            places (Place or list, optional): D > 1 places give per-device lists.
+
+        Returns:
+            GeneratorLoader: self.
+        """
         return self._set(reader, places, lambda it: (default_collate_fn(list(b)) for b in it))
 
-    def set_batch_generator(self, reader, places=None):
-        """`reader()` yields whole batches: one array per fed variable (a list or tuple)."""
+    def set_batch_generator(self, reader: Callable[[], Any],
+                            places: Any = None) -> GeneratorLoader:
+        """Feed from a reader of whole batches.
+
+        Args:
+            reader (callable): a reader creator yielding one list/tuple of arrays (one per
+                fed variable) per batch.
+            places (Place or list, optional): D > 1 places give per-device lists.
+
+        Returns:
+            GeneratorLoader: self.
+        """
         return self._set(reader, places, lambda it: it)
 
     def __call__(self):

@@ -67,5 +67,5 @@ def data(name: str, shape: Sequence[int | None], dtype: DTypeLike = "float32",
                             is_data=True)
 
 
-from .io import (load, load_inference_model, load_program_state, save,  # noqa: F401,E402
-                 save_inference_model, set_program_state)
+from .io import load, load_inference_model, save, save_inference_model  # noqa: F401,E402
+from .program_state import load_program_state, set_program_state  # noqa: F401,E402
