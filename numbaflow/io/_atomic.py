@@ -73,8 +73,14 @@ def _is_leftover(name, paths):
 
 @contextlib.contextmanager
 def _locked_dir(directory, exclusive):
-    """The directory's fd, flock'ed (exclusive for saves, shared for loads) when possible."""
-    fd = os.open(directory, os.O_RDONLY)
+    """The directory's fd, flock'ed (exclusive for saves, shared for loads) when possible;
+    None where the directory cannot be opened (no read permission, Windows): then there is
+    neither a lock nor a directory fsync."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        yield None
+        return
     try:
         if fcntl is not None:
             try:
@@ -104,6 +110,8 @@ def _read_journal(path):
 
 def _fsync_dir(dirfd):
     """fsync a directory (makes its renames durable); file systems that cannot are skipped."""
+    if dirfd is None:
+        return
     try:
         os.fsync(dirfd)
     except OSError as e:
