@@ -371,12 +371,12 @@ def test_prefetch_keeps_the_executor_busy(record_property):
     with static.program_guard(main, startup):
         x = static.data("x", [None, 64], "float32")
         y = static.data("y", [None, 1], "int64")
-        h = static.nn.fc(static.nn.fc(x, 512, activation="relu"), 512, activation="relu")
+        h = static.nn.fc(static.nn.fc(x, 256, activation="relu"), 256, activation="relu")
         loss = paddle.nn.functional.cross_entropy(static.nn.fc(h, 10), y)
         paddle.optimizer.SGD(learning_rate=0.01).minimize(loss)
     exe = static.Executor()
     exe.run(startup)
-    n = 60
+    n = 100
     pre = [dict(zip(("x", "y"), SpinBatches(n, 0)[i])) for i in range(n)]
 
     def steps_per_s(feeds):
