@@ -12,7 +12,7 @@ import numbaflow.static as static
 from numbaflow.graph import verify
 from numbaflow.graph.passes import all_pass_names, apply_passes, get_pass
 from numbaflow.graph.passes.auto_fusion import BlockDependencies, dependencies
-from numbaflow.graph.passes.data_parallel import assign_owners, owner_program
+from numbaflow.distributed.rewrite import assign_owners, owner_program
 from numbaflow.graph.program import Operator
 from numbaflow.graph.verify import IRError
 
