@@ -321,3 +321,32 @@ def test_paddle_load_of_one_file_reads_a_committed_save_through_its_journal(tmp_
     opt = paddle.load(str(tmp_path / "m.pdopt"))
     moment = next(k for k in opt if "moment1" in k)
     np.testing.assert_array_equal(opt[moment], new[moment])
+
+
+def test_failure_right_after_the_commit_keeps_the_new_save(tmp_path, monkeypatch):
+    """The directory fsync after the journal's rename fails: the save is committed, so its
+    files must stay (readers find them through the journal)."""
+    main, exe, *_ = build()
+    static.save(main, str(tmp_path / "m"))
+    exe.run(main, feed={"x": np.ones((2, 3), "float32")})
+    new = state(main)
+    real_replace, real_fsync, committed = os.replace, os.fsync, []
+
+    def replace(src, dst):
+        out = real_replace(src, dst)
+        if str(dst).endswith(".commit"):
+            committed.append(dst)
+        return out
+
+    def fsync(fd):
+        if committed:
+            raise OSError(5, "I/O error")
+        return real_fsync(fd)
+    monkeypatch.setattr(os, "replace", replace)
+    monkeypatch.setattr(os, "fsync", fsync)
+    with pytest.raises(OSError):
+        static.save(main, str(tmp_path / "m"))
+    monkeypatch.undo()
+    got = load_checkpoint(main, str(tmp_path / "m"))
+    for k in new:
+        np.testing.assert_array_equal(got[k], new[k], err_msg=k)

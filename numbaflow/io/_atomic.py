@@ -104,8 +104,8 @@ def _read_journal(path):
         return None
     except (OSError, ValueError, UnicodeDecodeError, AttributeError):
         pass
-    raise ValueError(f"checkpoint journal {path!r} is damaged; delete it (the files it "
-                     f"guarded may be from two different saves)")
+    raise ValueError(f"checkpoint journal {path!r} is damaged: the files it guarded may be "
+                     f"from two different saves; save again (the next save clears it)")
 
 
 def _fsync_dir(dirfd):
@@ -199,13 +199,13 @@ def commit(writers, save_id):
             temps.append(journal_tmp)
             _write_new(journal_tmp, lambda f: f.write(body))
             os.replace(journal_tmp, journal)            # the commit point
-            _fsync_dir(dirfd)
         except BaseException:
             for t in temps:
                 _unlink(t)
             raise
-        # committed: from here on a failure leaves the journal, and readers (and the next
-        # save) roll the save forward
+        # committed: from here on a failure leaves the journal and the temp files it names,
+        # and readers (and the next save) roll the save forward
+        _fsync_dir(dirfd)
         for p in paths:
             os.replace(_temp_name(p, save_id), p)
         _fsync_dir(dirfd)
