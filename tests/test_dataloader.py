@@ -395,3 +395,46 @@ def test_prefetch_keeps_the_executor_busy(record_property):
     print(f"\nstep {1e3 / base:.2f} ms; loader/pre-loaded step rate = {ratio:.2f}")
     if os.environ.get("NUMBAFLOW_STRICT_TIMING") == "1":
         assert ratio >= 0.8
+
+
+def test_thread_workers_where_fork_is_missing(xy, monkeypatch):
+    """Without fork (not Linux) the workers are threads: same batches, same errors, and
+    get_worker_info stays None in the main thread."""
+    from numbaflow.io import _workers
+    monkeypatch.setattr(_workers, "_context", lambda: None)
+    main, x, y = xy
+    loader = DataLoader(ArrayDataset(), feed_list=[x, y], batch_size=5, num_workers=2,
+                        return_list=False)
+    got = list(loader)
+    for feed, (bx, _) in zip(got, expected_batches(list(range(N)), 5)):
+        np.testing.assert_array_equal(feed["x"], bx)
+    rows = sorted(int(v) for f in DataLoader(ShardedStream(), feed_list=[x, y], batch_size=4,
+                                             num_workers=2, return_list=False)
+                  for v in f["x"][:, 0] // D_IN)
+    assert rows == list(range(N))
+    assert get_worker_info() is None
+    with pytest.raises(KeyError, match="sample 13"):
+        list(DataLoader(FailingDataset(), batch_size=4, num_workers=2))
+
+
+class EndlessStream(IterableDataset):
+    def __iter__(self):
+        i = 0
+        while True:
+            yield XS[i % N], YS[i % N]
+            i += 1
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_endless_stream_is_read_only_as_far_as_consumed(num_workers):
+    """A fast IterableDataset waits for the consumer (bounded queues), and leaving stops it."""
+    import itertools
+    loader = DataLoader(EndlessStream(), batch_size=4, num_workers=num_workers)
+    it = iter(loader)
+    batches = list(itertools.islice(it, 5))
+    assert [b[0].shape for b in batches] == [(4, D_IN)] * 5
+    it.close()
+    deadline = time.monotonic() + 10
+    while multiprocessing.active_children() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert multiprocessing.active_children() == []

@@ -80,7 +80,7 @@ def _start_worker(ctx, target, args, name):
 
 
 def _setup(wid, num_workers, dataset, seed, init_fn):
-    _dataset._worker_info = _dataset.WorkerInfo(wid, num_workers, dataset, seed + wid)
+    _dataset._worker_local.info = _dataset.WorkerInfo(wid, num_workers, dataset, seed + wid)
     random.seed(seed + wid)
     np.random.seed((seed + wid) % 2 ** 32)
     if init_fn is not None:
@@ -96,7 +96,8 @@ def _index_loop(wid, num_workers, dataset, seed, init_fn, fetch, jobs, results):
         return
     while True:
         job = jobs.get()
-        if job is None:
+        if job is None:           # the consumer is closing: results are no longer read
+            _abandon(results)
             break
         n, indices = job
         try:
@@ -106,26 +107,45 @@ def _index_loop(wid, num_workers, dataset, seed, init_fn, fetch, jobs, results):
 
 
 def _stream_loop(wid, num_workers, dataset, seed, init_fn, make_iter, results, stop):
-    """A streaming worker: sends every item of `make_iter()`, then _DONE."""
+    """A streaming worker: sends every item of `make_iter()`, then _DONE. The results
+    queue is bounded (a fast worker waits for the consumer), and `stop` ends the wait."""
+    def put(item):
+        while not stop.is_set():
+            try:
+                results.put((wid, item), timeout=_POLL)
+                return True
+            except queue.Full:
+                pass
+        return False
+
     try:
         _setup(wid, num_workers, dataset, seed, init_fn)
         for item in make_iter():
-            results.put((wid, item))
-            if stop is not None and stop.is_set():
-                return
-        results.put((wid, _DONE))
+            if not put(item):
+                break
+        else:
+            put(_DONE)
     except BaseException as e:
-        results.put((wid, _Failure(e, f"worker {wid}")))
+        put(_Failure(e, f"worker {wid}"))
+    if stop.is_set():
+        _abandon(results)
+
+
+def _abandon(results):
+    """The consumer is gone: exit without waiting to flush what it will never read."""
+    cancel = getattr(results, "cancel_join_thread", None)
+    if cancel is not None:
+        cancel()
 
 
 class _Pool:
     """Workers, their queues, and a shutdown that never blocks for long."""
 
-    def __init__(self, num_workers):
+    def __init__(self, num_workers, max_results=0):
         self.ctx = _context()
         q = self.ctx.Queue if self.ctx is not None else queue.Queue
         self.new_queue = q
-        self.results = q()
+        self.results = q(max_results)
         self.workers, self.job_queues = [], []
         self.num_workers = num_workers
         self.seed = random.randrange(2 ** 31)
@@ -246,10 +266,10 @@ def _in_order(pool, source, in_flight, timeout):
             send()
 
 
-def streamed(make_iters, dataset, init_fn, timeout):
+def streamed(make_iters, dataset, init_fn, timeout, capacity):
     """An iterator of the items of every `make_iters[i]()`, each run in its own worker
-    (started now), in arrival order, until all are done."""
-    pool = _Pool(len(make_iters))
+    (started now), in arrival order, until all are done; at most `capacity` items wait."""
+    pool = _Pool(len(make_iters), max_results=max(1, int(capacity)))
     stop = pool.ctx.Event() if pool.ctx is not None else threading.Event()
     for wid, make_iter in enumerate(make_iters):
         pool.workers.append(_start_worker(

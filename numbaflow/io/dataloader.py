@@ -253,7 +253,8 @@ class DataLoader:
             if self.num_workers == 0:
                 return one()
             return _workers.streamed([one] * self.num_workers, self.dataset,
-                                     self.worker_init_fn, self.timeout)
+                                     self.worker_init_fn, self.timeout,
+                                     self.num_workers * self.prefetch_factor)
         fetch = _Fetch(self.dataset, self.collate_fn)
         if self.num_workers == 0:
             return (fetch(indices) for indices in self.batch_sampler)
@@ -400,7 +401,7 @@ class GeneratorLoader:
             for b in source():
                 yield _as_feed(b, self.feed_vars, self.return_list, "DataLoader")
         if self.use_multiprocess:
-            feeds = _workers.streamed([convert], None, None, 0)
+            feeds = _workers.streamed([convert], None, None, 0, self.capacity)
         else:
             feeds = convert()
         items = _grouped(feeds, self.num_places, self.drop_last)

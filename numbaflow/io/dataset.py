@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import random
+import threading
 from typing import Any, Iterator, Sequence
 
 import numpy as np
@@ -97,7 +98,9 @@ class WorkerInfo:
         self.id, self.num_workers, self.dataset, self.seed = id, num_workers, dataset, seed
 
 
-_worker_info = None       # set once in each worker process (or thread-local in threads)
+# set in each worker (a worker process's one thread, or a worker thread where there is
+# no fork), so the main thread always sees None
+_worker_local = threading.local()
 
 
 def get_worker_info() -> WorkerInfo | None:
@@ -111,7 +114,7 @@ def get_worker_info() -> WorkerInfo | None:
         >>> paddle.io.get_worker_info() is None
         True
     """
-    return _worker_info
+    return getattr(_worker_local, "info", None)
 
 
 # ----------------------------------------------------------------------------- samplers
