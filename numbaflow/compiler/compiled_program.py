@@ -314,11 +314,15 @@ class CompiledProgram:
             if path:
                 write_dot(program, path + "_original_graph")
             device = "gpu" if isinstance(self._place, CUDAPlace) else "cpu"
-            self.passes = apply_passes(program, fusion_pass_names(bs), set(fetch) | set(fed),
-                                       device)
+            world = _world()
+            names = fusion_pass_names(bs)
+            if self._is_data_parallel and len(self._device_places) * (
+                    world.size if world is not None else 1) > 1:
+                # each device's weight gradient must be summed before its update
+                names = [n for n in names if n != "fuse_sgd_into_gemm"]
+            self.passes = apply_passes(program, names, set(fetch) | set(fed), device)
             if path:
                 write_dot(program, path + "_fused_graph")
-            world = _world()
             if self._is_data_parallel:
                 self._runners[id(program)] = self._data_parallel_runner(program, world)
                 self.passes.append(self._runners[id(program)].rewrite)

@@ -85,6 +85,9 @@ def fusion_pass_names(bs):
         names.append("fuse_relu_depthwise_conv")
     if bs.fuse_elewise_add_act_ops:
         names.append("fuse_elewise_add_act")
+    if bs.fuse_all_optimizer_ops or bs.enable_auto_fusion:
+        # before the optimizer fusion: the updates it folds are no longer separate ops
+        names.append("fuse_sgd_into_gemm")
     if bs.fuse_all_optimizer_ops:
         names.append("fuse_all_optimizer_ops")
     if bs.enable_auto_fusion:
@@ -107,5 +110,5 @@ def apply_passes(program, names, protected=(), device="cpu"):
 
 
 from . import fuse_elewise_add_act, auto_fusion  # noqa: E402,F401
-from . import fuse_relu_depthwise_conv, fuse_optimizer_ops  # noqa: E402,F401
+from . import fuse_relu_depthwise_conv, fuse_optimizer_ops, fuse_sgd_gemm  # noqa: E402,F401
 from . import sync_batch_norm  # noqa: E402,F401
