@@ -166,6 +166,9 @@ def test_places_give_one_batch_per_device_and_train_like_manual_feeds():
                         drop_last=True, return_list=False)
     items = list(loader)
     assert len(items) == len(loader) == 2             # 4 full batches -> 2 steps of 2 devices
+    odd = DataLoader(ArrayDataset(), feed_list=[x, y], places=places, batch_size=4,
+                     drop_last=True, return_list=False)        # 5 batches: the 5th dropped
+    assert len(list(odd)) == len(odd) == 2
     want = expected_batches(list(range(N)), 5, True)
     for step, item in enumerate(items):
         assert isinstance(item, list) and len(item) == 2

@@ -239,8 +239,8 @@ class DataLoader:
     def __len__(self):
         if self._iterable:
             raise TypeError("DataLoader over an IterableDataset has no len()")
-        return -(-len(self.batch_sampler) // self.num_places) if self.num_places > 1 \
-            else len(self.batch_sampler)
+        n, d = len(self.batch_sampler), self.num_places
+        return n // d if self.drop_last else -(-n // d)     # groups of one batch per place
 
     def __call__(self) -> Iterator[Any]:
         return self.__iter__()
