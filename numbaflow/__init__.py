@@ -46,6 +46,9 @@ from .tensor_math import (abs, add, argmax, assign, cast, clip, concat, divide, 
                           multiply, pow, reshape, scale, split, sqrt, square, squeeze, subtract,
                           sum, tanh, transpose, unsqueeze)
 from . import nn, optimizer, static, metric, utils, initializer, fluid  # noqa: F401,E402
+from .reader import batch  # noqa: F401,E402  (also binds the paddle.reader module)
+from .static.program_state import load_state as load, save_state as save  # noqa: F401,E402
+from . import io  # noqa: F401,E402  (paddle.io: Dataset, DataLoader, ...)
 
 __version__ = "0.1.0"
 
@@ -59,8 +62,11 @@ __all__ = [
     "transpose", "unsqueeze",
     # modes, seed, device
     "enable_static", "disable_static", "in_dynamic_mode", "seed", "set_device", "get_device",
+    # data and checkpoints
+    "batch", "save", "load",
     # submodules
-    "dtypes", "fluid", "initializer", "metric", "nn", "optimizer", "static", "utils",
+    "dtypes", "fluid", "initializer", "io", "metric", "nn", "optimizer", "reader", "static",
+    "utils",
 ]
 
 

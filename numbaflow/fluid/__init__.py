@@ -17,13 +17,14 @@ from ..utils import unique_name  # noqa: F401
 from . import (backward, clip, initializer, io, layers, optimizer,  # noqa: F401
                regularizer)
 from ..compiler import CompiledProgram, ParallelExecutor  # noqa: F401
+from .data_feeder import DataFeeder  # noqa: F401
 
 __all__ = [
     "Program", "Variable", "Parameter", "Operator", "data", "program_guard",
     "default_main_program", "default_startup_program", "gradients", "ParamAttr",
     "Executor", "CompiledProgram", "ParallelExecutor", "BuildStrategy", "ExecutionStrategy",
     "CPUPlace", "CUDAPlace", "Scope", "global_scope", "scope_guard", "save", "load",
-    "in_dygraph_mode",
+    "in_dygraph_mode", "DataFeeder",
     # submodules
     "backward", "clip", "initializer", "io", "layers", "optimizer", "regularizer",
     "unique_name",

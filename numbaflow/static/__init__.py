@@ -23,7 +23,8 @@ __all__ = [
     "CPUPlace", "CUDAPlace", "cpu_places", "cuda_places", "Scope", "global_scope",
     "scope_guard",
     # persistence
-    "save", "load", "save_inference_model", "load_inference_model",
+    "save", "load", "save_inference_model", "load_inference_model", "load_program_state",
+    "set_program_state",
     # submodules
     "nn",
 ]
@@ -67,3 +68,4 @@ def data(name: str, shape: Sequence[int | None], dtype: DTypeLike = "float32",
 
 
 from .io import load, load_inference_model, save, save_inference_model  # noqa: F401,E402
+from .program_state import load_program_state, set_program_state  # noqa: F401,E402
