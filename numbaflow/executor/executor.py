@@ -37,6 +37,9 @@ class Executor:
         if program is None:
             program = default_main_program()
         scope = global_scope() if scope is None else scope
+        target = program._program if isinstance(program, CompiledProgram) else program
+        for hook in getattr(target, "_lr_hooks", ()):   # learning-rate schedules (optimizer.lr)
+            hook(scope)
         if isinstance(program, CompiledProgram):
             return program._run(self, feed, fetch_list, scope, return_numpy, return_merged)
         if not isinstance(program, Program):

@@ -69,6 +69,54 @@ class Variable:
     def __neg__(self): return self._math("scale", self, scale=-1.0)
     __hash__ = object.__hash__
 
+    def __getitem__(self, item):
+        """Basic indexing as a `slice` op (differentiable): ints, slices with step 1,
+        `...`; an int drops its dim, as in numpy.
+
+        >>> first = out[0]; cols = x[:, 1:3]
+        """
+        return _getitem(self, item)
+
+
+def _getitem(var, item):
+    items = list(item) if isinstance(item, tuple) else [item]
+    if sum(it is Ellipsis for it in items) > 1:
+        raise IndexError(f"{var.name}[...]: an index can hold at most one '...'")
+    if Ellipsis in items:
+        k = items.index(Ellipsis)
+        items[k:k + 1] = [slice(None)] * (var.ndim - len(items) + 1)
+    if len(items) > var.ndim:
+        raise IndexError(f"{var.name}: too many indices ({len(items)}) for a Variable of "
+                         f"shape {var.shape}")
+    axes, starts, ends, decrease = [], [], [], []
+    for ax, it in enumerate(items):
+        if isinstance(it, bool) or not isinstance(it, (int, slice)) and \
+                not hasattr(it, "__index__"):
+            raise TypeError(f"{var.name}[...]: only ints, slices and '...' index a Variable "
+                            f"(got {type(it).__name__}); use paddle.gather for index lists")
+        if isinstance(it, slice):
+            if it.step not in (None, 1):
+                raise ValueError(f"{var.name}[...]: slice step {it.step} is not supported; "
+                                 f"only step 1")
+            if it.start is None and it.stop is None:
+                continue
+            start = 0 if it.start is None else int(it.start)
+            end = 2 ** 62 if it.stop is None else int(it.stop)
+            axes.append(ax), starts.append(start), ends.append(end)
+        else:
+            i = int(it)
+            dim = var.shape[ax]
+            if dim != -1 and not -dim <= i < dim:
+                raise IndexError(f"{var.name}: index {i} is out of range for axis {ax} of "
+                                 f"size {dim}")
+            axes.append(ax), starts.append(i), ends.append(i + 1 if i != -1 else 2 ** 62)
+            decrease.append(ax)
+    from ..layer_helper import LayerHelper
+    return LayerHelper("slice").simple(
+        "slice", {"Input": var},
+        {"axes": axes, "starts": starts, "ends": ends, "decrease_axis": decrease,
+         "infer_flags": [1] * len(axes)})
+
 
 class Parameter(Variable):
     """A persistable, trainable Variable initialised by an op in the startup program."""
@@ -114,7 +162,19 @@ class Operator:
         return [v.name for vs in self.outputs.values() for v in vs]
 
     def attr(self, name):
-        return self.attrs[name]
+        try:
+            return self.attrs[name]
+        except KeyError:
+            raise ValueError(f"op {self.type!r} has no attribute {name!r}; it has "
+                             f"{sorted(self.attrs)}") from None
+
+    def all_attrs(self):
+        """{name: value} of every attribute (defaults included), as in Paddle."""
+        return dict(self.attrs)
+
+    @property
+    def attr_names(self):
+        return sorted(self.attrs)
 
     def has_attr(self, name):
         return name in self.attrs

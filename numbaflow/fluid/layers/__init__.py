@@ -5,12 +5,12 @@ argmax's `axis=0`); each appends the same ops as the 2.x function it delegates t
 """
 import numbers
 
-from .. import dtypes, metric, static
-from .. import tensor_math as M
-from ..graph.program import Variable
-from ..layer_helper import LayerHelper
-from ..nn import functional as F
-from ..tensor_math import _activation
+from ... import dtypes, metric, static
+from ... import tensor_math as M
+from ...graph.program import Variable
+from ...layer_helper import LayerHelper
+from ...nn import functional as F
+from ...tensor_math import _activation
 
 __all__ = ["data", "fc", "mean", "square_error_cost", "cross_entropy", "softmax", "relu",
            "sigmoid", "tanh", "elementwise_add", "elementwise_sub", "elementwise_mul",
@@ -167,7 +167,7 @@ def argmax(x, axis=0):
     return M.argmax(x, axis=axis)
 
 
-from ..nn.functional_nn import fluid_batch_norm as batch_norm  # noqa: E402,F401
-from ..nn.functional_nn import fluid_dropout as dropout  # noqa: E402,F401
-from ..nn.functional_nn import fluid_pool2d as pool2d  # noqa: E402,F401
-from ..nn.functional_conv import fluid_conv2d as conv2d  # noqa: E402,F401
+from ...nn.functional_nn import fluid_batch_norm as batch_norm  # noqa: E402,F401
+from ...nn.functional_nn import fluid_dropout as dropout  # noqa: E402,F401
+from ...nn.functional_nn import fluid_pool2d as pool2d  # noqa: E402,F401
+from ...nn.functional_conv import fluid_conv2d as conv2d  # noqa: E402,F401

@@ -1,14 +1,17 @@
-"""numbaflow.optimizer: SGD, Momentum, Adam.
+"""numbaflow.optimizer: SGD, Momentum, Adam (here), Adagrad, RMSProp, Adamax, AdamW
+(adaptive.py) and the learning-rate schedulers (`optimizer.lr`).
 
 `minimize(loss)` = append_backward + gradient clipping + weight decay + one update op
 per parameter (role OPTIMIZE). The learning rate is the persistable `learning_rate_N`
-(shape [1]), initialised in the startup program; feed it or `Scope.set` it to change it.
+(shape [1]), initialised in the startup program; feed it or `Scope.set` it to change it,
+or give an `lr.LRScheduler`, whose value is written into it before every run.
 """
 import numbers
 
-from .graph.backward import append_backward
-from .graph.program import OPTIMIZE, Variable, default_startup_program
-from .utils import unique_name
+from ..graph.backward import append_backward
+from ..graph.program import OPTIMIZE, Variable, default_startup_program
+from ..utils import unique_name
+from . import lr
 
 
 class L2Decay:
@@ -23,8 +26,9 @@ class Optimizer:
 
     def __init__(self, learning_rate=0.001, parameters=None, weight_decay=None, grad_clip=None,
                  name=None):
-        if not isinstance(learning_rate, (numbers.Number, Variable)):
-            raise TypeError(f"learning_rate must be a float or a Variable, got "
+        if not isinstance(learning_rate, (numbers.Number, Variable, lr.LRScheduler)):
+            raise TypeError(f"learning_rate must be a float, a Variable or an "
+                            f"optimizer.lr.LRScheduler, got "
                             f"{type(learning_rate).__name__}")
         if isinstance(learning_rate, numbers.Number) and learning_rate < 0:
             raise ValueError(f"learning_rate must be >= 0, got {learning_rate}")
@@ -46,9 +50,19 @@ class Optimizer:
             return self._learning_rate
         if self._lr_var is None or self._lr_var.block is not block:
             name = unique_name.generate("learning_rate")
-            self._lr_var = self._persistable(block, name, [1], "float32",
-                                             float(self._learning_rate))
+            self._lr_var = self._persistable(block, name, [1], "float32", self.get_lr())
+            if isinstance(self._learning_rate, lr.LRScheduler):
+                self._learning_rate._bind(block.program, self._lr_var)
         return self._lr_var
+
+    def get_lr(self):
+        """The current learning rate (a float; a scheduler's current value)."""
+        if isinstance(self._learning_rate, lr.LRScheduler):
+            return float(self._learning_rate())
+        if isinstance(self._learning_rate, Variable):
+            raise TypeError(f"get_lr: the learning rate is the Variable "
+                            f"{self._learning_rate.name}; fetch it with Executor.run")
+        return float(self._learning_rate)
 
     @staticmethod
     def _persistable(block, name, shape, dtype, value):
@@ -165,3 +179,5 @@ class Adam(Optimizer):
 
 
 SGDOptimizer, MomentumOptimizer, AdamOptimizer = SGD, Momentum, Adam
+
+from .adaptive import Adagrad, Adamax, AdamW, RMSProp  # noqa: E402,F401

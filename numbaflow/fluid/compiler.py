@@ -1,0 +1,3 @@
+"""fluid.compiler: `CompiledProgram`, `BuildStrategy`, `ExecutionStrategy` (Paddle 1.x's
+module path; the same classes as `static.*`)."""
+from ..executor import BuildStrategy, CompiledProgram, ExecutionStrategy  # noqa: F401

@@ -1,0 +1,109 @@
+"""Adagrad, RMSProp, Adamax and AdamW (Paddle 2.x's signatures and update rules; the ops
+are in kernels/optim_extra.py)."""
+from . import Optimizer
+
+
+def _unit_interval(cls, **values):
+    for nm, v in values.items():
+        if not 0.0 <= float(v) < 1.0:
+            raise ValueError(f"{cls}: {nm} must be in [0, 1), got {v}")
+
+
+class Adagrad(Optimizer):
+    """moment += grad^2; param -= lr * grad / (sqrt(moment) + epsilon)"""
+
+    def __init__(self, learning_rate, epsilon=1e-6, parameters=None, weight_decay=None,
+                 grad_clip=None, name=None, initial_accumulator_value=0.0):
+        super().__init__(learning_rate, parameters, weight_decay, grad_clip, name)
+        self._epsilon, self._init_acc = float(epsilon), float(initial_accumulator_value)
+
+    def _append_update(self, block, p, g, lr):
+        m = self._accumulator(block, p, "moment", self._init_acc)
+        return [block.append_op("adagrad", {"Param": p, "Grad": g, "Moment": m,
+                                            "LearningRate": lr},
+                                {"ParamOut": p, "MomentOut": m}, {"epsilon": self._epsilon})]
+
+
+class RMSProp(Optimizer):
+    """mean_square = rho * mean_square + (1 - rho) * grad^2;
+    moment = momentum * moment + lr * grad / sqrt(mean_square [- mean_grad^2] + epsilon);
+    param -= moment"""
+
+    def __init__(self, learning_rate, rho=0.95, epsilon=1e-6, momentum=0.0, centered=False,
+                 parameters=None, weight_decay=None, grad_clip=None, name=None):
+        super().__init__(learning_rate, parameters, weight_decay, grad_clip, name)
+        if float(epsilon) < 0 or float(momentum) < 0 or float(rho) < 0:
+            raise ValueError(f"RMSProp: rho ({rho}), epsilon ({epsilon}) and momentum "
+                             f"({momentum}) must be >= 0")
+        self._attrs = {"decay": float(rho), "epsilon": float(epsilon),
+                       "momentum": float(momentum), "centered": bool(centered)}
+
+    def _append_update(self, block, p, g, lr):
+        mom = self._accumulator(block, p, "momentum", 0.0)
+        ms = self._accumulator(block, p, "mean_square", 0.0)
+        mg = self._accumulator(block, p, "mean_grad", 0.0)
+        return [block.append_op(
+            "rmsprop", {"Param": p, "Grad": g, "MeanSquare": ms, "MeanGrad": mg, "Moment": mom,
+                        "LearningRate": lr},
+            {"ParamOut": p, "MomentOut": mom, "MeanSquareOut": ms, "MeanGradOut": mg},
+            dict(self._attrs))]
+
+
+class Adamax(Optimizer):
+    """Adam with the infinity norm: moment = b1 m + (1 - b1) g; inf_norm = max(b2 inf_norm +
+    eps, |g|); param -= lr / (1 - b1^t) * moment / inf_norm"""
+
+    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8,
+                 parameters=None, weight_decay=None, grad_clip=None, name=None):
+        super().__init__(learning_rate, parameters, weight_decay, grad_clip, name)
+        _unit_interval("Adamax", beta1=beta1, beta2=beta2)
+        self._beta1, self._beta2, self._epsilon = float(beta1), float(beta2), float(epsilon)
+
+    def _append_update(self, block, p, g, lr):
+        m = self._accumulator(block, p, "moment", 0.0)
+        inf = self._accumulator(block, p, "inf_norm", 0.0)
+        b1p = self._accumulator(block, p, "beta1_pow_acc", self._beta1, shape=[1])
+        return [
+            block.append_op("adamax", {"Param": p, "Grad": g, "LearningRate": lr, "Moment": m,
+                                       "InfNorm": inf, "Beta1Pow": b1p},
+                            {"ParamOut": p, "MomentOut": m, "InfNormOut": inf},
+                            {"beta1": self._beta1, "beta2": self._beta2,
+                             "epsilon": self._epsilon}),
+            block.append_op("scale", {"X": b1p}, {"Out": b1p}, {"scale": self._beta1}),
+        ]
+
+
+class AdamW(Optimizer):
+    """Adam with decoupled weight decay: param *= 1 - lr * weight_decay (for parameters
+    `apply_decay_param_fun(name)` accepts; all by default), then the Adam update."""
+
+    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8,
+                 parameters=None, weight_decay=0.01, lr_ratio=None, apply_decay_param_fun=None,
+                 grad_clip=None, lazy_mode=False, multi_precision=False, name=None):
+        if not isinstance(weight_decay, (int, float)):
+            raise TypeError(f"AdamW: weight_decay must be a float coefficient, got "
+                            f"{type(weight_decay).__name__}")
+        super().__init__(learning_rate, parameters, None, grad_clip, name)
+        _unit_interval("AdamW", beta1=beta1, beta2=beta2)
+        self._beta1, self._beta2, self._epsilon = float(beta1), float(beta2), float(epsilon)
+        self._coeff = float(weight_decay)
+        self._lr_ratio = lr_ratio
+        self._decay_fn = apply_decay_param_fun
+
+    def _append_update(self, block, p, g, lr):
+        m1 = self._accumulator(block, p, "moment1", 0.0)
+        m2 = self._accumulator(block, p, "moment2", 0.0)
+        b1p = self._accumulator(block, p, "beta1_pow_acc", self._beta1, shape=[1])
+        b2p = self._accumulator(block, p, "beta2_pow_acc", self._beta2, shape=[1])
+        with_decay = self._decay_fn is None or bool(self._decay_fn(p.name))
+        ratio = 1.0 if self._lr_ratio is None else float(self._lr_ratio(p))
+        return [
+            block.append_op("adamw", {"Param": p, "Grad": g, "LearningRate": lr, "Moment1": m1,
+                                      "Moment2": m2, "Beta1Pow": b1p, "Beta2Pow": b2p},
+                            {"ParamOut": p, "Moment1Out": m1, "Moment2Out": m2},
+                            {"beta1": self._beta1, "beta2": self._beta2,
+                             "epsilon": self._epsilon, "coeff": self._coeff,
+                             "lr_ratio": ratio, "with_decay": with_decay}),
+            block.append_op("scale", {"X": b1p}, {"Out": b1p}, {"scale": self._beta1}),
+            block.append_op("scale", {"X": b2p}, {"Out": b2p}, {"scale": self._beta2}),
+        ]
