@@ -19,8 +19,11 @@ from .tensor_math import (abs, add, argmax, assign, cast, clip, concat, divide, 
                           exp, flatten, full, log, matmul, max, maximum, mean, min, minimum,
                           multiply, pow, reshape, scale, split, sqrt, square, squeeze, subtract,
                           sum, tanh, transpose, unsqueeze)
+from .tensor_math import (create_parameter, full_like, ones, ones_like, zeros,  # noqa: F401
+                          zeros_like)
 from . import nn, optimizer, static, metric, utils, initializer, fluid  # noqa: F401,E402
 from .reader import batch  # noqa: F401,E402  (also binds the paddle.reader module)
+from . import framework  # noqa: F401,E402
 
 __version__ = "0.1.0"
 

@@ -270,3 +270,52 @@ def unsqueeze(x, axis, name=None):
     axes = [axis] if isinstance(axis, int) else list(axis)
     return LayerHelper("unsqueeze2", name).simple("unsqueeze2", {"X": _var(x, "unsqueeze")},
                                                   {"axes": axes})
+
+
+# ---------------------------------------------------------------- creation
+def zeros(shape, dtype=None, name=None):
+    """A constant Variable of `shape` filled with 0 (op fill_constant)."""
+    return full(shape, 0.0, dtype, name)
+
+
+def ones(shape, dtype=None, name=None):
+    """A constant Variable of `shape` filled with 1 (op fill_constant)."""
+    return full(shape, 1.0, dtype, name)
+
+
+def full_like(x, fill_value, dtype=None, name=None):
+    """A Variable shaped like `x` (batch dim included) filled with `fill_value` (op
+    fill_any_like; x's values are not read)."""
+    _var(x, "full_like")
+    if not isinstance(fill_value, (numbers.Number, bool)):
+        raise TypeError(f"full_like: fill_value must be a number, got "
+                        f"{type(fill_value).__name__}")
+    dt = dtypes.convert_dtype(dtype) if dtype is not None else x.dtype
+    return LayerHelper("full_like", name).simple(
+        "fill_any_like", {"X": x}, {"value": float(fill_value), "dtype": str(dt)}, dtype=dt)
+
+
+def zeros_like(x, dtype=None, name=None):
+    return full_like(x, 0.0, dtype, name)
+
+
+def ones_like(x, dtype=None, name=None):
+    return full_like(x, 1.0, dtype, name)
+
+
+def create_parameter(shape, dtype, name=None, attr=None, is_bias=False,
+                     default_initializer=None):
+    """A trainable parameter of `shape` in the main program, initialised in the startup
+    program (Xavier for weights, 0 for biases unless `default_initializer` or `attr` say).
+
+    >>> w = paddle.create_parameter(shape=[784, 10], dtype='float32')
+    """
+    import copy
+    from .param_attr import ParamAttr
+    shape = [int(d) for d in shape]
+    attr = copy.copy(ParamAttr._to_attr(attr))     # the caller's ParamAttr is not changed
+    if name is not None and attr.name is None:
+        attr.name = name
+    helper = LayerHelper("create_parameter")
+    return helper.create_parameter(attr, shape, dtypes.convert_dtype(dtype), is_bias,
+                                   default_initializer)

@@ -5,7 +5,8 @@
 >>> y_predict = fluid.layers.fc(input=x, size=1, act=None)
 """
 from ..executor import (BuildStrategy, CompiledProgram, CPUPlace, CUDAPlace,  # noqa: F401
-                        ExecutionStrategy, Executor, Scope, global_scope, scope_guard)
+                        ExecutionStrategy, Executor, Scope, cpu_places, cuda_places,
+                        global_scope, scope_guard)
 from ..graph import (Operator, Parameter, Program, Variable, default_main_program,  # noqa: F401
                      default_startup_program, gradients, program_guard)
 from ..param_attr import ParamAttr  # noqa: F401
@@ -16,6 +17,16 @@ from . import (backward, clip, initializer, io, layers, optimizer,  # noqa: F401
                regularizer)
 from ..executor.parallel_executor import ParallelExecutor  # noqa: F401
 from .data_feeder import DataFeeder  # noqa: F401
+from . import compiler, core, executor, nets  # noqa: F401,E402
+from .core import LoDTensor, Tensor, is_compiled_with_cuda  # noqa: F401,E402
+from ..static.nn import embedding  # noqa: F401,E402  (fluid.embedding: lookup_table_v2)
+
+
+def one_hot(input, depth, allow_out_of_range=False):
+    """fluid.one_hot (Paddle 1.8's one_hot_v2): int ids of any shape -> float32 one-hot
+    rows with a new last dim of `depth`."""
+    from .. import tensor_math
+    return layers.one_hot(tensor_math.unsqueeze(input, [-1]), depth, allow_out_of_range)
 
 
 def in_dygraph_mode():

@@ -18,8 +18,13 @@ def _fans(shape):
 
 
 class Initializer:
+    seed = 0     # a fluid initializer's `seed=` (0: the next seed of the global stream)
+
     def __call__(self, var, block):
         return self._init_op(var, block)
+
+    def _op_seed(self):
+        return int(self.seed) or next_op_seed()
 
     def _init_op(self, var, block):
         raise NotImplementedError
@@ -48,7 +53,7 @@ class Uniform(Initializer):
         lo, hi = self._limits(var)
         return block.append_op("uniform_random", outputs={"Out": var},
                                attrs={"shape": list(var.shape), "min": lo, "max": hi,
-                                      "seed": next_op_seed(), "dtype": str(var.dtype)})
+                                      "seed": self._op_seed(), "dtype": str(var.dtype)})
 
 
 class Normal(Initializer):
@@ -64,7 +69,7 @@ class Normal(Initializer):
         mean, std = self._stats(var)
         return block.append_op(self.op_type, outputs={"Out": var},
                                attrs={"shape": list(var.shape), "mean": mean, "std": std,
-                                      "seed": next_op_seed(), "dtype": str(var.dtype)})
+                                      "seed": self._op_seed(), "dtype": str(var.dtype)})
 
 
 class TruncatedNormal(Normal):
@@ -116,6 +121,23 @@ class KaimingUniform(Uniform):
         limit = _gain(self.nl, self.slope) * math.sqrt(3.0 / (self.fan_in or _fans(var.shape)[0]))
         return -limit, limit
 
+
+class Assign(Initializer):
+    """The parameter starts as a copy of `value` (a numpy array or list; op assign_value)."""
+
+    def __init__(self, value, name=None):
+        self.value = np.asarray(value)
+
+    def _init_op(self, var, block):
+        if tuple(self.value.shape) != tuple(var.shape):
+            raise ValueError(f"Assign initializer: value of shape {self.value.shape} does not "
+                             f"match parameter {var.name} of shape {tuple(var.shape)}")
+        return block.append_op("assign_value", outputs={"Out": var},
+                               attrs={"shape": list(var.shape), "dtype": str(var.dtype),
+                                      "values": self.value.astype(var.dtype).reshape(-1).tolist()})
+
+
+NumpyArrayInitializer = Assign
 
 # fluid-era names
 ConstantInitializer, UniformInitializer, NormalInitializer = Constant, Uniform, Normal

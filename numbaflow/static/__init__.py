@@ -1,5 +1,6 @@
 """numbaflow.static: programs, the executor and static-graph layers (paddle.static)."""
 from .. import dtypes
+from ..metric import accuracy  # noqa: F401  (paddle.static.accuracy)
 from ..executor import (BuildStrategy, CompiledProgram, CPUPlace, CUDAPlace,  # noqa: F401
                         ExecutionStrategy, Executor, Scope, cpu_places, cuda_places,
                         global_scope, scope_guard)

@@ -1,7 +1,9 @@
 """fluid.layers: the Paddle 1.x layer functions, as thin wrappers over numbaflow's ops.
 
 Paddle 1.x argument names and defaults are kept (`input=`, `act=`, `dim=`, `keep_dim=`,
-argmax's `axis=0`); each appends the same ops as the 2.x function it delegates to.
+argmax's `axis=0`); each appends the same ops as the 2.x function it delegates to. As in
+Paddle 1.8, a full reduction (`mean`, `reduce_*` over every dim, `accuracy`) has shape
+(1,), not 0-D, so 1.x programs that index a fetched loss as `loss[0]` run unchanged.
 """
 import numbers
 
@@ -45,8 +47,8 @@ def fc(input, size, num_flatten_dims=1, param_attr=None, bias_attr=None, act=Non
 
 
 def mean(x, name=None):
-    """Mean of every element: a 0-D Variable (op reduce_mean)."""
-    return M.mean(x, name=name)
+    """Mean of every element, shape (1,) as in Paddle 1.8 (op reduce_mean, then reshape2)."""
+    return scalar_1d(M.mean(x, name=name))
 
 
 def square_error_cost(input, label):
@@ -113,12 +115,12 @@ def elementwise_div(x, y, axis=-1, act=None, name=None):
 
 
 def reduce_mean(input, dim=None, keep_dim=False, name=None):
-    """Mean over `dim` (an int or list; None: every dim, giving a 0-D result)."""
-    return M.mean(input, axis=dim, keepdim=keep_dim, name=name)
+    """Mean over `dim` (an int or list; None: every dim, giving shape (1,) as in Paddle 1.8)."""
+    return scalar_1d(M.mean(input, axis=dim, keepdim=keep_dim, name=name))
 
 
 def reduce_sum(input, dim=None, keep_dim=False, name=None):
-    return M.sum(input, axis=dim, keepdim=keep_dim, name=name)
+    return scalar_1d(M.sum(input, axis=dim, keepdim=keep_dim, name=name))
 
 
 def matmul(x, y, transpose_x=False, transpose_y=False, alpha=1.0, name=None):
@@ -158,8 +160,8 @@ def cast(x, dtype):
 
 
 def accuracy(input, label, k=1, correct=None, total=None):
-    """Fraction of rows whose label is among the top-k scores (a 0-D float32)."""
-    return metric.accuracy(input, label, k, correct, total)
+    """Fraction of rows whose label is among the top-k scores (float32 of shape (1,))."""
+    return scalar_1d(metric.accuracy(input, label, k, correct, total))
 
 
 def argmax(x, axis=0):
@@ -171,3 +173,24 @@ from ...nn.functional_nn import fluid_batch_norm as batch_norm  # noqa: E402,F40
 from ...nn.functional_nn import fluid_dropout as dropout  # noqa: E402,F401
 from ...nn.functional_nn import fluid_pool2d as pool2d  # noqa: E402,F401
 from ...nn.functional_conv import fluid_conv2d as conv2d  # noqa: E402,F401
+from .nn import *  # noqa: E402,F401,F403
+from .nn import scalar_1d  # noqa: E402
+from .tensor import *  # noqa: E402,F401,F403
+from .learning_rate_scheduler import *  # noqa: E402,F401,F403
+from . import learning_rate_scheduler, nn, tensor  # noqa: E402,F401
+
+
+def elementwise_max(x, y, axis=-1, act=None, name=None):
+    return _elementwise("elementwise_max", x, y, axis, act, name)
+
+
+def elementwise_min(x, y, axis=-1, act=None, name=None):
+    return _elementwise("elementwise_min", x, y, axis, act, name)
+
+
+def elementwise_pow(x, y, axis=-1, act=None, name=None):
+    return _elementwise("elementwise_pow", x, y, axis, act, name)
+
+
+__all__ += ["elementwise_max", "elementwise_min", "elementwise_pow", "batch_norm", "dropout",
+            "pool2d", "conv2d"] + nn.__all__ + tensor.__all__ + learning_rate_scheduler.__all__
