@@ -305,3 +305,12 @@ def test_fluid_initializers_have_paddle_1x_meanings():
     np.testing.assert_array_equal(_init_values(fluid.initializer.Normal(seed=9), (3, 3)),
                                   _init_values(fluid.initializer.Normal(seed=9), (3, 3)))
     assert paddle.initializer.MSRA is fluid.initializer.MSRA
+
+
+def test_unsupported_fluid_modules_say_so():
+    with pytest.raises(AttributeError, match="only static graphs"):
+        fluid.dygraph.guard()
+    with pytest.raises(RuntimeError, match="only static graphs"):
+        paddle.disable_static()
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        fluid.nope

@@ -32,3 +32,18 @@ def one_hot(input, depth, allow_out_of_range=False):
 def in_dygraph_mode():
     """Always False: numbaflow has only static graphs."""
     return False
+
+
+_NOT_SUPPORTED = {
+    "dygraph": "fluid.dygraph (dynamic graphs) does not exist in numbaflow, which has only "
+               "static graphs: build a Program with fluid.layers and run it with "
+               "fluid.Executor",
+    "contrib": "fluid.contrib (mixed precision, slim, ...) is not part of numbaflow",
+}
+
+
+def __getattr__(name):
+    """A clear error for the fluid modules numbaflow does not have."""
+    if name in _NOT_SUPPORTED:
+        raise AttributeError(_NOT_SUPPORTED[name])
+    raise AttributeError(f"module 'numbaflow.fluid' has no attribute {name!r}")
