@@ -10,6 +10,8 @@ import numbaflow as paddle
 import numbaflow.fluid as fluid
 import numbaflow.static as static
 
+pytestmark = pytest.mark.usefixtures("fresh_graph_state")
+
 STEPS = 4
 X = np.random.default_rng(0).uniform(-1, 1, (6, 3)).astype("float32")
 W0 = np.array([[0.5], [-0.3], [0.2]], np.float32)
@@ -212,3 +214,20 @@ def test_fluid_decay_values_per_run(k):
     test = main.clone(for_test=True)
     exe.run(test, feed={"x": X}, fetch_list=[loss], scope=scope)
     assert int(scope.get("@LR_DECAY_COUNTER@")[0]) == 6
+
+
+def test_scheduler_value_survives_rerunning_the_startup_program():
+    sched = LR.ExponentialDecay(0.4, gamma=0.5)
+    main, startup = static.Program(), static.Program()
+    with static.program_guard(main, startup):
+        x = static.data("x", [None, 3])
+        loss = paddle.mean(static.nn.fc(x, 1))
+        paddle.optimizer.Adam(learning_rate=sched).minimize(loss)
+    exe, scope = static.Executor(paddle.CPUPlace()), static.Scope()
+    exe.run(startup, scope=scope)
+    sched.step()
+    sched.step()
+    exe.run(main, feed={"x": X}, scope=scope)
+    exe.run(startup, scope=scope)               # re-initialises learning_rate_0 to 0.4
+    (lr,) = exe.run(main, feed={"x": X}, fetch_list=["learning_rate_0"], scope=scope)
+    assert lr[0] == pytest.approx(0.1)

@@ -78,18 +78,18 @@ class LRScheduler:
 
 
 class _SchedulerHook:
-    """Before a run: write scheduler() into the lr variable of the run's scope when it
-    changed since the last write into that scope."""
+    """Before a run: write scheduler() into the lr variable of the run's scope when the
+    scope holds another value (only then: a write makes data-parallel replicas re-sync)."""
 
     def __init__(self, scheduler, name, dtype):
         self.scheduler, self.name, self.dtype = scheduler, name, dtype
-        self.written = {}      # id(scope) -> value last written there
 
     def __call__(self, scope):
-        value = float(self.scheduler())
-        if self.written.get(id(scope)) != value and scope.find_var(self.name) is not None:
-            scope.set(self.name, np.array([value], self.dtype))
-            self.written[id(scope)] = value
+        if scope.find_var(self.name) is None:
+            return
+        value = np.array([self.scheduler()], self.dtype)
+        if not np.array_equal(scope.get(self.name), value):
+            scope.set(self.name, value)
 
 
 class NoamDecay(LRScheduler):
