@@ -314,3 +314,29 @@ def test_unsupported_fluid_modules_say_so():
         paddle.disable_static()
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         fluid.nope
+
+
+def test_fluid_layers_wrappers_against_numpy():
+    xv = RNG.uniform(0.5, 1.5, (2, 3, 4)).astype("float32")
+
+    def build():
+        L = fluid.layers
+        x = L.data("x", [3, 4])
+        g = L.create_global_var([2], 1.5, "float32", persistable=True, name="gv")
+        a, b = L.split(x, [1, 2], dim=1)
+        return [g, L.flatten(x, axis=2), L.flatten(x, axis=0), a, b,
+                L.squeeze(L.unsqueeze(x, [1]), [1]), L.leaky_relu(x - 1.0, alpha=0.1),
+                L.clip(x, 0.8, 1.2), L.log_softmax(x), L.reduce_min(x), L.reduce_max(x, dim=2),
+                L.elementwise_min(x, x * 0.0 + 1.0), L.elementwise_pow(x, x),
+                L.exp(x), L.log(x), L.sqrt(x), L.square(x), L.abs(x - 1.0)]
+    main, got, scope = run(build, {"x": xv})
+    e = np.exp(xv - xv.max(-1, keepdims=True))
+    want = [np.full(2, 1.5, "f4"), xv.reshape(6, 4), xv.reshape(1, 24), xv[:, :1], xv[:, 1:],
+            xv, np.where(xv > 1, xv - 1, 0.1 * (xv - 1)), np.clip(xv, 0.8, 1.2),
+            np.log(e / e.sum(-1, keepdims=True)), [xv.min()], xv.max(2),
+            np.minimum(xv, 1.0), xv ** xv, np.exp(xv), np.log(xv), np.sqrt(xv), xv ** 2,
+            np.abs(xv - 1)]
+    for k, (g, w) in enumerate(zip(got, want)):
+        assert g.shape == np.shape(w), (k, g.shape, np.shape(w))
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6, err_msg=str(k))
+    assert main.global_block().var("gv").persistable and scope.find_var("gv") is not None
