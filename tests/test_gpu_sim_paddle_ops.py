@@ -1,4 +1,4 @@
-"""The CUDA kernels of the ops added for Paddle programs (slice, one_hot, top_k,
+"""The CUDA kernels of the ops added for Paddle programs (slice, strided_slice, one_hot, top_k,
 layer_norm, sigmoid_cross_entropy_with_logits, the extra optimizers) under numba's CUDA
 simulator, in a subprocess: each op-table row of these ops, forward and gradient, must
 equal the CPU kernel, plus shapes bigger than the rows (several blocks) and the cases a
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-OPS = ("slice", "one_hot", "top_k", "layer_norm", "sigmoid_cross_entropy_with_logits",
+OPS = ("slice", "strided_slice", "one_hot", "top_k", "layer_norm", "sigmoid_cross_entropy_with_logits",
        "adagrad", "rmsprop", "adamax", "adamw", "lamb")
 
 SCRIPT = textwrap.dedent("""
@@ -69,6 +69,8 @@ SCRIPT = textwrap.dedent("""
     EXTRA = [   # several blocks / rows longer than a block
         ("slice", {{"Input": u(70, 9, 5)}}, {{"axes": [0, 2], "starts": [3, 1], "ends": [-2, 4],
                                              "decrease_axis": [], "infer_flags": []}}),
+        ("strided_slice", {{"Input": u(70, 9, 5)}}, {{"axes": [0, 2], "starts": [60, 0],
+                                                     "ends": [2, 5], "strides": [-3, 2]}}),
         ("top_k", {{"X": u(130, 40)}}, {{"k": 5}}),
         ("layer_norm", {{"X": u(130, 70), "Scale": u(70), "Bias": u(70)}}, {{}}),
         ("one_hot", {{"X": rng.integers(0, 9, (300, 1))}}, {{"depth": 9}}),

@@ -70,10 +70,10 @@ class Variable:
     __hash__ = object.__hash__
 
     def __getitem__(self, item):
-        """Basic indexing as a `slice` op (differentiable): ints, slices with step 1,
-        `...`; an int drops its dim, as in numpy.
+        """Basic indexing as a `slice` op (`strided_slice` when a step is not 1), both
+        differentiable: ints, slices, `...`; an int drops its dim, as in numpy.
 
-        >>> first = out[0]; cols = x[:, 1:3]
+        >>> first = out[0]; cols = x[:, 1:3]; rev = x[::-1]
         """
         return _getitem(self, item)
 
@@ -88,34 +88,38 @@ def _getitem(var, item):
     if len(items) > var.ndim:
         raise IndexError(f"{var.name}: too many indices ({len(items)}) for a Variable of "
                          f"shape {var.shape}")
-    axes, starts, ends, decrease = [], [], [], []
+    big = 2 ** 62       # an end beyond any dim (Python slicing clamps it)
+    axes, starts, ends, steps, decrease = [], [], [], [], []
     for ax, it in enumerate(items):
         if isinstance(it, bool) or not isinstance(it, (int, slice)) and \
                 not hasattr(it, "__index__"):
             raise TypeError(f"{var.name}[...]: only ints, slices and '...' index a Variable "
-                            f"(got {type(it).__name__}); use paddle.gather for index lists")
+                            f"(got {type(it).__name__}); index lists, masks and None "
+                            f"(gather-style indexing) are not supported")
         if isinstance(it, slice):
-            if it.step not in (None, 1):
-                raise ValueError(f"{var.name}[...]: slice step {it.step} is not supported; "
-                                 f"only step 1")
-            if it.start is None and it.stop is None:
+            step = 1 if it.step is None else int(it.step)
+            if step == 0:
+                raise ValueError(f"{var.name}[...]: slice step cannot be zero")
+            if it.start is None and it.stop is None and step == 1:
                 continue
-            start = 0 if it.start is None else int(it.start)
-            end = 2 ** 62 if it.stop is None else int(it.stop)
-            axes.append(ax), starts.append(start), ends.append(end)
+            start = (0 if step > 0 else big) if it.start is None else int(it.start)
+            end = (big if step > 0 else -big) if it.stop is None else int(it.stop)
+            axes.append(ax), starts.append(start), ends.append(end), steps.append(step)
         else:
             i = int(it)
             dim = var.shape[ax]
             if dim != -1 and not -dim <= i < dim:
                 raise IndexError(f"{var.name}: index {i} is out of range for axis {ax} of "
                                  f"size {dim}")
-            axes.append(ax), starts.append(i), ends.append(i + 1 if i != -1 else 2 ** 62)
-            decrease.append(ax)
+            axes.append(ax), starts.append(i), ends.append(i + 1 if i != -1 else big)
+            steps.append(1), decrease.append(ax)
     from ..layer_helper import LayerHelper
-    return LayerHelper("slice").simple(
-        "slice", {"Input": var},
-        {"axes": axes, "starts": starts, "ends": ends, "decrease_axis": decrease,
-         "infer_flags": [1] * len(axes)})
+    attrs = {"axes": axes, "starts": starts, "ends": ends, "decrease_axis": decrease,
+             "infer_flags": [1] * len(axes)}
+    if any(st != 1 for st in steps):
+        return LayerHelper("strided_slice").simple("strided_slice", {"Input": var},
+                                                   dict(attrs, strides=steps))
+    return LayerHelper("slice").simple("slice", {"Input": var}, attrs)
 
 
 class Parameter(Variable):

@@ -21,18 +21,20 @@ from .registry import MAY_FAIL, NO_GRAD, OpDef, Slot, VarInfo, register_op, sequ
 cuda = None   # numba.cuda, bound by _gpu_kernels on first use (gpu_util's convention)
 
 
-# ---------------------------------------------------------------- slice
-def _bounds(dim, start, end):
-    """Python-slice bounds of [start:end] in a dim of size `dim` (known)."""
-    start, end = (start + dim if start < 0 else start), (end + dim if end < 0 else end)
-    start, end = min(max(start, 0), dim), min(max(end, 0), dim)
-    return start, max(start, end)
+# ---------------------------------------------------------------- slice, strided_slice
+# A slice is a *walk*: per input dim (first index, count, step). Both ops share it;
+# `slice` is strided_slice with every step 1 (Paddle's two ops, one implementation).
+def _steps(attrs):
+    return attrs.get("strides") or [1] * len(attrs["axes"])
 
 
 def _slice_check(shape, attrs, error):
     axes, starts, ends = attrs["axes"], attrs["starts"], attrs["ends"]
-    if not len(axes) == len(starts) == len(ends):
-        raise error(f"axes {axes}, starts {starts} and ends {ends} must have one entry each")
+    if not len(axes) == len(starts) == len(ends) == len(_steps(attrs)):
+        raise error(f"axes {axes}, starts {starts}, ends {ends} (and strides) must have one "
+                    f"entry each")
+    if 0 in _steps(attrs):
+        raise error(f"strides {_steps(attrs)} must not contain 0")
     for a in list(axes) + list(attrs["decrease_axis"]):
         if not 0 <= a < len(shape):
             raise error(f"axis {a} is out of range for an input of shape {tuple(shape)}")
@@ -42,17 +44,17 @@ def _slice_check(shape, attrs, error):
 
 
 def slice_walk(shape, attrs):
-    """(per-dim (start, size) of the walk, output shape) for known `shape`; size -1 for a
-    dim that is unknown."""
-    walk = [(0, d) for d in shape]
-    for a, s, e in zip(attrs["axes"], attrs["starts"], attrs["ends"]):
+    """(per-dim (first, count, step) of the walk, output shape) for `shape`, with
+    Python's slice clamping; count -1 for a dim that is unknown."""
+    walk = [(0, d, 1) for d in shape]
+    for a, s, e, st in zip(attrs["axes"], attrs["starts"], attrs["ends"], _steps(attrs)):
         d = shape[a]
         if d == -1:
-            walk[a] = (0, 1 if a in attrs["decrease_axis"] else -1)
+            walk[a] = (0, 1 if a in attrs["decrease_axis"] else -1, 1)
         else:
-            lo, hi = _bounds(d, int(s), int(e))
-            walk[a] = (lo, hi - lo)
-    out = tuple(n for i, (_, n) in enumerate(walk) if i not in attrs["decrease_axis"])
+            r = range(*slice(int(s), int(e), int(st)).indices(d))
+            walk[a] = (r.start, len(r), r.step)
+    out = tuple(n for i, (_, n, _) in enumerate(walk) if i not in attrs["decrease_axis"])
     return walk, out
 
 
@@ -68,11 +70,20 @@ def _slice_infer(ctx):
 
 
 def _index(walk):
-    return tuple(slice(s, s + n) for s, n in walk)
+    # a numpy basic index; a stop below 0 (a negative step reaching index 0) is None
+    return tuple(slice(f, (f + n * st) if f + n * st >= 0 else None, st) if n else slice(0, 0)
+                 for f, n, st in walk)
 
 
 def _cstrides(shape):
     return gpu_util._cstrides(shape)
+
+
+def _gpu_walk(shape, walk):
+    """(walk dims, input strides of the walk, offset of its first element), in elements."""
+    cs = _cstrides(shape)
+    return (tuple(n for _, n, _ in walk), [c * st for c, (_, _, st) in zip(cs, walk)],
+            sum(f * c for (f, _, _), c in zip(walk, cs)))
 
 
 def _slice_cpu(cop):
@@ -84,19 +95,13 @@ def _slice_cpu(cop):
     return bind
 
 
-def _walk_offset(shape, walk):
-    return sum(s * st for (s, _), st in zip(walk, _cstrides(shape)))
-
-
 def _slice_gpu(cop):
     shape = tuple(cop.input("Input").shape)
-    walk, _ = slice_walk(shape, cop.attrs)
-    dims = tuple(n for _, n in walk)
+    dims, sstr, off = _gpu_walk(shape, slice_walk(shape, cop.attrs)[0])
 
     def bind(ins, outs):
-        return gpu_util.strided_copy_thunk(ins["Input"][0], outs["Out"][0], dims,
-                                           _cstrides(shape), _cstrides(dims),
-                                           _walk_offset(shape, walk), 0)
+        return gpu_util.strided_copy_thunk(ins["Input"][0], outs["Out"][0], dims, sstr,
+                                           _cstrides(dims), off, 0)
     return bind
 
 
@@ -118,34 +123,36 @@ def _slice_grad_cpu(cop):
 
 def _slice_grad_gpu(cop):
     shape = tuple(cop.input("Input").shape)
-    walk, _ = slice_walk(shape, cop.attrs)
-    dims = tuple(n for _, n in walk)
+    dims, dstr, off = _gpu_walk(shape, slice_walk(shape, cop.attrs)[0])
 
     def bind(ins, outs):
         dx = outs["Input@GRAD"][0]
         return sequence([gpu_util.fill_thunk(dx, 0.0),
                          gpu_util.strided_copy_thunk(ins["Out@GRAD"][0], dx, dims,
-                                                     _cstrides(dims), _cstrides(shape), 0,
-                                                     _walk_offset(shape, walk))])
+                                                     _cstrides(dims), dstr, 0, off)])
     return bind
 
 
-def _slice_rule(g):
-    g.append("slice_grad", {"Input": g.fwd("Input"), "Out@GRAD": g.dout("Out")},
-             {"Input@GRAD": g.dx("Input")}, dict(g.attrs))
+def _slice_ops(type, attrs, doc):
+    def rule(g):
+        g.append(type + "_grad", {"Input": g.fwd("Input"), "Out@GRAD": g.dout("Out")},
+                 {"Input@GRAD": g.dx("Input")}, dict(g.attrs))
+    register_op(OpDef(
+        type, (Slot("Input"),), (Slot("Out"),), _slice_infer, _slice_cpu, gpu=_slice_gpu,
+        attrs=dict(attrs), grad=rule, doc=doc))
+    register_op(OpDef(
+        type + "_grad", (Slot("Input"), Slot("Out@GRAD")), (Slot("Input@GRAD"),),
+        lambda ctx: {"Input@GRAD": ctx.input("Input")}, _slice_grad_cpu, gpu=_slice_grad_gpu,
+        attrs=dict(attrs), traits=frozenset((NO_GRAD,)),
+        doc="Input@GRAD = zeros with Out@GRAD at the sliced positions"))
 
 
 _SLICE_ATTRS = {"axes": [], "starts": [], "ends": [], "decrease_axis": [], "infer_flags": []}
-
-register_op(OpDef(
-    "slice", (Slot("Input"),), (Slot("Out"),), _slice_infer, _slice_cpu, gpu=_slice_gpu,
-    attrs=dict(_SLICE_ATTRS), grad=_slice_rule,
-    doc="Out = Input[starts:ends] along `axes` (Python clamping); decrease_axis dims dropped"))
-register_op(OpDef(
-    "slice_grad", (Slot("Input"), Slot("Out@GRAD")), (Slot("Input@GRAD"),),
-    lambda ctx: {"Input@GRAD": ctx.input("Input")}, _slice_grad_cpu, gpu=_slice_grad_gpu,
-    attrs=dict(_SLICE_ATTRS), traits=frozenset((NO_GRAD,)),
-    doc="Input@GRAD = zeros with Out@GRAD at the sliced positions"))
+_slice_ops("slice", _SLICE_ATTRS,
+           "Out = Input[starts:ends] along `axes` (Python clamping); decrease_axis dims dropped")
+_slice_ops("strided_slice", dict(_SLICE_ATTRS, strides=[]),
+           "Out = Input[starts:ends:strides] along `axes` (Python slicing, negative strides "
+           "walk backwards); decrease_axis dims dropped")
 
 
 # ---------------------------------------------------------------- one_hot

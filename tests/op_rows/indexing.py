@@ -104,3 +104,23 @@ row("sigmoid_cross_entropy_with_logits",
     {"X": uniform((4, 2), -3.0, 3.0),
      "Label": lambda rng: np.array([[1, 0], [-1, 1], [0, -1], [1, 1]], np.float64)},
     sigmoid_ce_ref, "sigmoid_ce-ignore", attrs={"ignore_index": -1})
+
+
+# ---------------------------------------------------------------- strided_slice
+def strided_slice_ref(ins, a):
+    x = ins["Input"]
+    idx = [slice(None)] * x.ndim
+    for ax, s, e, st in zip(a["axes"], a["starts"], a["ends"], a["strides"]):
+        idx[ax] = (s % x.shape[ax]) if ax in a["decrease_axis"] else slice(s, e, st)
+    return {"Out": np.array(x[tuple(idx)])}
+
+
+for _id, _shape, _attrs in [
+        ("step2", (5, 3), {"axes": [0], "starts": [0], "ends": [5], "strides": [2]}),
+        ("reverse", (4, 3), {"axes": [0, 1], "starts": [2 ** 62, 2], "ends": [-2 ** 62, 0],
+                             "strides": [-1, -1]}),
+        ("step3-neg-start", (2, 7), {"axes": [1], "starts": [-6], "ends": [7], "strides": [3]}),
+        ("reverse-step2-decrease", (4, 5), {"axes": [0, 1], "starts": [1, 4], "ends": [2, -10],
+                                            "strides": [1, -2], "decrease_axis": [0]})]:
+    row("strided_slice", {"Input": uniform(_shape)}, strided_slice_ref, f"strided_slice-{_id}",
+        attrs=_attrs)
