@@ -105,6 +105,21 @@ def test_adamw_matches_numpy(decay_w):
         _reference(update, {}))
 
 
+@pytest.mark.parametrize("exclude", [False, True])
+def test_lamb_matches_numpy(exclude):
+    b1, b2, eps, lr, wd = 0.9, 0.999, 1e-6, 0.05, 0.1
+
+    def update(w, g, s, t):
+        s["m"] = b1 * s.get("m", 0.0) + (1 - b1) * g
+        s["v"] = b2 * s.get("v", 0.0) + (1 - b2) * g * g
+        r = (s["m"] / (1 - b1 ** t)) / (np.sqrt(s["v"] / (1 - b2 ** t)) + eps)
+        r = r + (0.0 if exclude else wd) * w
+        return w - lr * np.linalg.norm(w) / np.linalg.norm(r) * r
+    _check(_train(lambda: paddle.optimizer.Lamb(
+        lr, lamb_weight_decay=wd, exclude_from_weight_decay_fn=lambda p: exclude)),
+        _reference(update, {}))
+
+
 # ---------------------------------------------------------------- paddle.optimizer.lr
 LR = paddle.optimizer.lr
 N_EPOCHS = 12

@@ -180,4 +180,4 @@ class Adam(Optimizer):
 
 SGDOptimizer, MomentumOptimizer, AdamOptimizer = SGD, Momentum, Adam
 
-from .adaptive import Adagrad, Adamax, AdamW, RMSProp  # noqa: E402,F401
+from .adaptive import Adagrad, Adamax, AdamW, Lamb, RMSProp  # noqa: E402,F401

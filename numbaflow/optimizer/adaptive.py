@@ -107,3 +107,33 @@ class AdamW(Optimizer):
             block.append_op("scale", {"X": b1p}, {"Out": b1p}, {"scale": self._beta1}),
             block.append_op("scale", {"X": b2p}, {"Out": b2p}, {"scale": self._beta2}),
         ]
+
+
+class Lamb(Optimizer):
+    """LAMB (Paddle 2.x): Adam's bias-corrected direction plus lamb_weight_decay * param,
+    scaled per parameter by the trust ratio ||param|| / ||direction||. Parameters for
+    which `exclude_from_weight_decay_fn(param)` is true get no decay term."""
+
+    def __init__(self, learning_rate=0.001, lamb_weight_decay=0.01, beta1=0.9, beta2=0.999,
+                 epsilon=1e-6, parameters=None, grad_clip=None,
+                 exclude_from_weight_decay_fn=None, multi_precision=False, name=None):
+        super().__init__(learning_rate, parameters, None, grad_clip, name)
+        _unit_interval("Lamb", beta1=beta1, beta2=beta2)
+        self._beta1, self._beta2, self._epsilon = float(beta1), float(beta2), float(epsilon)
+        self._wd, self._exclude = float(lamb_weight_decay), exclude_from_weight_decay_fn
+
+    def _append_update(self, block, p, g, lr):
+        m1 = self._accumulator(block, p, "moment1", 0.0)
+        m2 = self._accumulator(block, p, "moment2", 0.0)
+        b1p = self._accumulator(block, p, "beta1_pow_acc", self._beta1, shape=[1])
+        b2p = self._accumulator(block, p, "beta2_pow_acc", self._beta2, shape=[1])
+        wd = 0.0 if self._exclude is not None and self._exclude(p) else self._wd
+        return [
+            block.append_op("lamb", {"Param": p, "Grad": g, "LearningRate": lr, "Moment1": m1,
+                                     "Moment2": m2, "Beta1Pow": b1p, "Beta2Pow": b2p},
+                            {"ParamOut": p, "Moment1Out": m1, "Moment2Out": m2},
+                            {"beta1": self._beta1, "beta2": self._beta2,
+                             "epsilon": self._epsilon, "weight_decay": wd}),
+            block.append_op("scale", {"X": b1p}, {"Out": b1p}, {"scale": self._beta1}),
+            block.append_op("scale", {"X": b2p}, {"Out": b2p}, {"scale": self._beta2}),
+        ]

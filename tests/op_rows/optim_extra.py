@@ -70,3 +70,25 @@ for _decay in (True, False):
                       Beta1Pow=const([0.9 ** 3]), Beta2Pow=const([0.999 ** 3])), adamw_ref,
         f"adamw-{'decay' if _decay else 'no-decay'}",
         attrs={"coeff": 0.1, "lr_ratio": 0.5, "with_decay": _decay})
+
+
+def lamb_ref(ins, a):
+    p, g, lr, m1, m2, b1p, b2p = (f64(ins[k]) for k in (
+        "Param", "Grad", "LearningRate", "Moment1", "Moment2", "Beta1Pow", "Beta2Pow"))
+    b1, b2 = a["beta1"], a["beta2"]
+    m1 = b1 * m1 + (1 - b1) * g
+    m2 = b2 * m2 + (1 - b2) * g * g
+    r = (m1 / (1 - b1p)) / (np.sqrt(m2 / (1 - b2p)) + a["epsilon"]) + a["weight_decay"] * p
+    pn, rn = np.linalg.norm(p), np.linalg.norm(r)
+    ratio = pn / rn if pn > 0 and rn > 0 else 1.0
+    return _out(ins, ParamOut=p - lr * ratio * r, Moment1Out=m1, Moment2Out=m2)
+
+
+for _wd in (0.01, 0.0):
+    row("lamb", dict(P34, Moment1=uniform(X34), Moment2=uniform(X34, 0.0, 0.5),
+                     Beta1Pow=const([0.9 ** 2]), Beta2Pow=const([0.999 ** 2])), lamb_ref,
+        f"lamb-wd{_wd}", attrs={"weight_decay": _wd, "epsilon": 1e-6})
+row("lamb", {"Param": const(np.zeros((2, 3))), "Grad": uniform((2, 3)),
+             "LearningRate": const([0.1]), "Moment1": const(np.zeros((2, 3))),
+             "Moment2": const(np.zeros((2, 3))), "Beta1Pow": const([0.9]),
+             "Beta2Pow": const([0.999])}, lamb_ref, "lamb-zero-param-ratio-1")
