@@ -246,3 +246,40 @@ def test_scheduler_value_survives_rerunning_the_startup_program():
     exe.run(startup, scope=scope)               # re-initialises learning_rate_0 to 0.4
     (lr,) = exe.run(main, feed={"x": X}, fetch_list=["learning_rate_0"], scope=scope)
     assert lr[0] == pytest.approx(0.1)
+
+
+def test_schedules_drive_a_data_parallel_program():
+    """The rate reaches every replica of a with_data_parallel program (2 CPU places): one
+    step there equals one single-device step at the same rate."""
+    sched = LR.PiecewiseDecay([1], [0.5, 0.05])
+    main, startup = static.Program(), static.Program()
+    with static.program_guard(main, startup):
+        x = static.data("x", [None, 3])
+        y = static.nn.fc(x, 1, weight_attr=paddle.ParamAttr(
+            name="w", initializer=paddle.nn.initializer.Assign(W0)), bias_attr=False)
+        loss = paddle.mean(y * y)
+        paddle.optimizer.SGD(learning_rate=sched).minimize(loss)
+    compiled = static.CompiledProgram(main).with_data_parallel(
+        loss_name=loss.name, places=static.cpu_places(2))
+    exe, scope = static.Executor(paddle.CPUPlace()), static.Scope()
+    exe.run(startup, scope=scope)
+    w = W0.astype(np.float64)
+    for lr in (0.5, 0.05):
+        exe.run(compiled, feed={"x": X}, fetch_list=[loss], scope=scope)
+        w = w - lr * _grad(w)
+        np.testing.assert_allclose(scope.get("w"), w, rtol=1e-5, atol=1e-6)
+        sched.step()
+
+
+def test_autoincreased_step_counter_counts_runs():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.layers.data(name="x", shape=[3])
+        out = fluid.layers.mean(x)
+        step = fluid.layers.autoincreased_step_counter(begin=5, step=2)
+        assert fluid.layers.autoincreased_step_counter() is step
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    got = [int(exe.run(main, feed={"x": X}, fetch_list=[out, step], scope=scope)[1][0])
+           for _ in range(3)]
+    assert got == [5, 7, 9]

@@ -20,7 +20,7 @@ from ...graph.program import Variable, default_main_program
 from ...utils import unique_name
 from .tensor import create_global_var
 
-__all__ = ["exponential_decay", "natural_exp_decay", "inverse_time_decay",
+__all__ = ["autoincreased_step_counter", "exponential_decay", "natural_exp_decay", "inverse_time_decay",
            "polynomial_decay", "piecewise_decay", "noam_decay", "cosine_decay",
            "linear_lr_warmup"]
 
@@ -28,11 +28,27 @@ COUNTER = "@LR_DECAY_COUNTER@"
 
 
 class _Counter:
-    """Before a run: counter += 1 in the run's scope (the first run sees 0)."""
+    """Before a run: counter += step in the run's scope (the first run sees begin)."""
+
+    def __init__(self, name=COUNTER, step=1):
+        self.name, self.step = name, step
 
     def __call__(self, scope):
-        if scope.find_var(COUNTER) is not None:
-            scope.set(COUNTER, scope.get(COUNTER) + 1)
+        if scope.find_var(self.name) is not None:
+            scope.set(self.name, scope.get(self.name) + self.step)
+
+
+def autoincreased_step_counter(counter_name=None, begin=1, step=1):
+    """A persistable int64 (1,) counter that reads `begin` in the first run of the main
+    program and advances by `step` every run (Paddle 1.8's global step counter)."""
+    program = default_main_program()
+    name = counter_name or "@STEP_COUNTER@"
+    if name in program.global_block().vars:
+        return program.global_block().var(name)
+    counter = create_global_var([1], int(begin) - int(step), "int64", persistable=True,
+                                name=name)
+    program.__dict__.setdefault("_lr_hooks", []).insert(0, _Counter(name, int(step)))
+    return counter
 
 
 class _Decay:
