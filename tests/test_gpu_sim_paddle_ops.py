@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 OPS = ("slice", "strided_slice", "one_hot", "top_k", "layer_norm", "sigmoid_cross_entropy_with_logits",
-       "adagrad", "rmsprop", "adamax", "adamw", "lamb")
+       "adagrad", "rmsprop", "adamax", "adamw", "lamb", "auc")
 
 SCRIPT = textwrap.dedent("""
     import sys

@@ -343,3 +343,36 @@ def test_fluid_layers_wrappers_against_numpy():
         assert g.shape == np.shape(w), (k, g.shape, np.shape(w))
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6, err_msg=str(k))
     assert main.global_block().var("gv").persistable and scope.find_var("gv") is not None
+
+
+def _bucket_auc(p, lab, nt):
+    s = np.clip((p.astype(np.float64) * nt).astype(np.int64), 0, nt)
+    d = s[lab == 1][:, None] - s[lab == 0][None, :]
+    return ((d > 0) + 0.5 * (d == 0)).mean()
+
+
+def test_auc_global_and_batch_over_runs():
+    rng = np.random.default_rng(5)
+    batches = []
+    for _ in range(3):
+        lab = rng.integers(0, 2, (16, 1))
+        p = np.clip(0.3 * lab[:, 0] + rng.uniform(0, 0.7, 16), 0, 1)
+        batches.append((np.stack([1 - p, p], 1).astype("float32"), lab.astype("int64")))
+    main, startup = static.Program(), static.Program()
+    with static.program_guard(main, startup):
+        x = static.data("p", [None, 2])
+        y = static.data("y", [None, 1], "int64")
+        auc_out, batch_auc, states = static.auc(x, y, num_thresholds=50)
+        f_auc, _, _ = fluid.layers.auc(x, y, num_thresholds=50)
+    exe, scope = static.Executor(paddle.CPUPlace()), static.Scope()
+    exe.run(startup, scope=scope)
+    seen_p, seen_l = [], []
+    for p, lab in batches:
+        g, b, f = exe.run(main, feed={"p": p, "y": lab}, fetch_list=[auc_out, batch_auc, f_auc],
+                          scope=scope)
+        seen_p.append(p[:, 1]), seen_l.append(lab[:, 0])
+        want = _bucket_auc(np.concatenate(seen_p), np.concatenate(seen_l), 50)
+        assert g.shape == () and f.shape == (1,)
+        assert g == pytest.approx(want, abs=1e-6) and f[0] == pytest.approx(want, abs=1e-6)
+        assert b == pytest.approx(_bucket_auc(p[:, 1], lab[:, 0], 50), abs=1e-6)
+    assert scope.get(states[2].name).sum() + scope.get(states[3].name).sum() == 48

@@ -28,3 +28,10 @@ def data(name, shape, dtype="float32", lod_level=0):
 
 
 from .io import load, load_inference_model, save, save_inference_model  # noqa: F401,E402
+
+
+def auc(input, label, curve="ROC", num_thresholds=2 ** 12 - 1, topk=1, slide_steps=1):
+    """ROC AUC, global and of the batch: see numbaflow.fluid.layers.metric_op.auc (the
+    2.x results are 0-D)."""
+    from ..fluid.layers.metric_op import _auc
+    return _auc(input, label, curve, num_thresholds, slide_steps, one_d=False)

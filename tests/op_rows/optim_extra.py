@@ -2,7 +2,7 @@
 update formulas (its CPU kernels), in float64."""
 import numpy as np
 
-from numbaflow.testing.op_test import const, uniform
+from numbaflow.testing.op_test import const, ints, uniform
 
 from . import f64, row
 
@@ -92,3 +92,36 @@ row("lamb", {"Param": const(np.zeros((2, 3))), "Grad": uniform((2, 3)),
              "LearningRate": const([0.1]), "Moment1": const(np.zeros((2, 3))),
              "Moment2": const(np.zeros((2, 3))), "Beta1Pow": const([0.9]),
              "Beta2Pow": const([0.999])}, lamb_ref, "lamb-zero-param-ratio-1")
+
+
+# ---------------------------------------------------------------- auc (a metric with state)
+def auc_ref(ins, a):
+    """Buckets by sorting-free counting, then the ROC area by the rank statistic: the
+    probability that a positive outscores a negative, ties (same bucket) counting 1/2."""
+    nt = a["num_thresholds"]
+    score = np.clip((ins["Predict"][:, -1].astype(np.float64) * nt).astype(np.int64), 0, nt)
+    lab = ins["Label"].reshape(-1) != 0
+    pos = ins["StatPos"] + np.bincount(score[lab], minlength=nt + 1)
+    neg = ins["StatNeg"] + np.bincount(score[~lab], minlength=nt + 1)
+    p_idx, n_idx = np.repeat(np.arange(nt + 1), pos), np.repeat(np.arange(nt + 1), neg)
+    if len(p_idx) and len(n_idx):
+        diff = p_idx[:, None] - n_idx[None, :]
+        area = ((diff > 0) + 0.5 * (diff == 0)).mean()
+    else:
+        area = 0.0
+    return {"AUC": np.array(area), "StatPosOut": pos.astype(np.int64),
+            "StatNegOut": neg.astype(np.int64)}
+
+
+def _probs(n):
+    def make(rng):
+        p = rng.uniform(0, 1, n)
+        return np.stack([1 - p, p], 1)
+    return make
+
+
+for _id, _nt, _stats in [("fresh", 10, 0), ("accumulated", 7, 2)]:
+    row("auc", {"Predict": _probs(12), "Label": ints((12, 1), 0, 2),
+                "StatPos": (lambda n, s: lambda rng: rng.integers(0, s + 1, n + 1))(_nt, _stats),
+                "StatNeg": (lambda n, s: lambda rng: rng.integers(0, s + 1, n + 1))(_nt, _stats)},
+        auc_ref, f"auc-{_id}", attrs={"num_thresholds": _nt}, rtol=1e-12, atol=1e-12)

@@ -177,7 +177,8 @@ from .nn import *  # noqa: E402,F401,F403
 from .nn import scalar_1d  # noqa: E402
 from .tensor import *  # noqa: E402,F401,F403
 from .learning_rate_scheduler import *  # noqa: E402,F401,F403
-from . import learning_rate_scheduler, nn, tensor  # noqa: E402,F401
+from .metric_op import auc  # noqa: E402,F401
+from . import learning_rate_scheduler, metric_op, nn, tensor  # noqa: E402,F401
 
 
 def elementwise_max(x, y, axis=-1, act=None, name=None):
@@ -193,4 +194,4 @@ def elementwise_pow(x, y, axis=-1, act=None, name=None):
 
 
 __all__ += ["elementwise_max", "elementwise_min", "elementwise_pow", "batch_norm", "dropout",
-            "pool2d", "conv2d"] + nn.__all__ + tensor.__all__ + learning_rate_scheduler.__all__
+            "pool2d", "conv2d", "auc"] + nn.__all__ + tensor.__all__ + learning_rate_scheduler.__all__
