@@ -88,7 +88,6 @@ def test_image_classification(net, tmp_path):
         predict = net(images)
         cost = fluid.layers.cross_entropy(input=predict, label=label)
         avg_cost = fluid.layers.mean(cost)
-        acc = fluid.layers.accuracy(input=predict, label=label)
         test_program = main.clone(for_test=True)
         fluid.optimizer.Adam(learning_rate=0.01).minimize(avg_cost)
     assert any(op.type == "batch_norm" for op in main.global_block().ops)
@@ -104,4 +103,3 @@ def test_image_classification(net, tmp_path):
     types = {op.type: op for op in test_program.global_block().ops}
     assert types["batch_norm"].attr("is_test")
     assert "dropout" not in types or types["dropout"].attr("is_test")
-    del acc

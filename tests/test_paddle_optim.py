@@ -172,19 +172,18 @@ def test_scheduler_step_updates_the_learning_rate_variable():
     lr_name = [v.name for v in main.list_vars() if v.name.startswith("learning_rate")][0]
     exe, scope = static.Executor(paddle.CPUPlace()), static.Scope()
     exe.run(startup, scope=scope)
-    w_before = scope.get("fc_0.w_0") if scope.find_var("fc_0.w_0") else None
+    w_name = [p.name for p in main.all_parameters() if ".w_" in p.name][0]
     seen = []
     for epoch in range(4):
-        w = scope.get([p.name for p in main.all_parameters() if ".w_" in p.name][0])
+        w = scope.get(w_name)
         (lr,) = exe.run(main, feed={"x": X}, fetch_list=[lr_name], scope=scope)
         seen.append(float(lr[0]))
-        w_new = scope.get([p.name for p in main.all_parameters() if ".w_" in p.name][0])
+        w_new = scope.get(w_name)
         # the SGD step used this epoch's rate: w_new = w - lr * grad, grad = mean of x rows
         np.testing.assert_allclose(w_new, w - lr[0] * X.mean(0)[:, None], rtol=1e-5, atol=1e-7)
         assert opt.get_lr() == pytest.approx(0.1 * 0.5 ** epoch)
         sched.step()
     assert seen == pytest.approx([0.1, 0.05, 0.025, 0.0125])
-    del w_before
 
 
 # ---------------------------------------------------------------- fluid.layers.*_decay
