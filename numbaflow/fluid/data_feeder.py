@@ -6,7 +6,7 @@
 """
 import numpy as np
 
-from ..executor.parallel_feed import split_sizes
+from ..distributed.feed import split_sizes
 from ..graph.program import Variable, default_main_program
 
 

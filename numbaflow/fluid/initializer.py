@@ -13,7 +13,8 @@ from ..nn.initializer import (Assign, KaimingNormal, KaimingUniform,  # noqa: F4
 __all__ = ["Constant", "Uniform", "Normal", "TruncatedNormal", "Xavier", "MSRA",
            "NumpyArrayInitializer", "ConstantInitializer", "UniformInitializer",
            "NormalInitializer", "TruncatedNormalInitializer", "XavierInitializer",
-           "MSRAInitializer"]
+           "MSRAInitializer", "XavierUniform", "XavierNormal", "KaimingNormal",
+           "KaimingUniform", "Assign"]
 
 
 class Constant(_init.Constant):

@@ -1,9 +1,21 @@
 """Parameter initializers: each appends one init op for a variable to the startup block."""
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..kernels.creation import next_op_seed
+
+if TYPE_CHECKING:
+    from ..graph.program import Block, Operator, Variable
+
+__all__ = ["Initializer", "Constant", "Uniform", "Normal", "TruncatedNormal", "XavierUniform",
+           "XavierNormal", "KaimingNormal", "KaimingUniform", "Assign", "NumpyArrayInitializer",
+           # fluid-era names
+           "ConstantInitializer", "UniformInitializer", "NormalInitializer",
+           "XavierInitializer", "MSRAInitializer"]
 
 
 def _fans(shape):
@@ -18,9 +30,19 @@ def _fans(shape):
 
 
 class Initializer:
+    """Base class: an initializer is called with (var, block) and appends the op that fills
+    `var` to `block` (the startup program's). Give one to a layer through `ParamAttr`.
+
+    Example:
+        >>> w = paddle.ParamAttr(initializer=paddle.nn.initializer.Constant(0.5))
+        >>> x = static.data('x', [None, 3])
+        >>> _ = static.nn.fc(x, size=2, weight_attr=w)
+        >>> static.default_startup_program().global_block().ops[0].type
+        'fill_constant'
+    """
     seed = 0     # a fluid initializer's `seed=` (0: the next seed of the global stream)
 
-    def __call__(self, var, block):
+    def __call__(self, var: Variable, block: Block) -> Operator:
         return self._init_op(var, block)
 
     def _op_seed(self):
@@ -31,7 +53,20 @@ class Initializer:
 
 
 class Constant(Initializer):
-    def __init__(self, value=0.0):
+    """Fill with `value` (op `fill_constant`).
+
+    Args:
+        value (float): the value.
+
+    Example:
+        >>> w = paddle.ParamAttr(initializer=paddle.nn.initializer.Constant(0.5))
+        >>> x = static.data('x', [None, 3])
+        >>> _ = static.nn.fc(x, size=2, weight_attr=w)
+        >>> static.default_startup_program().global_block().ops[0].type
+        'fill_constant'
+    """
+
+    def __init__(self, value: float = 0.0) -> None:
         self.value = float(value)
 
     def _init_op(self, var, block):
@@ -41,7 +76,25 @@ class Constant(Initializer):
 
 
 class Uniform(Initializer):
-    def __init__(self, low=-1.0, high=1.0, name=None):
+    """Uniform in [low, high) (op `uniform_random`).
+
+    Args:
+        low (float): the lower bound.
+        high (float): the upper bound (> low).
+        name (str, optional): accepted for Paddle compatibility.
+
+    Raises:
+        ValueError: low >= high.
+
+    Example:
+        >>> w = paddle.ParamAttr(initializer=paddle.nn.initializer.Uniform(-0.1, 0.1))
+        >>> x = static.data('x', [None, 3])
+        >>> _ = static.nn.fc(x, size=2, weight_attr=w)
+        >>> static.default_startup_program().global_block().ops[0].type
+        'uniform_random'
+    """
+
+    def __init__(self, low: float = -1.0, high: float = 1.0, name: str | None = None) -> None:
         if low >= high:
             raise ValueError(f"Uniform: low ({low}) must be < high ({high})")
         self.low, self.high = float(low), float(high)
@@ -57,9 +110,24 @@ class Uniform(Initializer):
 
 
 class Normal(Initializer):
+    """Normal with `mean` and `std` (op `gaussian_random`).
+
+    Args:
+        mean (float): the mean.
+        std (float): the standard deviation.
+        name (str, optional): accepted for Paddle compatibility.
+
+    Example:
+        >>> w = paddle.ParamAttr(initializer=paddle.nn.initializer.Normal(0.0, 0.02))
+        >>> x = static.data('x', [None, 3])
+        >>> _ = static.nn.fc(x, size=2, weight_attr=w)
+        >>> static.default_startup_program().global_block().ops[0].type
+        'gaussian_random'
+    """
+
     op_type = "gaussian_random"
 
-    def __init__(self, mean=0.0, std=1.0, name=None):
+    def __init__(self, mean: float = 0.0, std: float = 1.0, name: str | None = None) -> None:
         self.mean, self.std = float(mean), float(std)
 
     def _stats(self, var):
@@ -73,13 +141,42 @@ class Normal(Initializer):
 
 
 class TruncatedNormal(Normal):
+    """Normal with `mean` and `std`, redrawn outside 2 std (op `truncated_gaussian_random`).
+
+    Args:
+        mean (float): the mean.
+        std (float): the standard deviation.
+        name (str, optional): accepted for Paddle compatibility.
+
+    Example:
+        >>> w = paddle.ParamAttr(initializer=paddle.nn.initializer.TruncatedNormal(0.0, 0.02))
+        >>> x = static.data('x', [None, 3])
+        >>> _ = static.nn.fc(x, size=2, weight_attr=w)
+        >>> static.default_startup_program().global_block().ops[0].type
+        'truncated_gaussian_random'
+    """
+
     op_type = "truncated_gaussian_random"
 
 
 class XavierUniform(Uniform):
-    """U(-l, l), l = sqrt(6 / (fan_in + fan_out)) (Paddle's default weight init)."""
+    """U(-l, l), l = sqrt(6 / (fan_in + fan_out)) (Paddle's default weight init).
 
-    def __init__(self, fan_in=None, fan_out=None, name=None):
+    Args:
+        fan_in (int, optional): default from the variable's shape.
+        fan_out (int, optional): default from the variable's shape.
+        name (str, optional): accepted for Paddle compatibility.
+
+    Example:
+        >>> w = paddle.ParamAttr(initializer=paddle.nn.initializer.XavierUniform())
+        >>> x = static.data('x', [None, 3])
+        >>> _ = static.nn.fc(x, size=2, weight_attr=w)
+        >>> static.default_startup_program().global_block().ops[0].type
+        'uniform_random'
+    """
+
+    def __init__(self, fan_in: int | None = None, fan_out: int | None = None,
+                 name: str | None = None) -> None:
         self.fan_in, self.fan_out = fan_in, fan_out
 
     def _limits(self, var):
@@ -89,7 +186,23 @@ class XavierUniform(Uniform):
 
 
 class XavierNormal(Normal):
-    def __init__(self, fan_in=None, fan_out=None, name=None):
+    """N(0, sqrt(2 / (fan_in + fan_out))).
+
+    Args:
+        fan_in (int, optional): default from the variable's shape.
+        fan_out (int, optional): default from the variable's shape.
+        name (str, optional): accepted for Paddle compatibility.
+
+    Example:
+        >>> w = paddle.ParamAttr(initializer=paddle.nn.initializer.XavierNormal())
+        >>> x = static.data('x', [None, 3])
+        >>> _ = static.nn.fc(x, size=2, weight_attr=w)
+        >>> static.default_startup_program().global_block().ops[0].type
+        'gaussian_random'
+    """
+
+    def __init__(self, fan_in: int | None = None, fan_out: int | None = None,
+                 name: str | None = None) -> None:
         self.fan_in, self.fan_out = fan_in, fan_out
 
     def _stats(self, var):
@@ -104,9 +217,24 @@ def _gain(nonlinearity, negative_slope):
 
 
 class KaimingNormal(Normal):
-    """N(0, gain / sqrt(fan_in)) (He initialisation)."""
+    """N(0, gain / sqrt(fan_in)) (He initialisation).
 
-    def __init__(self, fan_in=None, negative_slope=0.0, nonlinearity="relu", name=None):
+    Args:
+        fan_in (int, optional): default from the variable's shape.
+        negative_slope (float): for nonlinearity='leaky_relu'.
+        nonlinearity (str): 'relu', 'leaky_relu', 'tanh', 'sigmoid' or 'linear' (the gain).
+        name (str, optional): accepted for Paddle compatibility.
+
+    Example:
+        >>> w = paddle.ParamAttr(initializer=paddle.nn.initializer.KaimingNormal())
+        >>> x = static.data('x', [None, 3])
+        >>> _ = static.nn.fc(x, size=2, weight_attr=w)
+        >>> static.default_startup_program().global_block().ops[0].type
+        'gaussian_random'
+    """
+
+    def __init__(self, fan_in: int | None = None, negative_slope: float = 0.0,
+                 nonlinearity: str = "relu", name: str | None = None) -> None:
         self.fan_in, self.slope, self.nl = fan_in, negative_slope, nonlinearity
 
     def _stats(self, var):
@@ -114,7 +242,24 @@ class KaimingNormal(Normal):
 
 
 class KaimingUniform(Uniform):
-    def __init__(self, fan_in=None, negative_slope=0.0, nonlinearity="relu", name=None):
+    """U(-l, l), l = gain * sqrt(3 / fan_in) (He initialisation, uniform).
+
+    Args:
+        fan_in (int, optional): default from the variable's shape.
+        negative_slope (float): for nonlinearity='leaky_relu'.
+        nonlinearity (str): 'relu', 'leaky_relu', 'tanh', 'sigmoid' or 'linear' (the gain).
+        name (str, optional): accepted for Paddle compatibility.
+
+    Example:
+        >>> w = paddle.ParamAttr(initializer=paddle.nn.initializer.KaimingUniform())
+        >>> x = static.data('x', [None, 3])
+        >>> _ = static.nn.fc(x, size=2, weight_attr=w)
+        >>> static.default_startup_program().global_block().ops[0].type
+        'uniform_random'
+    """
+
+    def __init__(self, fan_in: int | None = None, negative_slope: float = 0.0,
+                 nonlinearity: str = "relu", name: str | None = None) -> None:
         self.fan_in, self.slope, self.nl = fan_in, negative_slope, nonlinearity
 
     def _limits(self, var):
@@ -123,9 +268,20 @@ class KaimingUniform(Uniform):
 
 
 class Assign(Initializer):
-    """The parameter starts as a copy of `value` (a numpy array or list; op assign_value)."""
+    """The parameter starts as a copy of `value` (op assign_value).
 
-    def __init__(self, value, name=None):
+    Args:
+        value (array-like): the values, of the parameter's shape.
+        name (str, optional): accepted for Paddle compatibility.
+
+    Example:
+        >>> w = paddle.ParamAttr(initializer=paddle.nn.initializer.Assign([[1.0], [2.0]]))
+        >>> x = static.data('x', [None, 2])
+        >>> static.nn.fc(x, size=1, weight_attr=w).shape
+        (-1, 1)
+    """
+
+    def __init__(self, value: object, name: str | None = None) -> None:
         self.value = np.asarray(value)
 
     def _init_op(self, var, block):

@@ -1,7 +1,11 @@
 """numbaflow.static: programs, the executor and static-graph layers (paddle.static)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from .. import dtypes
 from ..metric import accuracy  # noqa: F401  (paddle.static.accuracy)
-from ..executor import (BuildStrategy, CompiledProgram, CPUPlace, CUDAPlace,  # noqa: F401
+from ..executor import (BuildStrategy, CPUPlace, CUDAPlace,  # noqa: F401
                         ExecutionStrategy, Executor, Scope, cpu_places, cuda_places,
                         global_scope, scope_guard)
 from ..graph import (Graph, Operator, Parameter, Program, Variable,  # noqa: F401
@@ -9,13 +13,51 @@ from ..graph import (Graph, Operator, Parameter, Program, Variable,  # noqa: F40
                      gradients, program_guard)
 from ..graph.program import default_main_program as _main
 from . import nn  # noqa: F401
-from ..executor.parallel_executor import ParallelExecutor  # noqa: F401,E402
+from ..compiler import CompiledProgram, ParallelExecutor  # noqa: F401,E402
+
+__all__ = [
+    # programs and variables
+    "Program", "Variable", "Parameter", "Operator", "Graph", "data", "program_guard",
+    "default_main_program", "default_startup_program", "append_backward", "gradients",
+    # running
+    "Executor", "CompiledProgram", "ParallelExecutor", "BuildStrategy", "ExecutionStrategy",
+    "CPUPlace", "CUDAPlace", "cpu_places", "cuda_places", "Scope", "global_scope",
+    "scope_guard",
+    # persistence
+    "save", "load", "save_inference_model", "load_inference_model",
+    # metrics
+    "accuracy", "auc",
+    # submodules
+    "nn",
+]
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from numpy.typing import DTypeLike
 
 
-def data(name, shape, dtype="float32", lod_level=0):
+def data(name: str, shape: Sequence[int | None], dtype: DTypeLike = "float32",
+         lod_level: int = 0) -> Variable:
     """Declare a fed input of the default main program; None / -1 dims take any size.
 
-    >>> x = static.data(name='x', shape=[None, 784], dtype='float32')
+    Args:
+        name (str): the feed name (the key in `Executor.run(feed=...)`).
+        shape (list of int or None): the shape; None or -1 for a dim of any size.
+        dtype (str or numpy dtype): default 'float32'.
+        lod_level (int): accepted for Paddle compatibility; ignored.
+
+    Returns:
+        Variable: the input (stop_gradient=True).
+
+    Raises:
+        TypeError: name is not a non-empty str.
+        ValueError: a dim below -1.
+
+    Example:
+        >>> x = static.data(name='x', shape=[None, 784], dtype='float32')
+        >>> x.shape, x.dtype
+        ((-1, 784), dtype('float32'))
     """
     if not isinstance(name, str) or not name:
         raise TypeError(f"data: name must be a non-empty str, got {name!r}")
@@ -30,8 +72,28 @@ def data(name, shape, dtype="float32", lod_level=0):
 from .io import load, load_inference_model, save, save_inference_model  # noqa: F401,E402
 
 
-def auc(input, label, curve="ROC", num_thresholds=2 ** 12 - 1, topk=1, slide_steps=1):
-    """ROC AUC, global and of the batch: see numbaflow.fluid.layers.metric_op.auc (the
-    2.x results are 0-D)."""
+def auc(input: Variable, label: Variable, curve: str = "ROC", num_thresholds: int = 2 ** 12 - 1,
+        topk: int = 1, slide_steps: int = 1) -> tuple:
+    """ROC AUC of a binary classifier, over every run so far and over the current batch.
+
+    Args:
+        input (Variable): (N, 2) class probabilities; column 1 is the positive class.
+        label (Variable): (N, 1) int labels, non-zero = positive.
+        curve (str): only "ROC".
+        num_thresholds (int): buckets of the score.
+        topk (int): accepted for Paddle compatibility.
+        slide_steps (int): only 1 (the batch AUC is the current batch's).
+
+    Returns:
+        tuple: (auc, batch_auc, [batch_stat_pos, batch_stat_neg, stat_pos, stat_neg]);
+        the AUCs are 0-D float64, the stats int64 bucket counts (stat_* persist).
+
+    Example:
+        >>> probs = static.data('probs', [None, 2])
+        >>> label = static.data('label', [None, 1], 'int64')
+        >>> auc_out, batch_auc, _ = static.auc(probs, label)
+        >>> auc_out.shape, str(auc_out.dtype)
+        ((), 'float64')
+    """
     from ..fluid.layers.metric_op import _auc
     return _auc(input, label, curve, num_thresholds, slide_steps, one_d=False)
