@@ -49,7 +49,7 @@ def in_dygraph_mode() -> bool:
     return False
 
 
-def one_hot(input, depth, allow_out_of_range=False):
+def one_hot(input: Variable, depth: int, allow_out_of_range: bool = False) -> Variable:
     """fluid.one_hot (Paddle 1.8's one_hot_v2): int ids of any shape -> float32 one-hot
     rows with a new last dim of `depth`.
 

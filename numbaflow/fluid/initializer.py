@@ -4,6 +4,8 @@ numbaflow.nn.initializer.
 
 >>> w = fluid.ParamAttr(initializer=fluid.initializer.Xavier(uniform=False))
 """
+from __future__ import annotations
+
 import math
 
 from ..nn import initializer as _init
@@ -18,16 +20,43 @@ __all__ = ["Constant", "Uniform", "Normal", "TruncatedNormal", "Xavier", "MSRA",
 
 
 class Constant(_init.Constant):
-    """Every element = value."""
+    """Every element = value.
 
-    def __init__(self, value=0.0, force_cpu=False):
+    Args:
+        value (float): the value.
+        force_cpu (bool): accepted for Paddle compatibility.
+
+    Example:
+        >>> w = fluid.ParamAttr(initializer=fluid.initializer.Constant(0.5))
+        >>> x = fluid.layers.data('x', [4])
+        >>> fluid.layers.fc(x, size=2, param_attr=w).shape
+        (-1, 2)
+    """
+
+    def __init__(self, value: float = 0.0, force_cpu: bool = False) -> None:
         super().__init__(value)
 
 
 class Uniform(_init.Uniform):
-    """U(low, high)."""
+    """Uniform in [low, high).
 
-    def __init__(self, low=-1.0, high=1.0, seed=0, diag_num=0, diag_step=0, diag_val=1.0):
+    Args:
+        low (float): the lower bound.
+        high (float): the upper bound.
+        seed (int): a fixed seed (0: the global stream).
+        diag_num (int): must be 0 (diagonal initialisation is not supported).
+        diag_step (int): accepted for Paddle compatibility.
+        diag_val (float): accepted for Paddle compatibility.
+
+    Example:
+        >>> w = fluid.ParamAttr(initializer=fluid.initializer.Uniform(low=-0.1, high=0.1))
+        >>> x = fluid.layers.data('x', [4])
+        >>> fluid.layers.fc(x, size=2, param_attr=w).shape
+        (-1, 2)
+    """
+
+    def __init__(self, low: float = -1.0, high: float = 1.0, seed: int = 0, diag_num: int = 0,
+                 diag_step: int = 0, diag_val: float = 1.0) -> None:
         if diag_num:
             raise ValueError("Uniform: diag_num/diag_step/diag_val are not supported; leave "
                              "them at 0")
@@ -36,25 +65,63 @@ class Uniform(_init.Uniform):
 
 
 class Normal(_init.Normal):
-    """N(loc, scale^2)."""
+    """Normal with mean `loc` and standard deviation `scale`.
 
-    def __init__(self, loc=0.0, scale=1.0, seed=0):
+    Args:
+        loc (float): the mean.
+        scale (float): the standard deviation.
+        seed (int): a fixed seed (0: the global stream).
+
+    Example:
+        >>> w = fluid.ParamAttr(initializer=fluid.initializer.Normal(loc=0.0, scale=0.02))
+        >>> x = fluid.layers.data('x', [4])
+        >>> fluid.layers.fc(x, size=2, param_attr=w).shape
+        (-1, 2)
+    """
+
+    def __init__(self, loc: float = 0.0, scale: float = 1.0, seed: int = 0) -> None:
         super().__init__(loc, scale)
         self.seed = seed
 
 
 class TruncatedNormal(_init.TruncatedNormal):
-    """N(loc, scale^2) truncated to loc +- 2 scale."""
+    """Normal(loc, scale) truncated to loc +- 2 scale.
 
-    def __init__(self, loc=0.0, scale=1.0, seed=0):
+    Args:
+        loc (float): the mean.
+        scale (float): the standard deviation.
+        seed (int): a fixed seed (0: the global stream).
+
+    Example:
+        >>> w = fluid.ParamAttr(initializer=fluid.initializer.TruncatedNormal(scale=0.02))
+        >>> x = fluid.layers.data('x', [4])
+        >>> fluid.layers.fc(x, size=2, param_attr=w).shape
+        (-1, 2)
+    """
+
+    def __init__(self, loc: float = 0.0, scale: float = 1.0, seed: int = 0) -> None:
         super().__init__(loc, scale)
         self.seed = seed
 
 
 class Xavier(_init.Initializer):
-    """Glorot: U(+-sqrt(6 / (fan_in + fan_out))) or N(0, sqrt(2 / (fan_in + fan_out)))."""
+    """Glorot: U(+-sqrt(6 / (fan_in + fan_out))) or N(0, sqrt(2 / (fan_in + fan_out))).
 
-    def __init__(self, uniform=True, fan_in=None, fan_out=None, seed=0):
+    Args:
+        uniform (bool): the uniform form (else the normal one).
+        fan_in (int, optional): default from the parameter's shape.
+        fan_out (int, optional): default from the parameter's shape.
+        seed (int): a fixed seed (0: the global stream).
+
+    Example:
+        >>> w = fluid.ParamAttr(initializer=fluid.initializer.Xavier(uniform=False))
+        >>> x = fluid.layers.data('x', [4])
+        >>> fluid.layers.fc(x, size=2, param_attr=w).shape
+        (-1, 2)
+    """
+
+    def __init__(self, uniform: bool = True, fan_in: int | None = None,
+                 fan_out: int | None = None, seed: int = 0) -> None:
         self.uniform, self.fan_in, self.fan_out, self.seed = bool(uniform), fan_in, fan_out, seed
 
     def _init_op(self, var, block):
@@ -70,9 +137,22 @@ class Xavier(_init.Initializer):
 
 
 class MSRA(_init.Initializer):
-    """He: U(+-sqrt(6 / fan_in)) or N(0, sqrt(2 / fan_in))."""
+    """He: U(+-sqrt(6 / fan_in)) or N(0, sqrt(2 / fan_in)).
 
-    def __init__(self, uniform=True, fan_in=None, seed=0):
+    Args:
+        uniform (bool): the uniform form (else the normal one).
+        fan_in (int, optional): default from the parameter's shape.
+        seed (int): a fixed seed (0: the global stream).
+
+    Example:
+        >>> w = fluid.ParamAttr(initializer=fluid.initializer.MSRA(uniform=False))
+        >>> x = fluid.layers.data('x', [4])
+        >>> fluid.layers.fc(x, size=2, param_attr=w).shape
+        (-1, 2)
+    """
+
+    def __init__(self, uniform: bool = True, fan_in: int | None = None,
+                 seed: int = 0) -> None:
         self.uniform, self.fan_in, self.seed = bool(uniform), fan_in, seed
 
     def _init_op(self, var, block):

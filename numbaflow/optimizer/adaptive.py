@@ -1,6 +1,35 @@
-"""Adagrad, RMSProp, Adamax and AdamW (Paddle 2.x's signatures and update rules; the ops
-are in kernels/optim_extra.py)."""
+"""Adagrad, RMSProp, Adamax, AdamW and Lamb (Paddle 2.x's signatures and update rules;
+the ops are in kernels/optim_extra.py and kernels/lamb.py)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from . import Optimizer
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from ..graph.program import Parameter, Variable
+    from ..nn.clip import ClipGradByGlobalNorm
+    from . import L2Decay
+    from .lr import LRScheduler
+
+_COMMON = """        parameters (list of Parameter or str, optional): what to train; default every
+            trainable parameter.
+        weight_decay (float or L2Decay, optional): L2 regularisation coefficient.
+        grad_clip (ClipGradByGlobalNorm, optional): gradient clipping.
+        name (str, optional): accepted for Paddle compatibility."""
+
+
+def _example(ctor, ops):
+    return f"""
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> loss = paddle.mean(static.nn.fc(x, size=1))
+        >>> optimize_ops, _ = paddle.optimizer.{ctor}.minimize(loss)
+        >>> sorted({{op.type for op in optimize_ops}})
+        {ops}
+    """
 
 
 def _unit_interval(cls, **values):
@@ -10,10 +39,20 @@ def _unit_interval(cls, **values):
 
 
 class Adagrad(Optimizer):
-    """moment += grad^2; param -= lr * grad / (sqrt(moment) + epsilon)"""
+    __doc__ = f"""moment += grad^2; param -= lr * grad / (sqrt(moment) + epsilon).
 
-    def __init__(self, learning_rate, epsilon=1e-6, parameters=None, weight_decay=None,
-                 grad_clip=None, name=None, initial_accumulator_value=0.0):
+    Args:
+        learning_rate (float, Variable or LRScheduler): the step size.
+        epsilon (float): added to the denominator.
+{_COMMON}
+        initial_accumulator_value (float): the moment's initial value.
+{_example("Adagrad(learning_rate=0.1)", "['adagrad']")}"""
+
+    def __init__(self, learning_rate: float | Variable | LRScheduler, epsilon: float = 1e-6,
+                 parameters: Sequence[Parameter | str] | None = None,
+                 weight_decay: float | L2Decay | None = None,
+                 grad_clip: ClipGradByGlobalNorm | None = None, name: str | None = None,
+                 initial_accumulator_value: float = 0.0) -> None:
         super().__init__(learning_rate, parameters, weight_decay, grad_clip, name)
         self._epsilon, self._init_acc = float(epsilon), float(initial_accumulator_value)
 
@@ -25,12 +64,25 @@ class Adagrad(Optimizer):
 
 
 class RMSProp(Optimizer):
-    """mean_square = rho * mean_square + (1 - rho) * grad^2;
+    __doc__ = f"""mean_square = rho * mean_square + (1 - rho) * grad^2;
     moment = momentum * moment + lr * grad / sqrt(mean_square [- mean_grad^2] + epsilon);
-    param -= moment"""
+    param -= moment.
 
-    def __init__(self, learning_rate, rho=0.95, epsilon=1e-6, momentum=0.0, centered=False,
-                 parameters=None, weight_decay=None, grad_clip=None, name=None):
+    Args:
+        learning_rate (float, Variable or LRScheduler): the step size.
+        rho (float): the mean-square decay.
+        epsilon (float): added under the square root.
+        momentum (float): the momentum of the update.
+        centered (bool): subtract the squared mean gradient.
+{_COMMON}
+{_example("RMSProp(learning_rate=0.01)", "['rmsprop']")}"""
+
+    def __init__(self, learning_rate: float | Variable | LRScheduler, rho: float = 0.95,
+                 epsilon: float = 1e-6, momentum: float = 0.0, centered: bool = False,
+                 parameters: Sequence[Parameter | str] | None = None,
+                 weight_decay: float | L2Decay | None = None,
+                 grad_clip: ClipGradByGlobalNorm | None = None,
+                 name: str | None = None) -> None:
         super().__init__(learning_rate, parameters, weight_decay, grad_clip, name)
         if float(epsilon) < 0 or float(momentum) < 0 or float(rho) < 0:
             raise ValueError(f"RMSProp: rho ({rho}), epsilon ({epsilon}) and momentum "
@@ -50,11 +102,23 @@ class RMSProp(Optimizer):
 
 
 class Adamax(Optimizer):
-    """Adam with the infinity norm: moment = b1 m + (1 - b1) g; inf_norm = max(b2 inf_norm +
-    eps, |g|); param -= lr / (1 - b1^t) * moment / inf_norm"""
+    __doc__ = f"""Adam with the infinity norm: moment = b1 m + (1 - b1) g; inf_norm =
+    max(b2 inf_norm + eps, |g|); param -= lr / (1 - b1^t) * moment / inf_norm.
 
-    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8,
-                 parameters=None, weight_decay=None, grad_clip=None, name=None):
+    Args:
+        learning_rate (float, Variable or LRScheduler): the step size.
+        beta1 (float): the first-moment decay, in [0, 1).
+        beta2 (float): the infinity-norm decay, in [0, 1).
+        epsilon (float): added to the decayed norm.
+{_COMMON}
+{_example("Adamax(learning_rate=0.01)", "['adamax', 'scale']")}"""
+
+    def __init__(self, learning_rate: float | Variable | LRScheduler = 0.001,
+                 beta1: float = 0.9, beta2: float = 0.999, epsilon: float = 1e-8,
+                 parameters: Sequence[Parameter | str] | None = None,
+                 weight_decay: float | L2Decay | None = None,
+                 grad_clip: ClipGradByGlobalNorm | None = None,
+                 name: str | None = None) -> None:
         super().__init__(learning_rate, parameters, weight_decay, grad_clip, name)
         _unit_interval("Adamax", beta1=beta1, beta2=beta2)
         self._beta1, self._beta2, self._epsilon = float(beta1), float(beta2), float(epsilon)
@@ -74,12 +138,31 @@ class Adamax(Optimizer):
 
 
 class AdamW(Optimizer):
-    """Adam with decoupled weight decay: param *= 1 - lr * weight_decay (for parameters
-    `apply_decay_param_fun(name)` accepts; all by default), then the Adam update."""
+    __doc__ = f"""Adam with decoupled weight decay: param *= 1 - lr * weight_decay (for the
+    parameters `apply_decay_param_fun(name)` accepts; all by default), then Adam's update.
 
-    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8,
-                 parameters=None, weight_decay=0.01, lr_ratio=None, apply_decay_param_fun=None,
-                 grad_clip=None, lazy_mode=False, multi_precision=False, name=None):
+    Args:
+        learning_rate (float, Variable or LRScheduler): the step size.
+        beta1 (float): the first-moment decay, in [0, 1).
+        beta2 (float): the second-moment decay, in [0, 1).
+        epsilon (float): added to the denominator.
+        parameters (list of Parameter or str, optional): what to train.
+        weight_decay (float): the decoupled decay coefficient.
+        lr_ratio (callable, optional): param -> a factor on its learning rate.
+        apply_decay_param_fun (callable, optional): name -> whether to decay it.
+        grad_clip (ClipGradByGlobalNorm, optional): gradient clipping.
+        lazy_mode (bool): accepted for Paddle compatibility.
+        multi_precision (bool): accepted for Paddle compatibility.
+        name (str, optional): accepted for Paddle compatibility.
+{_example("AdamW(learning_rate=0.01)", "['adamw', 'scale']")}"""
+
+    def __init__(self, learning_rate: float | Variable | LRScheduler = 0.001,
+                 beta1: float = 0.9, beta2: float = 0.999, epsilon: float = 1e-8,
+                 parameters: Sequence[Parameter | str] | None = None,
+                 weight_decay: float = 0.01, lr_ratio: Callable | None = None,
+                 apply_decay_param_fun: Callable | None = None,
+                 grad_clip: ClipGradByGlobalNorm | None = None, lazy_mode: bool = False,
+                 multi_precision: bool = False, name: str | None = None) -> None:
         if not isinstance(weight_decay, (int, float)):
             raise TypeError(f"AdamW: weight_decay must be a float coefficient, got "
                             f"{type(weight_decay).__name__}")
@@ -110,13 +193,28 @@ class AdamW(Optimizer):
 
 
 class Lamb(Optimizer):
-    """LAMB (Paddle 2.x): Adam's bias-corrected direction plus lamb_weight_decay * param,
-    scaled per parameter by the trust ratio ||param|| / ||direction||. Parameters for
-    which `exclude_from_weight_decay_fn(param)` is true get no decay term."""
+    __doc__ = f"""LAMB (Paddle 2.x): Adam's bias-corrected direction plus lamb_weight_decay *
+    param, scaled per parameter by the trust ratio ||param|| / ||direction||.
 
-    def __init__(self, learning_rate=0.001, lamb_weight_decay=0.01, beta1=0.9, beta2=0.999,
-                 epsilon=1e-6, parameters=None, grad_clip=None,
-                 exclude_from_weight_decay_fn=None, multi_precision=False, name=None):
+    Args:
+        learning_rate (float, Variable or LRScheduler): the step size.
+        lamb_weight_decay (float): the decay term's coefficient.
+        beta1 (float): the first-moment decay, in [0, 1).
+        beta2 (float): the second-moment decay, in [0, 1).
+        epsilon (float): added to the denominator.
+        parameters (list of Parameter or str, optional): what to train.
+        grad_clip (ClipGradByGlobalNorm, optional): gradient clipping.
+        exclude_from_weight_decay_fn (callable, optional): param -> True for no decay term.
+        multi_precision (bool): accepted for Paddle compatibility.
+        name (str, optional): accepted for Paddle compatibility.
+{_example("Lamb(learning_rate=0.01)", "['lamb', 'scale']")}"""
+
+    def __init__(self, learning_rate: float | Variable | LRScheduler = 0.001,
+                 lamb_weight_decay: float = 0.01, beta1: float = 0.9, beta2: float = 0.999,
+                 epsilon: float = 1e-6, parameters: Sequence[Parameter | str] | None = None,
+                 grad_clip: ClipGradByGlobalNorm | None = None,
+                 exclude_from_weight_decay_fn: Callable | None = None,
+                 multi_precision: bool = False, name: str | None = None) -> None:
         super().__init__(learning_rate, parameters, None, grad_clip, name)
         _unit_interval("Lamb", beta1=beta1, beta2=beta2)
         self._beta1, self._beta2, self._epsilon = float(beta1), float(beta2), float(epsilon)

@@ -108,7 +108,7 @@ def mean(x: Variable, name: str | None = None) -> Variable:
         >>> fluid.layers.mean(x).shape
         (1,)
     """
-    return scalar_1d(M.mean(x, name=name))
+    return _scalar_1d(M.mean(x, name=name))
 
 
 def square_error_cost(input: Variable, label: Variable) -> Variable:
@@ -384,7 +384,7 @@ def reduce_mean(input: Variable, dim: int | Sequence[int] | None = None, keep_di
         >>> fluid.layers.reduce_mean(x, dim=1).shape, fluid.layers.reduce_mean(x).shape
         ((-1,), (1,))
     """
-    return scalar_1d(M.mean(input, axis=dim, keepdim=keep_dim, name=name))
+    return _scalar_1d(M.mean(input, axis=dim, keepdim=keep_dim, name=name))
 
 
 def reduce_sum(input: Variable, dim: int | Sequence[int] | None = None, keep_dim: bool = False,
@@ -406,7 +406,7 @@ def reduce_sum(input: Variable, dim: int | Sequence[int] | None = None, keep_dim
         >>> fluid.layers.reduce_sum(x, dim=1, keep_dim=True).shape
         (-1, 1)
     """
-    return scalar_1d(M.sum(input, axis=dim, keepdim=keep_dim, name=name))
+    return _scalar_1d(M.sum(input, axis=dim, keepdim=keep_dim, name=name))
 
 
 def matmul(x: Variable, y: Variable, transpose_x: bool = False, transpose_y: bool = False,
@@ -549,7 +549,7 @@ def accuracy(input: Variable, label: Variable, k: int = 1, correct: Variable | N
         >>> fluid.layers.accuracy(scores, label, k=1).shape
         (1,)
     """
-    return scalar_1d(metric.accuracy(input, label, k, correct, total))
+    return _scalar_1d(metric.accuracy(input, label, k, correct, total))
 
 
 def argmax(x: Variable, axis: int = 0) -> Variable:
@@ -575,24 +575,55 @@ from ...nn.functional_nn import fluid_dropout as dropout  # noqa: E402,F401
 from ...nn.functional_nn import fluid_pool2d as pool2d  # noqa: E402,F401
 from ...nn.functional_conv import fluid_conv2d as conv2d  # noqa: E402,F401
 from .nn import *  # noqa: E402,F401,F403
-from .nn import scalar_1d  # noqa: E402
+from .nn import _scalar_1d  # noqa: E402
 from .tensor import *  # noqa: E402,F401,F403
 from .learning_rate_scheduler import *  # noqa: E402,F401,F403
 from .metric_op import auc  # noqa: E402,F401
 from . import learning_rate_scheduler, metric_op, nn, tensor  # noqa: E402,F401
 
 
-def elementwise_max(x, y, axis=-1, act=None, name=None):
+def _elementwise_doc(fn, formula):
+    fn.__doc__ = f"""{formula} elementwise, y broadcast against x from `axis` (op
+    {fn.__name__}), then `act`.
+
+    Args:
+        x (Variable): the left operand.
+        y (Variable): the right operand (x's dtype).
+        axis (int): where y's dims start in x's (-1: the trailing dims).
+        act (str, optional): an activation applied last.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's shape.
+
+    Example:
+        >>> x = fluid.layers.data('x', [3])
+        >>> y = fluid.layers.data('y', [3])
+        >>> fluid.layers.{fn.__name__}(x, y).shape
+        (-1, 3)
+    """
+    return fn
+
+
+def elementwise_max(x: Variable, y: Variable, axis: int = -1, act: str | None = None,
+                    name: str | None = None) -> Variable:
     return _elementwise("elementwise_max", x, y, axis, act, name)
 
 
-def elementwise_min(x, y, axis=-1, act=None, name=None):
+def elementwise_min(x: Variable, y: Variable, axis: int = -1, act: str | None = None,
+                    name: str | None = None) -> Variable:
     return _elementwise("elementwise_min", x, y, axis, act, name)
 
 
-def elementwise_pow(x, y, axis=-1, act=None, name=None):
+def elementwise_pow(x: Variable, y: Variable, axis: int = -1, act: str | None = None,
+                    name: str | None = None) -> Variable:
     return _elementwise("elementwise_pow", x, y, axis, act, name)
 
 
-__all__ += ["elementwise_max", "elementwise_min", "elementwise_pow", "batch_norm", "dropout",
-            "pool2d", "conv2d", "auc"] + nn.__all__ + tensor.__all__ + learning_rate_scheduler.__all__
+_elementwise_doc(elementwise_max, "max(x, y)")
+_elementwise_doc(elementwise_min, "min(x, y)")
+_elementwise_doc(elementwise_pow, "x ** y")
+
+
+__all__ += (["elementwise_max", "elementwise_min", "elementwise_pow", "auc"] + nn.__all__
+            + tensor.__all__ + learning_rate_scheduler.__all__)

@@ -11,6 +11,8 @@ are Paddle's, the program has no counter or decay ops.
 ...                                     decay_rate=0.5, staircase=True)
 >>> fluid.optimizer.SGD(learning_rate=lr).minimize(avg_cost)
 """
+from __future__ import annotations
+
 import math
 import numbers
 
@@ -38,9 +40,25 @@ class _Counter:
             scope.set(self.name, scope.get(self.name) + self.step)
 
 
-def autoincreased_step_counter(counter_name=None, begin=1, step=1):
+def autoincreased_step_counter(counter_name: str | None = None, begin: int = 1,
+                               step: int = 1) -> Variable:
     """A persistable int64 (1,) counter that reads `begin` in the first run of the main
-    program and advances by `step` every run (Paddle 1.8's global step counter)."""
+    program and advances by `step` every run (Paddle 1.8's global step counter).
+
+    Args:
+        counter_name (str, optional): its name (default "@STEP_COUNTER@"); a second call
+            with the same name returns the same counter.
+        begin (int): the value in the first run.
+        step (int): the increment per run.
+
+    Returns:
+        Variable: int64, shape (1,).
+
+    Example:
+        >>> step = fluid.layers.autoincreased_step_counter(begin=0)
+        >>> step.shape, str(step.dtype)
+        ((1,), 'int64')
+    """
     program = default_main_program()
     name = counter_name or "@STEP_COUNTER@"
     if name in program.global_block().vars:
@@ -85,8 +103,24 @@ def _positive(v, what, fn):
     return v
 
 
-def exponential_decay(learning_rate, decay_steps, decay_rate, staircase=False):
-    """lr * decay_rate ^ (step / decay_steps) (floored with staircase)."""
+def exponential_decay(learning_rate: float, decay_steps: int, decay_rate: float,
+                      staircase: bool = False) -> Variable:
+    """lr * decay_rate ^ (step / decay_steps) (floored with staircase).
+
+    Args:
+        learning_rate (float): the initial rate.
+        decay_steps (int): steps per decay period.
+        decay_rate (float): the factor per period.
+        staircase (bool): decay in whole periods (floor(step / decay_steps)).
+
+    Returns:
+        Variable: the persistable float32 (1,) learning rate, for an optimizer.
+
+    Example:
+        >>> lr = fluid.layers.exponential_decay(0.1, decay_steps=100, decay_rate=0.5)
+        >>> lr.shape, lr.persistable
+        ((1,), True)
+    """
     _positive(decay_steps, "decay_steps", "exponential_decay")
 
     def fn(step):
@@ -95,8 +129,24 @@ def exponential_decay(learning_rate, decay_steps, decay_rate, staircase=False):
     return _decayed(fn)
 
 
-def natural_exp_decay(learning_rate, decay_steps, decay_rate, staircase=False):
-    """lr * exp(-decay_rate * (step / decay_steps)) (floored with staircase)."""
+def natural_exp_decay(learning_rate: float, decay_steps: int, decay_rate: float,
+                      staircase: bool = False) -> Variable:
+    """lr * exp(-decay_rate * (step / decay_steps)) (floored with staircase).
+
+    Args:
+        learning_rate (float): the initial rate.
+        decay_steps (int): steps per decay period.
+        decay_rate (float): the exponent per period.
+        staircase (bool): decay in whole periods.
+
+    Returns:
+        Variable: the persistable float32 (1,) learning rate, for an optimizer.
+
+    Example:
+        >>> lr = fluid.layers.natural_exp_decay(0.1, decay_steps=100, decay_rate=0.5)
+        >>> lr.shape, lr.persistable
+        ((1,), True)
+    """
     _positive(decay_steps, "decay_steps", "natural_exp_decay")
 
     def fn(step):
@@ -105,8 +155,24 @@ def natural_exp_decay(learning_rate, decay_steps, decay_rate, staircase=False):
     return _decayed(fn)
 
 
-def inverse_time_decay(learning_rate, decay_steps, decay_rate, staircase=False):
-    """lr / (1 + decay_rate * (step / decay_steps)) (floored with staircase)."""
+def inverse_time_decay(learning_rate: float, decay_steps: int, decay_rate: float,
+                       staircase: bool = False) -> Variable:
+    """lr / (1 + decay_rate * (step / decay_steps)) (floored with staircase).
+
+    Args:
+        learning_rate (float): the initial rate.
+        decay_steps (int): steps per decay period.
+        decay_rate (float): the rate of decay per period.
+        staircase (bool): decay in whole periods.
+
+    Returns:
+        Variable: the persistable float32 (1,) learning rate, for an optimizer.
+
+    Example:
+        >>> lr = fluid.layers.inverse_time_decay(0.1, decay_steps=100, decay_rate=0.5)
+        >>> lr.shape, lr.persistable
+        ((1,), True)
+    """
     _positive(decay_steps, "decay_steps", "inverse_time_decay")
 
     def fn(step):
@@ -115,9 +181,25 @@ def inverse_time_decay(learning_rate, decay_steps, decay_rate, staircase=False):
     return _decayed(fn)
 
 
-def polynomial_decay(learning_rate, decay_steps, end_learning_rate=0.0001, power=1.0,
-                     cycle=False):
-    """(lr - end) * (1 - step / decay_steps) ^ power + end; `cycle` restarts the decay."""
+def polynomial_decay(learning_rate: float, decay_steps: int, end_learning_rate: float = 0.0001,
+                     power: float = 1.0, cycle: bool = False) -> Variable:
+    """(lr - end) * (1 - step / decay_steps) ^ power + end; `cycle` restarts the decay.
+
+    Args:
+        learning_rate (float): the initial rate.
+        decay_steps (int): steps to reach end_learning_rate.
+        end_learning_rate (float): the final rate.
+        power (float): the polynomial's power.
+        cycle (bool): restart the decay every decay_steps.
+
+    Returns:
+        Variable: the persistable float32 (1,) learning rate, for an optimizer.
+
+    Example:
+        >>> lr = fluid.layers.polynomial_decay(0.1, decay_steps=100)
+        >>> lr.shape, lr.persistable
+        ((1,), True)
+    """
     _positive(decay_steps, "decay_steps", "polynomial_decay")
 
     def fn(step):
@@ -131,8 +213,21 @@ def polynomial_decay(learning_rate, decay_steps, end_learning_rate=0.0001, power
     return _decayed(fn)
 
 
-def piecewise_decay(boundaries, values):
-    """values[i] while step < boundaries[i]; values[-1] after the last boundary."""
+def piecewise_decay(boundaries: list[int], values: list[float]) -> Variable:
+    """values[i] while step < boundaries[i]; values[-1] after the last boundary.
+
+    Args:
+        boundaries (list of int): the steps where the rate changes.
+        values (list of float): one more than boundaries.
+
+    Returns:
+        Variable: the persistable float32 (1,) learning rate, for an optimizer.
+
+    Example:
+        >>> lr = fluid.layers.piecewise_decay(boundaries=[100, 200], values=[0.1, 0.01, 0.001])
+        >>> lr.shape, lr.persistable
+        ((1,), True)
+    """
     if len(values) - len(boundaries) != 1:
         raise ValueError(f"piecewise_decay: values needs one entry more than boundaries; got "
                          f"{len(boundaries)} boundaries and {len(values)} values")
@@ -145,9 +240,23 @@ def piecewise_decay(boundaries, values):
     return _decayed(fn)
 
 
-def noam_decay(d_model, warmup_steps, learning_rate=1.0):
+def noam_decay(d_model: int, warmup_steps: int, learning_rate: float = 1.0) -> Variable:
     """lr * d_model^-0.5 * min(step^-0.5, warmup_steps^-1.5 * step), with the step counted
-    from 1 (Paddle 1.8's noam counter begins at 1)."""
+    from 1 (Paddle 1.8's noam counter begins at 1).
+
+    Args:
+        d_model (int): the model width.
+        warmup_steps (int): steps of rising rate.
+        learning_rate (float): a factor on the rate.
+
+    Returns:
+        Variable: the persistable float32 (1,) learning rate, for an optimizer.
+
+    Example:
+        >>> lr = fluid.layers.noam_decay(d_model=512, warmup_steps=4000)
+        >>> lr.shape, lr.persistable
+        ((1,), True)
+    """
     _positive(warmup_steps, "warmup_steps", "noam_decay")
 
     def fn(step):
@@ -155,8 +264,22 @@ def noam_decay(d_model, warmup_steps, learning_rate=1.0):
     return _decayed(fn, begin=1)
 
 
-def cosine_decay(learning_rate, step_each_epoch, epochs):
-    """lr * 0.5 * (cos(floor(step / step_each_epoch) * pi / epochs) + 1)"""
+def cosine_decay(learning_rate: float, step_each_epoch: int, epochs: int) -> Variable:
+    """lr * 0.5 * (cos(floor(step / step_each_epoch) * pi / epochs) + 1)
+
+    Args:
+        learning_rate (float): the initial rate.
+        step_each_epoch (int): steps per epoch.
+        epochs (int): epochs of the half cosine.
+
+    Returns:
+        Variable: the persistable float32 (1,) learning rate, for an optimizer.
+
+    Example:
+        >>> lr = fluid.layers.cosine_decay(0.1, step_each_epoch=100, epochs=10)
+        >>> lr.shape, lr.persistable
+        ((1,), True)
+    """
     _positive(step_each_epoch, "step_each_epoch", "cosine_decay")
 
     def fn(step):
@@ -165,9 +288,26 @@ def cosine_decay(learning_rate, step_each_epoch, epochs):
     return _decayed(fn)
 
 
-def linear_lr_warmup(learning_rate, warmup_steps, start_lr, end_lr):
+def linear_lr_warmup(learning_rate: float | Variable, warmup_steps: int, start_lr: float,
+                     end_lr: float) -> Variable:
     """start_lr -> end_lr linearly over warmup_steps, then `learning_rate` (a float or the
-    Variable of another decay of this module)."""
+    Variable of another decay of this module).
+
+    Args:
+        learning_rate (float or Variable): the rate after the warm-up (another decay's
+            Variable continues that decay).
+        warmup_steps (int): steps of the warm-up.
+        start_lr (float): the first rate.
+        end_lr (float): the rate the warm-up reaches.
+
+    Returns:
+        Variable: the persistable float32 (1,) learning rate, for an optimizer.
+
+    Example:
+        >>> lr = fluid.layers.linear_lr_warmup(0.1, warmup_steps=100, start_lr=0.0, end_lr=0.1)
+        >>> lr.shape, lr.persistable
+        ((1,), True)
+    """
     _positive(warmup_steps, "warmup_steps", "linear_lr_warmup")
     if isinstance(learning_rate, Variable):
         after = getattr(learning_rate, "_lr_fn", None)

@@ -1,5 +1,7 @@
 """fluid.layers.auc / paddle.static.auc: the ROC AUC of a binary classifier, global (over
 every run so far) and of the current batch (Paddle's default slide_steps=1)."""
+from __future__ import annotations
+
 from ...graph.program import Variable
 from ...layer_helper import LayerHelper
 from ...utils import unique_name
@@ -8,14 +10,29 @@ from .tensor import create_global_var
 __all__ = ["auc"]
 
 
-def auc(input, label, curve="ROC", num_thresholds=2 ** 12 - 1, topk=1, slide_steps=1):
-    """(auc_out, batch_auc_out, [batch_stat_pos, batch_stat_neg, stat_pos, stat_neg]).
+def auc(input: Variable, label: Variable, curve: str = "ROC", num_thresholds: int = 2 ** 12 - 1,
+        topk: int = 1, slide_steps: int = 1) -> tuple:
+    """ROC AUC of a binary classifier, over every run so far and over the current batch
+    (Paddle 1.8's shapes: the AUCs are float64 of shape (1,)).
 
-    `input` is (N, 2) class probabilities (column 1 is the positive class), `label` (N, 1)
-    ints (non-zero = positive). stat_pos / stat_neg are persistable bucket counts that
-    accumulate over runs; the batch counts start from zero each run.
+    Args:
+        input (Variable): (N, 2) class probabilities; column 1 is the positive class.
+        label (Variable): (N, 1) int labels, non-zero = positive.
+        curve (str): only "ROC".
+        num_thresholds (int): buckets of the score.
+        topk (int): accepted for Paddle compatibility.
+        slide_steps (int): only 1 (the batch AUC is the current batch's).
 
-    >>> auc_out, batch_auc, _ = static.auc(input=probs, label=label)
+    Returns:
+        tuple: (auc, batch_auc, [batch_stat_pos, batch_stat_neg, stat_pos, stat_neg]); the
+        stats are int64 bucket counts, stat_pos / stat_neg persist over runs.
+
+    Example:
+        >>> probs = fluid.layers.data('probs', [2])
+        >>> label = fluid.layers.data('label', [1], dtype='int64')
+        >>> auc_out, batch_auc, _ = fluid.layers.auc(probs, label)
+        >>> auc_out.shape
+        (1,)
     """
     return _auc(input, label, curve, num_thresholds, slide_steps, one_d=True)
 
@@ -50,6 +67,6 @@ def _auc(input, label, curve, num_thresholds, slide_steps, one_d):
                          {"curve": curve, "num_thresholds": nt, "slide_steps": 1})
         outs.append(a)
     if one_d:
-        from .nn import scalar_1d
-        outs = [scalar_1d(a) for a in outs]
+        from .nn import _scalar_1d
+        outs = [_scalar_1d(a) for a in outs]
     return outs[0], outs[1], [batch[0], batch[1], stats[0], stats[1]]
