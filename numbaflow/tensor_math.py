@@ -860,5 +860,10 @@ def create_parameter(shape: Sequence[int], dtype: DTypeLike, name: str | None = 
                                    default_initializer)
 
 
+def _slice_op(op_type, x, attrs):
+    """`slice` / `strided_slice` of x with `attrs` (Variable.__getitem__ builds them)."""
+    return LayerHelper(op_type).simple(op_type, {"Input": x}, attrs)
+
+
 # Variable's operators (+, -, *, /, **, @, unary -) call the functions of this module
 Variable._math_functions = sys.modules[__name__]

@@ -161,13 +161,11 @@ def _getitem(var, item):
                                  f"size {dim}")
             axes.append(ax), starts.append(i), ends.append(i + 1 if i != -1 else big)
             steps.append(1), decrease.append(ax)
-    from ..layer_helper import LayerHelper
     attrs = {"axes": axes, "starts": starts, "ends": ends, "decrease_axis": decrease,
              "infer_flags": [1] * len(axes)}
     if any(st != 1 for st in steps):
-        return LayerHelper("strided_slice").simple("strided_slice", {"Input": var},
-                                                   dict(attrs, strides=steps))
-    return LayerHelper("slice").simple("slice", {"Input": var}, attrs)
+        return var._math("_slice_op", "strided_slice", var, dict(attrs, strides=steps))
+    return var._math("_slice_op", "slice", var, attrs)
 
 
 class Parameter(Variable):
