@@ -214,6 +214,9 @@ class Executor:
         if program is None:
             program = default_main_program()
         scope = global_scope() if scope is None else scope
+        # learning-rate schedules of the (compiled) program set its rate first (optimizer.lr)
+        for hook in getattr(getattr(program, "_program", program), "_lr_hooks", ()):
+            hook(scope)
         if type(program) is not Program and not isinstance(program, Program):
             run = getattr(program, "_executor_run", None)     # CompiledProgram
             if run is None:
