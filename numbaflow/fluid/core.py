@@ -66,7 +66,11 @@ class LoDTensor:
         self._array = np.array(array, copy=True, order="C")
 
     def shape(self) -> list:
-        """The shape, as a list."""
+        """The shape.
+
+        Returns:
+            list of int: the array's shape.
+        """
         return list(self._array.shape)
 
     def set_lod(self, lod: object) -> None:
@@ -79,7 +83,11 @@ class LoDTensor:
                                   "(LoD) sequences; pad sequences to one length instead")
 
     def lod(self) -> list:
-        """The sequence offsets: always [] (no LoD)."""
+        """The sequence offsets.
+
+        Returns:
+            list: always [] (numbaflow has no LoD sequences).
+        """
         return []
 
     def __array__(self, dtype=None, copy=None):
