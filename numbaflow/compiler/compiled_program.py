@@ -192,6 +192,8 @@ class CompiledProgram:
 
     def _executor_run(self, exe, feed, fetch_list, scope, return_numpy, return_merged):
         """`Executor.run(compiled, ...)` lands here."""
+        for hook in self._program._lr_hooks:     # learning-rate schedules set the rate first
+            hook(scope)
         fast = self._fast
         if fast is not None and fast[0] is exe and fast[1] is scope and \
                 fast[2] == self._program.version and type(feed) is dict:

@@ -214,15 +214,14 @@ class Executor:
         if program is None:
             program = default_main_program()
         scope = global_scope() if scope is None else scope
-        # learning-rate schedules of the (compiled) program set its rate first (optimizer.lr)
-        for hook in getattr(getattr(program, "_program", program), "_lr_hooks", ()):
-            hook(scope)
         if type(program) is not Program and not isinstance(program, Program):
             run = getattr(program, "_executor_run", None)     # CompiledProgram
             if run is None:
                 raise TypeError(f"Executor.run: program must be a Program or CompiledProgram, "
                                 f"got {type(program).__name__}")
             return run(self, feed, fetch_list, scope, return_numpy, return_merged)
+        for hook in program._lr_hooks:     # learning-rate schedules set the rate first
+            hook(scope)
         plan, feed_arrays = self._cache.plan_for(program, feed, fetch_list, scope)
         results = plan.run(feed_arrays)       # (holds the scope's lock)
         return results if return_numpy else [_Fetched(r) for r in results]

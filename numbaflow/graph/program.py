@@ -678,6 +678,10 @@ class Program:
         >>> [op.type for op in main.global_block().ops]
         ['reduce_mean']
     """
+    # callables run with the scope before each run (learning-rate schedules set their
+    # rate: optimizer/lr.py); a program that has some gets its own list
+    _lr_hooks = ()
+
 
     _ids = itertools.count()
 
