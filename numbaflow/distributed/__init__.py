@@ -15,7 +15,8 @@ rank and aborts the whole job (MPI_Abort) instead of leaving the others hanging.
 """
 import numpy as np
 
-from .mpi import World, env_size, init, install_abort_hooks, is_initialized, world
+from .mpi import World, env_rank, env_size, init, install_abort_hooks, is_initialized, world
+from .supervisor import supervise
 
 __all__ = ["get_rank", "get_world_size", "barrier", "init", "is_initialized",
            "broadcast_parameters", "world", "World"]
@@ -25,6 +26,7 @@ __all__ = ["get_rank", "get_world_size", "barrier", "init", "is_initialized",
 # (Hydra does not end a job when one process exits with an error). This does not
 # import mpi4py; the hook does, only to call MPI_Abort.
 if env_size() > 1:
+    supervise(env_rank(), env_size())     # a rank killed or os._exit'ed is named (supervisor.py)
     install_abort_hooks()
 
 

@@ -10,12 +10,17 @@ The executor asks `world()` once per compilation: None means a single process
 order on every rank, from one thread at a time.
 """
 import os
+import pickle
+import signal
 import sys
 import threading
 import time
 import traceback
 
 import numpy as np
+
+from . import supervisor
+from .faults import Watch, collective_timeout
 
 # Launchers announce the job size in the environment before MPI is initialised:
 # MPICH/Hydra, Intel MPI and Slurm's PMI2 set PMI_*; Open MPI sets OMPI_COMM_WORLD_*;
@@ -31,6 +36,7 @@ _UNSET = object()
 _world = _UNSET         # World, None (one process) or _UNSET (not decided yet)
 _initialized = False    # init() was called
 _hooks_installed = False
+_aborting = False
 _lock = threading.RLock()
 
 
@@ -72,13 +78,27 @@ class World:
         self.comm = comm
         self.rank = comm.Get_rank()
         self.size = comm.Get_size()
+        # every collective is started nonblocking and polled by the watch, which aborts
+        # the job when another rank has left or the timeout passes (faults.py)
+        self.watch = Watch(comm, collective_timeout())
+
+    def _collective(self, what, start):
+        """Start one collective (`start()` returns its MPI request) and wait for it."""
+        n = self.watch.start()
+        self.watch.wait(start(), n, what)
+
+    def agree(self, what):
+        """Before a collective that only some ranks might call: return once every rank
+        called `agree(what)` here; raise RuntimeError (nothing started, this rank can go
+        on) when another rank is in a different collective or has exited."""
+        self.watch.agree(what)
 
     def __repr__(self):
         return f"World(rank={self.rank}, size={self.size})"
 
     def barrier(self):
         """Wait until every rank has reached this call."""
-        self.comm.Barrier()
+        self._collective("barrier", self.comm.Ibarrier)
 
     def allreduce_sum_(self, array):
         """Replace `array` (C-contiguous numpy, float32/float64/int32/int64) by its
@@ -88,7 +108,9 @@ class World:
         """
         _check_buffer(array, "allreduce_sum_")
         if array.size:
-            self.comm.Allreduce(self._MPI.IN_PLACE, array, op=self._MPI.SUM)
+            self._collective(f"allreduce of {array.size} {array.dtype}",
+                             lambda: self.comm.Iallreduce(self._MPI.IN_PLACE, array,
+                                                          op=self._MPI.SUM))
         return array
 
     def allreduce_many_(self, arrays, buffer=None):
@@ -140,16 +162,25 @@ class World:
         Shapes and dtypes must already agree between ranks. Returns `array`."""
         _check_buffer(array, "bcast_", any_dtype=True)
         if array.size:
-            self.comm.Bcast(array, root=root)
+            self._collective(f"broadcast of {array.size} {array.dtype} from rank {root}",
+                             lambda: self.comm.Ibcast(array, root=root))
         return array
 
     def allgather_obj(self, obj):
         """The list of every rank's `obj` (picklable), in rank order."""
-        return self.comm.allgather(obj)
+        data = np.frombuffer(pickle.dumps(obj), np.uint8)
+        sizes = np.zeros(self.size, np.int64)
+        sizes[self.rank] = data.size
+        self.allreduce_sum_(sizes)
+        out = np.empty(int(sizes.sum()), np.uint8)
+        displs = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        self._collective("allgather", lambda: self.comm.Iallgatherv(
+            data, [out, sizes, displs, self._MPI.BYTE]))
+        return [pickle.loads(out[d:d + c].tobytes()) for d, c in zip(displs, sizes)]
 
     def sum_int(self, x):
         """The sum over all ranks of the int `x` (e.g. the global batch size)."""
-        return self.comm.allreduce(int(x), op=self._MPI.SUM)
+        return int(self.allreduce_sum_(np.array([int(x)], np.int64))[0])
 
     def check_same(self, what, value):
         """Raise ValueError on EVERY rank (so none deadlocks in a later collective) when
@@ -261,6 +292,26 @@ def install_abort_hooks():
 
     sys.excepthook = excepthook
     threading.excepthook = thread_excepthook
+    # SIGTERM (a scheduler or a user killing one rank) would end this process silently,
+    # and the others would wait for it: report and abort instead. A handler the script
+    # installed is kept. Python runs it between bytecodes of the main thread, which the
+    # polling collectives (faults.py) keep doing while they wait.
+    if (threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL):
+        signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+def _on_sigterm(signum, frame):
+    abort_job("received SIGTERM")
+
+
+def abort_job(cause):
+    """Write `cause` on stderr, tagged with this rank, and abort the whole MPI job."""
+    try:
+        sys.stderr.write(f"[{_rank_tag()}] numbaflow.distributed: {cause}; aborting the "
+                         f"MPI job\n")
+    finally:
+        _abort()
 
 
 def _rank_tag():
@@ -286,6 +337,12 @@ def _report(exc_type, exc, tb, where, custom_hook, hook_args):
 
 
 def _abort():
+    global _aborting
+    if _aborting:            # a second signal or thread: the first abort goes on
+        time.sleep(5)
+        os._exit(1)
+    _aborting = True
+    supervisor.mark(supervisor.ABORT)
     try:
         sys.stdout.flush()
         sys.stderr.flush()

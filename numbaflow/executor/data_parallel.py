@@ -181,6 +181,9 @@ class DataParallelRunner:
         """Collective: every rank receives, from its owner's rank, the optimizer state of
         every parameter, so each rank's scope (and a checkpoint) is complete."""
         user = self.scopes[0]
+        # a rank that saves alone raises here instead of waiting forever in the gather
+        self.world.agree("static.save under ReduceStrategy.Reduce (it gathers the optimizer "
+                         "state from the ranks that own it)")
         for name in sorted(self.state_of):
             owner_rank = self.owners[name] // self.D
             for state in self.state_of[name]:
