@@ -342,15 +342,15 @@ def _abort():
         time.sleep(5)
         os._exit(1)
     _aborting = True
-    supervisor.mark(supervisor.ABORT)
     try:
+        supervisor.mark(supervisor.ABORT)
         sys.stdout.flush()
         sys.stderr.flush()
-    except Exception:
+        # MPI_Abort kills every process at once, and the launcher may not have forwarded
+        # the traceback yet (seen losing it ~1 run in 20 here): give it a moment.
+        time.sleep(0.2)
+    except BaseException:    # noqa: B902 - a second Ctrl-C must not skip the abort
         pass
-    # MPI_Abort kills every process at once, and the launcher may not have forwarded
-    # the traceback yet (seen losing it ~1 run in 20 here): give it a moment.
-    time.sleep(0.2)
     try:
         from mpi4py import MPI
         if not MPI.Is_finalized():

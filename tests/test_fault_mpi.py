@@ -1,0 +1,92 @@
+"""The MPI fault matrix: one rank of a 2-rank data-parallel training job fails in each way
+a rank can (tests/mpi/fault_rank.py), and the whole job must end with a non-zero status
+within 30 s, with a message on stderr naming the failed rank and the cause (the
+guarantee of README "Failure behaviour"). Also static.save called on one rank only
+under ReduceStrategy.Reduce raises there instead of hanging (tests/mpi/fault_save_subset.py).
+
+Each case is one `mpiexec -n 2` run of a few seconds; a hang fails the test at TIMEOUT."""
+import pytest
+from mpirun import ROOT
+from mpirun import mpirun as run_mpi
+
+pytestmark = [pytest.mark.mpi, pytest.mark.slow]
+
+MPI_DIR = ROOT / "tests" / "mpi"
+TIMEOUT = 90            # the test's own limit; the job must end far sooner
+BOUND = 30              # seconds: the guarantee, measured over the whole job
+
+
+def run(monkeypatch, script, *args, timeout_env="0"):
+    """tests/mpi/<script>.py on 2 ranks with NUMBAFLOW_COLLECTIVE_TIMEOUT=timeout_env
+    ('0': none, so that only the fault's own detection can end the job)."""
+    monkeypatch.setenv("NUMBAFLOW_COLLECTIVE_TIMEOUT", timeout_env)
+    return run_mpi([str(MPI_DIR / f"{script}.py"), *args], TIMEOUT)
+
+
+# mode -> (rank whose message names the cause, what the message must say)
+FAULTS = {
+    "raise": ("1", ["RuntimeError: rank 1 failed at step 3", "unhandled exception"]),
+    "exit0": ("0", ["rank 1 exited", "while this rank waits for it in collective"]),
+    "exit3": ("0", ["rank 1 exited", "while this rank waits for it in collective"]),
+    "fewer": ("0", ["rank 1 exited", "while this rank waits for it in collective"]),
+    "os_exit0": ("1", ["this rank ended by os._exit(0)"]),
+    "os_exit1": ("1", ["this rank ended by os._exit(1)"]),
+    "sigkill": ("1", ["this rank was killed by SIGKILL"]),
+    "sigterm": ("1", ["received SIGTERM"]),
+    "sigterm_parent": ("1", ["received SIGTERM"]),
+}
+
+
+@pytest.mark.parametrize("mode", sorted(FAULTS))
+def test_a_failing_rank_ends_the_job_naming_rank_and_cause(monkeypatch, mode):
+    p, seconds = run(monkeypatch, "fault_rank", mode)
+    rank, says = FAULTS[mode]
+    assert p.returncode != 0, (p.returncode, p.stdout, p.stderr)
+    assert seconds < BOUND, (seconds, p.stderr)
+    assert "STEPS 0" not in p.stdout, p.stdout          # rank 0 never finished alone
+    lines = [line for line in p.stderr.splitlines()
+             if line.startswith(f"[rank {rank}/2] ")]
+    for text in says:
+        assert any(text in line for line in lines), (text, p.stderr)
+    assert any("aborting the MPI job" in line for line in lines), p.stderr
+
+
+@pytest.mark.parametrize("mode", ["sleep", "hang"])
+def test_a_rank_that_stops_past_the_collective_timeout_ends_the_job(monkeypatch, mode):
+    p, seconds = run(monkeypatch, "fault_rank", mode, timeout_env="3")
+    assert p.returncode != 0, (p.returncode, p.stdout, p.stderr)
+    assert 3 < seconds < BOUND, (seconds, p.stderr)
+    assert "STEPS 0" not in p.stdout, p.stdout
+    line = next((line for line in p.stderr.splitlines() if line.startswith("[rank 0/2] ")
+                 and "NUMBAFLOW_COLLECTIVE_TIMEOUT=3" in line), None)
+    assert line is not None, p.stderr
+    assert "waited 3 s in collective #" in line and "rank 1 did not join it" in line, line
+
+
+def test_no_fault_no_abort(monkeypatch):
+    """The detection never fires on a healthy job: both ranks end normally at once (each
+    announces its exit to the other), with a short timeout set."""
+    p, _ = run(monkeypatch, "fault_rank", "none", timeout_env="3")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "STEPS 0 6" in p.stdout and "STEPS 1 6" in p.stdout, p.stdout
+    assert "aborting" not in p.stderr, p.stderr
+
+
+def test_save_on_one_rank_under_reduce_raises_and_the_job_recovers(monkeypatch, tmp_path):
+    """Rank 1 trains on while rank 0 saves: rank 0's save raises (naming rank 1 and the
+    collective it is in) without starting a collective, so rank 0 can catch it, take the
+    step rank 1 waits in, and both then save identical, complete checkpoints."""
+    p, seconds = run(monkeypatch, "fault_save_subset", "step", str(tmp_path))
+    assert p.returncode == 0, p.stdout + p.stderr
+    raised = [line for line in p.stdout.splitlines() if line.startswith("RAISED ")]
+    assert len(raised) == 1 and "rank 1 is in collective #" in raised[0], p.stdout
+    assert "every rank must call it" in raised[0], raised
+    assert "OK step" in p.stdout, p.stdout
+
+
+def test_save_on_one_rank_after_the_other_exited_raises(monkeypatch, tmp_path):
+    p, seconds = run(monkeypatch, "fault_save_subset", "exit", str(tmp_path))
+    assert p.returncode == 0, p.stdout + p.stderr
+    raised = [line for line in p.stdout.splitlines() if line.startswith("RAISED ")]
+    assert len(raised) == 1 and "rank 1 exited" in raised[0], p.stdout
+    assert "OK exit" in p.stdout, p.stdout
