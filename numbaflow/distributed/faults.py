@@ -29,7 +29,7 @@ DEFAULT_TIMEOUT = 1800.0         # seconds: generous (torch.distributed's defaul
 _TAG = 7301                      # the control channel's one tag
 _MSG_BYTES = 4096                # a control message's largest pickled size
 _POLLS_PER_CHECK = 64            # Test() calls between two looks at the clock and channel
-_SPIN_S = 0.002                  # then sleep a little between polls: yield the core
+_SPIN_S = 0.05                   # then sleep a little between polls: yield the core
 _GRACE_S = 5.0                   # for a collective to complete after a rank that did left
 
 
@@ -49,6 +49,16 @@ def collective_timeout():
         raise ValueError(f"{TIMEOUT_ENV} must be a number of seconds > 0, or 0/off to wait "
                          f"forever; got {raw!r}")
     return value
+
+
+def describe(what):
+    """A collective's description: a string, or (kind, array[, root]) formatted only
+    when a message needs it (formatting costs a microsecond on every call)."""
+    if isinstance(what, str):
+        return what
+    kind, array, *root = what
+    text = f"{kind} of {array.size} {array.dtype}"
+    return text + (f" from rank {root[0]}" if root else "")
 
 
 class Watch:
@@ -77,16 +87,16 @@ class Watch:
 
     # ------------------------------------------------------------------ collectives
     def start(self):
-        """Number the collective about to start (the same number on every rank)."""
-        with self._lock:
-            n = self.started
-            self.started += 1
+        """Number the collective about to start (the same number on every rank). The
+        caller issues collectives from one thread at a time (World's rule)."""
+        n = self.started
+        self.started = n + 1
         return n
 
     def wait(self, request, n, what):
-        """Poll `request` (an MPI request of collective number `n`, described by `what`)
-        until it completes; abort the job when a rank left before entering it or the
-        timeout passes."""
+        """Poll `request` (an MPI request of collective number `n`, described by `what`:
+        see `describe`) until it completes; abort the job when a rank left before
+        entering it or the timeout passes."""
         if request.Test():
             self.done += 1
             return
@@ -106,7 +116,8 @@ class Watch:
                     # part: ours completes soon, unless the ranks called different ones
                     if done <= n or now - seen > _GRACE_S:
                         self.fail(f"rank {r} {how} after completing {done} collective(s), "
-                                  f"while this rank waits for it in collective #{n} ({what})"
+                                  f"while this rank waits for it in collective #{n} "
+                                  f"({describe(what)})"
                                   + ("" if done <= n else
                                      " (so the ranks called different collectives)"))
                 if self.timeout is not None and waited > self.timeout:
@@ -122,6 +133,7 @@ class Watch:
         at once; one that sleeps, computes or hangs cannot) and say so."""
         others = [r for r in range(self.size) if r != self.rank and r not in self.left]
         self.at.clear()
+        what = describe(what)
         self._send(("where", self.rank, n, what), others)
         deadline = time.monotonic() + 1.0
         while len(self.at) < len(others) and time.monotonic() < deadline:
@@ -204,13 +216,13 @@ class Watch:
         elif kind == "at":
             self.at[r] = (n, what)
         elif kind == "where" and doing is not None:
-            self._send(("at", self.rank) + doing, [r])
+            self._send(("at", self.rank, doing[0], describe(doing[1])), [r])
         elif kind == "enter":
             if doing is None or doing == (n, what):
                 self.entered[r] = (n, what)     # here, or this rank may still get there
             else:
                 # in a collective of another kind: the sender must not start its own
-                self._send(("at", self.rank) + doing, [r])
+                self._send(("at", self.rank, doing[0], describe(doing[1])), [r])
 
     def _send(self, msg, ranks):
         """Start sending a control message; its buffer is kept until the send completes."""

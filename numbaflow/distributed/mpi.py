@@ -83,7 +83,8 @@ class World:
         self.watch = Watch(comm, collective_timeout())
 
     def _collective(self, what, start):
-        """Start one collective (`start()` returns its MPI request) and wait for it."""
+        """Start one collective (`start()` returns its MPI request) and wait for it;
+        `what` describes it in messages (faults.describe)."""
         n = self.watch.start()
         self.watch.wait(start(), n, what)
 
@@ -108,7 +109,7 @@ class World:
         """
         _check_buffer(array, "allreduce_sum_")
         if array.size:
-            self._collective(f"allreduce of {array.size} {array.dtype}",
+            self._collective(("allreduce", array),
                              lambda: self.comm.Iallreduce(self._MPI.IN_PLACE, array,
                                                           op=self._MPI.SUM))
         return array
@@ -162,7 +163,7 @@ class World:
         Shapes and dtypes must already agree between ranks. Returns `array`."""
         _check_buffer(array, "bcast_", any_dtype=True)
         if array.size:
-            self._collective(f"broadcast of {array.size} {array.dtype} from rank {root}",
+            self._collective(("broadcast", array, root),
                              lambda: self.comm.Ibcast(array, root=root))
         return array
 
