@@ -5,11 +5,13 @@ guarantee of README "Failure behaviour"). Also static.save called on one rank on
 under ReduceStrategy.Reduce raises there instead of hanging (tests/mpi/fault_save_subset.py).
 
 Each case is one `mpiexec -n 2` run of a few seconds; a hang fails the test at TIMEOUT."""
+import numpy as np
 import pytest
 from mpirun import ROOT
 from mpirun import mpirun as run_mpi
 
-pytestmark = [pytest.mark.mpi, pytest.mark.slow]
+from numbaflow.distributed.faults import DEFAULT_TIMEOUT, collective_timeout, describe
+
 
 MPI_DIR = ROOT / "tests" / "mpi"
 TIMEOUT = 90            # the test's own limit; the job must end far sooner
@@ -38,6 +40,8 @@ FAULTS = {
 
 
 @pytest.mark.parametrize("mode", sorted(FAULTS))
+@pytest.mark.mpi
+@pytest.mark.slow
 def test_a_failing_rank_ends_the_job_naming_rank_and_cause(monkeypatch, mode):
     p, seconds = run(monkeypatch, "fault_rank", mode)
     rank, says = FAULTS[mode]
@@ -52,6 +56,8 @@ def test_a_failing_rank_ends_the_job_naming_rank_and_cause(monkeypatch, mode):
 
 
 @pytest.mark.parametrize("mode", ["sleep", "hang"])
+@pytest.mark.mpi
+@pytest.mark.slow
 def test_a_rank_that_stops_past_the_collective_timeout_ends_the_job(monkeypatch, mode):
     p, seconds = run(monkeypatch, "fault_rank", mode, timeout_env="3")
     assert p.returncode != 0, (p.returncode, p.stdout, p.stderr)
@@ -63,6 +69,8 @@ def test_a_rank_that_stops_past_the_collective_timeout_ends_the_job(monkeypatch,
     assert "waited 3 s in collective #" in line and "rank 1 did not join it" in line, line
 
 
+@pytest.mark.mpi
+@pytest.mark.slow
 def test_no_fault_no_abort(monkeypatch):
     """The detection never fires on a healthy job: both ranks end normally at once (each
     announces its exit to the other), with a short timeout set."""
@@ -72,6 +80,8 @@ def test_no_fault_no_abort(monkeypatch):
     assert "aborting" not in p.stderr, p.stderr
 
 
+@pytest.mark.mpi
+@pytest.mark.slow
 def test_save_on_one_rank_under_reduce_raises_and_the_job_recovers(monkeypatch, tmp_path):
     """Rank 1 trains on while rank 0 saves: rank 0's save raises (naming rank 1 and the
     collective it is in) without starting a collective, so rank 0 can catch it, take the
@@ -84,9 +94,37 @@ def test_save_on_one_rank_under_reduce_raises_and_the_job_recovers(monkeypatch, 
     assert "OK step" in p.stdout, p.stdout
 
 
+@pytest.mark.mpi
+@pytest.mark.slow
 def test_save_on_one_rank_after_the_other_exited_raises(monkeypatch, tmp_path):
     p, seconds = run(monkeypatch, "fault_save_subset", "exit", str(tmp_path))
     assert p.returncode == 0, p.stdout + p.stderr
     raised = [line for line in p.stdout.splitlines() if line.startswith("RAISED ")]
     assert len(raised) == 1 and "rank 1 exited" in raised[0], p.stdout
     assert "OK exit" in p.stdout, p.stdout
+
+
+# ---------------------------------------------------------------- without MPI
+@pytest.mark.parametrize("raw, expected", [
+    (None, DEFAULT_TIMEOUT), ("", DEFAULT_TIMEOUT), ("3", 3.0), (" 0.5 ", 0.5),
+    ("0", None), ("off", None), ("None", None)])
+def test_collective_timeout_setting(monkeypatch, raw, expected):
+    if raw is None:
+        monkeypatch.delenv("NUMBAFLOW_COLLECTIVE_TIMEOUT", raising=False)
+    else:
+        monkeypatch.setenv("NUMBAFLOW_COLLECTIVE_TIMEOUT", raw)
+    assert collective_timeout() == expected
+
+
+@pytest.mark.parametrize("raw", ["-1", "soon", "nan"])
+def test_a_bad_collective_timeout_names_the_variable(monkeypatch, raw):
+    monkeypatch.setenv("NUMBAFLOW_COLLECTIVE_TIMEOUT", raw)
+    with pytest.raises(ValueError, match=f"NUMBAFLOW_COLLECTIVE_TIMEOUT.*{raw!r}"):
+        collective_timeout()
+
+
+def test_describe_names_the_collective_and_its_buffer():
+    a = np.zeros((3, 4), np.float32)
+    assert describe(("allreduce", a)) == "allreduce of 12 float32"
+    assert describe(("broadcast", a, 1)) == "broadcast of 12 float32 from rank 1"
+    assert describe("barrier") == "barrier"
