@@ -55,6 +55,21 @@ def test_a_failing_rank_ends_the_job_naming_rank_and_cause(monkeypatch, mode):
     assert any("aborting the MPI job" in line for line in lines), p.stderr
 
 
+@pytest.mark.parametrize("mode", ["exit0", "sigterm", "os_exit0"])
+@pytest.mark.mpi
+@pytest.mark.slow
+def test_with_two_places_per_rank_the_communication_thread_detects_it_too(monkeypatch, mode):
+    """2 local places per rank: the MPI calls run on the group's communication thread
+    while the device threads and the main thread wait for it."""
+    p, seconds = run(monkeypatch, "fault_rank", mode, "2")
+    rank, says = FAULTS[mode]
+    assert p.returncode != 0, (p.returncode, p.stdout, p.stderr)
+    assert seconds < BOUND, (seconds, p.stderr)
+    assert "STEPS 0" not in p.stdout, p.stdout
+    assert any(line.startswith(f"[rank {rank}/2] ") and says[0] in line
+               for line in p.stderr.splitlines()), p.stderr
+
+
 @pytest.mark.parametrize("mode", ["sleep", "hang"])
 @pytest.mark.mpi
 @pytest.mark.slow

@@ -1,6 +1,7 @@
-"""Run under `mpiexec -n 2 python tests/mpi/fault_rank.py MODE`: both ranks train a small
-MLP data-parallel (CompiledProgram over the 2 ranks) for far more steps than the test
-waits, and rank 1 fails as MODE says once it has taken 3 steps:
+"""Run under `mpiexec -n 2 python tests/mpi/fault_rank.py MODE [PLACES]`: both ranks train a
+small MLP data-parallel (CompiledProgram over the 2 ranks x PLACES local places, default 1:
+with more, the MPI calls run on the group's communication thread) for far more steps
+than the test waits, and rank 1 fails as MODE says once it has taken 3 steps:
 
   raise    - an unhandled exception           exit0 / exit3 - sys.exit(0) / sys.exit(3)
   fewer    - stops taking steps; its script ends normally
@@ -9,7 +10,8 @@ waits, and rank 1 fails as MODE says once it has taken 3 steps:
   sigkill / sigterm   - SIGKILL / SIGTERM to itself, from a thread, during a step
   sigterm_parent      - SIGTERM to the process mpiexec started for it (a scheduler's kill)
   sleep    - sleeps (run with NUMBAFLOW_COLLECTIVE_TIMEOUT set)
-  none     - no fault: both ranks take 6 steps and end normally
+  none     - no fault: both ranks take 6 steps; rank 1 ends first (its exit notice must
+             not abort rank 0, which has no collective left to run)
 
 Every rank prints `STEPS <rank> <n>` when it ends normally; the job must never end with
 status 0 after a fault."""
@@ -27,6 +29,7 @@ import numbaflow.static as static
 from numbaflow.utils import unique_name
 
 mode = sys.argv[1]
+places = int(sys.argv[2]) if len(sys.argv) > 2 else 1
 rank, size = dist.get_rank(), dist.get_world_size()
 assert size == 2, size
 paddle.seed(1)
@@ -40,7 +43,7 @@ with static.program_guard(main, startup), unique_name.guard():
 exe = static.Executor(paddle.CPUPlace())
 exe.run(startup)
 c = static.CompiledProgram(main).with_data_parallel(loss_name=loss.name,
-                                                    places=[paddle.CPUPlace()])
+                                                    places=[paddle.CPUPlace()] * places)
 rng = np.random.default_rng(rank)
 feed = {"x": rng.standard_normal((8, 16)).astype(np.float32),
         "y": rng.integers(0, 4, (8, 1)).astype(np.int64)}
@@ -72,4 +75,6 @@ for step in range(steps):
         time.sleep(600)
     if mode in ("os_exit0", "os_exit1", "sigkill", "sigterm", "sigterm_parent"):
         threading.Thread(target=fault_in_a_thread, daemon=True).start()
+if mode == "none" and rank == 0:
+    time.sleep(1.0)
 print(f"STEPS {rank} {step + 1}", flush=True)
