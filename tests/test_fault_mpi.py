@@ -5,6 +5,9 @@ guarantee of README "Failure behaviour"). Also static.save called on one rank on
 under ReduceStrategy.Reduce raises there instead of hanging (tests/mpi/fault_save_subset.py).
 
 Each case is one `mpiexec -n 2` run of a few seconds; a hang fails the test at TIMEOUT."""
+import os
+import time
+
 import numpy as np
 import pytest
 from mpirun import ROOT
@@ -53,6 +56,34 @@ def test_a_failing_rank_ends_the_job_naming_rank_and_cause(monkeypatch, mode):
     for text in says:
         assert any(text in line for line in lines), (text, p.stderr)
     assert any("aborting the MPI job" in line for line in lines), p.stderr
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+def test_a_killed_supervisor_takes_its_rank_with_it(monkeypatch):
+    """SIGKILL to the process mpiexec started for rank 1 (its supervisor): Hydra ends the
+    job (its own message names the pid and signal 9) and the rank itself is gone too
+    (parent-death signal), not left running as an orphan."""
+    p, seconds = run(monkeypatch, "fault_rank", "sigkill_parent")
+    assert p.returncode != 0, (p.returncode, p.stdout, p.stderr)
+    assert seconds < BOUND, (seconds, p.stderr)
+    assert "STEPS 0" not in p.stdout, p.stdout
+    assert "signal 9" in p.stdout + p.stderr, (p.stdout, p.stderr)   # Hydra's, on stdout
+    pids = [int(line.split()[2]) for line in p.stdout.splitlines() if line.startswith("PID ")]
+    assert len(pids) == 2, p.stdout
+    deadline = time.monotonic() + 5
+    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(_alive(pid) for pid in pids), pids
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as f:          # a zombie is gone for our purpose
+        return f.read().rsplit(")", 1)[1].split()[0] != "Z"
 
 
 @pytest.mark.parametrize("mode", ["exit0", "sigterm", "os_exit0"])

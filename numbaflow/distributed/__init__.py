@@ -10,8 +10,10 @@ the others, or pick a sub-communicator.
 
 mpi4py is imported (MPI is initialised) only when the process was launched by
 mpiexec with more than one process, or when `init()` is called. Under mpiexec with
-R > 1, an unhandled exception on any rank prints its traceback tagged with the
-rank and aborts the whole job (MPI_Abort) instead of leaving the others hanging.
+R > 1, a rank that fails in any way (an unhandled exception, an early exit, a signal,
+os._exit, or a wait past NUMBAFLOW_COLLECTIVE_TIMEOUT) ends the whole job with a
+message naming the rank and the cause, instead of leaving the others hanging
+(faults.py, supervisor.py).
 """
 import numpy as np
 

@@ -13,13 +13,12 @@ nonblocking and completed by `Watch.wait`, a poll loop that also:
 - answers another rank's handshake (`Watch.agree`, used by static.save's gather) with
   what this rank is doing instead, so that rank can raise rather than hang.
 
-Unhandled exceptions and SIGTERM abort the job from hooks (mpi.install_abort_hooks).
-A rank killed by SIGKILL or ended by os._exit: Hydra (mpiexec) kills the others itself.
+Unhandled exceptions and SIGTERM abort the job from hooks (mpi.install_abort_hooks); a
+rank killed by SIGKILL or ended by os._exit is reported by its supervisor (supervisor.py).
 """
 import atexit
 import os
 import pickle
-import sys
 import threading
 import time
 

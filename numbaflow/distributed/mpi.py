@@ -7,7 +7,8 @@ mpi4py is imported (which initialises MPI) only when this process was launched b
 
 The executor asks `world()` once per compilation: None means a single process
 (no MPI calls at all); otherwise every collective below must be issued in the same
-order on every rank, from one thread at a time.
+order on every rank, from one thread at a time. Each is started nonblocking and
+polled (faults.Watch), so that a failed, departed or hung rank ends the job.
 """
 import os
 import pickle

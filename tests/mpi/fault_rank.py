@@ -8,13 +8,13 @@ than the test waits, and rank 1 fails as MODE says once it has taken 3 steps:
   hang     - stops taking steps and blocks forever (run with NUMBAFLOW_COLLECTIVE_TIMEOUT)
   os_exit0 / os_exit1 - os._exit(0) / os._exit(1), from a thread, during a step
   sigkill / sigterm   - SIGKILL / SIGTERM to itself, from a thread, during a step
-  sigterm_parent      - SIGTERM to the process mpiexec started for it (a scheduler's kill)
+  sigterm_parent / sigkill_parent - SIGTERM / SIGKILL to the process mpiexec started for it
   sleep    - sleeps (run with NUMBAFLOW_COLLECTIVE_TIMEOUT set)
   none     - no fault: both ranks take 6 steps; rank 1 ends first (its exit notice must
              not abort rank 0, which has no collective left to run)
 
-Every rank prints `STEPS <rank> <n>` when it ends normally; the job must never end with
-status 0 after a fault."""
+Every rank prints `PID <rank> <pid>` first and `STEPS <rank> <n>` when it ends normally;
+the job must never end with status 0 after a fault."""
 import os
 import signal
 import sys
@@ -29,6 +29,7 @@ import numbaflow.static as static
 from numbaflow.utils import unique_name
 
 mode = sys.argv[1]
+print(f"PID {os.environ.get('PMI_RANK')} {os.getpid()}", flush=True)
 places = int(sys.argv[2]) if len(sys.argv) > 2 else 1
 rank, size = dist.get_rank(), dist.get_world_size()
 assert size == 2, size
@@ -54,8 +55,11 @@ def fault_in_a_thread():
     time.sleep(0.2)
     if mode.startswith("os_exit"):
         os._exit(int(mode[-1]))
-    pid = os.getppid() if mode == "sigterm_parent" else os.getpid()
-    os.kill(pid, signal.SIGKILL if mode == "sigkill" else signal.SIGTERM)
+    pid = os.getppid() if mode.endswith("_parent") else os.getpid()
+    with open(f"/proc/{pid}/cmdline", "rb") as f, open("/proc/self/cmdline", "rb") as me:
+        # the parent must be this rank's supervisor (a fork of it), never mpiexec's proxy
+        assert f.read() == me.read(), "no supervisor (NUMBAFLOW_SUPERVISE=0?)"
+    os.kill(pid, signal.SIGKILL if mode.startswith("sigkill") else signal.SIGTERM)
 
 
 steps = 6 if mode == "none" else 10 ** 6
@@ -73,7 +77,8 @@ for step in range(steps):
         threading.Event().wait()
     if mode == "sleep":
         time.sleep(600)
-    if mode in ("os_exit0", "os_exit1", "sigkill", "sigterm", "sigterm_parent"):
+    if mode in ("os_exit0", "os_exit1", "sigkill", "sigterm", "sigterm_parent",
+                "sigkill_parent"):
         threading.Thread(target=fault_in_a_thread, daemon=True).start()
 if mode == "none" and rank == 0:
     time.sleep(1.0)
