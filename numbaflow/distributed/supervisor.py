@@ -10,7 +10,8 @@ so that the launcher ends the job as failed.
 
 The fork happens when numbaflow is imported, before MPI is initialised; it is skipped
 (and the launcher's behaviour is what you get) when other Python threads already run,
-MPI is already initialised, or NUMBAFLOW_SUPERVISE=0.
+MPI is already initialised, in a process a supervised rank started, or with
+NUMBAFLOW_SUPERVISE=0.
 """
 import atexit
 import ctypes
@@ -22,6 +23,7 @@ import threading
 CLEAN = b"c"       # the child left through Python's exit path
 ABORT = b"a"       # the child is aborting the job and has reported why
 
+_SUPERVISED = "NUMBAFLOW_SUPERVISED"     # set in a supervised rank (its supervisor's pid)
 _FORWARD = ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
 _marker_fd = None
 
@@ -30,7 +32,8 @@ def supervise(rank, size):
     """Fork; return in the child (the rank). The parent never returns: it waits for the
     child and exits with its status. Returns False when it did not fork."""
     global _marker_fd
-    if (os.environ.get("NUMBAFLOW_SUPERVISE", "1") == "0" or threading.active_count() > 1
+    if (os.environ.get("NUMBAFLOW_SUPERVISE", "1") == "0" or _SUPERVISED in os.environ
+            or threading.active_count() > 1
             or "mpi4py.MPI" in sys.modules or not hasattr(os, "fork")
             or not sys.platform.startswith("linux")):
         return False
@@ -39,6 +42,9 @@ def supervise(rank, size):
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:                                   # the rank
+        # processes it starts (multiprocessing's spawn) inherit the launcher's
+        # variables: they are not ranks, and must not fork again
+        os.environ[_SUPERVISED] = str(os.getppid())
         os.close(read_fd)
         _die_with_parent()
         _marker_fd = write_fd
