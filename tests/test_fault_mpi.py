@@ -39,6 +39,7 @@ FAULTS = {
     "sigkill": ("1", ["this rank was killed by SIGKILL"]),
     "sigterm": ("1", ["received SIGTERM"]),
     "sigterm_parent": ("1", ["received SIGTERM"]),
+    "sigterm_exit": ("0", ["rank 1 exited", "while this rank waits for it in collective"]),
 }
 
 
@@ -86,7 +87,7 @@ def _alive(pid):
         return f.read().rsplit(")", 1)[1].split()[0] != "Z"
 
 
-@pytest.mark.parametrize("mode", ["exit0", "sigterm", "os_exit0"])
+@pytest.mark.parametrize("mode", ["exit0", "sigterm", "os_exit0", "sigterm_exit"])
 @pytest.mark.mpi
 @pytest.mark.slow
 def test_with_two_places_per_rank_the_communication_thread_detects_it_too(monkeypatch, mode):

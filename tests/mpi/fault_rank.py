@@ -9,6 +9,7 @@ than the test waits, and rank 1 fails as MODE says once it has taken 3 steps:
   os_exit0 / os_exit1 - os._exit(0) / os._exit(1), from a thread, during a step
   sigkill / sigterm   - SIGKILL / SIGTERM to itself, from a thread, during a step
   sigterm_parent / sigkill_parent - SIGTERM / SIGKILL to the process mpiexec started for it
+  sigterm_exit - SIGTERM, during a step, to a rank whose own handler calls sys.exit(1)
   sleep    - sleeps (run with NUMBAFLOW_COLLECTIVE_TIMEOUT set)
   none     - no fault: both ranks take 6 steps; rank 1 ends first (its exit notice must
              not abort rank 0, which has no collective left to run)
@@ -62,6 +63,8 @@ def fault_in_a_thread():
     os.kill(pid, signal.SIGKILL if mode.startswith("sigkill") else signal.SIGTERM)
 
 
+if mode == "sigterm_exit":
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(1))
 steps = 6 if mode == "none" else 10 ** 6
 for step in range(steps):
     exe.run(c, feed=feed, fetch_list=[loss])
@@ -78,7 +81,7 @@ for step in range(steps):
     if mode == "sleep":
         time.sleep(600)
     if mode in ("os_exit0", "os_exit1", "sigkill", "sigterm", "sigterm_parent",
-                "sigkill_parent"):
+                "sigkill_parent", "sigterm_exit"):
         threading.Thread(target=fault_in_a_thread, daemon=True).start()
 if mode == "none" and rank == 0:
     time.sleep(1.0)
