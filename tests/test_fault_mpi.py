@@ -40,6 +40,7 @@ FAULTS = {
     "sigterm": ("1", ["received SIGTERM"]),
     "sigterm_parent": ("1", ["received SIGTERM"]),
     "sigterm_exit": ("0", ["rank 1 exited", "while this rank waits for it in collective"]),
+    "caught": ("1", ["a data-parallel step raised on this rank after its collectives had started"]),
 }
 
 

@@ -82,12 +82,29 @@ class World:
         # every collective is started nonblocking and polled by the watch, which aborts
         # the job when another rank has left or the timeout passes (faults.py)
         self.watch = Watch(comm, collective_timeout())
+        self._open_step = None       # see step_begins
 
     def _collective(self, what, start):
         """Start one collective (`start()` returns its MPI request) and wait for it;
         `what` describes it in messages (faults.describe)."""
         n = self.watch.start()
         self.watch.wait(start(), n, what)
+
+    def step_begins(self, what="a data-parallel step"):
+        """Mark the start of collectives that every rank must complete together (one
+        data-parallel step); `step_ends()` marks their end. When this rank's previous
+        step never ended (it raised after its collectives started, and the program
+        caught that and went on), the other ranks still wait in that step's collectives,
+        and going on would mismatch collectives (wrong sums or a hang): abort the job."""
+        if self._open_step is not None:
+            abort_job(f"{self._open_step} raised on this rank after its collectives had "
+                      f"started, and the program went on: the other ranks still wait in that "
+                      f"step's collectives (under mpiexec a failed step cannot be retried)")
+        self._open_step = what
+
+    def step_ends(self):
+        """See `step_begins`."""
+        self._open_step = None
 
     def agree(self, what):
         """Before a collective that only some ranks might call: return once every rank

@@ -104,6 +104,7 @@ class DataParallelRunner:
         # changed a parameter (then every rank joins the re-broadcast from rank 0)
         total, resync = sum(sizes), self._needs_sync()
         if self.world is not None and self.world.size > 1:
+            self.world.step_begins()   # from here a failure on one rank strands the others
             agreed = np.array([total, int(resync)], dtype=np.int64)
             self.world.allreduce_sum_(agreed)
             total, resync = int(agreed[0]), bool(agreed[1])
@@ -117,6 +118,8 @@ class DataParallelRunner:
                  for i in range(len(feeds))]
         self.last_plans = plans
         results = self._run_devices(plans, feeds, iterations)
+        if self.world is not None and self.world.size > 1:
+            self.world.step_ends()
         return merge_fetch(results, return_merged)
 
     def _loss_grad_array(self, i, var, value):

@@ -10,6 +10,7 @@ than the test waits, and rank 1 fails as MODE says once it has taken 3 steps:
   sigkill / sigterm   - SIGKILL / SIGTERM to itself, from a thread, during a step
   sigterm_parent / sigkill_parent - SIGTERM / SIGKILL to the process mpiexec started for it
   sigterm_exit - SIGTERM, during a step, to a rank whose own handler calls sys.exit(1)
+  caught   - a step fails (a label out of range) and rank 1 catches the error and goes on
   sleep    - sleeps (run with NUMBAFLOW_COLLECTIVE_TIMEOUT set)
   none     - no fault: both ranks take 6 steps; rank 1 ends first (its exit notice must
              not abort rank 0, which has no collective left to run)
@@ -66,8 +67,13 @@ def fault_in_a_thread():
 if mode == "sigterm_exit":
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(1))
 steps = 6 if mode == "none" else 10 ** 6
+bad = dict(feed, y=np.full((8, 1), 9, np.int64))
 for step in range(steps):
-    exe.run(c, feed=feed, fetch_list=[loss])
+    try:
+        exe.run(c, feed=bad if (mode, rank, step) == ("caught", 1, 3) else feed,
+                fetch_list=[loss])
+    except ValueError as e:
+        print(f"CAUGHT {rank}: {str(e)[:80]}", flush=True)
     if rank != 1 or step != 2:
         continue
     if mode == "raise":
