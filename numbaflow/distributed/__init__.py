@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .mpi import World, env_rank, env_size, init, install_abort_hooks, is_initialized, world
-from .supervisor import supervise
+from .mpi import World, env_size, init, install_abort_hooks, is_initialized, world
+from .mpi import env_rank as _env_rank
+from .supervisor import supervise as _supervise
 
 if TYPE_CHECKING:
     from ..executor.scope import Scope
@@ -36,7 +37,7 @@ __all__ = ["get_rank", "get_world_size", "barrier", "init", "is_initialized",
 # (Hydra does not end a job when one process exits with an error). This does not
 # import mpi4py; the hook does, only to call MPI_Abort.
 if env_size() > 1:
-    supervise(env_rank(), env_size())     # a rank killed or os._exit'ed is named (supervisor.py)
+    _supervise(_env_rank(), env_size())     # a rank killed or os._exit'ed is named (supervisor.py)
     install_abort_hooks()
 
 

@@ -104,26 +104,38 @@ class World:
         n = self.watch.start()
         self.watch.wait(start(), n, what)
 
-    def step_begins(self, what="a data-parallel step"):
+    def step_begins(self, what: str = "a data-parallel step") -> None:
         """Mark the start of collectives that every rank must complete together (one
         data-parallel step); `step_ends()` marks their end. When this rank's previous
         step never ended (it raised after its collectives started, and the program
         caught that and went on), the other ranks still wait in that step's collectives,
-        and going on would mismatch collectives (wrong sums or a hang): abort the job."""
+        and going on would mismatch collectives (wrong sums or a hang): abort the job.
+
+        Args:
+            what (str): names the step in the abort message.
+        """
         if self._open_step is not None:
             abort_job(f"{self._open_step} raised on this rank after its collectives had "
                       f"started, and the program went on: the other ranks still wait in that "
                       f"step's collectives (under mpiexec a failed step cannot be retried)")
         self._open_step = what
 
-    def step_ends(self):
+    def step_ends(self) -> None:
         """See `step_begins`."""
         self._open_step = None
 
-    def agree(self, what):
-        """Before a collective that only some ranks might call: return once every rank
-        called `agree(what)` here; raise RuntimeError (nothing started, this rank can go
-        on) when another rank is in a different collective or has exited."""
+    def agree(self, what: str) -> None:
+        """Before a collective that only some ranks might call (static.save's gather):
+        return once every rank called `agree(what)` at this point. Past
+        NUMBAFLOW_COLLECTIVE_TIMEOUT the job is aborted.
+
+        Args:
+            what (str): names the operation; every rank must pass the same.
+
+        Raises:
+            RuntimeError: another rank is in a different collective or has exited.
+                Nothing was started: this rank can go on.
+        """
         self.watch.agree(what)
 
     def __repr__(self):
