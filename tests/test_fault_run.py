@@ -104,20 +104,25 @@ def test_real_sigint_during_steps_leaves_before_or_after_state():
         f = feeds[trial % len(feeds)]
         exe.run(main, feed=f, fetch_list=[loss], scope=twin)
         after = persistables(main, twin)
-        fired = threading.Event()
+        handled = threading.Event()
 
-        def interrupt():
-            os.kill(os.getpid(), signal.SIGINT)
-            fired.set()
-        timer = threading.Timer(rng.uniform(0, 1.5 * step), interrupt)
-        timer.start()
+        def on_sigint(signum, frame):       # Python's default, and says it ran
+            handled.set()
+            raise KeyboardInterrupt
+        previous = signal.signal(signal.SIGINT, on_sigint)
+        timer = threading.Timer(rng.uniform(0, 1.5 * step),
+                                lambda: os.kill(os.getpid(), signal.SIGINT))
         try:
-            exe.run(main, feed=f, fetch_list=[loss], scope=scope)
-            fired.wait(30)      # an interrupt after the step lands here at the latest
-            time.sleep(0.01)
-        except KeyboardInterrupt:
-            interrupted += 1
-        timer.join()
+            try:
+                timer.start()       # (a short delay may fire before start() returns)
+                exe.run(main, feed=f, fetch_list=[loss], scope=scope)
+                handled.wait(30)    # an interrupt after the step lands here at the latest
+            except KeyboardInterrupt:
+                interrupted += 1
+            timer.join()
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        assert handled.is_set()
         got = persistables(main, scope)
         same_as = [name for name, ref in (("before", before), ("after", after))
                    if all(np.array_equal(got[k], ref[k]) for k in ref)]

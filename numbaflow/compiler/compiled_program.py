@@ -199,8 +199,7 @@ class CompiledProgram:
             hit = self._cache._repeat(fast[3], feed, fetch_list, self._scope, self._options)
             if hit is not None:
                 plan, arrays = hit
-                with self._scope._lock:
-                    result = plan.run(arrays)
+                result = plan.run(arrays)       # (holds the scope's lock)
                 self._after_run(plan)
                 return result if return_numpy else [_Fetched(r) for r in result]
         return self._run(exe, feed, fetch_list, scope, return_numpy, return_merged)
