@@ -71,7 +71,8 @@ class World:
     `rank` and `size` are this process's rank and the number of processes. Every
     method is collective: all ranks must call it, in the same order.
 
-    Reproducibility: `Allreduce` with MPI.SUM in MPICH picks its algorithm from the
+    Reproducibility: `Iallreduce` (what `allreduce_sum_` starts, then polls: see
+    faults.py) with MPI.SUM in MPICH picks its algorithm from the
     communicator size and the message size only, and each algorithm combines the
     ranks' contributions in a fixed order (recursive doubling for short messages,
     reduce-scatter + allgather for long ones, where each element is summed on one
