@@ -341,8 +341,9 @@ def test_every_plan_cache_is_bounded(monkeypatch):
 
 @pytest.mark.slow
 def test_rss_of_many_feed_signatures_stays_flat():
-    """2000 batch sizes through the plain, compiled and data-parallel paths: RSS grows no
-    more than the plain Executor's (each path keeps at most NUMBAFLOW_MAX_PLANS plans)."""
+    """2000 batch sizes through the plain, compiled and data-parallel (one replica) paths:
+    RSS grows no more than the plain Executor's (each path keeps at most
+    NUMBAFLOW_MAX_PLANS plans; with D replicas each keeps its own, of 1/D of the batch)."""
     script = textwrap.dedent("""
         import resource, sys
         import numpy as np
@@ -356,7 +357,7 @@ def test_rss_of_many_feed_signatures_stays_flat():
         kind = sys.argv[1]
         prog = {"plain": main, "compiled": static.CompiledProgram(main),
                 "dp": static.CompiledProgram(main).with_data_parallel(
-                    loss_name=loss.name, places=[paddle.CPUPlace()] * 2)}[kind]
+                    loss_name=loss.name, places=[paddle.CPUPlace()])}[kind]
         def rss():
             return int(open("/proc/self/statm").read().split()[1]) * 4096
         def run(n):
