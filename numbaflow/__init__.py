@@ -14,6 +14,7 @@ _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 from . import dtypes, kernels  # noqa: F401,E402  (kernels registers every op)
 from .dtypes import bool_ as bool, float32, float64, int32, int64  # noqa: F401
 from .executor import CPUPlace, CUDAPlace  # noqa: F401
+from .executor.place import cuda_available, is_compiled_with_cuda  # noqa: F401
 from .param_attr import ParamAttr  # noqa: F401
 from .tensor_math import (abs, add, argmax, assign, cast, clip, concat, divide,  # noqa: F401
                           exp, flatten, full, log, matmul, max, maximum, mean, min, minimum,

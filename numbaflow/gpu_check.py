@@ -1,0 +1,488 @@
+"""The GPU compile gate: compile every GPU kernel numbaflow launches, for a real GPU,
+without one.
+
+    python -m numbaflow.gpu_check --cc 9.0 [--cc 8.0] [--counts] [--ptxas]
+
+1. *Trace*: run the GPU kernel factories of every registered op (the op table's rows,
+   their gradients, larger shapes that reach the big tiles) and whole training programs
+   on `CUDAPlace(0)`, with numba-cuda's device layer replaced by host arrays and every
+   kernel launch recorded instead of run: (kernel, argument types) at the real block and
+   tile sizes (the simulator runs smaller ones). Nothing executes, so real-size shapes
+   cost nothing; an op registered later is traced through its op-table row.
+2. *Compile*: each recorded signature with `numba.cuda.compile_ptx` (NVVM from the
+   numba-cuda[cu12] wheels) for each compute capability, and with `--ptxas` also
+   assembled to SASS by ptxas (what the driver would do at load time).
+
+Prints `compiled N signatures of M kernels, K failed` and exits 1 when K > 0.
+`--counts` prints the instruction counts of the hot loops (BENCHMARKS.md's GPU section).
+"""
+import argparse
+import contextlib
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import types as _pytypes
+from pathlib import Path
+
+import numpy as np
+
+
+# ---------------------------------------------------------------- the fake device layer
+class TracedArray(np.ndarray):
+    """A host array standing in for a device array while tracing."""
+
+    def copy_to_device(self, src, stream=0):
+        np.copyto(self, np.asarray(src).reshape(self.shape))
+
+    def copy_to_host(self, ary=None, stream=0):
+        if ary is None:
+            return np.array(self).view(np.ndarray)
+        np.copyto(ary, self)
+        return ary
+
+
+class _Recorder:
+    def __init__(self, launches, kernel):
+        self.launches, self.kernel = launches, kernel
+
+    def __call__(self, *args):
+        from numba import typeof
+        from numba.core.typing.typeof import Purpose
+        self.launches.append((self.kernel, tuple(typeof(a, Purpose.argument) for a in args)))
+
+
+class _FakeDevice:
+    def __init__(self, i):
+        self.id = i
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+@contextlib.contextmanager
+def traced_device(launches):
+    """Inside: numba.cuda allocates host `TracedArray`s and kernel launches append
+    (dispatcher, argument types) to `launches` instead of running."""
+    from numba import config, cuda
+    from numba.cuda.dispatcher import CUDADispatcher
+    if config.ENABLE_CUDASIM:
+        raise RuntimeError("gpu_check compiles for a real GPU: unset NUMBA_ENABLE_CUDASIM")
+    from .executor import place
+
+    def to_device(a, stream=0, copy=True, to=None):
+        a = np.ascontiguousarray(a)
+        if to is not None:
+            to.copy_to_device(a)
+            return to
+        return np.array(a).view(TracedArray)
+
+    def device_array(shape, dtype=np.float64, strides=None, order="C", stream=0):
+        return np.zeros(shape, dtype).view(TracedArray)
+
+    patches = [(cuda, "to_device", to_device), (cuda, "device_array", device_array),
+               (cuda, "is_available", lambda: True), (cuda, "gpus", [_FakeDevice(0)]),
+               (CUDADispatcher, "configure",
+                lambda self, griddim, blockdim, stream=0, sharedmem=0: _Recorder(launches, self)),
+               (place, "_device_problem", lambda device_id: None)]
+    saved = [(obj, name, obj.__dict__.get(name, getattr(obj, name))) for obj, name, _ in patches]
+    try:
+        for obj, name, value in patches:
+            setattr(obj, name, value)
+        yield
+    finally:
+        for obj, name, value in saved:
+            setattr(obj, name, value)
+
+
+@contextlib.contextmanager
+def compute_capability(cc):
+    """numba-cuda asks the current device for its compute capability when a kernel calls
+    a device function: answer `cc` (there is no device)."""
+    import numba.cuda.compiler as compiler
+    import numba.cuda.dispatcher as dispatcher
+    dev = _pytypes.SimpleNamespace(compute_capability=tuple(cc), id=0)
+    saved = [(m, m.get_current_device) for m in (compiler, dispatcher)]
+    try:
+        for m, _ in saved:
+            m.get_current_device = lambda: dev
+        yield
+    finally:
+        for m, f in saved:
+            m.get_current_device = f
+
+
+# ---------------------------------------------------------------- what gets traced
+def _rows_dir():
+    """tests/ of a source checkout (the op table's rows), or None when installed."""
+    d = Path(__file__).resolve().parents[1] / "tests"
+    return d if (d / "op_rows" / "__init__.py").exists() else None
+
+
+def _grad_inputs(gdef, arrays, fwd_out, rng):
+    """A grad op's inputs: the forward's inputs / outputs by slot, random `<out>@GRAD`
+    (the same rule as the simulator tests)."""
+    ins = {}
+    for s in gdef.inputs:
+        if s.name.endswith("@GRAD"):
+            ref = fwd_out.get(s.name[:-5])
+            if ref is None:
+                return None
+            mk = lambda a: rng.uniform(-1, 1, a.shape).astype(a.dtype)  # noqa: E731
+            ins[s.name] = [mk(a) for a in ref] if isinstance(ref, list) else mk(ref)
+        elif s.name in arrays:
+            ins[s.name] = arrays[s.name]
+        elif s.name in fwd_out:
+            ins[s.name] = fwd_out[s.name]
+        elif not s.optional:
+            return None
+    return ins
+
+
+def extra_cases():
+    """(op, inputs, attrs) beyond the op table: several tiles and blocks, the big GEMM
+    tiles, the SPEC GPU row's shapes and the MLP's products (nothing runs: size is free)."""
+    rng = np.random.default_rng(0)
+    u = lambda *s: rng.uniform(-1, 1, s).astype(np.float32)  # noqa: E731
+    cases = [
+        ("matmul_v2", {"X": u(2, 10, 17), "Y": u(17, 9)}, {}),
+        ("matmul_v2", {"X": u(17, 10), "Y": u(2, 9, 17)}, {"trans_x": True, "trans_y": True}),
+        ("matmul_v2", {"X": u(1024, 512), "Y": u(512, 1024)}, {}),
+        ("matmul_v2", {"X": u(512, 1024), "Y": u(1024, 512)}, {"trans_x": True, "trans_y": True}),
+        ("mul", {"X": u(9, 3, 6), "Y": u(18, 10)}, {}),
+        ("mul", {"X": u(128, 784), "Y": u(784, 512)}, {}),
+        ("mul", {"X": u(128, 512), "Y": u(512, 10)}, {}),
+        ("reduce_sum", {"X": u(2, 100)}, {"dim": [1]}),
+        ("reduce_mean", {"X": u(3, 5, 40)}, {"dim": [0, 1]}),
+        ("softmax", {"X": u(2, 70)}, {}),
+        ("transpose2", {"X": u(3, 1, 4, 5)}, {"axis": [3, 1, 0, 2]}),
+        ("elementwise_add", {"X": u(4096, 4096), "Y": u(4096)}, {}),
+        ("relu", {"X": u(4096, 4096)}, {}),
+    ]
+    return cases + [(op, {k: v.astype(np.float64) for k, v in a.items()}, at)
+                    for op, a, at in cases[:2]]
+
+
+def _programs():
+    """Training programs whose plans bring the fused kernels (optimizers, add+act)."""
+    import numbaflow as paddle
+    import numbaflow.static as static
+    from numbaflow.utils import unique_name
+
+    def mlp(opt):
+        main, startup = static.Program(), static.Program()
+        with static.program_guard(main, startup), unique_name.guard():
+            x = static.data("x", [None, 784])
+            y = static.data("y", [None, 1], "int64")
+            h = static.nn.fc(x, 512, activation="relu")
+            h = static.nn.fc(h, 512, activation="relu")
+            loss = paddle.nn.functional.cross_entropy(static.nn.fc(h, 10), y)
+            opt.minimize(loss)
+        return main, startup, {"x": np.zeros((128, 784), np.float32),
+                               "y": np.zeros((128, 1), np.int64)}, loss
+
+    def cnn():
+        main, startup = static.Program(), static.Program()
+        with static.program_guard(main, startup), unique_name.guard():
+            x = static.data("x", [None, 1, 6, 6])
+            y = static.data("y", [None, 1], "int64")
+            h = static.nn.conv2d(x, num_filters=3, filter_size=3, padding=1)
+            h = static.nn.batch_norm(h, act="relu")
+            h = paddle.nn.functional.max_pool2d(h, kernel_size=2, stride=2)
+            loss = paddle.nn.functional.cross_entropy(static.nn.fc(h, 4), y)
+            paddle.optimizer.SGD(0.1).minimize(loss)
+        return main, startup, {"x": np.zeros((2, 1, 6, 6), np.float32),
+                               "y": np.zeros((2, 1), np.int64)}, loss
+
+    yield "mlp+momentum", lambda: mlp(paddle.optimizer.Momentum(0.1, 0.9))
+    yield "mlp+adam", lambda: mlp(paddle.optimizer.Adam(1e-3))
+    yield "cnn+sgd", cnn
+
+
+def trace_launches(rows_dir=None):
+    """Record every kernel launch of the traced work. Returns (launches, problems,
+    untraced ops): launches [(dispatcher, argtypes)], problems ["what: error"]."""
+    from .kernels import all_op_types, get_op_def, run_op
+    from .kernels.registry import COLLECTIVE, RANDOM
+    launches, problems, traced = [], [], set()
+    rng = np.random.default_rng(0)
+
+    def attempt(label, fn):
+        try:
+            return fn()
+        except Exception as e:      # a factory that fails here fails on a GPU too
+            problems.append(f"{label}: {type(e).__name__}: {str(e)[-300:]}")
+            return None
+
+    types = set(all_op_types())
+    with traced_device(launches):
+        if rows_dir is not None:
+            sys.path.insert(0, str(rows_dir))
+            try:
+                from op_rows import load_all
+                from .testing.op_test import make_inputs
+                cases = load_all()
+            finally:
+                sys.path.remove(str(rows_dir))
+            for case in cases:
+                opdef = get_op_def(case.op)
+                if opdef.gpu is None or opdef.has(COLLECTIVE):
+                    continue
+                gt = case.op + "_grad"
+                gdef = get_op_def(gt) if gt in types and get_op_def(gt).gpu is not None else None
+                for dtype in case.dtypes:
+                    arrays = make_inputs(case, dtype)
+                    out = attempt(f"{case.id}-{dtype}",
+                                  lambda: run_op(case.op, arrays, case.attrs, device="gpu"))
+                    traced.add(case.op)
+                    gins = out is not None and gdef and _grad_inputs(gdef, arrays, out, rng)
+                    if gins:
+                        attempt(f"{case.id}-{dtype} (grad)",
+                                lambda: run_op(gt, gins, case.attrs, device="gpu"))
+                        traced.add(gt)
+        for op, arrays, attrs in extra_cases():
+            out = attempt(f"extra {op}", lambda: run_op(op, arrays, attrs, device="gpu"))
+            gt = op + "_grad"
+            if out is not None and gt in types:
+                gins = _grad_inputs(get_op_def(gt), arrays, out, rng)
+                if gins:
+                    attempt(f"extra {gt}", lambda: run_op(gt, gins, attrs, device="gpu"))
+        for op in sorted(types):
+            d = get_op_def(op)
+            if d.has(RANDOM) and d.gpu is not None and not d.inputs:
+                attempt(op, lambda: run_op(op, {}, {"shape": [3, 4], "seed": 7,
+                                                    "dtype": "float32"}, device="gpu"))
+                traced.add(op)
+        attempt("programs", lambda: _trace_programs())
+    untraced = sorted(t for t in types if get_op_def(t).gpu is not None and t not in traced
+                      and not get_op_def(t).has(COLLECTIVE)) if rows_dir is not None else []
+    return launches, problems, untraced
+
+
+def _trace_programs():
+    import numbaflow as paddle
+    import numbaflow.static as static
+    for name, build in _programs():
+        paddle.seed(1)
+        main, startup, feed, loss = build()
+        scope = static.Scope()
+        exe = static.Executor(paddle.CUDAPlace(0))
+        exe.run(startup, scope=scope)
+        for _ in range(2):
+            exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
+
+
+def signatures(launches):
+    """{dispatcher: [argtypes, ...]} without repeats, in first-launch order."""
+    out = {}
+    for k, sig in launches:
+        sigs = out.setdefault(k, [])
+        if sig not in sigs:
+            sigs.append(sig)
+    return out
+
+
+def kernel_name(k):
+    f = k.py_func
+    return f"{f.__module__}.{f.__qualname__}"
+
+
+# ---------------------------------------------------------------- compiling
+def ptxas_path():
+    """ptxas from the nvidia-cuda-nvcc-cu12 wheel (numba-cuda[cu12] brings it), or PATH."""
+    try:
+        import nvidia.cuda_nvcc as m
+        p = Path(list(m.__path__)[0]) / "bin" / "ptxas"
+        if p.exists():
+            return str(p)
+    except ImportError:
+        pass
+    import shutil
+    return shutil.which("ptxas")
+
+
+def compile_ptx(kernel, argtypes, cc):
+    """PTX of `kernel` (a CUDADispatcher) for `argtypes` on compute capability `cc`."""
+    from numba import cuda
+    with compute_capability(cc):
+        ptx, _ = cuda.compile_ptx(kernel.py_func, argtypes, cc=tuple(cc),
+                                  fastmath=bool(kernel.targetoptions.get("fastmath")))
+    return ptx
+
+
+def assemble(ptx, cc, verbose=False):
+    """Run ptxas on `ptx` for sm_<cc>; returns its stderr (with -v: registers, spills)."""
+    exe = ptxas_path()
+    if exe is None:
+        raise RuntimeError("ptxas not found: pip install 'numba-cuda[cu12]' brings it")
+    with tempfile.TemporaryDirectory() as d:
+        src = os.path.join(d, "k.ptx")
+        with open(src, "w") as f:
+            f.write(ptx)
+        r = subprocess.run([exe, f"-arch=sm_{cc[0]}{cc[1]}", src, "-o", os.path.join(d, "k.o")]
+                           + (["-v"] if verbose else []), capture_output=True, text=True,
+                           timeout=300)
+    if r.returncode:
+        raise RuntimeError(f"ptxas: {r.stderr.strip()[-500:]}")
+    return r.stderr
+
+
+def compile_all(sigs, ccs, use_ptxas=False, log=print):
+    """Compile every signature for every cc; returns the failures ["kernel sig cc: error"]."""
+    failures = []
+    for k, sig_list in sigs.items():
+        for sig in sig_list:
+            for cc in ccs:
+                try:
+                    ptx = compile_ptx(k, sig, cc)
+                    if use_ptxas:
+                        assemble(ptx, cc)
+                except Exception as e:
+                    msg = str(e).strip().splitlines()
+                    failures.append(f"{kernel_name(k)}{tuple(str(t) for t in sig)} sm_"
+                                    f"{cc[0]}{cc[1]}: {type(e).__name__}: "
+                                    f"{' '.join(msg[-3:])[-400:]}")
+                    log("FAILED " + failures[-1])
+    return failures
+
+
+# ---------------------------------------------------------------- hot-loop counts
+_SKIP = re.compile(r"^(\.|//|\{|\}|\$|@?%?$)")
+
+
+def _instructions(lines):
+    return [ln.strip() for ln in lines
+            if ln.strip() and not _SKIP.match(ln.strip()) and not ln.strip().endswith(":")]
+
+
+def loops(ptx):
+    """Each loop of a PTX function as (label, its instruction lines): the lines from a
+    label to the last branch back to it."""
+    lines = ptx.splitlines()
+    where = {ln.strip()[:-1]: i for i, ln in enumerate(lines) if re.match(r"^\$\S+:$", ln.strip())}
+    found = {}
+    for i, ln in enumerate(lines):
+        m = re.search(r"\bbra(?:\.uni)?\s+(\$\S+);", ln)
+        if m and m.group(1) in where and where[m.group(1)] < i:
+            found[m.group(1)] = (where[m.group(1)], i)
+    return [(lab, _instructions(lines[a:b + 1])) for lab, (a, b) in found.items()]
+
+
+def elementwise_counts(ptx):
+    """(instructions per element, the loop) of the innermost loop that stores to global
+    memory: the grid-stride body of the elementwise template."""
+    best = None
+    for lab, ins in loops(ptx):
+        stores = [x for x in ins if x.startswith("st.global")]
+        if stores and (best is None or len(ins) < len(best[1])):
+            best = (lab, ins)
+    if best is None:
+        raise RuntimeError("no global-store loop in the kernel")
+    per = max(1, len([x for x in best[1] if x.startswith("st.global")]))
+    return len(best[1]) / per, best[1]
+
+
+def gemm_counts(ptx):
+    """(FMAs, shared loads, instructions) in the loop over K slabs of the GEMM kernel."""
+    best = None
+    for lab, ins in loops(ptx):
+        if any(x.startswith("bar.sync") for x in ins):
+            if best is None or len(ins) < len(best):
+                best = ins
+    fma = sum(1 for x in best if x.startswith("fma."))
+    lds = sum(1 for x in best if x.startswith("ld.shared"))
+    return fma, lds, len(best)
+
+
+def hot_loop_report(cc=(9, 0), log=print):
+    """Instruction counts of the SPEC §7 GPU row (relu(x + bias), 4096x4096 f32: same-shape
+    and last-axis-broadcast operands) and the MLP's GEMM, from the compiled PTX."""
+    from .kernels import run_op
+    rows = []
+    cases = [("x + bias, (4096,4096)+(4096,) f32", "elementwise_add",
+              {"X": np.zeros((4096, 4096), np.float32), "Y": np.zeros(4096, np.float32)}),
+             ("x + y, same shape (4096,4096) f32", "elementwise_add",
+              {"X": np.zeros((4096, 4096), np.float32), "Y": np.zeros((4096, 4096), np.float32)}),
+             ("relu(x), (4096,4096) f32", "relu", {"X": np.zeros((4096, 4096), np.float32)})]
+    for label, op, ins in cases:
+        launches = []
+        with traced_device(launches):
+            run_op(op, ins, {}, device="gpu")
+        k, sig = launches[0]
+        per, _ = elementwise_counts(compile_ptx(k, sig, cc))
+        rows.append((label, f"{per:.0f} PTX instructions per element"))
+    for label, x, y in (("GEMM (128,784)@(784,512) f32 (64x64 tiles)", (128, 784), (784, 512)),
+                        ("GEMM (4096,4096)@(4096,4096) f32 (128x128 tiles)", (4096, 4096),
+                         (4096, 4096))):
+        launches = []
+        with traced_device(launches):
+            run_op("mul", {"X": np.zeros(x, np.float32), "Y": np.zeros(y, np.float32)}, {},
+                   device="gpu")
+        k, sig = launches[0]
+        fma, lds, n = gemm_counts(compile_ptx(k, sig, cc))
+        rows.append((label, f"per K slab: {fma} FMA, {lds} shared loads "
+                            f"({fma / lds:.1f} FMA per load), {n} instructions "
+                            f"({100 * fma / n:.0f}% FMA)"))
+    for label, text in rows:
+        log(f"  {label}: {text}")
+    return rows
+
+
+# ---------------------------------------------------------------- CLI
+def _cc(text):
+    m = re.fullmatch(r"(\d+)\.(\d+)", text.strip())
+    if not m:
+        raise argparse.ArgumentTypeError(f"--cc wants MAJOR.MINOR such as 9.0, got {text!r}")
+    return int(m.group(1)), int(m.group(2))
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python -m numbaflow.gpu_check", description=__doc__.split(
+        "\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--cc", type=_cc, action="append",
+                   help="compute capability to compile for (repeatable; default 9.0)")
+    p.add_argument("--ptxas", action="store_true",
+                   help="also assemble every kernel to SASS with ptxas")
+    p.add_argument("--counts", action="store_true",
+                   help="print the hot loops' instruction counts")
+    p.add_argument("--rows", type=Path, default=None,
+                   help="tests/ directory holding op_rows (default: this checkout's)")
+    p.add_argument("-v", "--verbose", action="store_true")
+    a = p.parse_args(argv)
+    ccs = a.cc or [(9, 0)]
+    t0 = time.time()
+    rows = a.rows or _rows_dir()
+    if rows is None:
+        print("note: no op table found (tests/op_rows); tracing the built-in cases only")
+    launches, problems, untraced = trace_launches(rows)
+    sigs = signatures(launches)
+    n_sig = sum(len(v) for v in sigs.values())
+    print(f"traced {len(launches)} launches: {n_sig} signatures of {len(sigs)} kernels "
+          f"({time.time() - t0:.0f} s)")
+    for msg in problems:
+        print("TRACE FAILED " + msg)
+    for op in untraced:
+        print(f"NOT TRACED {op}: registered with a GPU kernel but no op-table row reached it")
+    if a.verbose:
+        for k, v in sigs.items():
+            for s in v:
+                print(f"  {kernel_name(k)}{tuple(str(t) for t in s)}")
+    failures = compile_all(sigs, ccs, a.ptxas)
+    k_failed = len(failures) + len(problems) + len(untraced)
+    ccs_s = ", ".join(f"sm_{c[0]}{c[1]}" for c in ccs)
+    print(f"targets {ccs_s}{' (PTX and SASS)' if a.ptxas else ' (PTX)'}, "
+          f"{time.time() - t0:.0f} s")
+    print(f"compiled {n_sig} signatures of {len(sigs)} kernels, {k_failed} failed")
+    if a.counts:
+        print(f"hot loops (sm_{ccs[0][0]}{ccs[0][1]} PTX):")
+        hot_loop_report(ccs[0])
+    return 1 if k_failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
