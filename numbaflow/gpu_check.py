@@ -45,35 +45,55 @@ class TracedArray(np.ndarray):
 
 
 class _Recorder:
-    def __init__(self, launches, kernel):
-        self.launches, self.kernel = launches, kernel
+    def __init__(self, state, kernel):
+        self.state, self.kernel = state, kernel
 
     def __call__(self, *args):
         from numba import typeof
         from numba.core.typing.typeof import Purpose
-        self.launches.append((self.kernel, tuple(typeof(a, Purpose.argument) for a in args)))
+        self.state.launches.append((self.kernel, tuple(typeof(a, Purpose.argument)
+                                                       for a in args)))
+        self.state.launch_devices.append(self.state.current())
 
 
 class _FakeDevice:
-    def __init__(self, i):
-        self.id = i
+    """cuda.gpus[i]: entering makes device i current (a stack, like CUDA contexts)."""
+
+    def __init__(self, state, i):
+        self.state, self.id = state, i
 
     def __enter__(self):
+        self.state.stack.append(self.id)
         return self
 
     def __exit__(self, *exc):
+        self.state.stack.pop()
         return False
 
 
+class TraceState:
+    """What a trace saw: `launches` [(dispatcher, argtypes)] and, per launch, the device
+    that was current (`launch_devices`)."""
+
+    def __init__(self, launches):
+        self.launches, self.launch_devices, self.stack = launches, [], []
+
+    def current(self):
+        return self.stack[-1] if self.stack else 0
+
+
 @contextlib.contextmanager
-def traced_device(launches):
-    """Inside: numba.cuda allocates host `TracedArray`s and kernel launches append
-    (dispatcher, argument types) to `launches` instead of running."""
+def traced_device(launches, n_gpus=1):
+    """Inside: numba.cuda allocates host `TracedArray`s, `n_gpus` fake GPUs are visible
+    and kernel launches append (dispatcher, argument types) to `launches` instead of
+    running. Yields the TraceState."""
     from numba import config, cuda
     from numba.cuda.dispatcher import CUDADispatcher
     if config.ENABLE_CUDASIM:
         raise RuntimeError("gpu_check compiles for a real GPU: unset NUMBA_ENABLE_CUDASIM")
     from .executor import place
+    from .kernels import gpu_util
+    state = TraceState(launches)
 
     def to_device(a, stream=0, copy=True, to=None):
         a = np.ascontiguousarray(a)
@@ -85,16 +105,22 @@ def traced_device(launches):
     def device_array(shape, dtype=np.float64, strides=None, order="C", stream=0):
         return np.zeros(shape, dtype).view(TracedArray)
 
+    def device_problem(i):
+        return None if i < n_gpus else f"device index {i} is out of range: {n_gpus} GPU(s)"
+
     patches = [(cuda, "to_device", to_device), (cuda, "device_array", device_array),
-               (cuda, "is_available", lambda: True), (cuda, "gpus", [_FakeDevice(0)]),
+               (cuda, "is_available", lambda: True),
+               (cuda, "gpus", [_FakeDevice(state, i) for i in range(n_gpus)]),
                (CUDADispatcher, "configure",
-                lambda self, griddim, blockdim, stream=0, sharedmem=0: _Recorder(launches, self)),
-               (place, "_device_problem", lambda device_id: None)]
+                lambda self, griddim, blockdim, stream=0, sharedmem=0: _Recorder(state, self)),
+               (place, "_device_problem", device_problem),
+               (gpu_util, "_device_key", state.current),
+               (gpu_util, "_error_records", {})]
     saved = [(obj, name, obj.__dict__.get(name, getattr(obj, name))) for obj, name, _ in patches]
     try:
         for obj, name, value in patches:
             setattr(obj, name, value)
-        yield
+        yield state
     finally:
         for obj, name, value in saved:
             setattr(obj, name, value)

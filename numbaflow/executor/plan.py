@@ -227,6 +227,8 @@ class Plan:
         # persistables to back up: those written before the last op that may fail
         last_fail = max((i for i, op in enumerate(self.ops)
                          if check or get_op_def(op.type).has(MAY_FAIL)), default=-1)
+        if backend.defers_errors and last_fail >= 0:   # GPU: known after the last kernel
+            last_fail = len(self.ops)
         risky = {v for op in self.ops[:last_fail] for v in op.output_vars() if v.persistable}
         risky.update(v for v in self.feed_vars if v.persistable)
         self.backups = [(bufs[v], backend.empty(bufs[v].shape, bufs[v].dtype)) for v in risky]
@@ -326,6 +328,8 @@ class Plan:
     def _failed_op(self, e, i):
         """(the error, the op it came from) for an exception raised by unit or thunk i."""
         from .scheduler import OpFailed
+        if getattr(e, "failed_op", None) is not None:     # read back from a device
+            return e, e.failed_op
         if isinstance(e, OpFailed):
             return e.error, self.ops[e.index]
         if self.scheduler is None and self.units is not None:
@@ -365,6 +369,10 @@ class Plan:
 
     def run(self, feed_arrays, iterations=1):
         """feed_arrays: {name: ndarray} matching the signature this plan was built for."""
+        with self.backend.activate():       # a CUDA place: its device, in this thread
+            return self._run(feed_arrays, iterations)
+
+    def _run(self, feed_arrays, iterations):
         if self.buffers is None or self.scope.version != self.scope_version:
             self.bind(feed_arrays)
         else:
@@ -395,6 +403,7 @@ class Plan:
                 for _ in range(iterations):
                     for i, thunk in enumerate(self.thunks):
                         thunk()
+            backend.check_errors(self.ops)    # a GPU's bad-data record, once per run
         except Exception as e:
             for live, saved in self.backups:
                 backend.copy(live, saved)

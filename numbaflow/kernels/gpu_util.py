@@ -37,6 +37,66 @@ MIN_ROW_THREADS = 1 if SIMULATED else 32  # fewest (rows shorter than RED_THREAD
 MAX_ROW_BLOCKS = 4096
 SUM, MEAN, MAX, MIN = 0, 1, 2, 3   # reduction kinds (shared with reduction.py)
 
+# ---------------------------------------------------------------- device-side errors
+# Kernels cannot raise. One that meets bad data (a label or id out of range) writes a
+# harmless value (0) and records the first failure of its device in the device's error
+# record err = [code, value, position, bound] (int64; compare_and_swap on err[0], so the
+# first failure wins); the executor reads the record once per run
+# (CudaBackend.check_errors) and raises the CPU kernel's ValueError, word for word.
+ERR_SWCE, ERR_XENT, ERR_ACCURACY, ERR_LOOKUP, ERR_LOOKUP_GRAD = 1, 2, 3, 4, 5
+ERROR_MESSAGES = {   # code -> (op type, the CPU kernel's message)
+    ERR_SWCE: ("softmax_with_cross_entropy", "softmax_with_cross_entropy: label {value} "
+               "(row {pos}) is outside [0, {bound}) and is not ignore_index"),
+    ERR_XENT: ("cross_entropy", "cross_entropy: label {value} (row {pos}) is outside "
+               "[0, {bound}) and is not ignore_index"),
+    ERR_ACCURACY: ("accuracy", "accuracy: label {value} (row {pos}) is outside [0, {bound})"),
+    ERR_LOOKUP: ("lookup_table_v2", "lookup_table_v2: id {value} (position {pos} of Ids) "
+                 "is outside [0, {bound}), the rows of W"),
+    ERR_LOOKUP_GRAD: ("lookup_table_v2_grad", "lookup_table_v2_grad: id {value} (position "
+                      "{pos} of Ids) is outside [0, {bound}), the rows of W"),
+}
+
+
+class DeviceError(ValueError):
+    """A kernel's bad-data error read back from the device; `op_type` says which op."""
+
+    def __init__(self, message, op_type):
+        super().__init__(message)
+        self.op_type = op_type
+
+
+_error_records = {}     # device id -> its int64[4] error record (device memory)
+
+
+def _device_key():
+    from numba import cuda
+    return getattr(cuda.get_current_device(), "id", 0)
+
+
+def error_record():
+    """The current device's error record (allocated zeroed on first use): kernels that
+    can meet bad data take it as an argument."""
+    key = _device_key()
+    rec = _error_records.get(key)
+    if rec is None:
+        from numba import cuda
+        rec = _error_records.setdefault(key, cuda.to_device(np.zeros(4, np.int64)))
+    return rec
+
+
+def raise_device_error():
+    """Read the current device's error record (one small blocking copy); if a kernel
+    recorded a failure, clear it and raise its DeviceError (a ValueError)."""
+    rec = _error_records.get(_device_key())
+    if rec is None:
+        return
+    h = rec.copy_to_host()
+    if h[0] == 0:
+        return
+    rec.copy_to_device(np.zeros(4, np.int64))
+    op_type, text = ERROR_MESSAGES[int(h[0])]
+    raise DeviceError(text.format(value=int(h[1]), pos=int(h[2]), bound=int(h[3])), op_type)
+
 
 def launch_rows(kernel, rows, length, *args):
     """A thunk launching a row kernel (one block per row of `length`) on `args`."""
@@ -185,12 +245,12 @@ def common():
             out3[a, r, c] = z if log else math.exp(z)
         return m, ls
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def fill(out, value):
         for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
             out[i] = value
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def strided_copy(src, dst, shape, sstr, dstr, soff, doff):
         """dst[doff + idx . dstr] = src[soff + idx . sstr] for every index idx of `shape`
         (flat src / dst): transposes, concat and split blocks."""
@@ -210,7 +270,7 @@ def common():
             dst[do] = src[so]
 
     # ------------------------------------------------ reductions (reduction.py)
-    @cuda.jit
+    @cuda.jit(cache=True)
     def reduce_rows(x3, out2, kind):
         sh = cuda.shared.array(T, float64)
         A, R, C = x3.shape
@@ -221,7 +281,7 @@ def common():
             if cuda.threadIdx.x == 0:
                 out2[a, c] = v / R if kind == MEAN else v
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def reduce_cols(x3, out2, kind):
         A, R, C = x3.shape
         for o in range(cuda.grid(1), A * C, cuda.gridsize(1)):
@@ -238,7 +298,7 @@ def common():
                     acc += v
             out2[a, c] = acc / R if kind == MEAN else acc
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def reduce_grad(x, out, dout, dx, shape, ostr, kind, n):
         # dx[i] from dout[j], j = i's output index (stride 0 along the reduced axes)
         for i in range(cuda.grid(1), dx.shape[0], cuda.gridsize(1)):
@@ -255,7 +315,7 @@ def common():
             else:
                 dx[i] = dout[j]
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def argmax_rows(x3, out2):
         # (value, index) tree; ties keep the lower index (the CPU kernel's first maximum)
         sv = cuda.shared.array(T, float64)
@@ -285,7 +345,7 @@ def common():
                 out2[a, c] = si[0]
             cuda.syncthreads()
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def softmax_rows(x3, out3, log):
         sh = cuda.shared.array(T, float64)
         A, R, C = x3.shape
@@ -293,7 +353,7 @@ def common():
             a = o // C
             softmax_row(x3, out3, a, o - a * C, sh, log)
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def softmax_grad_rows(out3, dout3, dx3, log):
         sh = cuda.shared.array(T, float64)
         tid = cuda.threadIdx.x
@@ -315,9 +375,9 @@ def common():
                     dx3[a, r, c] = out3[a, r, c] * (dout3[a, r, c] - s)
 
     # ------------------------------------------------ losses (loss.py), accuracy
-    # Kernels cannot raise: an out-of-range hard label gives a NaN loss (see loss.py).
-    @cuda.jit
-    def swce_hard_rows(x3, label2, sm3, loss2, ignore):
+    # An out-of-range hard label: loss 0 and the failure in the error record (see above).
+    @cuda.jit(cache=True)
+    def swce_hard_rows(x3, label2, sm3, loss2, ignore, err):
         sh = cuda.shared.array(T, float64)
         A, R, C = x3.shape
         for o in range(cuda.blockIdx.x, A * C, cuda.gridDim.x):
@@ -329,11 +389,13 @@ def common():
                 if lab == ignore:
                     loss2[a, c] = 0.0
                 elif lab < 0 or lab >= R:
-                    loss2[a, c] = math.nan
+                    loss2[a, c] = 0.0
+                    if cuda.atomic.compare_and_swap(err, 0, ERR_SWCE) == 0:
+                        err[1], err[2], err[3] = lab, o, R
                 else:
                     loss2[a, c] = ls - (float64(x3[a, lab, c]) - m)
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def swce_soft_rows(x3, label3, sm3, loss2):
         sh = cuda.shared.array(T, float64)
         tid = cuda.threadIdx.x
@@ -351,7 +413,7 @@ def common():
             if tid == 0:
                 loss2[a, c] = -s
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def swce_soft_grad_rows(label3, sm3, dloss2, dx3):
         # softmax * sum(label) - label: exact even when the labels do not sum to 1
         sh = cuda.shared.array(T, float64)
@@ -364,7 +426,7 @@ def common():
             for r in range(cuda.threadIdx.x, R, cuda.blockDim.x):
                 dx3[a, r, c] = (sm3[a, r, c] * t - label3[a, r, c]) * d
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def xent_soft_rows(x2, label2, y):
         sh = cuda.shared.array(T, float64)
         tid = cuda.threadIdx.x
@@ -379,10 +441,10 @@ def common():
             if tid == 0:
                 y[i] = -s
 
-    @cuda.jit
-    def accuracy_block(x2, label, k, acc, correct, total):
+    @cuda.jit(cache=True)
+    def accuracy_block(x2, label, k, acc, correct, total, err):
         # one block: threads take rows; a row is correct when fewer than k scores beat
-        # the label's; an out-of-range label makes Accuracy NaN (kernels cannot raise)
+        # the label's; an out-of-range label makes Accuracy NaN and goes into the record
         sh = cuda.shared.array(T, float64)
         tid = cuda.threadIdx.x
         N, C = x2.shape
@@ -391,6 +453,8 @@ def common():
             lab = label[i]
             if lab < 0 or lab >= C:
                 bad += 1.0
+                if cuda.atomic.compare_and_swap(err, 0, ERR_ACCURACY) == 0:
+                    err[1], err[2], err[3] = lab, i, C
                 continue
             s = x2[i, lab]
             above = 0

@@ -148,7 +148,7 @@ def _accumulate():
     global cuda
     from numba import cuda
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def accumulate(src, dst, idx):
         # dst[d] = sum of src[b] over the b with idx[b] == d (a broadcast operand's grad)
         n, P = src.shape
