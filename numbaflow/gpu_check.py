@@ -358,22 +358,44 @@ def assemble(ptx, cc, verbose=False):
     return r.stderr
 
 
-def compile_all(sigs, ccs, use_ptxas=False, log=print):
-    """Compile every signature for every cc; returns the failures ["kernel sig cc: error"]."""
-    failures = []
-    for k, sig_list in sigs.items():
-        for sig in sig_list:
-            for cc in ccs:
-                try:
-                    ptx = compile_ptx(k, sig, cc)
-                    if use_ptxas:
-                        assemble(ptx, cc)
-                except Exception as e:
-                    msg = str(e).strip().splitlines()
-                    failures.append(f"{kernel_name(k)}{tuple(str(t) for t in sig)} sm_"
-                                    f"{cc[0]}{cc[1]}: {type(e).__name__}: "
-                                    f"{' '.join(msg[-3:])[-400:]}")
-                    log("FAILED " + failures[-1])
+def _compile_one(task):
+    """None, or the failure line of one (kernel, argtypes, cc, use_ptxas) task."""
+    k, sig, cc, use_ptxas = task
+    try:
+        ptx = compile_ptx(k, sig, cc)
+        if use_ptxas:
+            assemble(ptx, cc)
+        return None
+    except Exception as e:
+        msg = str(e).strip().splitlines()
+        return (f"{kernel_name(k)}{tuple(str(t) for t in sig)} sm_{cc[0]}{cc[1]}: "
+                f"{type(e).__name__}: {' '.join(msg[-3:])[-400:]}")
+
+
+_TASKS = []     # the forked workers' task list (inherited, not pickled)
+
+
+def _compile_task(i):
+    return _compile_one(_TASKS[i])
+
+
+def compile_all(sigs, ccs, use_ptxas=False, log=print, jobs=1):
+    """Compile every signature for every cc (in `jobs` forked processes); returns the
+    failures ["kernel(argtypes) sm_XY: error"]."""
+    tasks = [(k, sig, tuple(cc), use_ptxas) for k, v in sigs.items() for sig in v for cc in ccs]
+    if jobs > 1 and len(tasks) > 1:
+        import multiprocessing
+        _TASKS[:] = tasks
+        try:
+            with multiprocessing.get_context("fork").Pool(jobs) as pool:
+                results = pool.map(_compile_task, range(len(tasks)), chunksize=4)
+        finally:
+            _TASKS.clear()
+    else:
+        results = [_compile_one(t) for t in tasks]
+    failures = [r for r in results if r]
+    for f in failures:
+        log("FAILED " + f)
     return failures
 
 
@@ -425,6 +447,17 @@ def gemm_counts(ptx):
     return fma, lds, len(best)
 
 
+def _ptxas_summary(ptx, cc):
+    """'; ptxas: N registers, S bytes spilled' from ptxas -v (empty without ptxas)."""
+    if ptxas_path() is None:
+        return ""
+    info = assemble(ptx, cc, verbose=True)
+    regs = re.search(r"Used (\d+) registers", info)
+    spill = re.search(r"(\d+) bytes spill stores", info)
+    return (f"; ptxas: {regs.group(1) if regs else '?'} registers, "
+            f"{spill.group(1) if spill else '?'} bytes spilled")
+
+
 def hot_loop_report(cc=(9, 0), log=print):
     """Instruction counts of the SPEC §7 GPU row (relu(x + bias), 4096x4096 f32: same-shape
     and last-axis-broadcast operands) and the MLP's GEMM, from the compiled PTX."""
@@ -450,10 +483,11 @@ def hot_loop_report(cc=(9, 0), log=print):
             run_op("mul", {"X": np.zeros(x, np.float32), "Y": np.zeros(y, np.float32)}, {},
                    device="gpu")
         k, sig = launches[0]
-        fma, lds, n = gemm_counts(compile_ptx(k, sig, cc))
+        ptx = compile_ptx(k, sig, cc)
+        fma, lds, n = gemm_counts(ptx)
         rows.append((label, f"per K slab: {fma} FMA, {lds} shared loads "
                             f"({fma / lds:.1f} FMA per load), {n} instructions "
-                            f"({100 * fma / n:.0f}% FMA)"))
+                            f"({100 * fma / n:.0f}% FMA){_ptxas_summary(ptx, cc)}"))
     for label, text in rows:
         log(f"  {label}: {text}")
     return rows
@@ -476,11 +510,20 @@ def main(argv=None):
                    help="also assemble every kernel to SASS with ptxas")
     p.add_argument("--counts", action="store_true",
                    help="print the hot loops' instruction counts")
+    p.add_argument("-j", "--jobs", type=int, default=min(4, os.cpu_count() or 1),
+                   help="compile in this many processes (default: up to 4 CPUs)")
     p.add_argument("--rows", type=Path, default=None,
                    help="tests/ directory holding op_rows (default: this checkout's)")
     p.add_argument("-v", "--verbose", action="store_true")
     a = p.parse_args(argv)
     ccs = a.cc or [(9, 0)]
+    from .executor.place import _simulated, _toolkit_problem
+    if _simulated():
+        p.error("the gate compiles for a real GPU: unset NUMBA_ENABLE_CUDASIM")
+    problem = _toolkit_problem()
+    if problem:
+        print(f"cannot compile CUDA kernels here: {problem}", file=sys.stderr)
+        return 2
     t0 = time.time()
     rows = a.rows or _rows_dir()
     if rows is None:
@@ -498,7 +541,7 @@ def main(argv=None):
         for k, v in sigs.items():
             for s in v:
                 print(f"  {kernel_name(k)}{tuple(str(t) for t in s)}")
-    failures = compile_all(sigs, ccs, a.ptxas)
+    failures = compile_all(sigs, ccs, a.ptxas, jobs=max(1, a.jobs))
     k_failed = len(failures) + len(problems) + len(untraced)
     ccs_s = ", ".join(f"sm_{c[0]}{c[1]}" for c in ccs)
     print(f"targets {ccs_s}{' (PTX and SASS)' if a.ptxas else ' (PTX)'}, "
