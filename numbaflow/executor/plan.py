@@ -18,6 +18,7 @@ persistables set through the feed.
 """
 import sys
 import threading
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,15 +28,19 @@ from ..graph.program import infer_op
 from ..kernels.registry import COLLECTIVE, MAY_FAIL, ConcreteOp, get_op_def
 from .backend import HostBackend
 from .memory import assign_buffers, nbytes
-from .segments import compile_units, flatten
+from .segments import compile_in_background, flatten
 
 
-# A plan is compiled into segments once it is hot: compiling a segment cold costs about
-# 0.1 s per kernel call in it (numba recompiles the callees into it; 3.3 s measured for
-# the 32 calls of an MLP step, 24 ms from the warm disk cache), which a short run (a
-# test, an evaluation pass) would never win back. A run of K > 1 iterations compiles
-# at once: its loop runs inside the segment.
+# A plan's segments are compiled (in the background) once it is hot: compiling a segment
+# cold costs about 0.1 s per kernel call in it (numba recompiles the callees into it; 3.3 s
+# measured for the 32 calls of an MLP step, 24 ms from the warm disk cache), which a
+# short run (a test, an evaluation pass) would never win back. A run of K > 1 iterations
+# starts at once: its loop runs inside the segment.
 HOT_RUNS = 8
+# ... and only where they pay: a Python dispatch costs about a microsecond per kernel
+# call; when that is under 1% of the run (big kernels) the plan stays op by op.
+DISPATCH_S = 1e-6
+PAYS_FRACTION = 0.01
 
 # BuildStrategy.remove_unnecessary_lock=False: every kernel of every place runs behind
 # this one process-wide lock (one kernel at a time); True (the default) needs none.
@@ -90,6 +95,10 @@ class Plan:
         live and which kernels run (HostBackend by default, CudaBackend for a GPU)."""
         self.backend = backend or HostBackend()
         self.options = options or PlanOptions()
+        self._lock = threading.RLock()     # one run at a time; release waits for it
+        self._compiling = None             # segments.BackgroundCompile in flight
+        self._run_seconds = []             # op-by-op run times until hot
+        self._pays = None                  # do segments pay here? (decided when hot)
         self.scheduler = None
         self._binders = None
         self.buffers = None
@@ -224,19 +233,21 @@ class Plan:
         self.feed_slots = [(v.name, bufs[v]) for v in self.feed_vars if v not in self.zero_copy]
         self.thunks = [self._bind_op(i) for i in range(len(self.ops))]
         check = config.check_nan_inf()
-        # persistables to back up: those written before the last op that may fail
-        last_fail = max((i for i, op in enumerate(self.ops)
-                         if check or get_op_def(op.type).has(MAY_FAIL)), default=-1)
-        if backend.defers_errors and last_fail >= 0:   # GPU: known after the last kernel
-            last_fail = len(self.ops)
-        risky = {v for op in self.ops[:last_fail] for v in op.output_vars() if v.persistable}
-        risky.update(v for v in self.feed_vars if v.persistable)
-        self.backups = [(bufs[v], backend.empty(bufs[v].shape, bufs[v].dtype)) for v in risky]
+        # every persistable the run writes (fed ones included) is backed up at the start
+        # of the run and restored if it ends by any exception: Ctrl-C can land after the
+        # last op that may fail, in the middle of the optimizer's updates
+        written = {v for op in self.ops for v in op.output_vars() if v.persistable}
+        written.update(v for v in self.feed_vars if v.persistable)
+        self.backups = [(bufs[v], backend.empty(bufs[v].shape, bufs[v].dtype))
+                        for v in sorted(written, key=lambda v: v.name)]
         threads = 1 if self.options.sequential else self.options.num_threads
         if threads > 1 and self.scheduler is None:
             from .scheduler import Scheduler
             self.scheduler = Scheduler(self.dependencies(), threads)
         self.units = None
+        if self._compiling is not None:
+            self._compiling.cancel()        # its units hold the old buffers
+            self._compiling = None
         self._segments_ok = (self.scheduler is None and self.options.segments and not check
                              and isinstance(backend, HostBackend))
 
@@ -294,7 +305,11 @@ class Plan:
 
     def release(self):
         """Free the pooled temporaries (drop_local_exe_scopes); the next run rebinds."""
-        self.buffers = self.pool = self.thunks = self.units = None
+        with self._lock:
+            if self._compiling is not None:
+                self._compiling.cancel()
+                self._compiling = None
+            self.buffers = self.pool = self.thunks = self.units = None
 
     def memory_stats(self):
         """Bytes this plan holds: `pool_bytes` (temporaries, after reuse and in-place),
@@ -364,12 +379,42 @@ class Plan:
         if rebound and self.units is not None:
             for unit in self.units:
                 if any(i in rebound for i in unit.ops) and not unit.refresh(rebound):
-                    self.units = compile_units(self.thunks)
+                    self._start_compile()
                     break
 
+    def _start_compile(self):
+        """Units usable at once, op by op; their segments compile in the background."""
+        if self._compiling is not None:
+            self._compiling.cancel()
+        self._compiling = compile_in_background(
+            self.thunks, f"a plan of {len(self.ops)} ops")
+        self.units = self._compiling.units
+
+    def _segments_pay(self):
+        """True when the Python dispatch a segment saves is worth its compile: at least
+        PAYS_FRACTION of the op-by-op run time (measured over the first runs). Decided
+        once per plan."""
+        if self._pays is None:
+            calls = sum(len(flatten(t)) for t in self.thunks)
+            times = sorted(self._run_seconds)
+            typical = times[len(times) // 2] if times else 0.0
+            self._pays = calls >= 2 and calls * DISPATCH_S >= PAYS_FRACTION * typical
+        return self._pays
+
+    def wait_compiled(self, timeout=None):
+        """Block until the background segment compile (if any) is done and in use (for
+        tests and benchmarks; a run never waits for it)."""
+        if self._compiling is not None:
+            self._compiling.wait(timeout)
+            if self._compiling.done.is_set():
+                self._compiling = None
+
     def run(self, feed_arrays, iterations=1):
-        """feed_arrays: {name: ndarray} matching the signature this plan was built for."""
-        with self.backend.activate():       # a CUDA place: its device, in this thread
+        """feed_arrays: {name: ndarray} matching the signature this plan was built for.
+        A run that ends by any exception (Ctrl-C included) leaves every persistable as it
+        was before the run, then re-raises."""
+        # a CUDA place: its device is current in this thread for the whole run
+        with self._lock, self.backend.activate():
             return self._run(feed_arrays, iterations)
 
     def _run(self, feed_arrays, iterations):
@@ -378,9 +423,13 @@ class Plan:
         else:
             self._take_buffers(feed_arrays)
         self.runs += 1
-        if self.units is None and self._segments_ok and (self.runs >= HOT_RUNS or
-                                                         iterations > 1):
-            self.units = compile_units(self.thunks)
+        if self._compiling is not None and not self._compiling.poll():
+            self._compiling = None
+        if self.units is None and self._segments_ok and (
+                iterations > 1 or self.runs >= HOT_RUNS and self._segments_pay()):
+            self._start_compile()
+        timed = self.units is None and self._segments_ok and self.runs < HOT_RUNS
+        t0 = time.perf_counter() if timed else 0.0
         backend = self.backend
         backend.before_run(self.scope, self.persistable_names)
         for live, saved in self.backups:
@@ -404,15 +453,65 @@ class Plan:
                     for i, thunk in enumerate(self.thunks):
                         thunk()
             backend.check_errors(self.ops)    # a GPU's bad-data record, once per run
-        except Exception as e:
+        except BaseException as e:
             for live, saved in self.backups:
                 backend.copy(live, saved)
+            if not isinstance(e, Exception):
+                raise           # KeyboardInterrupt, SystemExit: as they are
             raise _op_error(*self._failed_op(e, i)) from e
+        if timed:
+            self._run_seconds.append((time.perf_counter() - t0) / iterations)
         backend.after_run(self.scope, self.written)
         for v in self.handoff:        # our own references, before the caller gets one
             self._held_refs[v] = self._refs(v)
         return [self.buffers[v] if v in self._held_refs else backend.to_host(self.buffers[v])
                 for v in self.fetch_vars]
+
+
+def snapshot_written(scope, program):
+    """Host copies of the persistables `program` may write that `scope` holds, and the
+    names it does not hold yet: what `restore` needs to undo a failed multi-run step."""
+    names = {v.name for op in program.global_block().ops for v in op.output_vars()
+             if v.persistable}
+    return ({n: scope.get(n) for n in names if n in scope._arrays},
+            {n for n in names if n not in scope._arrays})
+
+
+def restore(scope, state):
+    """Put back what `snapshot_written` saw (in place where the array still fits)."""
+    saved, absent = state
+    for name, value in saved.items():
+        scope.set(name, value)
+    for name in absent:
+        if scope._arrays.pop(name, None) is not None:
+            scope._device.pop(name, None)
+            scope._on_device.discard(name)
+            scope.version += 1
+
+
+def run_transaction(steps):
+    """Run [(plan, feed arrays)] in order as one unit (num_iteration_per_run over an
+    iterator feed): if any of them raises, every persistable they write is restored to
+    its value before the first, then the error propagates. Returns the last fetch."""
+    scope = steps[0][0].scope
+    state = snapshot_written(scope, _ProgramOf(steps))
+    try:
+        for plan, arrays in steps:
+            result = plan.run(arrays)
+    except BaseException:
+        restore(scope, state)
+        raise
+    return result
+
+
+class _ProgramOf:
+    """The ops of several plans, seen as one program's block by snapshot_written."""
+
+    def __init__(self, steps):
+        self.ops = [op for plan, _ in steps for op in plan.ops]
+
+    def global_block(self):
+        return self
 
 
 def _same_memory(a, b):
