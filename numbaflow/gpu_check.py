@@ -45,8 +45,12 @@ class TracedArray(np.ndarray):
 
 
 class _Recorder:
-    def __init__(self, state, kernel):
+    def __init__(self, state, kernel, blockdim):
         self.state, self.kernel = state, kernel
+        dims = blockdim if isinstance(blockdim, tuple) else (blockdim,)
+        threads = int(np.prod(dims))
+        # the largest block it is launched with: --ptxas checks its registers fit
+        kernel._nf_block_threads = max(getattr(kernel, "_nf_block_threads", 0), threads)
 
     def __call__(self, *args):
         from numba import typeof
@@ -112,7 +116,8 @@ def traced_device(launches, n_gpus=1):
                (cuda, "is_available", lambda: True),
                (cuda, "gpus", [_FakeDevice(state, i) for i in range(n_gpus)]),
                (CUDADispatcher, "configure",
-                lambda self, griddim, blockdim, stream=0, sharedmem=0: _Recorder(state, self)),
+                lambda self, griddim, blockdim, stream=0, sharedmem=0:
+                _Recorder(state, self, blockdim)),
                (place, "_device_problem", device_problem),
                (gpu_util, "_device_key", state.current),
                (gpu_util, "_error_records", {})]
@@ -358,13 +363,27 @@ def assemble(ptx, cc, verbose=False):
     return r.stderr
 
 
+REGISTERS_PER_BLOCK = 65536     # sm_80 and sm_90
+
+
+def _block_registers(regs, threads):
+    """Registers a block takes: allocated per warp, in units of 256."""
+    per_warp = -(-regs * 32 // 256) * 256
+    return per_warp * -(-threads // 32)
+
+
 def _compile_one(task):
     """None, or the failure line of one (kernel, argtypes, cc, use_ptxas) task."""
     k, sig, cc, use_ptxas = task
     try:
         ptx = compile_ptx(k, sig, cc)
         if use_ptxas:
-            assemble(ptx, cc)
+            regs = re.search(r"Used (\d+) registers", assemble(ptx, cc, verbose=True))
+            threads = getattr(k, "_nf_block_threads", 0)
+            if regs and _block_registers(int(regs.group(1)), threads) > REGISTERS_PER_BLOCK:
+                raise RuntimeError(f"{regs.group(1)} registers per thread x {threads} threads "
+                                   f"exceed the {REGISTERS_PER_BLOCK} registers of a block: "
+                                   f"the launch would fail")
         return None
     except Exception as e:
         msg = str(e).strip().splitlines()
@@ -507,7 +526,8 @@ def main(argv=None):
     p.add_argument("--cc", type=_cc, action="append",
                    help="compute capability to compile for (repeatable; default 9.0)")
     p.add_argument("--ptxas", action="store_true",
-                   help="also assemble every kernel to SASS with ptxas")
+                   help="also assemble every kernel to SASS with ptxas and check that its "
+                        "registers fit the largest block it is launched with")
     p.add_argument("--counts", action="store_true",
                    help="print the hot loops' instruction counts")
     p.add_argument("-j", "--jobs", type=int, default=min(4, os.cpu_count() or 1),

@@ -110,6 +110,7 @@ def test_hot_loops_meet_the_instruction_targets():
         else:
             fma_per_load = float(text.split("(")[1].split()[0])
             assert fma_per_load >= 4, (label, text)
+            assert "0 bytes spilled" in text, (label, text)
     assert len(rows) == 5
 
 
@@ -164,3 +165,14 @@ def test_simulator_has_one_device_and_cuda_place_1_raises():
                        timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "CUDAPlace(1) cannot be used: device index 1 is out of range" in r.stdout
+
+
+def test_block_register_budget():
+    """--ptxas rejects a kernel whose registers do not fit its largest block (allocated
+    per warp in units of 256): 255 registers fit 256 threads only just, 256 do not fit
+    257 threads."""
+    from numbaflow.gpu_check import REGISTERS_PER_BLOCK, _block_registers
+    assert _block_registers(255, 256) == REGISTERS_PER_BLOCK
+    assert _block_registers(238, 256) == 61440
+    assert _block_registers(32, 257) == 9 * 1024
+    assert _block_registers(256, 257) > REGISTERS_PER_BLOCK

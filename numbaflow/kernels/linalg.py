@@ -175,7 +175,9 @@ def gemm_thunk(x3, y3, out3, ix, iy, tx, ty):
         bm = GEMM_CONFIGS[small][0] * GEMM_CONFIGS[small][1]
         return (N + bm - 1) // bm, (M + bm - 1) // bm
     big = tiles(False)
-    small = big[0] * big[1] * nbz < GEMM_BIG_MIN_TILES
+    # float64 always takes the 64-thread tiles: its 8x8 accumulators need ~255 registers,
+    # which 256 threads would only just fit (ptxas -v; see gpu_check --ptxas)
+    small = big[0] * big[1] * nbz < GEMM_BIG_MIN_TILES or out3.dtype == np.float64
     bt = GEMM_CONFIGS[small][0]
     launch = gpu_util.configured(_gemm_kernel(out3.dtype.name, small),
                                  tiles(small) + (nbz,), (bt, bt))
