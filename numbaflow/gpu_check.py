@@ -18,6 +18,7 @@ Prints `compiled N signatures of M kernels, K failed` and exits 1 when K > 0.
 """
 import argparse
 import contextlib
+import itertools
 import os
 import re
 import subprocess
@@ -298,14 +299,19 @@ def trace_launches(rows_dir=None):
 def _trace_programs():
     import numbaflow as paddle
     import numbaflow.static as static
-    for name, build in _programs():
-        paddle.seed(1)
-        main, startup, feed, loss = build()
-        scope = static.Scope()
-        exe = static.Executor(paddle.CUDAPlace(0))
-        exe.run(startup, scope=scope)
-        for _ in range(2):
-            exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
+    from .kernels import creation
+    saved = dict(creation._seed)     # leave the caller's random stream as it was
+    creation._seed["counter"] = itertools.count(1)
+    try:
+        for name, build in _programs():
+            main, startup, feed, loss = build()
+            scope = static.Scope()
+            exe = static.Executor(paddle.CUDAPlace(0))
+            exe.run(startup, scope=scope)
+            for _ in range(2):
+                exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
+    finally:
+        creation._seed.update(saved)
 
 
 def signatures(launches):
