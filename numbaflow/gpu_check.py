@@ -345,11 +345,40 @@ def ptxas_path():
 
 def compile_ptx(kernel, argtypes, cc):
     """PTX of `kernel` (a CUDADispatcher) for `argtypes` on compute capability `cc`."""
+    return compile_ptxs(kernel, argtypes, [cc])[0]
+
+
+# numba-cuda 0.30 lowers a kernel differently only below these compute capabilities
+# (float64 atomics at 6.0, fast tanh at 7.5); at or above the last one the LLVM IR is the
+# same for every cc, so it is lowered once and NVVM run per cc.
+SAME_LOWERING_FROM = (7, 5)
+
+
+def compile_ptxs(kernel, argtypes, ccs):
+    """[PTX for each cc in `ccs`] of `kernel` for `argtypes`, with numba-cuda's compiler."""
     from numba import cuda
-    with compute_capability(cc):
-        ptx, _ = cuda.compile_ptx(kernel.py_func, argtypes, cc=tuple(cc),
-                                  fastmath=bool(kernel.targetoptions.get("fastmath")))
-    return ptx
+    ccs = [tuple(c) for c in ccs]
+    fastmath = bool(kernel.targetoptions.get("fastmath"))
+    first = min(ccs)
+    with compute_capability(first):
+        try:
+            from numba.cuda.compiler import _compile_pyfunc_with_fixup
+        except ImportError:         # another numba-cuda: one full compile per cc
+            _compile_pyfunc_with_fixup = None
+        if _compile_pyfunc_with_fixup is None or first < SAME_LOWERING_FROM:
+            return [cuda.compile_ptx(kernel.py_func, argtypes, cc=cc, fastmath=fastmath)[0]
+                    for cc in ccs]
+        lib, _ = _compile_pyfunc_with_fixup(
+            kernel.py_func, argtypes, debug=None, lineinfo=False, device=False,
+            fastmath=fastmath, cc=first, opt=None, abi="numba", abi_info=None,
+            forceinline=False, launch_bounds=None, lto=False)
+        out = []
+        for cc in ccs:
+            codes = lib.get_asm_strs(cc=cc)
+            if len(codes) != 1:
+                raise RuntimeError(f"compiling gave {len(codes)} PTX modules, expected one")
+            out.append(codes[0])
+        return out
 
 
 def assemble(ptx, cc, verbose=False):
@@ -379,22 +408,30 @@ def _block_registers(regs, threads):
 
 
 def _compile_one(task):
-    """None, or the failure line of one (kernel, argtypes, cc, use_ptxas) task."""
-    k, sig, cc, use_ptxas = task
+    """The failure lines of one (kernel, argtypes, ccs, use_ptxas) task."""
+    k, sig, ccs, use_ptxas = task
+    where = f"{kernel_name(k)}{tuple(str(t) for t in sig)}"
     try:
-        ptx = compile_ptx(k, sig, cc)
-        if use_ptxas:
+        ptxs = compile_ptxs(k, sig, ccs)
+    except Exception as e:
+        return [f"{where} {', '.join(f'sm_{a}{b}' for a, b in ccs)}: {_short(e)}"]
+    failures = []
+    for cc, ptx in zip(ccs, ptxs) if use_ptxas else ():
+        try:
             regs = re.search(r"Used (\d+) registers", assemble(ptx, cc, verbose=True))
             threads = getattr(k, "_nf_block_threads", 0)
             if regs and _block_registers(int(regs.group(1)), threads) > REGISTERS_PER_BLOCK:
                 raise RuntimeError(f"{regs.group(1)} registers per thread x {threads} threads "
                                    f"exceed the {REGISTERS_PER_BLOCK} registers of a block: "
                                    f"the launch would fail")
-        return None
-    except Exception as e:
-        msg = str(e).strip().splitlines()
-        return (f"{kernel_name(k)}{tuple(str(t) for t in sig)} sm_{cc[0]}{cc[1]}: "
-                f"{type(e).__name__}: {' '.join(msg[-3:])[-400:]}")
+        except Exception as e:
+            failures.append(f"{where} sm_{cc[0]}{cc[1]}: {_short(e)}")
+    return failures
+
+
+def _short(e):
+    msg = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {' '.join(msg[-3:])[-400:]}"
 
 
 _TASKS = []     # the forked workers' task list (inherited, not pickled)
@@ -407,7 +444,7 @@ def _compile_task(i):
 def compile_all(sigs, ccs, use_ptxas=False, log=print, jobs=1):
     """Compile every signature for every cc (in `jobs` forked processes); returns the
     failures ["kernel(argtypes) sm_XY: error"]."""
-    tasks = [(k, sig, tuple(cc), use_ptxas) for k, v in sigs.items() for sig in v for cc in ccs]
+    tasks = [(k, sig, [tuple(c) for c in ccs], use_ptxas) for k, v in sigs.items() for sig in v]
     if jobs > 1 and len(tasks) > 1:
         import multiprocessing
         _TASKS[:] = tasks
@@ -418,7 +455,7 @@ def compile_all(sigs, ccs, use_ptxas=False, log=print, jobs=1):
             _TASKS.clear()
     else:
         results = [_compile_one(t) for t in tasks]
-    failures = [r for r in results if r]
+    failures = [f for r in results for f in r]
     for f in failures:
         log("FAILED " + f)
     return failures
