@@ -17,7 +17,6 @@ Prints `compiled N signatures of M kernels, K failed` and exits 1 when K > 0.
 `--counts` prints the instruction counts of the hot loops (BENCHMARKS.md's GPU section).
 """
 import argparse
-import contextlib
 import itertools
 import os
 import re
@@ -25,128 +24,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import types as _pytypes
 from pathlib import Path
 
 import numpy as np
 
-
-# ---------------------------------------------------------------- the fake device layer
-class TracedArray(np.ndarray):
-    """A host array standing in for a device array while tracing."""
-
-    def copy_to_device(self, src, stream=0):
-        np.copyto(self, np.asarray(src).reshape(self.shape))
-
-    def copy_to_host(self, ary=None, stream=0):
-        if ary is None:
-            return np.array(self).view(np.ndarray)
-        np.copyto(ary, self)
-        return ary
-
-
-class _Recorder:
-    def __init__(self, state, kernel, blockdim):
-        self.state, self.kernel = state, kernel
-        dims = blockdim if isinstance(blockdim, tuple) else (blockdim,)
-        threads = int(np.prod(dims))
-        # the largest block it is launched with: --ptxas checks its registers fit
-        kernel._nf_block_threads = max(getattr(kernel, "_nf_block_threads", 0), threads)
-
-    def __call__(self, *args):
-        from numba import typeof
-        from numba.core.typing.typeof import Purpose
-        self.state.launches.append((self.kernel, tuple(typeof(a, Purpose.argument)
-                                                       for a in args)))
-        self.state.launch_devices.append(self.state.current())
-
-
-class _FakeDevice:
-    """cuda.gpus[i]: entering makes device i current (a stack, like CUDA contexts)."""
-
-    def __init__(self, state, i):
-        self.state, self.id = state, i
-
-    def __enter__(self):
-        self.state.stack.append(self.id)
-        return self
-
-    def __exit__(self, *exc):
-        self.state.stack.pop()
-        return False
-
-
-class TraceState:
-    """What a trace saw: `launches` [(dispatcher, argtypes)] and, per launch, the device
-    that was current (`launch_devices`)."""
-
-    def __init__(self, launches):
-        self.launches, self.launch_devices, self.stack = launches, [], []
-
-    def current(self):
-        return self.stack[-1] if self.stack else 0
-
-
-@contextlib.contextmanager
-def traced_device(launches, n_gpus=1):
-    """Inside: numba.cuda allocates host `TracedArray`s, `n_gpus` fake GPUs are visible
-    and kernel launches append (dispatcher, argument types) to `launches` instead of
-    running. Yields the TraceState."""
-    from numba import config, cuda
-    from numba.cuda.dispatcher import CUDADispatcher
-    if config.ENABLE_CUDASIM:
-        raise RuntimeError("gpu_check compiles for a real GPU: unset NUMBA_ENABLE_CUDASIM")
-    from .executor import place
-    from .kernels import gpu_util
-    state = TraceState(launches)
-
-    def to_device(a, stream=0, copy=True, to=None):
-        a = np.ascontiguousarray(a)
-        if to is not None:
-            to.copy_to_device(a)
-            return to
-        return np.array(a).view(TracedArray)
-
-    def device_array(shape, dtype=np.float64, strides=None, order="C", stream=0):
-        return np.zeros(shape, dtype).view(TracedArray)
-
-    def device_problem(i):
-        return None if i < n_gpus else f"device index {i} is out of range: {n_gpus} GPU(s)"
-
-    patches = [(cuda, "to_device", to_device), (cuda, "device_array", device_array),
-               (cuda, "is_available", lambda: True),
-               (cuda, "gpus", [_FakeDevice(state, i) for i in range(n_gpus)]),
-               (CUDADispatcher, "configure",
-                lambda self, griddim, blockdim, stream=0, sharedmem=0:
-                _Recorder(state, self, blockdim)),
-               (place, "_device_problem", device_problem),
-               (gpu_util, "_device_key", state.current),
-               (gpu_util, "_error_records", {})]
-    saved = [(obj, name, obj.__dict__.get(name, getattr(obj, name))) for obj, name, _ in patches]
-    try:
-        for obj, name, value in patches:
-            setattr(obj, name, value)
-        yield state
-    finally:
-        for obj, name, value in saved:
-            setattr(obj, name, value)
-
-
-@contextlib.contextmanager
-def compute_capability(cc):
-    """numba-cuda asks the current device for its compute capability when a kernel calls
-    a device function: answer `cc` (there is no device)."""
-    import numba.cuda.compiler as compiler
-    import numba.cuda.dispatcher as dispatcher
-    dev = _pytypes.SimpleNamespace(compute_capability=tuple(cc), id=0)
-    saved = [(m, m.get_current_device) for m in (compiler, dispatcher)]
-    try:
-        for m, _ in saved:
-            m.get_current_device = lambda: dev
-        yield
-    finally:
-        for m, f in saved:
-            m.get_current_device = f
+from .kernels.gpu_trace import (TracedArray, TraceState, compute_capability,  # noqa: F401
+                                traced_device)
 
 
 # ---------------------------------------------------------------- what gets traced

@@ -85,7 +85,7 @@ class CudaBackend:
             self._may_fail[key] = any(get_op_def(op.type).has(MAY_FAIL) for op in ops)
         if not self._may_fail[key]:
             return
-        from ..kernels.gpu_util import DeviceError, raise_device_error
+        from ..kernels.gpu_errors import DeviceError, raise_device_error
         try:
             raise_device_error()
         except DeviceError as e:

@@ -20,7 +20,7 @@ import math
 import numpy as np
 from numba import float64, njit
 
-from . import gpu_util
+from . import gpu_errors, gpu_util
 from .reduction import arc_view, exp_shifted
 from .registry import MAY_FAIL, NO_GRAD, OpDef, Slot, VarInfo, numel, register_op
 
@@ -162,7 +162,7 @@ def _gk():
                 y[i] = 0.0
             elif lab < 0 or lab >= D:
                 y[i] = 0.0
-                if cuda.atomic.compare_and_swap(err, 0, gpu_util.ERR_XENT) == 0:
+                if cuda.atomic.compare_and_swap(err, 0, gpu_errors.ERR_XENT) == 0:
                     err[1], err[2], err[3] = lab, i, D
             else:
                 y[i] = -math.log(x2[i, lab])
@@ -281,7 +281,7 @@ def _swce_gpu(cop):
             return gpu_util.launch_rows(k.swce_soft_rows, row[0] * row[1], arc[1], x,
                                         lab.reshape(arc), sm, loss)
         return gpu_util.launch_rows(k.swce_hard_rows, row[0] * row[1], arc[1], x,
-                                    lab.reshape(row), sm, loss, ignore, gpu_util.error_record())
+                                    lab.reshape(row), sm, loss, ignore, gpu_errors.error_record())
     return bind
 
 
@@ -382,7 +382,7 @@ def _xent_gpu(cop):
             return gpu_util.launch_rows(gpu_util.common().xent_soft_rows, N, D, x,
                                         lab.reshape(N, D), y)
         return gpu_util.launch_flat(_gk().xent_hard, N, x, lab.reshape(N), y, ignore,
-                                    gpu_util.error_record())
+                                    gpu_errors.error_record())
     return bind
 
 

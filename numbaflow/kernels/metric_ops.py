@@ -14,7 +14,7 @@ import functools
 import numpy as np
 from numba import njit
 
-from . import gpu_util
+from . import gpu_errors, gpu_util
 from .registry import MAY_FAIL, NO_GRAD, OpDef, Slot, VarInfo, register_op
 
 
@@ -86,7 +86,7 @@ def _accuracy_gpu(cop):
                              ("Total", np.int64))]
         kern = gpu_util.common().accuracy_block
         return gpu_util.launch_rows(kern, 1, x.shape[0], x, gpu_util.flat(lab), k, *res,
-                                    gpu_util.error_record())
+                                    gpu_errors.error_record())
     return bind
 
 

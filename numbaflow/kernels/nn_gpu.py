@@ -25,7 +25,7 @@ import math
 import numpy as np
 from numba import float64
 
-from . import gpu_util
+from . import gpu_errors, gpu_util
 from .conv_gpu import launch
 
 cuda = None   # numba.cuda, bound by `kernels()` on first use
@@ -171,7 +171,7 @@ def kernels():
             # padding rows are zero; so are out-of-range ids, which go into the record
             if (k < 0 or k >= V) and (k != padding_idx or padding_idx == -1):
                 out[i, j] = 0.0
-                if cuda.atomic.compare_and_swap(err, 0, gpu_util.ERR_LOOKUP) == 0:
+                if cuda.atomic.compare_and_swap(err, 0, gpu_errors.ERR_LOOKUP) == 0:
                     err[1], err[2], err[3] = k, i, V
             elif k == padding_idx and padding_idx != -1:
                 out[i, j] = 0.0
@@ -184,7 +184,7 @@ def kernels():
         for i in range(cuda.grid(1), ids.shape[0], cuda.gridsize(1)):
             k = ids[i]
             if (k < 0 or k >= V) and (k != padding_idx or padding_idx == -1):
-                if cuda.atomic.compare_and_swap(err, 0, gpu_util.ERR_LOOKUP_GRAD) == 0:
+                if cuda.atomic.compare_and_swap(err, 0, gpu_errors.ERR_LOOKUP_GRAD) == 0:
                     err[1], err[2], err[3] = k, i, V
         for o in range(cuda.grid(1), dw.size, cuda.gridsize(1)):
             r = o // D
@@ -271,7 +271,7 @@ def lookup_forward(pad):
     def bind(ins, outs):
         w, ids, out = ins["W"][0], ins["Ids"][0], outs["Out"][0]
         return launch(kernels().lookup_fwd, out.size, w, gpu_util.flat(ids),
-                      out.reshape(ids.size, w.shape[1]), pad, gpu_util.error_record())
+                      out.reshape(ids.size, w.shape[1]), pad, gpu_errors.error_record())
     return bind
 
 
@@ -280,5 +280,5 @@ def lookup_backward(pad):
         ids, dw = ins["Ids"][0], outs["W@GRAD"][0]
         return launch(kernels().lookup_bwd, max(dw.size, ids.size), gpu_util.flat(ids),
                       ins["Out@GRAD"][0].reshape(ids.size, dw.shape[1]), dw, pad,
-                      gpu_util.error_record())
+                      gpu_errors.error_record())
     return bind
