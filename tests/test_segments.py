@@ -224,3 +224,38 @@ def test_a_program_changed_while_its_compile_is_in_flight_never_uses_the_stale_s
         if i < 2:
             h = np.tanh(h)
     np.testing.assert_allclose(got, np.mean((2.0 * h) ** 2), rtol=1e-5)
+
+
+@pytest.mark.slow
+def test_exit_during_a_background_compile_is_clean():
+    """A process that ends while its segments compile in the background exits at once
+    with status 0: the compile stops after its current piece (no LLVM torn down under it)."""
+    import subprocess
+    import sys
+    import textwrap
+    import time
+    script = textwrap.dedent("""
+        import numpy as np
+        import numbaflow as paddle, numbaflow.static as static
+        from numbaflow.executor.plan import HOT_RUNS
+        main, startup = static.Program(), static.Program()
+        with static.program_guard(main, startup):
+            h = static.data("x", [None, 8], "float32")
+            for _ in range(24):
+                h = static.nn.fc(h, 8, activation="tanh")
+            loss = paddle.mean(h)
+            paddle.optimizer.SGD(0.01).minimize(loss)
+        exe = static.Executor(); exe.run(startup)
+        for _ in range(HOT_RUNS + 1):
+            exe.run(main, feed={"x": np.ones((4, 8), np.float32)}, fetch_list=[loss])
+        plan = exe._cache.plans()[-1]
+        assert plan._compiling is not None and not plan._compiling.done.is_set()
+        print("exiting", flush=True)
+    """)
+    env = dict(os.environ, NUMBAFLOW_CACHE_DIR=str(__import__("tempfile").mkdtemp()))
+    t0 = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=300, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "exiting" in out.stdout and "Assertion" not in out.stderr, out.stderr[-2000:]
+    assert time.perf_counter() - t0 < 240

@@ -16,12 +16,14 @@ Failure atomicity: persistables written *before* the last op that may raise are 
 up into preallocated buffers at the start of each run and restored if it fails; so are
 persistables set through the feed.
 """
+import functools
 import sys
 import threading
 import time
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from .. import config
 from ..graph.program import infer_op
@@ -95,7 +97,6 @@ class Plan:
         live and which kernels run (HostBackend by default, CudaBackend for a GPU)."""
         self.backend = backend or HostBackend()
         self.options = options or PlanOptions()
-        self._lock = threading.RLock()     # one run at a time; release waits for it
         self._compiling = None             # segments.BackgroundCompile in flight
         self._run_seconds = []             # op-by-op run times until hot
         self._pays = None                  # do segments pay here? (decided when hot)
@@ -240,16 +241,26 @@ class Plan:
         written.update(v for v in self.feed_vars if v.persistable)
         self.backups = [(bufs[v], backend.empty(bufs[v].shape, bufs[v].dtype))
                         for v in sorted(written, key=lambda v: v.name)]
+        self._backup = _backup_call(self.backups, backend)
+        host = isinstance(backend, HostBackend)
+        # a run that is one compiled call can only happen whole when no kernel in it may
+        # raise and no persistable is fed (copied in before it)
+        self._indivisible = (host and not check and self.feed_slots == []
+                             and not any(get_op_def(op.type).has(MAY_FAIL) for op in self.ops))
+        # fetched arrays handed over as they are (host temporaries) or copied out
+        self._fetch_out = [(v, host and v in self.handoff) for v in self.fetch_vars]
         threads = 1 if self.options.sequential else self.options.num_threads
         if threads > 1 and self.scheduler is None:
             from .scheduler import Scheduler
             self.scheduler = Scheduler(self.dependencies(), threads)
-        self.units = None
-        if self._compiling is not None:
-            self._compiling.cancel()        # its units hold the old buffers
-            self._compiling = None
         self._segments_ok = (self.scheduler is None and self.options.segments and not check
                              and isinstance(backend, HostBackend))
+        if self.units is not None:
+            # the same kernels on new arrays of the same types: the units (compiled or
+            # still compiling) take the new steps; nothing is recompiled
+            steps = {i: flatten(t) for i, t in enumerate(self.thunks)}
+            if not all(unit.refresh(steps) for unit in self.units):
+                self._start_compile()
 
     def _bind_op(self, i):
         op, bufs = self.ops[i], self.buffers
@@ -305,11 +316,14 @@ class Plan:
 
     def release(self):
         """Free the pooled temporaries (drop_local_exe_scopes); the next run rebinds."""
-        with self._lock:
-            if self._compiling is not None:
-                self._compiling.cancel()
-                self._compiling = None
-            self.buffers = self.pool = self.thunks = self.units = None
+        with self.scope._lock:
+            self.buffers = self.pool = self.thunks = None
+            for unit in self.units or ():   # (compiled code kept: refreshed on bind)
+                unit.release()
+
+    def pool_bytes(self):
+        """Bytes of the pooled temporaries."""
+        return sum(self.assignment.sizes)
 
     def memory_stats(self):
         """Bytes this plan holds: `pool_bytes` (temporaries, after reuse and in-place),
@@ -412,10 +426,33 @@ class Plan:
     def run(self, feed_arrays, iterations=1):
         """feed_arrays: {name: ndarray} matching the signature this plan was built for.
         A run that ends by any exception (Ctrl-C included) leaves every persistable as it
-        was before the run, then re-raises."""
+        was before the run, then re-raises. Runs on one scope never interleave: the run
+        holds the scope's lock (so does `release`)."""
         # a CUDA place: its device is current in this thread for the whole run
-        with self._lock, self.backend.activate():
+        with self.scope._lock, self.backend.activate():
             return self._run(feed_arrays, iterations)
+
+    def _run_steps(self, iterations):
+        """The kernels, `iterations` times: on the scheduler, as units, or op by op.
+        `self._at` follows the unit / op running, for the error message."""
+        self._at = 0
+        if self.scheduler is not None:
+            for _ in range(iterations):
+                self.scheduler.run(self.thunks)
+        elif self.units is not None:
+            if len(self.units) == 1:
+                if iterations == 1:
+                    self.units[0].run()
+                else:
+                    self.units[0].loop(iterations)
+            else:
+                for _ in range(iterations):
+                    for self._at, unit in enumerate(self.units):
+                        unit.run()
+        else:
+            for _ in range(iterations):
+                for self._at, thunk in enumerate(self.thunks):
+                    thunk()
 
     def _run(self, feed_arrays, iterations):
         if self.buffers is None or self.scope.version != self.scope_version:
@@ -432,40 +469,70 @@ class Plan:
         t0 = time.perf_counter() if timed else 0.0
         backend = self.backend
         backend.before_run(self.scope, self.persistable_names)
-        for live, saved in self.backups:
-            backend.copy(saved, live)
-        for name, buf in self.feed_slots:
-            backend.copy_in(buf, feed_arrays[name])
-        i = 0
+        backed_up = False       # set once the backups are whole: only then restore them
+        units = self.units
+        self._at = 0
         try:
-            if self.scheduler is not None:
-                for _ in range(iterations):
-                    self.scheduler.run(self.thunks)
-            elif self.units is not None:
-                if len(self.units) == 1:
-                    self.units[0].loop(iterations)
-                else:
-                    for _ in range(iterations):
-                        for i, unit in enumerate(self.units):
-                            unit.run()
+            if self._indivisible and iterations == 1 and units is not None and \
+                    len(units) == 1 and units[0].compiled:
+                # the whole run is one native call in which nothing can raise: it
+                # happens entirely or not at all, so there is nothing to back up
+                units[0].run()
             else:
-                for _ in range(iterations):
-                    for i, thunk in enumerate(self.thunks):
-                        thunk()
-            backend.check_errors(self.ops)    # a GPU's bad-data record, once per run
+                self._backup()
+                backed_up = True
+                for name, buf in self.feed_slots:
+                    backend.copy_in(buf, feed_arrays[name])
+                self._run_steps(iterations)
+                backend.check_errors(self.ops)   # a GPU's bad-data record, once per run
         except BaseException as e:
-            for live, saved in self.backups:
-                backend.copy(live, saved)
+            if backed_up:
+                for live, saved in self.backups:
+                    backend.copy(live, saved)
             if not isinstance(e, Exception):
                 raise           # KeyboardInterrupt, SystemExit: as they are
-            raise _op_error(*self._failed_op(e, i)) from e
+            raise _op_error(*self._failed_op(e, self._at)) from e
+
         if timed:
             self._run_seconds.append((time.perf_counter() - t0) / iterations)
         backend.after_run(self.scope, self.written)
+        buffers = self.buffers
         for v in self.handoff:        # our own references, before the caller gets one
-            self._held_refs[v] = self._refs(v)
-        return [self.buffers[v] if v in self._held_refs else backend.to_host(self.buffers[v])
-                for v in self.fetch_vars]
+            self._held_refs[v] = sys.getrefcount(buffers[v])
+        return [buffers[v] if handed else backend.to_host(buffers[v])
+                for v, handed in self._fetch_out]
+
+
+@njit(nogil=True, cache=True)
+def _copy_bytes(src, dst):
+    """dst[k][:] = src[k] for each pair of byte views (one native call for every backup)."""
+    for k in range(len(src)):
+        s, d = src[k], dst[k]
+        for i in range(s.size):
+            d[i] = s[i]
+
+
+def _backup_call(backups, backend):
+    """One call copying every live persistable into its backup: on the host one njit
+    call over byte views (one Python dispatch for all of them), else the backend's
+    copies."""
+    if not backups:
+        return _nothing
+    if isinstance(backend, HostBackend):
+        def as_bytes(a):
+            return a.reshape(a.size).view(np.uint8)
+        return functools.partial(_copy_bytes, tuple(as_bytes(live) for live, _ in backups),
+                                 tuple(as_bytes(saved) for _, saved in backups))
+    return functools.partial(_device_backups, backend, tuple(backups))
+
+
+def _device_backups(backend, backups):
+    for live, saved in backups:
+        backend.copy(saved, live)
+
+
+def _nothing():
+    pass
 
 
 def snapshot_written(scope, program):

@@ -25,6 +25,7 @@ piece taking over from the per-op steps as soon as it is ready. numba compiles i
 and holds the GIL while it types and lowers, but the kernels release it, so a run goes
 on beside the compile (measured: per-call dispatch unchanged at the median).
 """
+import atexit
 import functools
 import hashlib
 import logging
@@ -101,17 +102,21 @@ def flatten(thunk):
 
 
 def segment_source(calls):
+    """The module of one segment calling `calls` in order: partials of numba kernels,
+    or (kernel, number of arguments) pairs."""
     lines = ["# numbaflow compiled segment (generated)", "import sys",
              "from numba import njit", ""]
     names, params, body = {}, [], []
     for call in calls:
-        fn = call.func.py_func
+        func, nargs = (call.func, len(call.args)) if isinstance(call, functools.partial) \
+            else call
+        fn = func.py_func
         key = (fn.__module__, fn.__name__)
         if key not in names:
             names[key] = f"f{len(names)}"
             lines.append(f"{names[key]} = sys.modules[{fn.__module__!r}].{fn.__name__}"
                          f"  # source {_fingerprint(fn.__module__)}")
-        args = [f"a{len(params) + j}" for j in range(len(call.args))]
+        args = [f"a{len(params) + j}" for j in range(nargs)]
         params += args
         body.append(f"{names[key]}({', '.join(args)})")
     sig = ", ".join(params)
@@ -138,6 +143,12 @@ class Unit:
         self.segment = len(calls) >= MIN_CALLS
         self._compiled = self._loop = None
         self.ready = None          # (segment, segment_loop) compiled, not yet in use
+        # what each call must stay (kernel, number of arguments) for the compiled code, and
+        # the argument types it is compiled for: the compile thread needs no arrays
+        self._kinds = tuple((getattr(c, "func", None), len(getattr(c, "args", ())))
+                            for c in calls)
+        self._types = tuple(numba.typeof(a) for c in calls for a in c.args) \
+            if self.segment else ()
         self._set(calls)
 
     @property
@@ -159,10 +170,8 @@ class Unit:
         then puts it to use (on the thread that runs the plan)."""
         if not self.segment or self.ready is not None or self._compiled is not None:
             return
-        calls = self.calls
-        mod = cache.load_source(segment_source(calls), label="segment")
-        args = tuple(a for c in calls for a in c.args)
-        sig = tuple(numba.typeof(a) for a in args)
+        mod = cache.load_source(segment_source(self._kinds), label="segment")
+        sig = self._types
         mod.segment.compile(sig)
         if with_loop:
             mod.segment_loop.compile((numba.types.intp,) + sig)
@@ -183,12 +192,21 @@ class Unit:
             for _ in range(k):
                 self.run()
 
+    def release(self):
+        """Drop the arrays this unit holds (the plan released its buffers); `refresh` with
+        every op's new steps gives them back."""
+        self.calls = tuple(None for _ in self.where)
+        self.args = ()
+        self.run = None
+
     def refresh(self, steps_of):
         """Take the new steps of rebound ops ({op index: flattened steps}); returns False
         when their structure changed (then the plan recompiles its units)."""
         new = []
-        for call, (i, k) in zip(self.calls, self.where):
+        for call, (func, nargs), (i, k) in zip(self.calls, self._kinds, self.where):
             if i not in steps_of:
+                if call is None:        # released: every op's steps are needed
+                    return False
                 new.append(call)
                 continue
             steps = steps_of[i]
@@ -196,8 +214,7 @@ class Unit:
                 return False
             step = steps[k]
             if self.segment and (not isinstance(step, functools.partial)
-                                 or step.func is not call.func
-                                 or len(step.args) != len(call.args)):
+                                 or step.func is not func or len(step.args) != nargs):
                 return False
             new.append(step)
         self._set(new)
@@ -297,20 +314,29 @@ class BackgroundCompile:
 
 class _CompileThread:
     """One daemon thread per process compiles segments, one plan after another (numba
-    serialises compiles behind its own lock anyway). A daemon, so a short script never
-    waits at exit for a compile it no longer needs."""
+    serialises compiles behind its own lock anyway). At interpreter exit the jobs not
+    started are dropped and the one running stops after its current piece (well under a
+    second), so the process never exits with LLVM in the middle of a compile."""
 
     def __init__(self):
         self._jobs = queue.Queue()
         self._thread = None
         self._lock = threading.Lock()
+        self._open = []          # jobs submitted and not finished
+        self._closed = False
 
     def submit(self, job):
         with self._lock:
+            if self._closed:
+                job.cancel()
+                job.done.set()
+                return job
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._serve, daemon=True,
                                                 name="numbaflow-compile")
                 self._thread.start()
+                atexit.register(self.close)
+            self._open.append(job)
         self._jobs.put(job)
         return job
 
@@ -318,12 +344,27 @@ class _CompileThread:
         while True:
             job = self._jobs.get()
             try:
+                if job is None:
+                    return
                 job.work()
             finally:
+                with self._lock:
+                    if job in self._open:
+                        self._open.remove(job)
                 self._jobs.task_done()
 
     def wait_idle(self):
         self._jobs.join()
+
+    def close(self, timeout=30.0):
+        with self._lock:
+            self._closed = True
+            for job in self._open:
+                job.cancel()
+            thread = self._thread
+        if thread is not None and thread.is_alive():
+            self._jobs.put(None)
+            thread.join(timeout)
 
 
 _compile_thread = _CompileThread()
