@@ -139,7 +139,37 @@ def test_cuda_place_runs_on_its_device_and_checks_the_index(fresh_graph_state):
         assert scope._device_id == 1
         scope.get("fc_0.w_0")        # a host read-back, in device 1's context
     assert len(launches) > 5 and set(state.launch_devices) == {1}
-    assert not state.stack
+    assert not state.stack and not state.misplaced, state.misplaced
+
+
+@cuda_compiler
+@needs_toolkit
+def test_data_parallel_over_two_gpus_keeps_each_replica_on_its_device(fresh_graph_state):
+    """Two (traced) GPUs: each replica allocates, launches and is re-broadcast to (after a
+    Scope.set on the user's scope) inside its own device's context; no array is touched
+    while another device is current."""
+    import numbaflow as paddle
+    import numbaflow.static as static
+    from numbaflow import gpu_check
+    launches = []
+    with gpu_check.traced_device(launches, n_gpus=2) as state:
+        main, startup = static.Program(), static.Program()
+        with static.program_guard(main, startup):
+            x = static.data("x", [None, 4])
+            y = static.data("y", [None, 1], "int64")
+            loss = paddle.nn.functional.cross_entropy(static.nn.fc(x, 3), y)
+            paddle.optimizer.SGD(0.1).minimize(loss)
+        scope = static.Scope()
+        exe = static.Executor(paddle.CUDAPlace(0))
+        exe.run(startup, scope=scope)
+        prog = static.CompiledProgram(main).with_data_parallel(
+            loss_name=loss.name, places=[paddle.CUDAPlace(0), paddle.CUDAPlace(1)])
+        feed = {"x": np.ones((4, 4), np.float32), "y": np.zeros((4, 1), np.int64)}
+        exe.run(prog, feed=feed, fetch_list=[loss], scope=scope)
+        scope.set("fc_0.b_0", np.full(3, 0.5, np.float32))     # re-broadcast next run
+        exe.run(prog, feed=feed, fetch_list=[loss], scope=scope)
+    assert set(state.launch_devices) == {0, 1}
+    assert not state.misplaced, state.misplaced[:5]
 
 
 def test_cuda_availability_is_reported():

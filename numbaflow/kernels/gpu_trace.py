@@ -8,18 +8,39 @@ sizes for free. `compute_capability` answers numba-cuda's question about the cur
 device when it compiles a kernel that calls device functions.
 """
 import contextlib
+import sys
+import threading
 import types as _pytypes
 
 import numpy as np
 
 
+_state = None      # the active trace's TraceState (set by traced_device)
+
+
+def _check_device(arr, what):
+    """Note an access to `arr` while another (fake) GPU than the one holding it is current."""
+    if _state is not None and arr.device is not None and arr.device != _state.current():
+        _state.misplaced.append(f"{what} of an array on GPU {arr.device} while GPU "
+                                f"{_state.current()} is current")
+
+
 class TracedArray(np.ndarray):
-    """A host array standing in for a device array while tracing."""
+    """A host array standing in for a device array while tracing; `device` is the fake
+    GPU that was current when it was allocated (views inherit it)."""
+    device = None
+
+    def __array_finalize__(self, obj):
+        self.device = getattr(obj, "device", None)
 
     def copy_to_device(self, src, stream=0):
+        _check_device(self, "copy_to_device")
+        if isinstance(src, TracedArray):
+            _check_device(src, "device-to-device copy")
         np.copyto(self, np.asarray(src).reshape(self.shape))
 
     def copy_to_host(self, ary=None, stream=0):
+        _check_device(self, "copy_to_host")
         if ary is None:
             return np.array(self).view(np.ndarray)
         np.copyto(ary, self)
@@ -37,6 +58,10 @@ class _Recorder:
     def __call__(self, *args):
         from numba import typeof
         from numba.core.typing.typeof import Purpose
+        for a in args:
+            for x in (a if isinstance(a, tuple) else (a,)):
+                if isinstance(x, TracedArray):
+                    _check_device(x, f"launch of {self.kernel.py_func.__name__}")
         self.state.launches.append((self.kernel, tuple(typeof(a, Purpose.argument)
                                                        for a in args)))
         self.state.launch_devices.append(self.state.current())
@@ -58,14 +83,24 @@ class _FakeDevice:
 
 
 class TraceState:
-    """What a trace saw: `launches` [(dispatcher, argtypes)] and, per launch, the device
-    that was current (`launch_devices`)."""
+    """What a trace saw: `launches` [(dispatcher, argtypes)], per launch the device that
+    was current (`launch_devices`), and `misplaced`: accesses (launches, copies) to an
+    array while a GPU other than its own was current."""
 
     def __init__(self, launches):
-        self.launches, self.launch_devices, self.stack = launches, [], []
+        self.launches, self.launch_devices, self.misplaced = launches, [], []
+        self._local = threading.local()     # like CUDA contexts: current per thread
+
+    @property
+    def stack(self):
+        """This thread's stack of entered devices (`cuda.gpus[i]` blocks)."""
+        if not hasattr(self._local, "stack"):
+            self._local.stack = []
+        return self._local.stack
 
     def current(self):
-        return self.stack[-1] if self.stack else 0
+        stack = self.stack
+        return stack[-1] if stack else 0
 
 
 @contextlib.contextmanager
@@ -86,10 +121,14 @@ def traced_device(launches, n_gpus=1):
         if to is not None:
             to.copy_to_device(a)
             return to
-        return np.array(a).view(TracedArray)
+        out = np.array(a).view(TracedArray)
+        out.device = state.current()
+        return out
 
     def device_array(shape, dtype=np.float64, strides=None, order="C", stream=0):
-        return np.zeros(shape, dtype).view(TracedArray)
+        out = np.zeros(shape, dtype).view(TracedArray)
+        out.device = state.current()
+        return out
 
     def device_problem(i):
         return None if i < n_gpus else f"device index {i} is out of range: {n_gpus} GPU(s)"
@@ -102,7 +141,8 @@ def traced_device(launches, n_gpus=1):
                 _Recorder(state, self, blockdim)),
                (place, "_device_problem", device_problem),
                (gpu_errors, "_device_key", state.current),
-               (gpu_errors, "_error_records", {})]
+               (gpu_errors, "_error_records", {}),
+               (sys.modules[__name__], "_state", state)]
     saved = [(obj, name, obj.__dict__.get(name, getattr(obj, name))) for obj, name, _ in patches]
     try:
         for obj, name, value in patches:
