@@ -4,6 +4,9 @@ A kernel that meets bad data (a label or id out of range) writes a harmless valu
 record err = [code, value, position, bound] (int64; compare_and_swap on err[0], so the
 first failure wins); the executor reads the record once per run
 (CudaBackend.check_errors) and raises the CPU kernel's ValueError, word for word.
+The first failing kernel wins (kernels run in program order, as the CPU raises at the
+first failing op); when one kernel meets several bad values, the threads race and the
+one recorded may be another row than the CPU's first, with the same message otherwise.
 """
 import numpy as np
 
