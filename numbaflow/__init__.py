@@ -37,6 +37,9 @@ import typing as _typing
 # 3.3 ms on 2 cores). libgomp reads this when numba first loads it, so set it first.
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+# under mpiexec: the abort hooks and the rank supervisor (a fork), before any thread
+from . import distributed  # noqa: F401,E402
+
 from . import dtypes, kernels  # noqa: F401,E402  (kernels registers every op)
 from .dtypes import bool_ as bool, float32, float64, int32, int64  # noqa: F401
 from .executor import CPUPlace, CUDAPlace  # noqa: F401

@@ -15,6 +15,8 @@ SPEC_ROWS = {
     "fused/depthwise_relu": ["CompiledProgram unfused", "numba padded-plane loops"],
     "model/seed_step": ["numpy by hand"],
     "model/seed_step_x100": ["numpy by hand"],
+    "model/seed_step_compiled": ["numpy by hand"],
+    "fault/backup_overhead": ["backups off"],
     "model/mlp_step": ["numpy by hand"],
     "model/mlp_step_fused": ["numpy by hand"],
     "compile/mlp_train": ["cold cache"],

@@ -108,7 +108,9 @@ def test_fused_training_matches_unfused(name):
     got_losses, got = train(main, startup, loss, compiled, feeds)
     (passed,) = compiled._passed.values()
     assert f"fused_{name.split('_')[0]}" in op_types(passed)
-    assert [p.changed for p in compiled.passes] == [True]
+    # (SGD: the weights' updates are folded into their gradient GEMMs first)
+    assert [p.name for p in compiled.passes if p.changed] == \
+        (["fuse_sgd_into_gemm"] if name == "sgd" else []) + ["fuse_all_optimizer_ops"]
     np.testing.assert_allclose(got_losses, want_losses, rtol=1e-6)
     assert got.keys() == want.keys() and len(want) > 6       # parameters and states
     for k in want:

@@ -27,8 +27,9 @@ def run(build, feed, scope=None):
 
 # ---------------------------------------------------------------- introspection, modules
 def test_operator_introspection_as_in_paddles_clone_docs():
+    from numbaflow.utils import unique_name
     main, startup = static.Program(), static.Program()
-    with static.program_guard(main, startup):
+    with static.program_guard(main, startup), unique_name.guard():
         x = static.data("x", [None, 4])
         loss = paddle.mean(static.nn.fc(x, 2, activation="relu"))
         paddle.optimizer.SGD(0.1).minimize(loss)

@@ -3,6 +3,7 @@
 Programs are built by functions that take the framework module, so the very same
 code builds the paddle peer: `build(numbaflow)` or `build(paddle)`.
 """
+import functools
 import importlib
 from dataclasses import dataclass
 
@@ -424,19 +425,28 @@ def _check_steps(name, candidates, steps=2):
                ref, rtol=1e-4, atol=1e-6)
 
 
-def model_case(name, what, build, layers, batch, make_numpy, targets, fused=False):
+def model_case(name, what, build, layers, batch, make_numpy, targets, fused=False,
+               compiled=False):
     """A training step of a numbaflow program vs the hand-written numpy step (and peers).
     fused: through CompiledProgram with fuse_elewise_add_act_ops, enable_auto_fusion and
-    fuse_all_optimizer_ops (the fused ops it really runs are listed in the note)."""
+    fuse_all_optimizer_ops (the fused ops it really runs are listed in the note).
+    compiled: the seed doc's call, `exe.run(CompiledProgram(main), feed,
+    fetch_list=[loss.name])` (default strategies)."""
 
     def build_case(cfg):
         nf = _nf()
         x, y, feed, lr, loss_kind = batch(cfg)
         main, loss, scope, params = _initialised(nf, build, layers)
-        program = _fused(nf, main, fuse_all_optimizer_ops=True) if fused else main
-        run = _runner(nf, program, feed, [loss], scope)
-        candidates = [Candidate("CompiledProgram fused" if fused else "Executor.run",
-                                lambda: run()[0]),
+        if compiled:
+            program, fetch, label = nf.static.CompiledProgram(main), [loss.name], \
+                "CompiledProgram, fetch by name"
+        elif fused:
+            program, fetch, label = _fused(nf, main, fuse_all_optimizer_ops=True), [loss], \
+                "CompiledProgram fused"
+        else:
+            program, fetch, label = main, [loss], "Executor.run"
+        run = _runner(nf, program, feed, fetch, scope)
+        candidates = [Candidate(label, lambda: run()[0]),
                       Candidate("numpy by hand", make_numpy(params, x, y, lr))]
         candidates += _peer_candidates(cfg, build, params, x, y, lr, loss_kind, feed, layers)
         _check_steps(name, candidates)
@@ -447,6 +457,31 @@ def model_case(name, what, build, layers, batch, make_numpy, targets, fused=Fals
         return candidates
 
     return Case(name, what, build_case, targets=targets)
+
+
+def backup_overhead_case():
+    """What failure atomicity costs: the MLP step with its per-run backups of every
+    persistable it writes, against the same plan with the backups switched off."""
+
+    def build(cfg):
+        from ..executor import plan as plan_mod
+        nf = _nf()
+        x, y, feed, lr, _ = _mlp_batch(cfg)
+        runs = []
+        for backups in (True, False):
+            main, loss, scope, params = _initialised(nf, mlp_program, 3)
+            exe = nf.static.Executor(nf.CPUPlace())
+            run = functools.partial(exe.run, main, feed=feed, fetch_list=[loss], scope=scope)
+            run()
+            if not backups:
+                plan, = exe._cache.plans()
+                plan._backup = plan_mod._nothing          # (kept off: same plan, no rebind)
+            runs.append(run)
+        return [Candidate("backups on", lambda: runs[0]()[0]),
+                Candidate("backups off", lambda: runs[1]()[0])]
+
+    return Case("fault/backup_overhead", "MLP 784-512-512-10, batch {mlp_batch}, SGD step",
+                build, targets={"backups off": 1.05})
 
 
 def _seed_batch(cfg):
@@ -499,12 +534,16 @@ def all_cases():
     cases += [bias_relu_case(), matmul_case()]
     cases += [fused_depthwise_case(), depthwise_relu_case(), conv2d_case()]
     cases.append(model_case("model/seed_step", "fc 1->10, mean, SGD, batch 10", seed_program, 1,
-                            _seed_batch, _numpy_seed, {"numpy": 1.0}))
+                            _seed_batch, _numpy_seed, {"numpy": 0.7}))
+    cases.append(model_case("model/seed_step_compiled", "fc 1->10, mean, SGD, batch 10",
+                            seed_program, 1, _seed_batch, _numpy_seed, {"numpy": 0.8},
+                            compiled=True))
     cases.append(seed_x100_case())
     for fused in (False, True):
         cases.append(model_case("model/mlp_step" + ("_fused" if fused else ""),
                                 "MLP 784-512-512-10, batch {mlp_batch}, SGD", mlp_program, 3,
                                 _mlp_batch, _numpy_mlp, {"numpy": 0.95}, fused=fused))
+    cases.append(backup_overhead_case())
     from .compile_time import compile_case     # it imports this module
     cases.append(compile_case())
     from .deep_mlp import deep_mlp_cases

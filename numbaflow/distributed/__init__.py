@@ -10,8 +10,10 @@ the others, or pick a sub-communicator.
 
 mpi4py is imported (MPI is initialised) only when the process was launched by
 mpiexec with more than one process, or when `init()` is called. Under mpiexec with
-R > 1, an unhandled exception on any rank prints its traceback tagged with the
-rank and aborts the whole job (MPI_Abort) instead of leaving the others hanging.
+R > 1, a rank that fails in any way (an unhandled exception, an early exit, a signal,
+os._exit, or a wait past NUMBAFLOW_COLLECTIVE_TIMEOUT) ends the whole job with a
+message naming the rank and the cause, instead of leaving the others hanging
+(faults.py, supervisor.py).
 """
 from __future__ import annotations
 
@@ -20,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .mpi import World, env_size, init, install_abort_hooks, is_initialized, world
+from .mpi import env_rank as _env_rank
+from .supervisor import supervise as _supervise
 
 if TYPE_CHECKING:
     from ..executor.scope import Scope
@@ -33,6 +37,7 @@ __all__ = ["get_rank", "get_world_size", "barrier", "init", "is_initialized",
 # (Hydra does not end a job when one process exits with an error). This does not
 # import mpi4py; the hook does, only to call MPI_Abort.
 if env_size() > 1:
+    _supervise(_env_rank(), env_size())     # a rank killed or os._exit'ed is named (supervisor.py)
     install_abort_hooks()
 
 

@@ -7,11 +7,14 @@ mpi4py is imported (which initialises MPI) only when this process was launched b
 
 The executor asks `world()` once per compilation: None means a single process
 (no MPI calls at all); otherwise every collective below must be issued in the same
-order on every rank, from one thread at a time.
+order on every rank, from one thread at a time. Each is started nonblocking and
+polled (faults.Watch), so that a failed, departed or hung rank ends the job.
 """
 from __future__ import annotations
 
 import os
+import pickle
+import signal
 import sys
 import threading
 import time
@@ -19,6 +22,9 @@ import traceback
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from . import supervisor
+from .faults import Watch, collective_timeout
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -37,6 +43,7 @@ _UNSET = object()
 _world = _UNSET         # World, None (one process) or _UNSET (not decided yet)
 _initialized = False    # init() was called
 _hooks_installed = False
+_aborting = False
 _lock = threading.RLock()
 
 
@@ -64,7 +71,8 @@ class World:
     `rank` and `size` are this process's rank and the number of processes. Every
     method is collective: all ranks must call it, in the same order.
 
-    Reproducibility: `Allreduce` with MPI.SUM in MPICH picks its algorithm from the
+    Reproducibility: `Iallreduce` (what `allreduce_sum_` starts, then polls: see
+    faults.py) with MPI.SUM in MPICH picks its algorithm from the
     communicator size and the message size only, and each algorithm combines the
     ranks' contributions in a fixed order (recursive doubling for short messages,
     reduce-scatter + allgather for long ones, where each element is summed on one
@@ -86,13 +94,57 @@ class World:
         self.comm = comm
         self.rank = comm.Get_rank()
         self.size = comm.Get_size()
+        # every collective is started nonblocking and polled by the watch, which aborts
+        # the job when another rank has left or the timeout passes (faults.py)
+        self.watch = Watch(comm, collective_timeout())
+        self._open_step = None       # see step_begins
+
+    def _collective(self, what, start):
+        """Start one collective (`start()` returns its MPI request) and wait for it;
+        `what` describes it in messages (faults.describe)."""
+        n = self.watch.start()
+        self.watch.wait(start(), n, what)
+
+    def step_begins(self, what: str = "a data-parallel step") -> None:
+        """Mark the start of collectives that every rank must complete together (one
+        data-parallel step); `step_ends()` marks their end. When this rank's previous
+        step never ended (it raised after its collectives started, and the program
+        caught that and went on), the other ranks still wait in that step's collectives,
+        and going on would mismatch collectives (wrong sums or a hang): abort the job.
+
+        Args:
+            what (str): names the step in the abort message.
+        """
+        if self._open_step is not None:
+            abort_job(f"{self._open_step} raised on this rank after its collectives had "
+                      f"started, and the program went on: the other ranks still wait in that "
+                      f"step's collectives (under mpiexec a failed step cannot be retried)")
+        self._open_step = what
+
+    def step_ends(self) -> None:
+        """See `step_begins`."""
+        self._open_step = None
+
+    def agree(self, what: str) -> None:
+        """Before a collective that only some ranks might call (static.save's gather):
+        return once every rank called `agree(what)` at this point. Past
+        NUMBAFLOW_COLLECTIVE_TIMEOUT the job is aborted.
+
+        Args:
+            what (str): names the operation; every rank must pass the same.
+
+        Raises:
+            RuntimeError: another rank is in a different collective or has exited.
+                Nothing was started: this rank can go on.
+        """
+        self.watch.agree(what)
 
     def __repr__(self):
         return f"World(rank={self.rank}, size={self.size})"
 
     def barrier(self) -> None:
         """Wait until every rank has reached this call."""
-        self.comm.Barrier()
+        self._collective("barrier", self.comm.Ibarrier)
 
     def allreduce_sum_(self, array: np.ndarray) -> np.ndarray:
         """Replace `array` by its elementwise sum over all ranks, in place.
@@ -110,7 +162,9 @@ class World:
         """
         _check_buffer(array, "allreduce_sum_")
         if array.size:
-            self.comm.Allreduce(self._MPI.IN_PLACE, array, op=self._MPI.SUM)
+            self._collective(("allreduce", array),
+                             lambda: self.comm.Iallreduce(self._MPI.IN_PLACE, array,
+                                                          op=self._MPI.SUM))
         return array
 
     def allreduce_many_(self, arrays: Sequence[np.ndarray],
@@ -177,7 +231,8 @@ class World:
         """
         _check_buffer(array, "bcast_", any_dtype=True)
         if array.size:
-            self.comm.Bcast(array, root=root)
+            self._collective(("broadcast", array, root),
+                             lambda: self.comm.Ibcast(array, root=root))
         return array
 
     def allgather_obj(self, obj: object) -> list:
@@ -189,7 +244,15 @@ class World:
         Returns:
             list: one value per rank.
         """
-        return self.comm.allgather(obj)
+        data = np.frombuffer(pickle.dumps(obj), np.uint8)
+        sizes = np.zeros(self.size, np.int64)
+        sizes[self.rank] = data.size
+        self.allreduce_sum_(sizes)
+        out = np.empty(int(sizes.sum()), np.uint8)
+        displs = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        self._collective("allgather", lambda: self.comm.Iallgatherv(
+            data, [out, sizes, displs, self._MPI.BYTE]))
+        return [pickle.loads(out[d:d + c].tobytes()) for d, c in zip(displs, sizes)]
 
     def sum_int(self, x: int) -> int:
         """The sum over all ranks of the int `x` (e.g. the global batch size).
@@ -200,7 +263,7 @@ class World:
         Returns:
             int: the sum.
         """
-        return self.comm.allreduce(int(x), op=self._MPI.SUM)
+        return int(self.allreduce_sum_(np.array([int(x)], np.int64))[0])
 
     def check_same(self, what: str, value: object) -> None:
         """Raise ValueError on EVERY rank (so none deadlocks in a later collective) when
@@ -350,6 +413,26 @@ def install_abort_hooks():
 
     sys.excepthook = excepthook
     threading.excepthook = thread_excepthook
+    # SIGTERM (a scheduler or a user killing one rank) would end this process silently,
+    # and the others would wait for it: report and abort instead. A handler the script
+    # installed is kept. Python runs it between bytecodes of the main thread, which the
+    # polling collectives (faults.py) keep doing while they wait.
+    if (threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL):
+        signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+def _on_sigterm(signum, frame):
+    abort_job("received SIGTERM")
+
+
+def abort_job(cause):
+    """Write `cause` on stderr, tagged with this rank, and abort the whole MPI job."""
+    try:
+        sys.stderr.write(f"[{_rank_tag()}] numbaflow.distributed: {cause}; aborting the "
+                         f"MPI job\n")
+    finally:
+        _abort()
 
 
 def _rank_tag():
@@ -375,14 +458,20 @@ def _report(exc_type, exc, tb, where, custom_hook, hook_args):
 
 
 def _abort():
+    global _aborting
+    if _aborting:            # a second signal or thread: the first abort goes on
+        time.sleep(5)
+        os._exit(1)
+    _aborting = True
     try:
+        supervisor.mark(supervisor.ABORT)
         sys.stdout.flush()
         sys.stderr.flush()
-    except Exception:
+        # MPI_Abort kills every process at once, and the launcher may not have forwarded
+        # the traceback yet (seen losing it ~1 run in 20 here): give it a moment.
+        time.sleep(0.2)
+    except BaseException:    # noqa: B902 - a second Ctrl-C must not skip the abort
         pass
-    # MPI_Abort kills every process at once, and the launcher may not have forwarded
-    # the traceback yet (seen losing it ~1 run in 20 here): give it a moment.
-    time.sleep(0.2)
     try:
         from mpi4py import MPI
         if not MPI.Is_finalized():

@@ -128,6 +128,7 @@ class DataParallelRunner:
         # changed a parameter (then every rank joins the re-broadcast from rank 0)
         total, resync = sum(sizes), self._needs_sync()
         if self.world is not None and self.world.size > 1:
+            self.world.step_begins()   # from here a failure on one rank strands the others
             agreed = np.array([total, int(resync)], dtype=np.int64)
             self.world.allreduce_sum_(agreed)
             total, resync = int(agreed[0]), bool(agreed[1])
@@ -139,6 +140,8 @@ class DataParallelRunner:
         plans = self._plans_for(feeds, fetch_list)
         self.last_plans = [plan for plan, _ in plans]
         results = self._run_devices(plans, iterations)
+        if self.world is not None and self.world.size > 1:
+            self.world.step_ends()
         return merge_fetch(results, return_merged)
 
     def _loss_grad_array(self, i, var, value):
@@ -195,6 +198,9 @@ class DataParallelRunner:
         """Collective: every rank receives, from its owner's rank, the optimizer state of
         every parameter, so each rank's scope (and a checkpoint) is complete."""
         user = self.scopes[0]
+        # a rank that saves alone raises here instead of waiting forever in the gather
+        self.world.agree("static.save under ReduceStrategy.Reduce (it gathers the optimizer "
+                         "state from the ranks that own it)")
         for name in sorted(self.state_of):
             owner_rank = self.owners[name] // self.D
             for state in self.state_of[name]:

@@ -1,0 +1,122 @@
+"""A rank that dies without running any Python (os._exit, SIGKILL, a crash in native code).
+
+Hydra (MPICH's mpiexec) ends the job when one rank dies that way, but silently, with
+the status of the process that died first: os._exit(0) on one rank ends the whole job
+with status 0, and SIGKILL is reported by pid, not by rank. So, under mpiexec, the
+process the launcher started forks: the child runs the script (it is the rank), the
+parent only waits for it. When the child ended without Python's exit path (no atexit
+handler ran) the parent says which rank died and how, and exits with a non-zero status,
+so that the launcher ends the job as failed.
+
+The fork happens when numbaflow is imported, before MPI is initialised; it is skipped
+(and the launcher's behaviour is what you get) when other Python threads already run,
+MPI is already initialised, in a process a supervised rank started, or with
+NUMBAFLOW_SUPERVISE=0.
+"""
+import atexit
+import ctypes
+import os
+import signal
+import sys
+import threading
+
+CLEAN = b"c"       # the child left through Python's exit path
+ABORT = b"a"       # the child is aborting the job and has reported why
+
+_SUPERVISED = "NUMBAFLOW_SUPERVISED"     # set in a supervised rank (its supervisor's pid)
+_FORWARD = ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
+_marker_fd = None
+
+
+def supervise(rank, size):
+    """Fork; return in the child (the rank). The parent never returns: it waits for the
+    child and exits with its status. Returns False when it did not fork."""
+    global _marker_fd
+    if (os.environ.get("NUMBAFLOW_SUPERVISE", "1") == "0" or _SUPERVISED in os.environ
+            or threading.active_count() > 1
+            or "mpi4py.MPI" in sys.modules or not hasattr(os, "fork")
+            or not sys.platform.startswith("linux")):
+        return False
+    sys.stdout.flush()
+    sys.stderr.flush()
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:                                   # the rank
+        # processes it starts (multiprocessing's spawn) inherit the launcher's
+        # variables: they are not ranks, and must not fork again
+        os.environ[_SUPERVISED] = str(os.getppid())
+        os.close(read_fd)
+        _die_with_parent()
+        _marker_fd = write_fd
+        atexit.register(mark, CLEAN)
+        return True
+    os.close(write_fd)
+    _wait(pid, read_fd, f"rank {rank}/{size}")     # never returns
+
+
+def mark(what):
+    """Tell the waiting parent how this rank ends (CLEAN or ABORT)."""
+    if _marker_fd is not None:
+        try:
+            os.write(_marker_fd, what)
+        except OSError:
+            pass
+
+
+def _die_with_parent():
+    # the launcher kills the process it started (the parent): the child must go too
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() == 1:
+        os._exit(1)
+
+
+def _wait(pid, read_fd, tag):
+    for name in _FORWARD:
+        signal.signal(getattr(signal, name), lambda signum, frame: _forward(pid, signum))
+    while True:
+        try:
+            _, status = os.waitpid(pid, 0)
+            break
+        except ChildProcessError:
+            os._exit(1)
+    marks = b""
+    try:
+        os.set_blocking(read_fd, False)
+        marks = os.read(read_fd, 64)
+    except OSError:
+        pass
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        if ABORT not in marks:
+            _say(tag, f"this rank was killed by {_signal_name(sig)}")
+        os._exit(128 + sig)
+    code = os.waitstatus_to_exitcode(status)
+    if CLEAN in marks or ABORT in marks:
+        os._exit(code)
+    _say(tag, f"this rank ended by os._exit({code}) (or a crash in native code) without "
+              f"finishing: no Python exit handler ran")
+    os._exit(code or 1)
+
+
+def _forward(pid, signum):
+    try:
+        os.kill(pid, signum)
+    except ProcessLookupError:
+        pass
+
+
+def _signal_name(sig):
+    try:
+        return signal.Signals(sig).name
+    except ValueError:
+        return f"signal {sig}"
+
+
+def _say(tag, cause):
+    try:
+        os.write(2, f"[{tag}] numbaflow.distributed: {cause}; aborting the MPI job\n".encode())
+    except OSError:
+        pass
