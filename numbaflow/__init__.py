@@ -43,6 +43,7 @@ from . import distributed  # noqa: F401,E402
 from . import dtypes, kernels  # noqa: F401,E402  (kernels registers every op)
 from .dtypes import bool_ as bool, float32, float64, int32, int64  # noqa: F401
 from .executor import CPUPlace, CUDAPlace  # noqa: F401
+from .executor.place import cuda_available, is_compiled_with_cuda  # noqa: F401
 from .param_attr import ParamAttr  # noqa: F401
 from .tensor_math import (abs, add, argmax, assign, cast, clip, concat, divide,  # noqa: F401
                           exp, flatten, full, log, matmul, max, maximum, mean, min, minimum,
@@ -70,6 +71,7 @@ __all__ = [
     "zeros", "ones", "zeros_like", "ones_like", "full_like", "create_parameter",
     # modes, seed, device
     "enable_static", "disable_static", "in_dynamic_mode", "seed", "set_device", "get_device",
+    "cuda_available", "is_compiled_with_cuda",
     # data and checkpoints
     "batch", "save", "load",
     # submodules

@@ -27,6 +27,7 @@ INTERNAL_SUBMODULES = {
     "numbaflow.graph",
     "numbaflow.kernels", "numbaflow.layer_helper", "numbaflow.param_attr",
     "numbaflow.tensor_math", "numbaflow.testing", "numbaflow.bench", "numbaflow.examples",
+    "numbaflow.gpu_check",            # a command (python -m numbaflow.gpu_check)
     "numbaflow.initializer",          # the same module object as numbaflow.nn.initializer
 }
 

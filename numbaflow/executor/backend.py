@@ -1,17 +1,26 @@
 """Where a Plan's buffers live and how its kernels are bound: host memory (CPU kernels)
 or CUDA device memory (GPU kernels). The Plan itself is the same for both.
 """
+import contextlib
 import logging
 
 import numpy as np
 
 from ..kernels.gpu_util import host_staged
+from ..kernels.registry import MAY_FAIL, get_op_def
 
 log = logging.getLogger("numbaflow")
 
 
 class HostBackend:
     name = "cpu"
+    defers_errors = False    # kernels raise where they fail
+
+    def activate(self):
+        return contextlib.nullcontext()
+
+    def check_errors(self, ops):
+        pass
 
     def empty(self, shape, dtype):
         return np.empty(shape, dtype)
@@ -49,14 +58,40 @@ class HostBackend:
 
 
 class CudaBackend:
-    """Device-resident execution: feeds are copied in and fetches out once per run;
-    persistables stay on the device between runs (the Scope keeps the device copies)."""
+    """Device-resident execution on GPU `device_id`: feeds are copied in and fetches out
+    once per run; persistables stay on the device between runs (the Scope keeps the
+    device copies). Kernels cannot raise: those meeting bad data record it on the device
+    and `check_errors` raises it once per run, before the run's results are kept."""
     name = "gpu"
+    defers_errors = True
 
     def __init__(self, device_id=0):
         from numba import cuda
         self.cuda = cuda
         self.device_id = device_id
+        self._may_fail = {}     # id(ops) -> whether any op of that list can fail
+
+    def activate(self):
+        """Context manager: this place's device is current in the calling thread (its
+        buffers are allocated and its kernels launched there)."""
+        return self.cuda.gpus[self.device_id]
+
+    def check_errors(self, ops):
+        """Raise the first bad-data failure a kernel recorded on this device during the
+        run (ValueError with the CPU kernel's message; `failed_op` is the op), reading
+        the record only when an op of `ops` can fail: one 32-byte copy per run."""
+        key = id(ops)
+        if key not in self._may_fail:
+            self._may_fail[key] = any(get_op_def(op.type).has(MAY_FAIL) for op in ops)
+        if not self._may_fail[key]:
+            return
+        from ..kernels.gpu_errors import DeviceError, raise_device_error
+        try:
+            raise_device_error()
+        except DeviceError as e:
+            err = ValueError(str(e))
+            err.failed_op = next((op for op in ops if op.type == e.op_type), None)
+            raise err from None
 
     def empty(self, shape, dtype):
         return self.cuda.device_array(shape, dtype)
@@ -66,10 +101,10 @@ class CudaBackend:
         return buf[offset:offset + n].view(dtype).reshape(shape)
 
     def scope_array(self, scope, name):
-        return scope._device_array(name)
+        return scope._device_array(name, self.device_id)
 
     def ensure(self, scope, name, shape, dtype):
-        return scope._ensure_device(name, shape, dtype)
+        return scope._ensure_device(name, shape, dtype, self.device_id)
 
     def binder(self, opdef, cop):
         if opdef.gpu is not None:

@@ -29,27 +29,108 @@ class CPUPlace:
         return "Place(cpu)"
 
 
-def cuda_available():
-    """True when numba can see a CUDA GPU (or its simulator is enabled)."""
-    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
-        return True
+def _simulated():
+    return os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+
+
+def _toolkit_problem():
+    """Why no CUDA kernel can be compiled here (None when it can): numba-cuda and the CUDA
+    12 toolkit libraries of its cu12 wheels (libNVVM compiles, NVRTC builds the helpers)."""
+    if _simulated():
+        return None
     try:
+        from numba import cuda  # noqa: F401
+        from numba.cuda.cudadrv import nvvm
+    except Exception as e:
+        return (f"numba-cuda is not installed ({type(e).__name__}: {e}); "
+                f"pip install 'numbaflow[cuda]'")
+    if not nvvm.is_available():
+        return ("libNVVM (the CUDA compiler library) was not found; pip install "
+                "'numba-cuda[cu12]>=0.30' (the 'cuda' extra) brings it")
+    try:
+        from numba.cuda.cudadrv import nvrtc
+        nvrtc._get_nvrtc_version()
+    except Exception as e:
+        return (f"NVRTC was not found ({type(e).__name__}: {str(e)[:200]}); pip install "
+                f"'numba-cuda[cu12]>=0.30' (the 'cuda' extra) brings it")
+    return None
+
+
+def _device_problem(device_id):
+    """Why CUDAPlace(device_id) cannot run (None when it can): toolkit, driver, GPU count."""
+    if _simulated():
         from numba import cuda
-        return bool(cuda.is_available())
-    except Exception:   # numba-cuda missing or no driver: no GPU either way
+        n = len(cuda.gpus)
+        return None if device_id < n else (
+            f"device index {device_id} is out of range: the CUDA simulator has {n} device(s)")
+    problem = _toolkit_problem()
+    if problem:
+        return problem
+    from numba import cuda
+    try:
+        if not cuda.is_available():
+            from numba.cuda.cudadrv import driver
+            try:
+                driver.driver.cuDeviceGetCount     # raises with the driver's own reason
+                why = "no CUDA GPU is visible"
+            except Exception as e:
+                why = f"the CUDA driver cannot be used ({' '.join(str(e).split())[:200]})"
+            return (f"{why}; install the NVIDIA driver (R525 or newer for CUDA 12) on a "
+                    f"machine with an NVIDIA GPU")
+        n = len(cuda.gpus)
+    except Exception as e:
+        return f"the CUDA driver failed: {type(e).__name__}: {e}"
+    if device_id >= n:
+        vis = os.environ.get("CUDA_VISIBLE_DEVICES")
+        return (f"device index {device_id} is out of range: {n} GPU(s) visible"
+                + (f" (CUDA_VISIBLE_DEVICES={vis!r})" if vis is not None else ""))
+    return None
+
+
+def is_compiled_with_cuda() -> bool:
+    """Whether GPU kernels can be compiled here: numba-cuda with its CUDA 12 toolkit
+    libraries (the 'cuda' extra: NVVM, NVRTC), or the CUDA simulator. Says nothing about
+    a GPU being present (see `cuda_available`).
+
+    Returns:
+        bool: True when the CUDA toolchain is installed.
+
+    Example:
+        >>> isinstance(paddle.is_compiled_with_cuda(), bool)
+        True
+    """
+    return _toolkit_problem() is None
+
+
+def cuda_available() -> bool:
+    """Whether `CUDAPlace(0)` can run: the toolkit, a driver and at least one GPU (or
+    numba's CUDA simulator, NUMBA_ENABLE_CUDASIM=1).
+
+    Returns:
+        bool: True when a (real or simulated) GPU is usable.
+
+    Example:
+        >>> place = paddle.CUDAPlace(0) if paddle.cuda_available() else paddle.CPUPlace()
+    """
+    try:
+        return _device_problem(0) is None
+    except Exception:   # anything unexpected from the driver: no usable GPU either way
         return False
 
 
 class CUDAPlace:
-    """GPU number `device_id`: run a program on it with `Executor(CUDAPlace(i))`.
+    """GPU number `device_id`: run a program on it with `Executor(CUDAPlace(i))`; its
+    buffers, kernels and the Scope's device copies live on that device.
 
     Args:
         device_id (int): the GPU's index among numba's visible devices.
 
     Raises:
         ValueError: device_id is not a non-negative int.
-        RuntimeError: no usable CUDA GPU (install the 'cuda' extra on a machine with an
-            NVIDIA GPU, or set NUMBA_ENABLE_CUDASIM=1 for numba's CUDA simulator).
+        RuntimeError: at construction, naming what is missing: numba-cuda or its CUDA
+            toolkit libraries (install the 'cuda' extra), the driver, or the GPU itself
+            (`device index i is out of range`); set NUMBA_ENABLE_CUDASIM=1 for numba's
+            CUDA simulator.
 
     Example:
         >>> try:
@@ -59,13 +140,14 @@ class CUDAPlace:
     """
 
     def __init__(self, device_id: int = 0) -> None:
-        if not isinstance(device_id, int) or device_id < 0:
+        if not isinstance(device_id, int) or isinstance(device_id, bool) or device_id < 0:
             raise ValueError(f"CUDAPlace: device_id must be a non-negative int, got {device_id!r}")
-        if not cuda_available():
-            raise RuntimeError(
-                f"CUDAPlace({device_id}): no usable CUDA GPU was found (numba.cuda.is_available() "
-                f"is False). Use CPUPlace(), install the 'cuda' extra on a machine with an NVIDIA "
-                f"GPU, or set NUMBA_ENABLE_CUDASIM=1 to run on numba's CUDA simulator.")
+        problem = _device_problem(device_id)
+        if problem:
+            hint = "" if _simulated() else \
+                ", or set NUMBA_ENABLE_CUDASIM=1 to run on numba's CUDA simulator"
+            raise RuntimeError(f"CUDAPlace({device_id}) cannot be used: {problem}. "
+                               f"Use CPUPlace(){hint}.")
         self.device_id = device_id
 
     def get_device_id(self) -> int:
@@ -170,9 +252,10 @@ def cuda_places(device_ids: int | Sequence[int] | None = None) -> list[CUDAPlace
         if flag:
             device_ids = [int(x) for x in flag.split(",") if x.strip()]
         else:
-            if not cuda_available():
-                raise RuntimeError("cuda_places: no usable CUDA GPU was found; set "
-                                   "NUMBA_ENABLE_CUDASIM=1 for numba's CUDA simulator")
+            problem = _device_problem(0)
+            if problem:
+                raise RuntimeError(f"cuda_places: no usable CUDA GPU: {problem}; set "
+                                   f"NUMBA_ENABLE_CUDASIM=1 for numba's CUDA simulator")
             from numba import cuda
             device_ids = list(range(len(cuda.gpus)))
     elif isinstance(device_ids, int):

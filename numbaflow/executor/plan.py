@@ -357,6 +357,8 @@ class Plan:
     def _failed_op(self, e, i):
         """(the error, the op it came from) for an exception raised by unit or thunk i."""
         from .scheduler import OpFailed
+        if getattr(e, "failed_op", None) is not None:     # read back from a device
+            return e, e.failed_op
         if isinstance(e, OpFailed):
             return e.error, self.ops[e.index]
         if self.scheduler is None and self.units is not None:
@@ -426,7 +428,8 @@ class Plan:
         A run that ends by any exception (Ctrl-C included) leaves every persistable as it
         was before the run, then re-raises. Runs on one scope never interleave: the run
         holds the scope's lock (so does `release`)."""
-        with self.scope._lock:
+        # a CUDA place: its device is current in this thread for the whole run
+        with self.scope._lock, self.backend.activate():
             return self._run(feed_arrays, iterations)
 
     def _run_steps(self, iterations):
@@ -481,6 +484,7 @@ class Plan:
                 for name, buf in self.feed_slots:
                     backend.copy_in(buf, feed_arrays[name])
                 self._run_steps(iterations)
+                backend.check_errors(self.ops)   # a GPU's bad-data record, once per run
         except BaseException as e:
             if backed_up:
                 for live, saved in self.backups:

@@ -69,6 +69,7 @@ class Scope:
     def __init__(self) -> None:
         self._arrays = {}
         self._device = {}
+        self._device_id = None  # the GPU holding the device copies (all on one)
         self._on_device = set()
         self.version = 0
         self.writes = 0         # Scope.set calls: data-parallel replicas re-sync after one
@@ -76,10 +77,19 @@ class Scope:
         self._lock = threading.RLock()  # held by a run: runs on one scope never interleave
 
     # ---- host <-> device bookkeeping (used by executor backends)
+    def _on_gpu(self):
+        """Context manager: the device holding the copies is current (copies between
+        host and device run in that device's context)."""
+        if self._device_id is None:
+            return contextlib.nullcontext()
+        from numba import cuda
+        return cuda.gpus[self._device_id]
+
     def _host_array(self, name):
         a = self._arrays.get(name)
         if name in self._on_device:
-            self._device[name].copy_to_host(a)
+            with self._on_gpu():
+                self._device[name].copy_to_host(a)
             self._on_device.discard(name)
         return a
 
@@ -90,15 +100,19 @@ class Scope:
 
     def _host_wrote(self, names):
         if self._device:
-            for n in names:
-                if n in self._device:
-                    self._device[n].copy_to_device(self._arrays[n])
+            with self._on_gpu():
+                for n in names:
+                    if n in self._device:
+                        self._device[n].copy_to_device(self._arrays[n])
 
     def _device_wrote(self, names):
         self._on_device.update(names)
 
-    def _device_array(self, name):
-        """The device copy of `name` (uploaded from the host array on first use)."""
+    def _device_array(self, name, device_id=0):
+        """The device copy of `name` on GPU `device_id` (uploaded from the host array on
+        first use; a scope used on another GPU first brings its copies home)."""
+        if self._device_id != device_id:
+            self._move_to(device_id)
         d = self._device.get(name)
         host = self._arrays.get(name)
         if host is None:
@@ -109,9 +123,17 @@ class Scope:
             self._on_device.discard(name)
         return d
 
-    def _ensure_device(self, name, shape, dtype):
+    def _ensure_device(self, name, shape, dtype, device_id=0):
         self._ensure(name, shape, dtype)
-        return self._device_array(name)
+        return self._device_array(name, device_id)
+
+    def _move_to(self, device_id):
+        if self._device:
+            for n in list(self._on_device):
+                self._host_array(n)
+            self._device.clear()
+            self.version += 1      # plans bound to the old copies rebind
+        self._device_id = device_id
 
     def find_var(self, name: str) -> ScopeVariable | None:
         """The variable named `name`, or None if this scope has none.

@@ -47,7 +47,7 @@ def _gpu_kernels():
     from numba import cuda
     loop = cuda.jit(device=True)(_auc_loop)
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def auc_one_thread(pred, width, label, pos, neg, nt, out):
         if cuda.grid(1) == 0:
             loop(pred, width, label, pos, neg, nt, out)

@@ -48,7 +48,7 @@ def kernels():
     from numba import cuda
 
     # ------------------------------------------------------------ convolution
-    @cuda.jit
+    @cuda.jit(cache=True)
     def conv_fwd(x, w, out, sh, sw, pt, pl, dil_h, dil_w, relu):
         N, C, H, W = x.shape
         M, Cg, KH, KW = w.shape
@@ -77,7 +77,7 @@ def kernels():
                             acc += v * float64(w[m, cc, i, j])
             out[n, m, oh, ow] = acc
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def conv_dinput(x, w, d, dx, sh, sw, pt, pl, dil_h, dil_w, relu):
         N, C, H, W = dx.shape
         M, Cg, KH, KW = w.shape
@@ -111,7 +111,7 @@ def kernels():
                         acc += float64(w[m, cc, i, j]) * float64(d[n, m, oh, ow])
             dx[n, c, ih, iw] = acc
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def conv_dfilter(x, d, dw, sh, sw, pt, pl, dil_h, dil_w, relu):
         N, C, H, W = x.shape
         M, Cg, KH, KW = dw.shape
@@ -143,7 +143,7 @@ def kernels():
     # ------------------------------------------------------------ pooling
     # x / out / dout / dx are flat; xs, os are the (n, c, h, w) element strides of the
     # input- and output-shaped buffers (NCHW or NHWC); g = (kh, kw, sh, sw, pt, pb, pl, pr)
-    @cuda.jit
+    @cuda.jit(cache=True)
     def pool_fwd(x, out, shape, oshape, xs, os, g, is_max, exclusive):
         N, C, H, W = shape
         OH, OW = oshape[2], oshape[3]
@@ -180,7 +180,7 @@ def kernels():
                 size = (he - hs) * (we - ws) if exclusive else (h1 - h0) * (w1 - w0)
                 out[oi] = s / size
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def pool_bwd(x, out, dout, dx, shape, oshape, xs, os, g, is_max, exclusive):
         N, C, H, W = shape
         OH, OW = oshape[2], oshape[3]

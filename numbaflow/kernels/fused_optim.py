@@ -258,7 +258,7 @@ def cuda_source(outputs, scalar, float_dtype):
         "from numba import cuda",
         f"_F = np.{float_dtype}",
         "",
-        "@cuda.jit",
+        "@cuda.jit(cache=True)",
         f"def kernel(offsets, total, {', '.join(args)}):",
         "    i = 0",
         "    for k in range(cuda.grid(1), total, cuda.gridsize(1)):",

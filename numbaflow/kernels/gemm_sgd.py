@@ -18,6 +18,7 @@ import functools
 import numpy as np
 from numba import njit
 
+from . import gpu_util
 from .linalg import _flat2, gemm
 from .registry import NO_GRAD, OPTIMIZER, OpDef, Slot, register_op, run_calls
 
@@ -97,10 +98,53 @@ def _cpu(cop):
     return bind
 
 
+# ---------------------------------------------------------------- GPU
+cuda = None   # numba.cuda, bound lazily by the kernel builder (gpu_util explains)
+
+
+@gpu_util.lazy
+def _sgd_apply():
+    """The flat kernel out = w - lr * dw (out may be w itself)."""
+    global cuda
+    from numba import cuda
+
+    @cuda.jit(cache=True)
+    def sgd_apply(w, dw, lr, out):
+        for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+            out[i] = w[i] - lr[0] * dw[i]
+    return sgd_apply
+
+
+def _gpu(cop):
+    """The same two products with the tiled GPU GEMM; dW goes to a device scratch buffer
+    and one flat kernel applies W - lr * dW (the BLAS beta=1 trick has no GPU twin yet)."""
+    from .linalg import _ONE, gemm_thunk
+    xn, yn = cop.attrs["x_num_col_dims"], cop.attrs["y_num_col_dims"]
+
+    def bind(ins, outs):
+        from numba import cuda
+        x, y, d, lr = ins["X"][0], ins["Y"][0], ins["Out@GRAD"][0], ins["LearningRate"][0]
+        x3, y3 = x.reshape((1,) + _flat2(x.shape, xn)), y.reshape((1,) + _flat2(y.shape, yn))
+        d3 = d.reshape(1, x3.shape[1], y3.shape[2])
+        calls = []
+        if outs.get("X@GRAD"):   # dX = dOut @ W^T, from W before its update
+            calls.append(gemm_thunk(d3, y3, outs["X@GRAD"][0].reshape(x3.shape), _ONE, _ONE,
+                                    False, True))
+        dw = cuda.device_array(y3.shape, y.dtype)
+        calls.append(gemm_thunk(x3, d3, dw, _ONE, _ONE, True, False))
+        p = outs["ParamOut"][0]
+        calls.append(gpu_util.launch_flat(_sgd_apply(), p.size, gpu_util.flat(y),
+                                          gpu_util.flat(dw), gpu_util.flat(lr),
+                                          gpu_util.flat(p)))
+        return gpu_util.sequence(calls)
+    return bind
+
+
 register_op(OpDef(
     "mul_grad_sgd", (Slot("X"), Slot("Y"), Slot("Out@GRAD"), Slot("LearningRate")),
-    (Slot("X@GRAD", optional=True), Slot("ParamOut")), _infer, _cpu,
+    (Slot("X@GRAD", optional=True), Slot("ParamOut")), _infer, _cpu, gpu=_gpu,
     attrs={"x_num_col_dims": 1, "y_num_col_dims": 1}, inplace={"ParamOut": "Y"},
     traits=frozenset((OPTIMIZER, NO_GRAD)),
     doc="X@GRAD = dOut @ Y^T; ParamOut (Y, in place) = Y - LearningRate * X^T @ dOut: "
-        "mul_grad with its sgd folded into the weight-gradient GEMM (CPU)"))
+        "mul_grad with its sgd folded into the weight-gradient GEMM (CPU; the GPU kernel "
+        "applies the update after the GEMM)"))

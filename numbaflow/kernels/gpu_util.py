@@ -25,6 +25,8 @@ import numpy as np
 from numba import config as numba_config
 from numba import float64, int64
 
+from .gpu_errors import ERR_ACCURACY, ERR_SWCE   # what the row kernels below record
+
 cuda = None   # numba.cuda, bound by the builders on first use (see above)
 
 # The simulator (NUMBA_ENABLE_CUDASIM=1) runs every thread as a Python thread, so there
@@ -36,6 +38,7 @@ RED_THREADS = 32 if SIMULATED else 128   # most threads per block of the row ker
 MIN_ROW_THREADS = 1 if SIMULATED else 32  # fewest (rows shorter than RED_THREADS)
 MAX_ROW_BLOCKS = 4096
 SUM, MEAN, MAX, MIN = 0, 1, 2, 3   # reduction kinds (shared with reduction.py)
+
 
 
 def launch_rows(kernel, rows, length, *args):
@@ -185,12 +188,12 @@ def common():
             out3[a, r, c] = z if log else math.exp(z)
         return m, ls
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def fill(out, value):
         for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
             out[i] = value
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def strided_copy(src, dst, shape, sstr, dstr, soff, doff):
         """dst[doff + idx . dstr] = src[soff + idx . sstr] for every index idx of `shape`
         (flat src / dst): transposes, concat and split blocks."""
@@ -210,7 +213,7 @@ def common():
             dst[do] = src[so]
 
     # ------------------------------------------------ reductions (reduction.py)
-    @cuda.jit
+    @cuda.jit(cache=True)
     def reduce_rows(x3, out2, kind):
         sh = cuda.shared.array(T, float64)
         A, R, C = x3.shape
@@ -221,7 +224,7 @@ def common():
             if cuda.threadIdx.x == 0:
                 out2[a, c] = v / R if kind == MEAN else v
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def reduce_cols(x3, out2, kind):
         A, R, C = x3.shape
         for o in range(cuda.grid(1), A * C, cuda.gridsize(1)):
@@ -238,7 +241,7 @@ def common():
                     acc += v
             out2[a, c] = acc / R if kind == MEAN else acc
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def reduce_grad(x, out, dout, dx, shape, ostr, kind, n):
         # dx[i] from dout[j], j = i's output index (stride 0 along the reduced axes)
         for i in range(cuda.grid(1), dx.shape[0], cuda.gridsize(1)):
@@ -255,7 +258,7 @@ def common():
             else:
                 dx[i] = dout[j]
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def argmax_rows(x3, out2):
         # (value, index) tree; ties keep the lower index (the CPU kernel's first maximum)
         sv = cuda.shared.array(T, float64)
@@ -285,7 +288,7 @@ def common():
                 out2[a, c] = si[0]
             cuda.syncthreads()
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def softmax_rows(x3, out3, log):
         sh = cuda.shared.array(T, float64)
         A, R, C = x3.shape
@@ -293,7 +296,7 @@ def common():
             a = o // C
             softmax_row(x3, out3, a, o - a * C, sh, log)
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def softmax_grad_rows(out3, dout3, dx3, log):
         sh = cuda.shared.array(T, float64)
         tid = cuda.threadIdx.x
@@ -315,9 +318,9 @@ def common():
                     dx3[a, r, c] = out3[a, r, c] * (dout3[a, r, c] - s)
 
     # ------------------------------------------------ losses (loss.py), accuracy
-    # Kernels cannot raise: an out-of-range hard label gives a NaN loss (see loss.py).
-    @cuda.jit
-    def swce_hard_rows(x3, label2, sm3, loss2, ignore):
+    # An out-of-range hard label: loss 0 and the failure in the error record (see above).
+    @cuda.jit(cache=True)
+    def swce_hard_rows(x3, label2, sm3, loss2, ignore, err):
         sh = cuda.shared.array(T, float64)
         A, R, C = x3.shape
         for o in range(cuda.blockIdx.x, A * C, cuda.gridDim.x):
@@ -329,11 +332,13 @@ def common():
                 if lab == ignore:
                     loss2[a, c] = 0.0
                 elif lab < 0 or lab >= R:
-                    loss2[a, c] = math.nan
+                    loss2[a, c] = 0.0
+                    if cuda.atomic.compare_and_swap(err, 0, ERR_SWCE) == 0:
+                        err[1], err[2], err[3] = lab, o, R
                 else:
                     loss2[a, c] = ls - (float64(x3[a, lab, c]) - m)
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def swce_soft_rows(x3, label3, sm3, loss2):
         sh = cuda.shared.array(T, float64)
         tid = cuda.threadIdx.x
@@ -351,7 +356,7 @@ def common():
             if tid == 0:
                 loss2[a, c] = -s
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def swce_soft_grad_rows(label3, sm3, dloss2, dx3):
         # softmax * sum(label) - label: exact even when the labels do not sum to 1
         sh = cuda.shared.array(T, float64)
@@ -364,7 +369,7 @@ def common():
             for r in range(cuda.threadIdx.x, R, cuda.blockDim.x):
                 dx3[a, r, c] = (sm3[a, r, c] * t - label3[a, r, c]) * d
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def xent_soft_rows(x2, label2, y):
         sh = cuda.shared.array(T, float64)
         tid = cuda.threadIdx.x
@@ -379,10 +384,10 @@ def common():
             if tid == 0:
                 y[i] = -s
 
-    @cuda.jit
-    def accuracy_block(x2, label, k, acc, correct, total):
+    @cuda.jit(cache=True)
+    def accuracy_block(x2, label, k, acc, correct, total, err):
         # one block: threads take rows; a row is correct when fewer than k scores beat
-        # the label's; an out-of-range label makes Accuracy NaN (kernels cannot raise)
+        # the label's; an out-of-range label makes Accuracy NaN and goes into the record
         sh = cuda.shared.array(T, float64)
         tid = cuda.threadIdx.x
         N, C = x2.shape
@@ -391,6 +396,8 @@ def common():
             lab = label[i]
             if lab < 0 or lab >= C:
                 bad += 1.0
+                if cuda.atomic.compare_and_swap(err, 0, ERR_ACCURACY) == 0:
+                    err[1], err[2], err[3] = lab, i, C
                 continue
             s = x2[i, lab]
             above = 0

@@ -192,21 +192,21 @@ def _gpu_kernels():
     global cuda
     from numba import cuda
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def one_hot(ids, depth, out):
         for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
             out[i] = 1 if ids[i // depth] == i % depth else 0
 
     row_dev = cuda.jit(device=True)(_top_k_row_py)
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def top_k(x2, k, vals, idx):
         # thread per row; the j-th pick is the largest element after the (j-1)-th in
         # (value descending, index ascending) order: no scratch memory needed
         for r in range(cuda.grid(1), x2.shape[0], cuda.gridsize(1)):
             row_dev(x2, r, k, vals, idx)
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def top_k_grad(idx, dout, k, C, dx):
         for r in range(cuda.grid(1), idx.shape[0] // k, cuda.gridsize(1)):
             for c in range(C):

@@ -92,7 +92,7 @@ def _gpu_kernels():
     from numba import cuda
     T = NORM_THREADS
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def moments(p, g, m1, m2, b1p, b2p, r, b1, b2, eps, wd):
         c1, c2 = 1.0 - b1p[0], 1.0 - b2p[0]
         for i in range(cuda.grid(1), p.size, cuda.gridsize(1)):
@@ -102,7 +102,7 @@ def _gpu_kernels():
             m2[i] = v
             r[i] = (m / c1) / (math.sqrt(v / c2) + eps) + wd * p[i]
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def norms(p, r, out):
         # one block: per-thread partial sums, then a shared-memory tree (blockDim.x == T)
         sp = cuda.shared.array(T, float64)
@@ -127,7 +127,7 @@ def _gpu_kernels():
             out[0] = sp[0]
             out[1] = sr[0]
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def update(p, r, lr, sums):
         ratio = 1.0
         if sums[0] > 0.0 and sums[1] > 0.0:

@@ -106,17 +106,17 @@ def _gpu_kernels():
     dx_row = cuda.jit(device=True)(_dx_row)
     param_col = cuda.jit(device=True)(_param_col)
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def forward(x2, scale, bias, y2, mean, var, eps, has_scale, has_bias):
         for r in range(cuda.grid(1), x2.shape[0], cuda.gridsize(1)):
             fwd_row(x2, scale, bias, y2, mean, var, r, eps, has_scale, has_bias)
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def dx(x2, scale, mean, var, dy2, dx2, eps, has_scale):
         for r in range(cuda.grid(1), x2.shape[0], cuda.gridsize(1)):
             dx_row(x2, scale, mean, var, dy2, dx2, r, eps, has_scale)
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def params(x2, mean, var, dy2, dscale, dbias, eps, want_scale, want_bias):
         for c in range(cuda.grid(1), x2.shape[1], cuda.gridsize(1)):
             param_col(x2, mean, var, dy2, dscale, dbias, c, eps, want_scale, want_bias)

@@ -3,10 +3,11 @@
 Both run BLAS through `np.dot` inside njit, on views prepared once at bind time
 (flattened to 2-D for `mul`, batched 3-D with broadcast batch indices for `matmul_v2`).
 
-On the GPU both run one tiled kernel (`_gemm_kernel`): 16x16 output tiles per block,
-the operands staged through shared memory one 16-wide K slab at a time, batches on the
-grid's z axis with the same broadcast batch indices, and transposes handled while
-loading a tile (threadIdx.x always walks the stored contiguous axis, so loads coalesce).
+On the GPU both run one register-blocked tiled kernel (`gemm_source`, generated per
+dtype / transpose pair / tile size): 64x64 or 128x128 output tiles per block, 8x8 per
+thread, the operands staged through shared memory, batches on the grid's z axis with
+the same broadcast batch indices, and transposes handled while loading a tile
+(consecutive threads walk the stored contiguous axis, so loads coalesce).
 Gradients of broadcast batch operands are summed by `_accumulate` after the products.
 """
 import functools
@@ -18,7 +19,6 @@ from . import gpu_util
 from .registry import OpDef, Slot, VarInfo, numel, register_op, run_calls
 
 cuda = None   # numba.cuda, bound lazily by the kernel builders (gpu_util explains)
-TILE = 8 if gpu_util.SIMULATED else 16   # output tile edge (smaller under the simulator)
 
 
 SMALL_GEMM = 4096     # m*n*k up to which a plain loop beats the BLAS call's fixed cost
@@ -62,46 +62,85 @@ def accumulate_batches(src, dst, idx):
 
 
 # ---------------------------------------------------------------- GPU kernels
-@gpu_util.lazy
-def _gemm_kernel(dtype):
-    """The tiled batched product for one dtype (shared tiles need a compile-time type)."""
-    global cuda
-    from numba import cuda
-    nbt, zero, TL = gpu_util.nb_type(dtype), np.dtype(dtype).type(0), TILE
+# Register-blocked GEMM: a block of BT x BT threads computes a (BT*TT) x (BT*TT) output
+# tile, each thread TT x TT outputs (rows ty + BT*r, columns tx + BT*c: conflict-free
+# shared reads, coalesced stores). The operands go through shared memory one BK-deep
+# slab at a time, stored k-major (As[k, i], Bs[k, j]) with rows padded by 4 so that the
+# transposing stores do not hit one bank. Per k: 2*TT shared loads feed TT*TT FMAs
+# (TT=8: 4 FMAs per load). The source is generated with every size baked in, so the
+# accumulators are named registers, the padded shapes are literals and the tile index
+# arithmetic divides by constants; `small` (64x64 tiles of 64 threads) keeps more SMs
+# busy on the MLP's small products, `big` (128x128 of 256) is for the large ones.
+GEMM_CONFIGS = ({False: (2, 8, 4), True: (2, 4, 4)} if gpu_util.SIMULATED else
+                {False: (16, 8, 8), True: (8, 8, 8)})     # small -> (BT, TT, BK)
+GEMM_BIG_MIN_TILES = 2 if gpu_util.SIMULATED else 64    # big tiles needed to use `big`
+_PAD = 4
 
-    @cuda.jit
-    def gemm(x3, y3, out3, ix, iy, tx, ty):
-        # out3[b] = op(x3[ix[b]]) @ op(y3[iy[b]]), op(a) = a.T where tx / ty
-        sa = cuda.shared.array((TL, TL + 1), nbt)    # sa[i, k]; +1 avoids bank conflicts
-        sb = cuda.shared.array((TL, TL + 1), nbt)    # sb[k, j]
-        lx, ly = cuda.threadIdx.x, cuda.threadIdx.y
-        M, N = out3.shape[1], out3.shape[2]
-        K = x3.shape[1] if tx else x3.shape[2]
-        i0, j0 = cuda.blockIdx.y * TL, cuda.blockIdx.x * TL
-        i, j = i0 + ly, j0 + lx
-        for b in range(cuda.blockIdx.z, out3.shape[0], cuda.gridDim.z):
-            xb, yb = ix[b], iy[b]
-            acc = zero
-            for k0 in range(0, K, TL):
-                if tx:     # X stored (K, M)
-                    ii, kk = i0 + lx, k0 + ly
-                    sa[lx, ly] = x3[xb, kk, ii] if ii < M and kk < K else zero
-                else:      # X stored (M, K)
-                    kk = k0 + lx
-                    sa[ly, lx] = x3[xb, i, kk] if i < M and kk < K else zero
-                if ty:     # Y stored (N, K)
-                    jj, kk = j0 + ly, k0 + lx
-                    sb[lx, ly] = y3[yb, jj, kk] if jj < N and kk < K else zero
-                else:      # Y stored (K, N)
-                    kk = k0 + ly
-                    sb[ly, lx] = y3[yb, kk, j] if kk < K and j < N else zero
-                cuda.syncthreads()
-                for k in range(TL):
-                    acc += sa[ly, k] * sb[k, lx]
-                cuda.syncthreads()
-            if i < M and j < N:
-                out3[b, i, j] = acc
-    return gemm
+
+def gemm_source(dtype, small):
+    """Source of the tiled batched product out3[b] = op(x3[ix[b]]) @ op(y3[iy[b]])
+    (op(a) = a.T where tx / ty), for one dtype and tile size."""
+    BT, TT, BK = GEMM_CONFIGS[small]
+    BM, NT = BT * TT, BT * BT
+    assert BM * BK % NT == 0, "every thread loads the same share of a tile"
+    L = [
+        "import numpy as np",
+        "from numba import cuda",
+        f"_Z = np.{np.dtype(dtype).name}(0)",
+        f"_T = np.{np.dtype(dtype).name}",
+        "",
+        "@cuda.jit(cache=True)",
+        "def gemm(x3, y3, out3, ix, iy, tx, ty):",
+        f"    sa = cuda.shared.array(({BK}, {BM + _PAD}), _T)",
+        f"    sb = cuda.shared.array(({BK}, {BM + _PAD}), _T)",
+        "    lx = cuda.threadIdx.x",
+        "    ly = cuda.threadIdx.y",
+        f"    tid = ly * {BT} + lx",
+        "    M = out3.shape[1]",
+        "    N = out3.shape[2]",
+        "    K = x3.shape[1] if tx else x3.shape[2]",
+        f"    i0 = cuda.blockIdx.y * {BM}",
+        f"    j0 = cuda.blockIdx.x * {BM}",
+        "    for b in range(cuda.blockIdx.z, out3.shape[0], cuda.gridDim.z):",
+        "        xb = ix[b]",
+        "        yb = iy[b]",
+    ]
+    L += [f"        c{r}_{c} = _Z" for r in range(TT) for c in range(TT)]
+    L += [f"        for k0 in range(0, K, {BK}):"]
+    for s in range(BM * BK // NT):        # this thread's share of each operand tile
+        e = f"(tid + {s * NT})"
+        L += ["            if tx:     # X stored (K, M): consecutive threads read consecutive i",
+              f"                k = {e} // {BM}", f"                i = {e} % {BM}",
+              "                v = x3[xb, k0 + k, i0 + i] if i0 + i < M and k0 + k < K else _Z",
+              "            else:      # X stored (M, K): consecutive threads read consecutive k",
+              f"                i = {e} // {BK}", f"                k = {e} % {BK}",
+              "                v = x3[xb, i0 + i, k0 + k] if i0 + i < M and k0 + k < K else _Z",
+              "            sa[k, i] = v",
+              "            if ty:     # Y stored (N, K)",
+              f"                j = {e} // {BK}", f"                k = {e} % {BK}",
+              "                v = y3[yb, j0 + j, k0 + k] if j0 + j < N and k0 + k < K else _Z",
+              "            else:      # Y stored (K, N)",
+              f"                k = {e} // {BM}", f"                j = {e} % {BM}",
+              "                v = y3[yb, k0 + k, j0 + j] if j0 + j < N and k0 + k < K else _Z",
+              "            sb[k, j] = v"]
+    L += ["            cuda.syncthreads()"]
+    for k in range(BK):     # unrolled: shared addresses become base + literal offsets
+        L += [f"            a{r} = sa[{k}, ly + {BT * r}]" for r in range(TT)]
+        L += [f"            b{c} = sb[{k}, lx + {BT * c}]" for c in range(TT)]
+        L += [f"            c{r}_{c} += a{r} * b{c}" for r in range(TT) for c in range(TT)]
+    L += ["            cuda.syncthreads()"]
+    for r in range(TT):
+        L += [f"        i = i0 + ly + {BT * r}", "        if i < M:"]
+        for c in range(TT):
+            L += [f"            j = j0 + lx + {BT * c}",
+                  f"            if j < N:", f"                out3[b, i, j] = c{r}_{c}"]
+    return "\n".join(L) + "\n"
+
+
+def _gemm_kernel(dtype, small):
+    from .codegen import cache
+    src = gemm_source(dtype, bool(small))
+    return cache.load_source(src, label="cuda_gemm").gemm
 
 
 @gpu_util.lazy
@@ -109,7 +148,7 @@ def _accumulate():
     global cuda
     from numba import cuda
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def accumulate(src, dst, idx):
         # dst[d] = sum of src[b] over the b with idx[b] == d (a broadcast operand's grad)
         n, P = src.shape
@@ -130,8 +169,18 @@ def gemm_thunk(x3, y3, out3, ix, iy, tx, ty):
     nb, M, N = out3.shape
     if out3.size == 0:
         return lambda: None
-    grid = ((N + TILE - 1) // TILE, (M + TILE - 1) // TILE, min(nb, 65535))
-    launch = gpu_util.configured(_gemm_kernel(out3.dtype.name), grid, (TILE, TILE))
+    nbz = min(nb, 65535)
+
+    def tiles(small):
+        bm = GEMM_CONFIGS[small][0] * GEMM_CONFIGS[small][1]
+        return (N + bm - 1) // bm, (M + bm - 1) // bm
+    big = tiles(False)
+    # float64 always takes the 64-thread tiles: its 8x8 accumulators need ~255 registers,
+    # which 256 threads would only just fit (ptxas -v; see gpu_check --ptxas)
+    small = big[0] * big[1] * nbz < GEMM_BIG_MIN_TILES or out3.dtype == np.float64
+    bt = GEMM_CONFIGS[small][0]
+    launch = gpu_util.configured(_gemm_kernel(out3.dtype.name, small),
+                                 tiles(small) + (nbz,), (bt, bt))
     return functools.partial(launch, x3, y3, out3, gpu_util.to_device(ix),
                              gpu_util.to_device(iy), bool(tx), bool(ty))
 

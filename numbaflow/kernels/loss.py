@@ -8,11 +8,10 @@ log(softmax). A hard label outside [0, num_classes) that is not `ignore_index` r
 ValueError from the kernel (the ops are MAY_FAIL); rows whose label is `ignore_index`
 get loss 0 and gradient 0.
 
-GPU kernels cannot raise, so there an out-of-range hard label (not ignore_index) gives
-a NaN loss for its row instead of an error, with the same gradient as the CPU kernel
-(softmax times the incoming gradient, no one-hot term); the NaN shows at fetch (and
-through any mean of the loss). Run the program on the CPU to get the error naming the
-row. The row kernels (one block per row, shared-memory trees) are in gpu_util; the
+GPU kernels cannot raise: there an out-of-range hard label (not ignore_index) gives a
+loss of 0 for its row and goes into the device's error record (gpu_util), which the
+executor reads once per run and raises as the CPU kernel's ValueError, leaving the
+parameters as before the run. The row kernels (one block per row, shared-memory trees) are in gpu_util; the
 per-element gradient kernels are here.
 """
 import functools
@@ -21,7 +20,7 @@ import math
 import numpy as np
 from numba import float64, njit
 
-from . import gpu_util
+from . import gpu_errors, gpu_util
 from .reduction import arc_view, exp_shifted
 from .registry import MAY_FAIL, NO_GRAD, OpDef, Slot, VarInfo, numel, register_op
 
@@ -142,7 +141,7 @@ def _gk():
     global cuda
     from numba import cuda
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def swce_hard_grad(label2, sm3, dloss2, dx3, ignore):
         A, R, C = sm3.shape
         for i in range(cuda.grid(1), A * R * C, cuda.gridsize(1)):
@@ -154,19 +153,21 @@ def _gk():
             d = 0.0 if lab == ignore else float64(dloss2[a, c])
             dx3[a, r, c] = (sm3[a, r, c] - (1.0 if r == lab else 0.0)) * d
 
-    @cuda.jit
-    def xent_hard(x2, label, y, ignore):
+    @cuda.jit(cache=True)
+    def xent_hard(x2, label, y, ignore, err):
         N, D = x2.shape
         for i in range(cuda.grid(1), N, cuda.gridsize(1)):
             lab = label[i]
             if lab == ignore:
                 y[i] = 0.0
             elif lab < 0 or lab >= D:
-                y[i] = math.nan
+                y[i] = 0.0
+                if cuda.atomic.compare_and_swap(err, 0, gpu_errors.ERR_XENT) == 0:
+                    err[1], err[2], err[3] = lab, i, D
             else:
                 y[i] = -math.log(x2[i, lab])
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def xent_hard_grad(x2, label, dy, dx2, ignore):
         N, D = x2.shape
         for e in range(cuda.grid(1), N * D, cuda.gridsize(1)):
@@ -178,7 +179,7 @@ def _gk():
             else:
                 dx2[i, j] = 0.0
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def xent_soft_grad(x2, label2, dy, dx2):
         N, D = x2.shape
         for e in range(cuda.grid(1), N * D, cuda.gridsize(1)):
@@ -280,7 +281,7 @@ def _swce_gpu(cop):
             return gpu_util.launch_rows(k.swce_soft_rows, row[0] * row[1], arc[1], x,
                                         lab.reshape(arc), sm, loss)
         return gpu_util.launch_rows(k.swce_hard_rows, row[0] * row[1], arc[1], x,
-                                    lab.reshape(row), sm, loss, ignore)
+                                    lab.reshape(row), sm, loss, ignore, gpu_errors.error_record())
     return bind
 
 
@@ -380,7 +381,8 @@ def _xent_gpu(cop):
         if soft:
             return gpu_util.launch_rows(gpu_util.common().xent_soft_rows, N, D, x,
                                         lab.reshape(N, D), y)
-        return gpu_util.launch_flat(_gk().xent_hard, N, x, lab.reshape(N), y, ignore)
+        return gpu_util.launch_flat(_gk().xent_hard, N, x, lab.reshape(N), y, ignore,
+                                    gpu_errors.error_record())
     return bind
 
 

@@ -6,14 +6,15 @@ label is among the k largest scores. Ties count in the label's favour: the row i
 correct when fewer than k scores are strictly greater than the label's score.
 
 The GPU kernel (gpu_util.accuracy_block, one block counting with a shared-memory tree)
-cannot raise: a label outside [0, classes) makes Accuracy NaN instead of an error.
+cannot raise: a label outside [0, classes) makes Accuracy NaN and goes into the device's
+error record, which the executor raises as this kernel's ValueError (gpu_util).
 """
 import functools
 
 import numpy as np
 from numba import njit
 
-from . import gpu_util
+from . import gpu_errors, gpu_util
 from .registry import MAY_FAIL, NO_GRAD, OpDef, Slot, VarInfo, register_op
 
 
@@ -84,7 +85,8 @@ def _accuracy_gpu(cop):
                for s, dt in (("Accuracy", np.float32), ("Correct", np.int64),
                              ("Total", np.int64))]
         kern = gpu_util.common().accuracy_block
-        return gpu_util.launch_rows(kern, 1, x.shape[0], x, gpu_util.flat(lab), k, *res)
+        return gpu_util.launch_rows(kern, 1, x.shape[0], x, gpu_util.flat(lab), k, *res,
+                                    gpu_errors.error_record())
     return bind
 
 

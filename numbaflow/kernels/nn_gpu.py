@@ -13,8 +13,8 @@
   are computed by a flat kernel.
 * lookup_table_v2: one thread per Out element; the grad one thread per (vocab row, dim)
   looping over all ids in order, so it is deterministic and needs no atomics. A kernel
-  cannot raise: ids outside [0, vocab) give zero rows and no gradient on the GPU (the
-  CPU kernel raises ValueError for them; run on CPUPlace to find a bad id).
+  cannot raise: ids outside [0, vocab) give zero rows and no gradient, and go into the
+  device's error record, which the executor raises as the CPU kernel's ValueError.
 
 Kernels are built lazily, next to the tree device function they call (see gpu_util on
 why, under the simulator).
@@ -25,7 +25,7 @@ import math
 import numpy as np
 from numba import float64
 
-from . import gpu_util
+from . import gpu_errors, gpu_util
 from .conv_gpu import launch
 
 cuda = None   # numba.cuda, bound by `kernels()` on first use
@@ -54,7 +54,7 @@ def kernels():
         return v
 
     # ------------------------------------------------------------ batch_norm
-    @cuda.jit
+    @cuda.jit(cache=True)
     def bn_fwd(x, scale, bias, mean_in, var_in, y, mean_out, var_out, saved_mean, saved_inv,
                momentum, eps, use_global):
         sh = cuda.shared.array(T, float64)
@@ -98,7 +98,7 @@ def kernels():
                 b = k - a * B
                 y[a, c, b] = (float64(x[a, c, b]) - mu) * kk + bc
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def bn_bwd(x, scale, saved_mean, saved_inv, dy, dx, dscale, dbias, use_global,
                want_dx, want_dscale, want_dbias):
         sh = cuda.shared.array(T, float64)
@@ -139,7 +139,7 @@ def kernels():
                         dx[a, c, b] = kk * (float64(dy[a, c, b]) - (sdy + xhat * sdyx) / cnt)
 
     # ------------------------------------------------------------ dropout
-    @cuda.jit
+    @cuda.jit(cache=True)
     def dropout_train(x, u, mask, out, p, keep_scale):
         for i in range(cuda.grid(1), x.shape[0], cuda.gridsize(1)):
             if u[i] < p:
@@ -149,34 +149,43 @@ def kernels():
                 mask[i] = 1
                 out[i] = float64(x[i]) * keep_scale
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def dropout_test(x, mask, out, factor):
         for i in range(cuda.grid(1), x.shape[0], cuda.gridsize(1)):
             mask[i] = 1
             out[i] = float64(x[i]) * factor
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def dropout_bwd(mask, dout, dx, factor):
         for i in range(cuda.grid(1), dx.shape[0], cuda.gridsize(1)):
             dx[i] = float64(dout[i]) * factor if mask[i] else 0.0
 
     # ------------------------------------------------------------ lookup_table_v2
-    @cuda.jit
-    def lookup_fwd(w, ids, out, padding_idx):
+    @cuda.jit(cache=True)
+    def lookup_fwd(w, ids, out, padding_idx, err):
         V, D = w.shape
         for o in range(cuda.grid(1), out.size, cuda.gridsize(1)):
             i = o // D
             j = o - i * D
             k = ids[i]
-            # padding rows are zero; so are out-of-range ids (the CPU kernel raises)
-            if (k == padding_idx and padding_idx != -1) or k < 0 or k >= V:
+            # padding rows are zero; so are out-of-range ids, which go into the record
+            if (k < 0 or k >= V) and (k != padding_idx or padding_idx == -1):
+                out[i, j] = 0.0
+                if cuda.atomic.compare_and_swap(err, 0, gpu_errors.ERR_LOOKUP) == 0:
+                    err[1], err[2], err[3] = k, i, V
+            elif k == padding_idx and padding_idx != -1:
                 out[i, j] = 0.0
             else:
                 out[i, j] = w[k, j]
 
-    @cuda.jit
-    def lookup_bwd(ids, dout, dw, padding_idx):
+    @cuda.jit(cache=True)
+    def lookup_bwd(ids, dout, dw, padding_idx, err):
         V, D = dw.shape
+        for i in range(cuda.grid(1), ids.shape[0], cuda.gridsize(1)):
+            k = ids[i]
+            if (k < 0 or k >= V) and (k != padding_idx or padding_idx == -1):
+                if cuda.atomic.compare_and_swap(err, 0, gpu_errors.ERR_LOOKUP_GRAD) == 0:
+                    err[1], err[2], err[3] = k, i, V
         for o in range(cuda.grid(1), dw.size, cuda.gridsize(1)):
             r = o // D
             j = o - r * D
@@ -262,13 +271,14 @@ def lookup_forward(pad):
     def bind(ins, outs):
         w, ids, out = ins["W"][0], ins["Ids"][0], outs["Out"][0]
         return launch(kernels().lookup_fwd, out.size, w, gpu_util.flat(ids),
-                      out.reshape(ids.size, w.shape[1]), pad)
+                      out.reshape(ids.size, w.shape[1]), pad, gpu_errors.error_record())
     return bind
 
 
 def lookup_backward(pad):
     def bind(ins, outs):
         ids, dw = ins["Ids"][0], outs["W@GRAD"][0]
-        return launch(kernels().lookup_bwd, dw.size, gpu_util.flat(ids),
-                      ins["Out@GRAD"][0].reshape(ids.size, dw.shape[1]), dw, pad)
+        return launch(kernels().lookup_bwd, max(dw.size, ids.size), gpu_util.flat(ids),
+                      ins["Out@GRAD"][0].reshape(ids.size, dw.shape[1]), dw, pad,
+                      gpu_errors.error_record())
     return bind

@@ -27,7 +27,7 @@ lookup_table_v2 follows Paddle's LookupTableV2 CPU kernels: rows whose id equals
 [0, vocab) raises ValueError (MAY_FAIL); the dense W@GRAD accumulates repeated ids.
 
 The CUDA kernels are in nn_gpu.py (dropout draws on the host through `UniformDraws`, so
-CPU and GPU masks agree; out-of-range ids cannot raise there: see that module).
+CPU and GPU masks agree; out-of-range ids go into the device's error record there).
 """
 import functools
 

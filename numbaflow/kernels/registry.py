@@ -201,6 +201,8 @@ def run_op(op_type, inputs, attrs=None, device="cpu"):
     thunk, outs = build_kernel(op_type, inputs, attrs, device)
     thunk()
     if device == "gpu":
+        from .gpu_errors import raise_device_error
+        raise_device_error()    # bad data a kernel met: the CPU kernel's ValueError
         outs = {k: [a.copy_to_host() for a in v] for k, v in outs.items()}
     opdef = get_op_def(op_type)
     return {s.name: (outs[s.name] if s.duplicable else outs[s.name][0])

@@ -191,7 +191,7 @@ def gpu_kernels():
         cuda.syncthreads()
         return v
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def stats(x, st):
         sh = cuda.shared.array(T, float64)
         tid, nt = cuda.threadIdx.x, cuda.blockDim.x
@@ -218,7 +218,7 @@ def gpu_kernels():
                 st[1, c] = q
                 st[2, c] = cnt
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def apply(x, scale, bias, mean_in, var_in, y, mean_out, var_out, saved_mean, saved_inv,
               st, momentum, eps):
         tid, nt = cuda.threadIdx.x, cuda.blockDim.x
@@ -240,7 +240,7 @@ def gpu_kernels():
                 b = k - a * B
                 y[a, c, b] = (float64(x[a, c, b]) - mu) * kk + bc
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def grad_local(x, saved_mean, saved_inv, dy, dscale, dbias, red, want_dscale,
                    want_dbias):
         sh = cuda.shared.array(T, float64)
@@ -273,7 +273,7 @@ def gpu_kernels():
                 red[1, c] = sdyx
                 red[2, c] = cnt
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def grad_dx(x, scale, saved_mean, saved_inv, dy, dx, red):
         tid, nt = cuda.threadIdx.x, cuda.blockDim.x
         A, C, B = x.shape

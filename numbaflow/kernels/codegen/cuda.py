@@ -1,37 +1,34 @@
 """The CUDA elementwise template: the same scalar bodies as the CPU template, rendered
 into one grid-stride `@cuda.jit` kernel.
 
-Each thread handles flat output indices i, i + gridsize, ...; the input offsets come from
-decomposing i over the collapsed iteration shape (`cpu.broadcast_strides`, shared with
-the CPU template). Outputs smaller than the iteration space (gradients of broadcast
-inputs) are computed full-size into a device scratch buffer and summed down by a second
-kernel, `reduce_to`.
+Each thread handles flat output indices i, i + gridsize, ...; the iteration shape is
+collapsed on the host (`cpu.broadcast_strides`, shared with the CPU template). When it
+is 1-D or 2-D (R, C) and every input is full-size, a last-axis broadcast (C,), a column
+(R, 1) or a scalar — the common cases, `x + bias` among them — the fast kernel indexes
+without any division: full inputs read [i], the others a column / row index that each
+thread advances by its constant stride (one compare per element). Other broadcasts take
+the general kernel, which decomposes i over the collapsed shape. Outputs smaller than the
+iteration space (gradients of broadcast inputs) are computed full-size into a device
+scratch buffer and summed down by a second kernel, `reduce_to`.
 """
 import math
 
 import numpy as np
 
-from ..gpu_util import configured
+from ..gpu_util import configured, launch_dims
 from . import cache
 from .cpu import _SymKey, broadcast_strides
 from .render import inputs_used, render
 
-THREADS = 256
-MAX_BLOCKS = 1024
 
 
 def kernel_source(outputs, n_in, ndim, float_dtype):
+    """The general kernel: offsets from decomposing i over the collapsed shape."""
     used = inputs_used(outputs)
     loads = [f"in{i}[b{i}]" for i in range(n_in)]
     body, out_exprs = render(outputs, loads)
     args = [f"out{k}" for k in range(len(outputs))] + [f"in{i}" for i in range(n_in)]
-    src = [
-        "import math",
-        "import numpy as np",
-        "from numba import cuda",
-        f"_F = np.{np.dtype(float_dtype).name}",
-        "",
-        "@cuda.jit",
+    src = _header(float_dtype) + [
         f"def kernel(shape, strides, size, {', '.join(args)}):",
         "    for i in range(cuda.grid(1), size, cuda.gridsize(1)):",
         "        rem = i",
@@ -48,14 +45,74 @@ def kernel_source(outputs, n_in, ndim, float_dtype):
     return "\n".join(src) + "\n"
 
 
+def _header(float_dtype):
+    return ["import math", "import numpy as np", "from numba import cuda",
+            f"_F = np.{np.dtype(float_dtype).name}", "", "@cuda.jit(cache=True)"]
+
+
+FULL, COLUMN, ROW, SCALAR = "f", "c", "r", "s"
+
+
+def fast_kinds(shape, strides):
+    """How each input is indexed by the fast kernel (FULL [i], COLUMN [i % C], ROW
+    [i // C], SCALAR [0]) over the collapsed (R, C) space, or None when some input needs
+    the general kernel."""
+    if len(shape) == 1:
+        C, pairs = shape[0], [(0, st[0]) for st in strides]
+    elif len(shape) == 2:
+        C, pairs = shape[1], [tuple(st) for st in strides]
+    else:
+        return None
+    table = {(C, 1): FULL, (0, 1): COLUMN, (1, 0): ROW, (0, 0): SCALAR}
+    if len(shape) == 1:
+        table[(0, 1)] = FULL
+    kinds = tuple(table.get(p) for p in pairs)
+    return None if None in kinds else kinds
+
+
+def fast_kernel_source(outputs, kinds, float_dtype):
+    """The division-free kernel for `kinds` (see `fast_kinds`): kernel(size, C, outs, ins)."""
+    used = inputs_used(outputs)
+    loads = {FULL: "in{0}[i]", COLUMN: "in{0}[c]", ROW: "in{0}[r]", SCALAR: "s{0}"}
+    body, out_exprs = render(outputs, [loads[k].format(i) for i, k in enumerate(kinds)])
+    args = [f"out{k}" for k in range(len(outputs))] + [f"in{i}" for i in range(len(kinds))]
+    track_c = any(kinds[i] in (COLUMN, ROW) for i in used)
+    track_r = any(kinds[i] == ROW for i in used)
+    # all index arithmetic unsigned (size and C are passed as uint64): numba then emits
+    # no negative-index wraparound per access, and the loop is a bare compare and add
+    src = _header(float_dtype) + [
+        f"def kernel(size, C, {', '.join(args)}):",
+        "    i = np.uint64(cuda.grid(1))",
+        "    step = np.uint64(cuda.gridsize(1))",
+    ]
+    src += [f"    s{i} = in{i}[0]" for i in sorted(used) if kinds[i] == SCALAR]
+    if track_c:      # column c = i % C and row r = i // C, advanced without dividing
+        src += ["    c = i % C", "    dc = step % C"]
+    if track_r:
+        src += ["    r = i // C", "    dr = step // C"]
+    src += ["    while i < size:"]
+    src += [f"        {line}" for line in body]
+    src += [f"        out{k}[i] = {e}" for k, e in enumerate(out_exprs)]
+    src += ["        i += step"]
+    if track_c:
+        src += ["        c += dc"]
+        if track_r:
+            src += ["        r += dr"]
+        src += ["        if c >= C:", "            c -= C"]
+        if track_r:
+            src += ["            r += np.uint64(1)"]
+    return "\n".join(src) + "\n"
+
+
 _kernels = {}
 
 
-def _compiled(outputs, n_in, ndim, float_dtype):
-    key = (_SymKey.of(outputs), n_in, ndim, float_dtype)
+def _compiled(outputs, n_in, ndim, float_dtype, kinds=None):
+    key = (_SymKey.of(outputs), n_in, ndim, float_dtype, kinds)
     fn = _kernels.get(key)
     if fn is None:
-        src = kernel_source(outputs, n_in, ndim, float_dtype)
+        src = kernel_source(outputs, n_in, ndim, float_dtype) if kinds is None else \
+            fast_kernel_source(outputs, kinds, float_dtype)
         fn = _kernels[key] = cache.load_source(src, label="cuda_elementwise").kernel
     return fn
 
@@ -63,7 +120,7 @@ def _compiled(outputs, n_in, ndim, float_dtype):
 _REDUCE_SRC = """
 from numba import cuda
 
-@cuda.jit
+@cuda.jit(cache=True)
 def reduce_to(src, dst, kept_shape, kept_strides, red_shape, red_strides, n_out, n_red):
     # dst[j] = sum of src over the reduced dims, for the kept-dims index j
     for j in range(cuda.grid(1), n_out, cuda.gridsize(1)):
@@ -87,7 +144,7 @@ def reduce_to(src, dst, kept_shape, kept_strides, red_shape, red_strides, n_out,
 
 
 def _launch_dims(n):
-    return max(1, min(MAX_BLOCKS, math.ceil(n / THREADS))), THREADS
+    return launch_dims(n)
 
 
 class CudaElementwiseKernel:
@@ -100,11 +157,16 @@ class CudaElementwiseKernel:
         self.out_shapes = [tuple(s) for s in out_shapes]
         self.size = int(np.prod(self.full_shape)) if self.full_shape else 1
         shape, strides, _ = broadcast_strides([tuple(s) for s in in_shapes], self.full_shape)
-        self.shape = cuda.to_device(np.array(shape, dtype=np.int64))
-        self.strides = cuda.to_device(np.array(strides, dtype=np.int64).reshape(
-            len(in_shapes), len(shape)))
+        self.kinds = fast_kinds(shape, strides)
+        if self.kinds is None:
+            self.shape = cuda.to_device(np.array(shape, dtype=np.int64))
+            self.strides = cuda.to_device(np.array(strides, dtype=np.int64).reshape(
+                len(in_shapes), len(shape)))
+            self.lead = (self.shape, self.strides, self.size)
+        else:
+            self.lead = (np.uint64(self.size), np.uint64(shape[-1]))
         self.kernel = _compiled(tuple(outputs), len(in_shapes), len(shape),
-                                np.dtype(float_dtype).name)
+                                np.dtype(float_dtype).name, self.kinds)
         self.reduce = cache.load_source(_REDUCE_SRC, label="cuda_reduce").reduce_to
 
     def bind(self, ins, outs):
@@ -123,7 +185,7 @@ class CudaElementwiseKernel:
             post.append(self._reduction(scratch, target, out))
         blocks, threads = _launch_dims(self.size)
         launch = configured(self.kernel, blocks, threads)
-        args = (self.shape, self.strides, self.size, *kernel_outs, *flat_in)
+        args = (*self.lead, *kernel_outs, *flat_in)
 
         def thunk():
             launch(*args)
@@ -145,5 +207,5 @@ class CudaElementwiseKernel:
         dst = out.reshape(out.size) if out.ndim else out.reshape(1)
         args = [cuda.to_device(a) for a in (kept_shape, kept_strides, red_shape, red_strides)]
         blocks, threads = _launch_dims(n_out)
-        launch = self.reduce[blocks, threads]
+        launch = configured(self.reduce, blocks, threads)
         return lambda: launch(scratch, dst, *args, n_out, n_red)

@@ -1,0 +1,503 @@
+"""The GPU compile gate: compile every GPU kernel numbaflow launches, for a real GPU,
+without one.
+
+    python -m numbaflow.gpu_check --cc 9.0 [--cc 8.0] [--counts] [--ptxas]
+
+1. *Trace*: run the GPU kernel factories of every registered op (the op table's rows,
+   their gradients, larger shapes that reach the big tiles) and whole training programs
+   on `CUDAPlace(0)`, with numba-cuda's device layer replaced by host arrays and every
+   kernel launch recorded instead of run: (kernel, argument types) at the real block and
+   tile sizes (the simulator runs smaller ones). Nothing executes, so real-size shapes
+   cost nothing; an op registered later is traced through its op-table row.
+2. *Compile*: each recorded signature with `numba.cuda.compile_ptx` (NVVM from the
+   numba-cuda[cu12] wheels) for each compute capability, and with `--ptxas` also
+   assembled to SASS by ptxas (what the driver would do at load time).
+
+Prints `compiled N signatures of M kernels, K failed` and exits 1 when K > 0.
+`--counts` prints the instruction counts of the hot loops (BENCHMARKS.md's GPU section).
+"""
+import argparse
+import itertools
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .kernels.gpu_trace import (TracedArray, TraceState, compute_capability,  # noqa: F401
+                                traced_device)
+
+
+# ---------------------------------------------------------------- what gets traced
+def _rows_dir():
+    """tests/ of a source checkout (the op table's rows), or None when installed."""
+    d = Path(__file__).resolve().parents[1] / "tests"
+    return d if (d / "op_rows" / "__init__.py").exists() else None
+
+
+def _grad_inputs(gdef, arrays, fwd_out, rng):
+    """A grad op's inputs: the forward's inputs / outputs by slot, random `<out>@GRAD`
+    (the same rule as the simulator tests)."""
+    ins = {}
+    for s in gdef.inputs:
+        if s.name.endswith("@GRAD"):
+            ref = fwd_out.get(s.name[:-5])
+            if ref is None:
+                return None
+            mk = lambda a: rng.uniform(-1, 1, a.shape).astype(a.dtype)  # noqa: E731
+            ins[s.name] = [mk(a) for a in ref] if isinstance(ref, list) else mk(ref)
+        elif s.name in arrays:
+            ins[s.name] = arrays[s.name]
+        elif s.name in fwd_out:
+            ins[s.name] = fwd_out[s.name]
+        elif not s.optional:
+            return None
+    return ins
+
+
+def extra_cases():
+    """(op, inputs, attrs) beyond the op table: several tiles and blocks, the big GEMM
+    tiles, the SPEC GPU row's shapes and the MLP's products (nothing runs: size is free)."""
+    rng = np.random.default_rng(0)
+    u = lambda *s: rng.uniform(-1, 1, s).astype(np.float32)  # noqa: E731
+    cases = [
+        ("matmul_v2", {"X": u(2, 10, 17), "Y": u(17, 9)}, {}),
+        ("matmul_v2", {"X": u(17, 10), "Y": u(2, 9, 17)}, {"trans_x": True, "trans_y": True}),
+        ("matmul_v2", {"X": u(1024, 512), "Y": u(512, 1024)}, {}),
+        ("matmul_v2", {"X": u(512, 1024), "Y": u(1024, 512)}, {"trans_x": True, "trans_y": True}),
+        ("mul", {"X": u(9, 3, 6), "Y": u(18, 10)}, {}),
+        ("mul", {"X": u(128, 784), "Y": u(784, 512)}, {}),
+        ("mul", {"X": u(128, 512), "Y": u(512, 10)}, {}),
+        ("reduce_sum", {"X": u(2, 100)}, {"dim": [1]}),
+        ("reduce_mean", {"X": u(3, 5, 40)}, {"dim": [0, 1]}),
+        ("softmax", {"X": u(2, 70)}, {}),
+        ("transpose2", {"X": u(3, 1, 4, 5)}, {"axis": [3, 1, 0, 2]}),
+        ("elementwise_add", {"X": u(4096, 4096), "Y": u(4096)}, {}),
+        ("relu", {"X": u(4096, 4096)}, {}),
+    ]
+    return cases + [(op, {k: v.astype(np.float64) for k, v in a.items()}, at)
+                    for op, a, at in cases[:2]]
+
+
+def _programs():
+    """Training programs whose plans bring the fused kernels (optimizers, add+act)."""
+    import numbaflow as paddle
+    import numbaflow.static as static
+    from numbaflow.utils import unique_name
+
+    def mlp(opt):
+        main, startup = static.Program(), static.Program()
+        with static.program_guard(main, startup), unique_name.guard():
+            x = static.data("x", [None, 784])
+            y = static.data("y", [None, 1], "int64")
+            h = static.nn.fc(x, 512, activation="relu")
+            h = static.nn.fc(h, 512, activation="relu")
+            loss = paddle.nn.functional.cross_entropy(static.nn.fc(h, 10), y)
+            opt.minimize(loss)
+        return main, startup, {"x": np.zeros((128, 784), np.float32),
+                               "y": np.zeros((128, 1), np.int64)}, loss
+
+    def cnn():
+        main, startup = static.Program(), static.Program()
+        with static.program_guard(main, startup), unique_name.guard():
+            x = static.data("x", [None, 1, 6, 6])
+            y = static.data("y", [None, 1], "int64")
+            h = static.nn.conv2d(x, num_filters=3, filter_size=3, padding=1)
+            h = static.nn.batch_norm(h, act="relu")
+            h = paddle.nn.functional.max_pool2d(h, kernel_size=2, stride=2)
+            loss = paddle.nn.functional.cross_entropy(static.nn.fc(h, 4), y)
+            paddle.optimizer.SGD(0.1).minimize(loss)
+        return main, startup, {"x": np.zeros((2, 1, 6, 6), np.float32),
+                               "y": np.zeros((2, 1), np.int64)}, loss
+
+    yield "mlp+momentum", lambda: mlp(paddle.optimizer.Momentum(0.1, 0.9))
+    yield "mlp+adam", lambda: mlp(paddle.optimizer.Adam(1e-3))
+    yield "cnn+sgd", cnn
+
+
+def trace_launches(rows_dir=None):
+    """Record every kernel launch of the traced work. Returns (launches, problems,
+    untraced ops): launches [(dispatcher, argtypes)], problems ["what: error"]."""
+    from .kernels import all_op_types, get_op_def, run_op
+    from .kernels.registry import COLLECTIVE, RANDOM
+    launches, problems, traced = [], [], set()
+    rng = np.random.default_rng(0)
+
+    def attempt(label, fn):
+        try:
+            return fn()
+        except Exception as e:      # a factory that fails here fails on a GPU too
+            problems.append(f"{label}: {type(e).__name__}: {str(e)[-300:]}")
+            return None
+
+    types = set(all_op_types())
+    with traced_device(launches):
+        if rows_dir is not None:
+            sys.path.insert(0, str(rows_dir))
+            try:
+                from op_rows import load_all
+                from .testing.op_test import make_inputs
+                cases = load_all()
+            finally:
+                sys.path.remove(str(rows_dir))
+            for case in cases:
+                opdef = get_op_def(case.op)
+                if opdef.gpu is None or opdef.has(COLLECTIVE):
+                    continue
+                gt = case.op + "_grad"
+                gdef = get_op_def(gt) if gt in types and get_op_def(gt).gpu is not None else None
+                for dtype in case.dtypes:
+                    arrays = make_inputs(case, dtype)
+                    out = attempt(f"{case.id}-{dtype}",
+                                  lambda: run_op(case.op, arrays, case.attrs, device="gpu"))
+                    traced.add(case.op)
+                    gins = out is not None and gdef and _grad_inputs(gdef, arrays, out, rng)
+                    if gins:
+                        attempt(f"{case.id}-{dtype} (grad)",
+                                lambda: run_op(gt, gins, case.attrs, device="gpu"))
+                        traced.add(gt)
+        for op, arrays, attrs in extra_cases():
+            out = attempt(f"extra {op}", lambda: run_op(op, arrays, attrs, device="gpu"))
+            gt = op + "_grad"
+            if out is not None and gt in types:
+                gins = _grad_inputs(get_op_def(gt), arrays, out, rng)
+                if gins:
+                    attempt(f"extra {gt}", lambda: run_op(gt, gins, attrs, device="gpu"))
+        for op in sorted(types):
+            d = get_op_def(op)
+            if d.has(RANDOM) and d.gpu is not None and not d.inputs:
+                attempt(op, lambda: run_op(op, {}, {"shape": [3, 4], "seed": 7,
+                                                    "dtype": "float32"}, device="gpu"))
+                traced.add(op)
+        attempt("programs", lambda: _trace_programs())
+    untraced = sorted(t for t in types if get_op_def(t).gpu is not None and t not in traced
+                      and not get_op_def(t).has(COLLECTIVE)) if rows_dir is not None else []
+    return launches, problems, untraced
+
+
+def _trace_programs():
+    import numbaflow as paddle
+    import numbaflow.static as static
+    from .kernels import creation
+    saved = dict(creation._seed)     # leave the caller's random stream as it was
+    creation._seed["counter"] = itertools.count(1)
+    try:
+        for name, build in _programs():
+            main, startup, feed, loss = build()
+            scope = static.Scope()
+            exe = static.Executor(paddle.CUDAPlace(0))
+            exe.run(startup, scope=scope)
+            for _ in range(2):
+                exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
+    finally:
+        creation._seed.update(saved)
+
+
+def signatures(launches):
+    """{dispatcher: [argtypes, ...]} without repeats, in first-launch order."""
+    out = {}
+    for k, sig in launches:
+        sigs = out.setdefault(k, [])
+        if sig not in sigs:
+            sigs.append(sig)
+    return out
+
+
+def kernel_name(k):
+    f = k.py_func
+    return f"{f.__module__}.{f.__qualname__}"
+
+
+# ---------------------------------------------------------------- compiling
+def ptxas_path():
+    """ptxas from the nvidia-cuda-nvcc-cu12 wheel (numba-cuda[cu12] brings it), or PATH."""
+    try:
+        import nvidia.cuda_nvcc as m
+        p = Path(list(m.__path__)[0]) / "bin" / "ptxas"
+        if p.exists():
+            return str(p)
+    except ImportError:
+        pass
+    import shutil
+    return shutil.which("ptxas")
+
+
+def compile_ptx(kernel, argtypes, cc):
+    """PTX of `kernel` (a CUDADispatcher) for `argtypes` on compute capability `cc`."""
+    return compile_ptxs(kernel, argtypes, [cc])[0]
+
+
+# numba-cuda 0.30 lowers a kernel differently only below these compute capabilities
+# (float64 atomics at 6.0, fast tanh at 7.5); at or above the last one the LLVM IR is the
+# same for every cc, so it is lowered once and NVVM run per cc.
+SAME_LOWERING_FROM = (7, 5)
+
+
+def compile_ptxs(kernel, argtypes, ccs):
+    """[PTX for each cc in `ccs`] of `kernel` for `argtypes`, with numba-cuda's compiler."""
+    from numba import cuda
+    ccs = [tuple(c) for c in ccs]
+    fastmath = bool(kernel.targetoptions.get("fastmath"))
+    first = min(ccs)
+    with compute_capability(first):
+        try:
+            from numba.cuda.compiler import _compile_pyfunc_with_fixup
+        except ImportError:         # another numba-cuda: one full compile per cc
+            _compile_pyfunc_with_fixup = None
+        if _compile_pyfunc_with_fixup is None or first < SAME_LOWERING_FROM:
+            return [cuda.compile_ptx(kernel.py_func, argtypes, cc=cc, fastmath=fastmath)[0]
+                    for cc in ccs]
+        lib, _ = _compile_pyfunc_with_fixup(
+            kernel.py_func, argtypes, debug=None, lineinfo=False, device=False,
+            fastmath=fastmath, cc=first, opt=None, abi="numba", abi_info=None,
+            forceinline=False, launch_bounds=None, lto=False)
+        out = []
+        for cc in ccs:
+            codes = lib.get_asm_strs(cc=cc)
+            if len(codes) != 1:
+                raise RuntimeError(f"compiling gave {len(codes)} PTX modules, expected one")
+            out.append(codes[0])
+        return out
+
+
+def assemble(ptx, cc, verbose=False):
+    """Run ptxas on `ptx` for sm_<cc>; returns its stderr (with -v: registers, spills)."""
+    exe = ptxas_path()
+    if exe is None:
+        raise RuntimeError("ptxas not found: pip install 'numba-cuda[cu12]' brings it")
+    with tempfile.TemporaryDirectory() as d:
+        src = os.path.join(d, "k.ptx")
+        with open(src, "w") as f:
+            f.write(ptx)
+        r = subprocess.run([exe, f"-arch=sm_{cc[0]}{cc[1]}", src, "-o", os.path.join(d, "k.o")]
+                           + (["-v"] if verbose else []), capture_output=True, text=True,
+                           timeout=300)
+    if r.returncode:
+        raise RuntimeError(f"ptxas: {r.stderr.strip()[-500:]}")
+    return r.stderr
+
+
+REGISTERS_PER_BLOCK = 65536     # sm_80 and sm_90
+
+
+def _block_registers(regs, threads):
+    """Registers a block takes: allocated per warp, in units of 256."""
+    per_warp = -(-regs * 32 // 256) * 256
+    return per_warp * -(-threads // 32)
+
+
+def _compile_one(task):
+    """The failure lines of one (kernel, argtypes, ccs, use_ptxas) task."""
+    k, sig, ccs, use_ptxas = task
+    where = f"{kernel_name(k)}{tuple(str(t) for t in sig)}"
+    try:
+        ptxs = compile_ptxs(k, sig, ccs)
+    except Exception as e:
+        return [f"{where} {', '.join(f'sm_{a}{b}' for a, b in ccs)}: {_short(e)}"]
+    failures = []
+    for cc, ptx in zip(ccs, ptxs) if use_ptxas else ():
+        try:
+            regs = re.search(r"Used (\d+) registers", assemble(ptx, cc, verbose=True))
+            threads = getattr(k, "_nf_block_threads", 0)
+            if regs and _block_registers(int(regs.group(1)), threads) > REGISTERS_PER_BLOCK:
+                raise RuntimeError(f"{regs.group(1)} registers per thread x {threads} threads "
+                                   f"exceed the {REGISTERS_PER_BLOCK} registers of a block: "
+                                   f"the launch would fail")
+        except Exception as e:
+            failures.append(f"{where} sm_{cc[0]}{cc[1]}: {_short(e)}")
+    return failures
+
+
+def _short(e):
+    msg = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {' '.join(msg[-3:])[-400:]}"
+
+
+_TASKS = []     # the forked workers' task list (inherited, not pickled)
+
+
+def _compile_task(i):
+    return _compile_one(_TASKS[i])
+
+
+def compile_all(sigs, ccs, use_ptxas=False, log=print, jobs=1):
+    """Compile every signature for every cc (in `jobs` forked processes); returns the
+    failures ["kernel(argtypes) sm_XY: error"]."""
+    tasks = [(k, sig, [tuple(c) for c in ccs], use_ptxas) for k, v in sigs.items() for sig in v]
+    if jobs > 1 and len(tasks) > 1:
+        import multiprocessing
+        _TASKS[:] = tasks
+        try:
+            with multiprocessing.get_context("fork").Pool(jobs) as pool:
+                results = pool.map(_compile_task, range(len(tasks)), chunksize=4)
+        finally:
+            _TASKS.clear()
+    else:
+        results = [_compile_one(t) for t in tasks]
+    failures = [f for r in results for f in r]
+    for f in failures:
+        log("FAILED " + f)
+    return failures
+
+
+# ---------------------------------------------------------------- hot-loop counts
+_SKIP = re.compile(r"^(\.|//|\{|\}|\$|@?%?$)")
+
+
+def _instructions(lines):
+    return [ln.strip() for ln in lines
+            if ln.strip() and not _SKIP.match(ln.strip()) and not ln.strip().endswith(":")]
+
+
+def loops(ptx):
+    """Each loop of a PTX function as (label, its instruction lines): the lines from a
+    label to the last branch back to it."""
+    lines = ptx.splitlines()
+    where = {ln.strip()[:-1]: i for i, ln in enumerate(lines) if re.match(r"^\$\S+:$", ln.strip())}
+    found = {}
+    for i, ln in enumerate(lines):
+        m = re.search(r"\bbra(?:\.uni)?\s+(\$\S+);", ln)
+        if m and m.group(1) in where and where[m.group(1)] < i:
+            found[m.group(1)] = (where[m.group(1)], i)
+    return [(lab, _instructions(lines[a:b + 1])) for lab, (a, b) in found.items()]
+
+
+def elementwise_counts(ptx):
+    """(instructions per element, the loop) of the innermost loop that stores to global
+    memory: the grid-stride body of the elementwise template."""
+    best = None
+    for lab, ins in loops(ptx):
+        stores = [x for x in ins if x.startswith("st.global")]
+        if stores and (best is None or len(ins) < len(best[1])):
+            best = (lab, ins)
+    if best is None:
+        raise RuntimeError("no global-store loop in the kernel")
+    per = max(1, len([x for x in best[1] if x.startswith("st.global")]))
+    return len(best[1]) / per, best[1]
+
+
+def gemm_counts(ptx):
+    """(FMAs, shared loads, instructions) in the loop over K slabs of the GEMM kernel."""
+    best = None
+    for lab, ins in loops(ptx):
+        if any(x.startswith("bar.sync") for x in ins):
+            if best is None or len(ins) < len(best):
+                best = ins
+    fma = sum(1 for x in best if x.startswith("fma."))
+    lds = sum(1 for x in best if x.startswith("ld.shared"))
+    return fma, lds, len(best)
+
+
+def _ptxas_summary(ptx, cc):
+    """'; ptxas: N registers, S bytes spilled' from ptxas -v (empty without ptxas)."""
+    if ptxas_path() is None:
+        return ""
+    info = assemble(ptx, cc, verbose=True)
+    regs = re.search(r"Used (\d+) registers", info)
+    spill = re.search(r"(\d+) bytes spill stores", info)
+    return (f"; ptxas: {regs.group(1) if regs else '?'} registers, "
+            f"{spill.group(1) if spill else '?'} bytes spilled")
+
+
+def hot_loop_report(cc=(9, 0), log=print):
+    """Instruction counts of the SPEC §7 GPU row (relu(x + bias), 4096x4096 f32: same-shape
+    and last-axis-broadcast operands) and the MLP's GEMM, from the compiled PTX."""
+    from .kernels import run_op
+    rows = []
+    cases = [("x + bias, (4096,4096)+(4096,) f32", "elementwise_add",
+              {"X": np.zeros((4096, 4096), np.float32), "Y": np.zeros(4096, np.float32)}),
+             ("x + y, same shape (4096,4096) f32", "elementwise_add",
+              {"X": np.zeros((4096, 4096), np.float32), "Y": np.zeros((4096, 4096), np.float32)}),
+             ("relu(x), (4096,4096) f32", "relu", {"X": np.zeros((4096, 4096), np.float32)})]
+    for label, op, ins in cases:
+        launches = []
+        with traced_device(launches):
+            run_op(op, ins, {}, device="gpu")
+        k, sig = launches[0]
+        per, _ = elementwise_counts(compile_ptx(k, sig, cc))
+        rows.append((label, f"{per:.0f} PTX instructions per element"))
+    for label, x, y in (("GEMM (128,784)@(784,512) f32 (64x64 tiles)", (128, 784), (784, 512)),
+                        ("GEMM (4096,4096)@(4096,4096) f32 (128x128 tiles)", (4096, 4096),
+                         (4096, 4096))):
+        launches = []
+        with traced_device(launches):
+            run_op("mul", {"X": np.zeros(x, np.float32), "Y": np.zeros(y, np.float32)}, {},
+                   device="gpu")
+        k, sig = launches[0]
+        ptx = compile_ptx(k, sig, cc)
+        fma, lds, n = gemm_counts(ptx)
+        rows.append((label, f"per K slab: {fma} FMA, {lds} shared loads "
+                            f"({fma / lds:.1f} FMA per load), {n} instructions "
+                            f"({100 * fma / n:.0f}% FMA){_ptxas_summary(ptx, cc)}"))
+    for label, text in rows:
+        log(f"  {label}: {text}")
+    return rows
+
+
+# ---------------------------------------------------------------- CLI
+def _cc(text):
+    m = re.fullmatch(r"(\d+)\.(\d+)", text.strip())
+    if not m:
+        raise argparse.ArgumentTypeError(f"--cc wants MAJOR.MINOR such as 9.0, got {text!r}")
+    return int(m.group(1)), int(m.group(2))
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python -m numbaflow.gpu_check", description=__doc__.split(
+        "\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--cc", type=_cc, action="append",
+                   help="compute capability to compile for (repeatable; default 9.0)")
+    p.add_argument("--ptxas", action="store_true",
+                   help="also assemble every kernel to SASS with ptxas and check that its "
+                        "registers fit the largest block it is launched with")
+    p.add_argument("--counts", action="store_true",
+                   help="print the hot loops' instruction counts")
+    p.add_argument("-j", "--jobs", type=int, default=min(4, os.cpu_count() or 1),
+                   help="compile in this many processes (default: up to 4 CPUs)")
+    p.add_argument("--rows", type=Path, default=None,
+                   help="tests/ directory holding op_rows (default: this checkout's)")
+    p.add_argument("-v", "--verbose", action="store_true")
+    a = p.parse_args(argv)
+    ccs = a.cc or [(9, 0)]
+    from .executor.place import _simulated, _toolkit_problem
+    if _simulated():
+        p.error("the gate compiles for a real GPU: unset NUMBA_ENABLE_CUDASIM")
+    problem = _toolkit_problem()
+    if problem:
+        print(f"cannot compile CUDA kernels here: {problem}", file=sys.stderr)
+        return 2
+    t0 = time.time()
+    rows = a.rows or _rows_dir()
+    if rows is None:
+        print("note: no op table found (tests/op_rows); tracing the built-in cases only")
+    launches, problems, untraced = trace_launches(rows)
+    sigs = signatures(launches)
+    n_sig = sum(len(v) for v in sigs.values())
+    print(f"traced {len(launches)} launches: {n_sig} signatures of {len(sigs)} kernels "
+          f"({time.time() - t0:.0f} s)")
+    for msg in problems:
+        print("TRACE FAILED " + msg)
+    for op in untraced:
+        print(f"NOT TRACED {op}: registered with a GPU kernel but no op-table row reached it")
+    if a.verbose:
+        for k, v in sigs.items():
+            for s in v:
+                print(f"  {kernel_name(k)}{tuple(str(t) for t in s)}")
+    failures = compile_all(sigs, ccs, a.ptxas, jobs=max(1, a.jobs))
+    k_failed = len(failures) + len(problems) + len(untraced)
+    ccs_s = ", ".join(f"sm_{c[0]}{c[1]}" for c in ccs)
+    print(f"targets {ccs_s}{' (PTX and SASS)' if a.ptxas else ' (PTX)'}, "
+          f"{time.time() - t0:.0f} s")
+    print(f"compiled {n_sig} signatures of {len(sigs)} kernels, {k_failed} failed")
+    if a.counts:
+        print(f"hot loops (sm_{ccs[0][0]}{ccs[0][1]} PTX):")
+        hot_loop_report(ccs[0])
+    return 1 if k_failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
