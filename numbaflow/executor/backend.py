@@ -12,12 +12,15 @@ from ..kernels.registry import MAY_FAIL, get_op_def
 log = logging.getLogger("numbaflow")
 
 
+_NO_CONTEXT = contextlib.nullcontext()     # reusable: the host has no device to make current
+
+
 class HostBackend:
     name = "cpu"
     defers_errors = False    # kernels raise where they fail
 
     def activate(self):
-        return contextlib.nullcontext()
+        return _NO_CONTEXT
 
     def check_errors(self, ops):
         pass

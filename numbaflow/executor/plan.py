@@ -484,7 +484,8 @@ class Plan:
                 for name, buf in self.feed_slots:
                     backend.copy_in(buf, feed_arrays[name])
                 self._run_steps(iterations)
-                backend.check_errors(self.ops)   # a GPU's bad-data record, once per run
+                if backend.defers_errors:
+                    backend.check_errors(self.ops)   # a GPU's bad-data record, once per run
         except BaseException as e:
             if backed_up:
                 for live, saved in self.backups:
