@@ -20,6 +20,7 @@ from .tensor_math import (abs, add, argmax, assign, cast, clip, concat, divide, 
                           multiply, pow, reshape, scale, split, sqrt, square, squeeze, subtract,
                           sum, tanh, transpose, unsqueeze)
 from . import nn, optimizer, static, metric, utils, initializer, fluid  # noqa: F401,E402
+utils.log.configure_from_env()      # NUMBAFLOW_LOG_LEVEL
 
 __version__ = "0.1.0"
 

@@ -5,7 +5,7 @@
 >>> pe = fluid.ParallelExecutor(use_cuda=False, loss_name=loss.name)
 >>> loss_vals, = pe.run(fetch_list=[loss.name], feed={'X': x})    # one value per device
 """
-import sys
+import warnings
 
 from ..graph.program import default_main_program
 from .compiled_program import CompiledProgram
@@ -21,8 +21,8 @@ class ParallelExecutor:
         if share_vars_from is not None and not isinstance(share_vars_from, ParallelExecutor):
             raise TypeError("The share_vars_from should be ParallelExecutor.")
         if build_strategy is not None and (num_trainers != 1 or trainer_id != 0):
-            print("numbaflow: ParallelExecutor num_trainers/trainer_id override the "
-                  "build strategy's", file=sys.stderr)
+            warnings.warn("ParallelExecutor: num_trainers/trainer_id override the build "
+                          "strategy's", UserWarning, stacklevel=2)
         places = cuda_places() if use_cuda else cpu_places()
         self._places = places
         self._scope = scope if scope is not None else global_scope()
