@@ -27,3 +27,4 @@ def data(name, shape, dtype="float32", lod_level=0):
 
 
 from .io import load, load_inference_model, save, save_inference_model  # noqa: F401,E402
+from .draw import draw  # noqa: F401,E402
