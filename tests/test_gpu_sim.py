@@ -11,6 +11,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 SCRIPT = textwrap.dedent("""
     import sys
     import numpy as np
@@ -135,6 +137,8 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.gpu
+@pytest.mark.slow
 def test_elementwise_ops_on_simulated_gpu_match_cpu(tmp_path):
     tests_dir = str(Path(__file__).parent)
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1",

@@ -13,6 +13,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 OPS = ("conv2d", "depthwise_conv2d", "pool2d", "batch_norm", "dropout", "lookup_table_v2")
 
 SCRIPT = textwrap.dedent("""
@@ -220,10 +222,14 @@ def _run_sim(script, tmp_path):
     return r
 
 
+@pytest.mark.gpu
+@pytest.mark.slow
 def test_small_cnn_trains_identically_on_simulated_gpu(tmp_path):
     assert "trained" in _run_sim(NET.format(), tmp_path).stdout
 
 
+@pytest.mark.gpu
+@pytest.mark.slow
 def test_cnn_ops_on_simulated_gpu_match_cpu(tmp_path):
     tests_dir = str(Path(__file__).parent)
     r = _run_sim(SCRIPT.format(tests=tests_dir, ops=OPS), tmp_path)
