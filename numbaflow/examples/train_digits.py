@@ -194,7 +194,7 @@ def plot_history(history, path):
     epochs = [r["epoch"] for r in history]
     fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(8, 3), dpi=100)
     ax_loss.plot(epochs, [r["loss"] for r in history], marker="o", ms=3, label="train loss")
-    ax_loss.set(xlabel="epoch", ylabel="cross-entropy", title="loss")
+    ax_loss.set(xlabel="epoch", ylabel="cross-entropy", title="loss", yscale="log")
     ax_acc.plot(epochs, [r["train_acc"] for r in history], marker="o", ms=3, label="train")
     ax_acc.plot(epochs, [r["test_acc"] for r in history], marker="s", ms=3, label="test")
     ax_acc.set(xlabel="epoch", ylabel="accuracy", title="accuracy")
