@@ -116,6 +116,7 @@ def test_fused_training_matches_unfused(name):
     assert len(set(np.ravel(want_losses))) == 3                # the steps did train
 
 
+@pytest.mark.slow
 def test_one_kernel_per_type_and_dtype(monkeypatch):
     """float32 and float64 parameters under one Adam: two fused ops, two kernels."""
     main, startup = static.Program(), static.Program()
