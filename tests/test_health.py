@@ -67,6 +67,7 @@ def test_log_level_from_env(monkeypatch, clean_logger):
         assert log.configure_from_env() is None
 
 
+@pytest.mark.slow
 def test_log_level_reaches_stderr_in_a_new_process(tmp_path):
     code = "import logging, numbaflow; logging.getLogger('numbaflow.x').info('hello %d', 7)"
     env = dict(os.environ, NUMBAFLOW_LOG_LEVEL="INFO", NUMBAFLOW_CACHE_DIR=str(tmp_path))
@@ -77,10 +78,6 @@ def test_log_level_reaches_stderr_in_a_new_process(tmp_path):
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                        timeout=120)
     assert r.stderr == ""                  # INFO is quiet unless asked for
-
-
-test_log_level_reaches_stderr_in_a_new_process = pytest.mark.slow(
-    test_log_level_reaches_stderr_in_a_new_process)
 
 
 def test_compile_notice_logs_once_only_when_long(caplog, clean_logger):
