@@ -1,6 +1,6 @@
 """The sdist carries everything the tests need, and the tests pass against the INSTALLED
 package: the sdist is built, installed into a private directory, and a subset of its own
-tests runs from a directory that holds only tests/ (so `import numbaflow` cannot find a
+tests runs from a directory that holds only tests/ and pyproject.toml (so `import numbaflow` cannot find a
 source tree)."""
 import os
 import shutil
@@ -50,8 +50,9 @@ def test_sdist_installs_and_its_tests_pass_against_the_installed_package(tmp_pat
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
 
-    run = tmp_path / "run"      # only the sdist's tests/: no numbaflow source beside them
+    run = tmp_path / "run"      # the sdist's tests/ and pyproject.toml (markers), no source
     shutil.copytree(tmp_path / "x" / top / "tests", run / "tests")
+    shutil.copy(tmp_path / "x" / top / "pyproject.toml", run)
     env = dict(os.environ, PYTHONPATH=str(site), NUMBAFLOW_CACHE_DIR=str(tmp_path / "cache"))
     where = subprocess.run([sys.executable, "-c", "import numbaflow; print(numbaflow.__file__)"],
                            cwd=run, env=env, capture_output=True, text=True, timeout=120)
@@ -61,3 +62,4 @@ def test_sdist_installs_and_its_tests_pass_against_the_installed_package(tmp_pat
                        text=True, timeout=900)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
     assert " passed" in r.stdout and " failed" not in r.stdout
+    assert "Unknown pytest.mark" not in r.stdout      # the markers are registered
