@@ -62,6 +62,12 @@ def test_draw_renders_svg_with_dot(tmp_path, monkeypatch, use_python_package):
         assert f">{op.type}<" in svg
 
 
+def test_draw_of_a_compiled_program_is_its_programs(tmp_path):
+    main = _program()
+    a = static.draw(static.CompiledProgram(main), tmp_path / "c.dot")
+    assert open(a).read() == open(static.draw(main, tmp_path / "p.dot")).read()
+
+
 def test_draw_rejects_bad_arguments(tmp_path):
     with pytest.raises(TypeError, match="expected a static.Program"):
         static.draw("not a program", tmp_path / "g.dot")
