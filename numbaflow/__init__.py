@@ -1,10 +1,36 @@
 """numbaflow: Paddle-style static graphs whose every op is a numba kernel.
 
+Build a `static.Program` with layer functions, then run it with a `static.Executor`:
+
+>>> import numpy as np
 >>> import numbaflow as paddle
 >>> import numbaflow.static as static
 >>> paddle.enable_static()
+>>> main, startup = static.Program(), static.Program()
+>>> with static.program_guard(main, startup):
+...     x = static.data(name='x', shape=[None, 3], dtype='float32')
+...     loss = paddle.mean(static.nn.fc(x, size=2))
+...     _ = paddle.optimizer.SGD(learning_rate=0.1).minimize(loss)
+>>> exe = static.Executor(paddle.CPUPlace())
+>>> _ = exe.run(startup)
+>>> (value,) = exe.run(main, feed={'x': np.ones((4, 3), 'float32')}, fetch_list=[loss])
+>>> value.shape
+()
+
+Modules: `numbaflow` (math functions, places, `seed`), `numbaflow.static` (programs,
+executor, strategies, save / load), `numbaflow.static.nn` (layers with parameters),
+`numbaflow.nn.functional` (activations, losses, conv, pooling), `numbaflow.optimizer`,
+`numbaflow.fluid` (the Paddle 1.x names), `numbaflow.distributed` (MPI ranks).
+
+The examples in the docstrings assume `import numpy as np`, `import numbaflow as paddle`,
+`from numbaflow import static, fluid`, `import numbaflow.nn.functional as F` and
+`import numbaflow.distributed as dist`, and build into the default main program (each
+example is run by the tests in a fresh one).
 """
+from __future__ import annotations
+
 import os as _os
+import typing as _typing
 
 # numba's OpenMP workers spin-wait after every parallel kernel; on a small machine that
 # starves the BLAS threads of the next matmul (an MLP step measured 48 ms instead of
@@ -24,31 +50,108 @@ utils.log.configure_from_env()      # NUMBAFLOW_LOG_LEVEL
 
 __version__ = "0.1.0"
 
+__all__ = [
+    # places, parameters, dtypes
+    "CPUPlace", "CUDAPlace", "ParamAttr", "bool", "float32", "float64", "int32", "int64",
+    # math
+    "abs", "add", "argmax", "assign", "cast", "clip", "concat", "divide", "exp", "flatten",
+    "full", "log", "matmul", "max", "maximum", "mean", "min", "minimum", "multiply", "pow",
+    "reshape", "scale", "split", "sqrt", "square", "squeeze", "subtract", "sum", "tanh",
+    "transpose", "unsqueeze",
+    # modes, seed, device
+    "enable_static", "disable_static", "in_dynamic_mode", "seed", "set_device", "get_device",
+    # submodules
+    "dtypes", "fluid", "initializer", "metric", "nn", "optimizer", "static", "utils",
+]
 
-def enable_static():
-    """Accepted for Paddle compatibility: static graphs are numbaflow's only mode."""
+
+def enable_static() -> None:
+    """Accepted for Paddle compatibility: static graphs are numbaflow's only mode.
+
+    Example:
+        >>> paddle.enable_static()
+    """
 
 
-def disable_static(place=None):
+def disable_static(place: object = None) -> _typing.NoReturn:
+    """Always raises: numbaflow has no dynamic (eager) mode.
+
+    Args:
+        place: ignored.
+
+    Raises:
+        RuntimeError: always.
+
+    Example:
+        >>> paddle.disable_static()
+        Traceback (most recent call last):
+        ...
+        RuntimeError: numbaflow has only static graphs; dynamic (eager) mode does not exist
+    """
     raise RuntimeError("numbaflow has only static graphs; dynamic (eager) mode does not exist")
 
 
-def in_dynamic_mode():
+def in_dynamic_mode() -> bool:
+    """Whether eager mode is on: always False.
+
+    Returns:
+        bool: False.
+
+    Example:
+        >>> paddle.in_dynamic_mode()
+        False
+    """
     return False
 
 
-def seed(n):
-    """Make parameter initialisation (and dropout) reproducible from here on."""
+def seed(n: int) -> None:
+    """Make parameter initialisation (and dropout) reproducible from here on.
+
+    Args:
+        n (int): the global seed; each random op of later-built programs derives its own seed
+            from it.
+
+    Raises:
+        TypeError: n is not an int.
+
+    Example:
+        >>> paddle.seed(2024)
+    """
     from .kernels.creation import set_global_seed
     if not isinstance(n, int):
         raise TypeError(f"seed expects an int, got {type(n).__name__}")
     set_global_seed(n)
 
 
-def set_device(device):
+def set_device(device: str | CPUPlace | CUDAPlace) -> CPUPlace | CUDAPlace:
+    """The place for a device name (Paddle compatibility; nothing global changes).
+
+    Args:
+        device (str or place): 'cpu', 'gpu', 'gpu:N', or a place object.
+
+    Returns:
+        CPUPlace or CUDAPlace: the place.
+
+    Raises:
+        ValueError: an unknown device name.
+        RuntimeError: a GPU was asked for and none is usable.
+
+    Example:
+        >>> paddle.set_device('cpu')
+        Place(cpu)
+    """
     from .executor.place import to_place
     return to_place(device)
 
 
-def get_device():
+def get_device() -> str:
+    """The default device: always 'cpu' (pass a CUDAPlace to the Executor for a GPU).
+
+    Returns:
+        str: 'cpu'.
+
+    Example:
+        >>> paddle.get_device()
+        'cpu'
+    """
     return "cpu"

@@ -1,11 +1,46 @@
-"""numbaflow.metric: accuracy."""
+"""numbaflow.metric: accuracy.
+
+>>> logits = static.data('logits', [None, 10])
+>>> label = static.data('label', [None, 1], dtype='int64')
+>>> paddle.metric.accuracy(logits, label, k=5).shape
+()
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from .layer_helper import LayerHelper
 
+if TYPE_CHECKING:
+    from .graph.program import Variable
 
-def accuracy(input, label, k=1, correct=None, total=None, name=None):
-    """Fraction of rows whose label is among the top-k scores of `input` (a 0-D float32).
+__all__ = ["accuracy"]
 
-    >>> acc = paddle.metric.accuracy(paddle.nn.functional.softmax(logits), label)
+
+def accuracy(input: Variable, label: Variable, k: int = 1, correct: Variable | None = None,
+             total: Variable | None = None, name: str | None = None) -> Variable:
+    """Fraction of rows whose label is among the top-k scores of `input` (op accuracy).
+
+    Args:
+        input (Variable): scores or probabilities (N, C).
+        label (Variable): int64 class indices (N, 1).
+        k (int): how many top scores count.
+        correct (Variable, optional): also receives the number correct (int64).
+        total (Variable, optional): also receives the number of rows (int64).
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: 0-D float32.
+
+    Raises:
+        TypeError: input or label is not a Variable, or label is not an integer type.
+
+    Example:
+        >>> logits = static.data('logits', [None, 10])
+        >>> label = static.data('label', [None, 1], dtype='int64')
+        >>> acc = paddle.metric.accuracy(F.softmax(logits), label)
+        >>> acc.shape, acc.dtype
+        ((), dtype('float32'))
     """
     from .graph.program import Variable
     for arg, v in (("input", input), ("label", label)):

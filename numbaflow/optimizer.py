@@ -4,25 +4,75 @@
 per parameter (role OPTIMIZE). The learning rate is the persistable `learning_rate_N`
 (shape [1]), initialised in the startup program; feed it or `Scope.set` it to change it.
 """
+from __future__ import annotations
+
 import numbers
+from typing import TYPE_CHECKING
 
 from .graph.backward import append_backward
 from .graph.program import OPTIMIZE, Variable, default_startup_program
 from .utils import unique_name
 
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+
+    from .graph.program import Operator, Parameter, Program
+    from .nn.clip import ClipGradByGlobalNorm
+
+__all__ = ["Optimizer", "SGD", "Momentum", "Adam", "L2Decay",
+           "SGDOptimizer", "MomentumOptimizer", "AdamOptimizer"]
+
 
 class L2Decay:
-    """grad += coeff * param (Paddle's L2Decay regularizer)."""
+    """grad += coeff * param (Paddle's L2Decay regularizer), for `weight_decay` or a
+    parameter's `ParamAttr(regularizer=...)`.
 
-    def __init__(self, coeff=0.0):
+    Args:
+        coeff (float): the coefficient.
+
+    Example:
+        >>> opt = paddle.optimizer.SGD(0.1, weight_decay=paddle.optimizer.L2Decay(1e-4))
+    """
+
+    def __init__(self, coeff: float = 0.0) -> None:
         self.coeff = float(coeff)
 
 
 class Optimizer:
+    """Base class of the optimizers: `minimize(loss)` = `backward` (append_backward) +
+    `apply_gradients` (gradient clipping, weight decay, one update op per parameter).
+
+    The learning rate is the persistable `learning_rate_N` (shape [1]), initialised in the
+    startup program; feed it or `Scope.set` it to change it, or pass a Variable.
+
+    Args:
+        learning_rate (float or Variable): the step size (>= 0).
+        parameters (list of Parameter or str, optional): what to train; default every
+            trainable parameter of the loss's program.
+        weight_decay (float or L2Decay, optional): L2 regularisation coefficient.
+        grad_clip (ClipGradByGlobalNorm, optional): gradient clipping.
+        name (str, optional): accepted for Paddle compatibility.
+
+    Raises:
+        TypeError: a wrongly typed argument.
+        ValueError: a negative learning rate.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> loss = paddle.mean(static.nn.fc(x, size=1))
+        >>> opt = paddle.optimizer.SGD(learning_rate=0.1)
+        >>> optimize_ops, params_grads = opt.minimize(loss)
+        >>> sorted({op.type for op in optimize_ops})
+        ['sgd']
+    """
+
     _accumulators = ()      # (name, fill value) per parameter
 
-    def __init__(self, learning_rate=0.001, parameters=None, weight_decay=None, grad_clip=None,
-                 name=None):
+    def __init__(self, learning_rate: float | Variable = 0.001,
+                 parameters: Sequence[Parameter | str] | None = None,
+                 weight_decay: float | L2Decay | None = None,
+                 grad_clip: ClipGradByGlobalNorm | None = None,
+                 name: str | None = None) -> None:
         if not isinstance(learning_rate, (numbers.Number, Variable)):
             raise TypeError(f"learning_rate must be a float or a Variable, got "
                             f"{type(learning_rate).__name__}")
@@ -65,11 +115,33 @@ class Optimizer:
         return self._persistable(block, name, list(shape if shape is not None else param.shape),
                                  param.dtype, value)
 
-    def backward(self, loss, startup_program=None, parameters=None, no_grad_set=None):
+    def backward(self, loss: Variable, startup_program: Program | None = None,
+                 parameters: Sequence[Parameter | str] | None = None,
+                 no_grad_set: Iterable[Variable | str] | None = None
+                 ) -> list[tuple[Parameter, Variable]]:
+        """Append the backward ops of `loss` (see `static.append_backward`).
+
+        Args:
+            loss (Variable): a scalar.
+            startup_program (Program, optional): accepted for Paddle compatibility.
+            parameters (list, optional): default the optimizer's, else every trainable one.
+            no_grad_set (set, optional): variables to treat as constants.
+
+        Returns:
+            list of (Parameter, Variable): each parameter with its gradient.
+        """
         params = parameters if parameters is not None else self._parameter_list
         return append_backward(loss, params, no_grad_set)
 
-    def apply_gradients(self, params_grads):
+    def apply_gradients(self, params_grads: list[tuple[Parameter, Variable]]) -> list[Operator]:
+        """Append gradient clipping, weight decay and one update op per parameter.
+
+        Args:
+            params_grads (list of (Parameter, Variable)): from `backward`.
+
+        Returns:
+            list of Operator: the update ops.
+        """
         if not params_grads:
             return []
         block = params_grads[0][0].block
@@ -100,10 +172,28 @@ class Optimizer:
         block.append_op("sum", {"X": [grad, decay]}, {"Out": new_grad})
         return new_grad
 
-    def minimize(self, loss, startup_program=None, parameters=None, no_grad_set=None):
-        """Append backward and update ops; return (optimize_ops, params_grads).
+    def minimize(self, loss: Variable, startup_program: Program | None = None,
+                 parameters: Sequence[Parameter | str] | None = None,
+                 no_grad_set: Iterable[Variable | str] | None = None
+                 ) -> tuple[list[Operator], list[tuple[Parameter, Variable]]]:
+        """Append the backward and update ops that train `loss`.
 
-        >>> paddle.optimizer.SGD(learning_rate=0.01).minimize(loss)
+        Args:
+            loss (Variable): a scalar.
+            startup_program (Program, optional): accepted for Paddle compatibility.
+            parameters (list, optional): default the optimizer's, else every trainable one.
+            no_grad_set (set, optional): variables to treat as constants.
+
+        Returns:
+            tuple: (optimize_ops, params_grads).
+
+        Example:
+            >>> x = static.data('x', [None, 3])
+            >>> loss = paddle.mean(static.nn.fc(x, size=1))
+            >>> opt = paddle.optimizer.SGD(learning_rate=0.01)
+            >>> optimize_ops, params_grads = opt.minimize(loss)
+            >>> sorted({op.type for op in optimize_ops})
+            ['sgd']
         """
         params_grads = self.backward(loss, startup_program, parameters, no_grad_set)
         ops = self.apply_gradients(params_grads)
@@ -114,7 +204,24 @@ class Optimizer:
 
 
 class SGD(Optimizer):
-    """param -= lr * grad"""
+    """Stochastic gradient descent: param -= lr * grad (op `sgd`).
+
+    Args:
+        learning_rate (float or Variable): the step size.
+        parameters (list of Parameter or str, optional): what to train; default every
+            trainable parameter of the loss's program.
+        weight_decay (float or L2Decay, optional): L2 regularisation coefficient.
+        grad_clip (ClipGradByGlobalNorm, optional): gradient clipping.
+        name (str, optional): accepted for Paddle compatibility.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> loss = paddle.mean(static.nn.fc(x, size=1))
+        >>> opt = paddle.optimizer.SGD(learning_rate=0.1)
+        >>> optimize_ops, params_grads = opt.minimize(loss)
+        >>> sorted({op.type for op in optimize_ops})
+        ['sgd']
+    """
 
     def _append_update(self, block, p, g, lr):
         return [block.append_op("sgd", {"Param": p, "Grad": g, "LearningRate": lr},
@@ -122,10 +229,33 @@ class SGD(Optimizer):
 
 
 class Momentum(Optimizer):
-    """velocity = momentum * velocity + grad; param -= lr * velocity (or Nesterov)."""
+    """velocity = momentum * velocity + grad; param -= lr * velocity, or with Nesterov
+    param -= lr * (grad + momentum * velocity) (op `momentum`).
 
-    def __init__(self, learning_rate=0.001, momentum=0.9, parameters=None, use_nesterov=False,
-                 weight_decay=None, grad_clip=None, name=None):
+    Args:
+        learning_rate (float or Variable): the step size.
+        momentum (float): the velocity decay.
+        parameters (list of Parameter or str, optional): what to train; default every
+            trainable parameter of the loss's program.
+        use_nesterov (bool): Nesterov momentum.
+        weight_decay (float or L2Decay, optional): L2 regularisation coefficient.
+        grad_clip (ClipGradByGlobalNorm, optional): gradient clipping.
+        name (str, optional): accepted for Paddle compatibility.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> loss = paddle.mean(static.nn.fc(x, size=1))
+        >>> opt = paddle.optimizer.Momentum(learning_rate=0.1, momentum=0.9)
+        >>> optimize_ops, params_grads = opt.minimize(loss)
+        >>> sorted({op.type for op in optimize_ops})
+        ['momentum']
+    """
+
+    def __init__(self, learning_rate: float | Variable = 0.001, momentum: float = 0.9,
+                 parameters: Sequence[Parameter | str] | None = None,
+                 use_nesterov: bool = False, weight_decay: float | L2Decay | None = None,
+                 grad_clip: ClipGradByGlobalNorm | None = None,
+                 name: str | None = None) -> None:
         super().__init__(learning_rate, parameters, weight_decay, grad_clip, name)
         self._momentum, self._nesterov = float(momentum), bool(use_nesterov)
 
@@ -138,10 +268,38 @@ class Momentum(Optimizer):
 
 
 class Adam(Optimizer):
-    """Adam with Paddle's bias correction (beta pows kept per parameter)."""
+    """Adam with Paddle's bias correction (beta1^t, beta2^t kept per parameter; op `adam`).
 
-    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8,
-                 parameters=None, weight_decay=None, grad_clip=None, name=None, lazy_mode=False):
+    Args:
+        learning_rate (float or Variable): the step size.
+        beta1 (float): the first-moment decay, in [0, 1).
+        beta2 (float): the second-moment decay, in [0, 1).
+        epsilon (float): added to the denominator.
+        parameters (list of Parameter or str, optional): what to train; default every
+            trainable parameter of the loss's program.
+        weight_decay (float or L2Decay, optional): L2 regularisation coefficient.
+        grad_clip (ClipGradByGlobalNorm, optional): gradient clipping.
+        name (str, optional): accepted for Paddle compatibility.
+        lazy_mode (bool): accepted for Paddle compatibility.
+
+    Raises:
+        ValueError: beta1 or beta2 outside [0, 1).
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> loss = paddle.mean(static.nn.fc(x, size=1))
+        >>> opt = paddle.optimizer.Adam(learning_rate=0.001)
+        >>> optimize_ops, params_grads = opt.minimize(loss)
+        >>> sorted({op.type for op in optimize_ops})
+        ['adam', 'scale']
+    """
+
+    def __init__(self, learning_rate: float | Variable = 0.001, beta1: float = 0.9,
+                 beta2: float = 0.999, epsilon: float = 1e-8,
+                 parameters: Sequence[Parameter | str] | None = None,
+                 weight_decay: float | L2Decay | None = None,
+                 grad_clip: ClipGradByGlobalNorm | None = None, name: str | None = None,
+                 lazy_mode: bool = False) -> None:
         super().__init__(learning_rate, parameters, weight_decay, grad_clip, name)
         for nm, v in (("beta1", beta1), ("beta2", beta2)):
             if not 0.0 <= float(v) < 1.0:

@@ -1,11 +1,38 @@
 """ParamAttr: how a layer creates its parameter (name, initializer, lr scale, trainable)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .nn.initializer import Initializer
+    from .optimizer import L2Decay
 
 
 class ParamAttr:
-    """>>> w = paddle.ParamAttr(name='fc_w', initializer=paddle.nn.initializer.Constant(0.5))"""
+    """How a layer creates its parameter: name, initializer, learning-rate scale, trainable.
 
-    def __init__(self, name=None, initializer=None, learning_rate=1.0, regularizer=None,
-                 trainable=True, do_model_average=False, need_clip=True):
+    Args:
+        name (str, optional): the parameter's name; default a unique one such as `fc_0.w_0`.
+        initializer (Initializer, optional): default the layer's (Xavier for weights, 0 for
+            biases).
+        learning_rate (float): a factor on the optimizer's learning rate for this parameter.
+        regularizer (L2Decay, optional): weight decay for this parameter only.
+        trainable (bool): False keeps it fixed (no gradient).
+        do_model_average (bool): accepted for Paddle compatibility; ignored.
+        need_clip (bool): whether gradient clipping applies to it.
+
+    Example:
+        >>> w = paddle.ParamAttr(name='fc_w', initializer=paddle.nn.initializer.Constant(0.5))
+        >>> x = static.data('x', [None, 3])
+        >>> y = static.nn.fc(x, size=2, weight_attr=w)
+        >>> static.default_main_program().global_block().var('fc_w').shape
+        (3, 2)
+    """
+
+    def __init__(self, name: str | None = None, initializer: Initializer | None = None,
+                 learning_rate: float = 1.0, regularizer: L2Decay | None = None,
+                 trainable: bool = True, do_model_average: bool = False,
+                 need_clip: bool = True) -> None:
         if name is not None and not isinstance(name, str):
             raise TypeError(f"ParamAttr.name must be a str, got {type(name).__name__}")
         self.name = name

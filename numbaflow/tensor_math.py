@@ -3,14 +3,23 @@
 Each validates its arguments and appends one registered op (sometimes two); Python
 scalars mix with Variables as in Paddle (`x * 2.0` is a `scale` op).
 """
+from __future__ import annotations
+
 import builtins
 import numbers
+import sys
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from . import dtypes
 from .graph.program import Variable
 from .layer_helper import LayerHelper
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from numpy.typing import ArrayLike, DTypeLike
 
 
 def _var(x, fn, arg="x"):
@@ -45,14 +54,50 @@ def _binary(op_type, x, y, name=None):
     return helper.simple(op_type, {"X": x, "Y": y}, {"axis": -1})
 
 
-def scale(x, scale=1.0, bias=0.0, bias_after_scale=True, act=None, name=None):
+def scale(x: Variable, scale: float = 1.0, bias: float = 0.0, bias_after_scale: bool = True,
+          act: str | None = None, name: str | None = None) -> Variable:
+    """scale * x + bias (or scale * (x + bias)), then the activation `act` (op `scale`).
+
+    Args:
+        x (Variable): the input.
+        scale (float): the factor.
+        bias (float): the offset.
+        bias_after_scale (bool): add `bias` after scaling (default) or before.
+        act (str, optional): an activation name such as 'relu'.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's shape and dtype.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> paddle.scale(x, scale=2.0, bias=1.0).shape
+        (-1, 3)
+    """
     out = LayerHelper("scale", name).simple(
         "scale", {"X": _var(x, "scale")},
         {"scale": float(scale), "bias": float(bias), "bias_after_scale": bool(bias_after_scale)})
     return _activation(out, act)
 
 
-def add(x, y, name=None):
+def add(x: Variable | float, y: Variable | float, name: str | None = None) -> Variable:
+    """x + y, elementwise with numpy broadcasting (op `elementwise_add`). A number on
+    either side gives a `scale` op.
+
+    Args:
+        x (Variable or float): the first operand; a Python number becomes a constant.
+        y (Variable or float): the second operand, of x's dtype.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: the broadcast shape of x and y.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> b = static.data('b', [3])
+        >>> paddle.add(x, b).shape
+        (-1, 3)
+    """
     if isinstance(y, numbers.Number) and isinstance(x, Variable):
         return scale(x, 1.0, float(y), name=name)
     if isinstance(x, numbers.Number) and isinstance(y, Variable):
@@ -60,7 +105,24 @@ def add(x, y, name=None):
     return _binary("elementwise_add", x, y, name)
 
 
-def subtract(x, y, name=None):
+def subtract(x: Variable | float, y: Variable | float, name: str | None = None) -> Variable:
+    """x - y, elementwise with numpy broadcasting (op `elementwise_sub`). A number on
+    either side gives a `scale` op.
+
+    Args:
+        x (Variable or float): the first operand; a Python number becomes a constant.
+        y (Variable or float): the second operand, of x's dtype.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: the broadcast shape of x and y.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> b = static.data('b', [3])
+        >>> paddle.subtract(x, b).shape
+        (-1, 3)
+    """
     if isinstance(y, numbers.Number) and isinstance(x, Variable):
         return scale(x, 1.0, -float(y), name=name)
     if isinstance(x, numbers.Number) and isinstance(y, Variable):
@@ -68,7 +130,24 @@ def subtract(x, y, name=None):
     return _binary("elementwise_sub", x, y, name)
 
 
-def multiply(x, y, name=None):
+def multiply(x: Variable | float, y: Variable | float, name: str | None = None) -> Variable:
+    """x * y, elementwise with numpy broadcasting (op `elementwise_mul`). A number on
+    either side gives a `scale` op.
+
+    Args:
+        x (Variable or float): the first operand; a Python number becomes a constant.
+        y (Variable or float): the second operand, of x's dtype.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: the broadcast shape of x and y.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> b = static.data('b', [3])
+        >>> paddle.multiply(x, b).shape
+        (-1, 3)
+    """
     if isinstance(y, numbers.Number) and isinstance(x, Variable):
         return scale(x, float(y), name=name)
     if isinstance(x, numbers.Number) and isinstance(y, Variable):
@@ -76,28 +155,110 @@ def multiply(x, y, name=None):
     return _binary("elementwise_mul", x, y, name)
 
 
-def divide(x, y, name=None):
+def divide(x: Variable | float, y: Variable | float, name: str | None = None) -> Variable:
+    """x / y, elementwise with numpy broadcasting (op `elementwise_div`). A number y
+    gives a `scale` op.
+
+    Args:
+        x (Variable or float): the first operand; a Python number becomes a constant.
+        y (Variable or float): the second operand, of x's dtype.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: the broadcast shape of x and y.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> b = static.data('b', [3])
+        >>> paddle.divide(x, b).shape
+        (-1, 3)
+    """
     if isinstance(y, numbers.Number) and isinstance(x, Variable):
         return scale(x, 1.0 / float(y), name=name)
     return _binary("elementwise_div", x, y, name)
 
 
-def pow(x, y, name=None):
+def pow(x: Variable, y: Variable | float, name: str | None = None) -> Variable:
+    """x ** y elementwise: op `pow` for a number y, else `elementwise_pow` (broadcasting).
+
+    Args:
+        x (Variable): the input.
+        y (Variable or float): the exponent.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: the broadcast shape of x and y.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> paddle.pow(x, 2.0).shape
+        (-1, 3)
+    """
     if isinstance(y, numbers.Number) and isinstance(x, Variable):
         return LayerHelper("pow", name).simple("pow", {"X": x}, {"factor": float(y)})
     return _binary("elementwise_pow", x, y, name)
 
 
-def maximum(x, y, name=None):
+def maximum(x: Variable | float, y: Variable | float, name: str | None = None) -> Variable:
+    """max(x, y), elementwise with numpy broadcasting (op `elementwise_max`).
+
+    Args:
+        x (Variable or float): the first operand; a Python number becomes a constant.
+        y (Variable or float): the second operand, of x's dtype.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: the broadcast shape of x and y.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> b = static.data('b', [3])
+        >>> paddle.maximum(x, b).shape
+        (-1, 3)
+    """
     return _binary("elementwise_max", x, y, name)
 
 
-def minimum(x, y, name=None):
+def minimum(x: Variable | float, y: Variable | float, name: str | None = None) -> Variable:
+    """min(x, y), elementwise with numpy broadcasting (op `elementwise_min`).
+
+    Args:
+        x (Variable or float): the first operand; a Python number becomes a constant.
+        y (Variable or float): the second operand, of x's dtype.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: the broadcast shape of x and y.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> b = static.data('b', [3])
+        >>> paddle.minimum(x, b).shape
+        (-1, 3)
+    """
     return _binary("elementwise_min", x, y, name)
 
 
-def matmul(x, y, transpose_x=False, transpose_y=False, name=None):
-    """numpy-style matmul (batch dims broadcast) with optional transposes."""
+def matmul(x: Variable, y: Variable, transpose_x: bool = False, transpose_y: bool = False,
+           name: str | None = None) -> Variable:
+    """numpy-style matmul (batch dims broadcast) with optional transposes (op `matmul_v2`).
+
+    Args:
+        x (Variable): the left operand.
+        y (Variable): the right operand, of x's dtype.
+        transpose_x (bool): use x's last two dims swapped.
+        transpose_y (bool): use y's last two dims swapped.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: the product.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> w = static.data('w', [3, 4])
+        >>> paddle.matmul(x, w).shape
+        (-1, 4)
+    """
     _var(x, "matmul", "x"), _var(y, "matmul", "y")
     if x.dtype != y.dtype:
         raise TypeError(f"matmul: x ({x.dtype}) and y ({y.dtype}) must have the same dtype")
@@ -110,7 +271,12 @@ def _reduce(op_type, layer, x, axis, keepdim, name):
     if axis is None or (isinstance(axis, (list, tuple)) and len(axis) == 0):
         attrs = {"dim": [0], "keep_dim": bool(keepdim), "reduce_all": True}
     else:
-        dims = [axis] if isinstance(axis, int) else [int(a) for a in axis]
+        dims = [axis] if isinstance(axis, numbers.Integral) else \
+            list(axis) if isinstance(axis, (list, tuple)) else [axis]
+        for d in dims:
+            if not isinstance(d, numbers.Integral) or isinstance(d, bool):
+                raise TypeError(f"{layer}: axis must be an int or a list of ints, got {axis!r}")
+        dims = [int(d) for d in dims]
         for d in dims:
             if not -_rank1(x) <= d < _rank1(x):
                 raise ValueError(f"{layer}: axis {d} is out of range for {x.name} of shape "
@@ -120,29 +286,121 @@ def _reduce(op_type, layer, x, axis, keepdim, name):
     return LayerHelper(layer, name).simple(op_type, {"X": x}, attrs)
 
 
-def mean(x, axis=None, keepdim=False, name=None):
-    """Mean over `axis` (all axes by default: a 0-D result), op `reduce_mean`."""
+def mean(x: Variable, axis: int | Sequence[int] | None = None, keepdim: bool = False,
+         name: str | None = None) -> Variable:
+    """Mean over `axis` (op `reduce_mean`); all axes by default, giving a 0-D result.
+
+    Args:
+        x (Variable): the input.
+        axis (int or list of int, optional): the axes to reduce; None for all.
+        keepdim (bool): keep the reduced axes with size 1.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's dtype, the reduced shape.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> paddle.mean(x).shape, paddle.mean(x, axis=1).shape
+        ((), (-1,))
+        >>> paddle.mean(x, axis=0, keepdim=True).shape
+        (1, 3)
+    """
     return _reduce("reduce_mean", "mean", x, axis, keepdim, name)
 
 
-def sum(x, axis=None, dtype=None, keepdim=False, name=None):
+def sum(x: Variable, axis: int | Sequence[int] | None = None, dtype: DTypeLike | None = None,
+        keepdim: bool = False, name: str | None = None) -> Variable:
+    """Sum over `axis` (op `reduce_sum`); all axes by default, giving a 0-D result.
+
+    Args:
+        x (Variable): the input.
+        axis (int or list of int, optional): the axes to reduce; None for all.
+        dtype (str or numpy dtype, optional): cast the result to this dtype.
+        keepdim (bool): keep the reduced axes with size 1.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's dtype, the reduced shape.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> paddle.sum(x).shape, paddle.sum(x, axis=1).shape
+        ((), (-1,))
+        >>> paddle.sum(x, axis=0, keepdim=True).shape
+        (1, 3)
+    """
     out = _reduce("reduce_sum", "sum", x, axis, keepdim, name)
     return cast(out, dtype) if dtype is not None and dtypes.convert_dtype(dtype) != x.dtype else out
 
 
-def max(x, axis=None, keepdim=False, name=None):
+def max(x: Variable, axis: int | Sequence[int] | None = None, keepdim: bool = False,
+        name: str | None = None) -> Variable:
+    """Maximum over `axis` (op `reduce_max`); all axes by default, giving a 0-D result.
+
+    Args:
+        x (Variable): the input.
+        axis (int or list of int, optional): the axes to reduce; None for all.
+        keepdim (bool): keep the reduced axes with size 1.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's dtype, the reduced shape.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> paddle.max(x).shape, paddle.max(x, axis=1).shape
+        ((), (-1,))
+        >>> paddle.max(x, axis=0, keepdim=True).shape
+        (1, 3)
+    """
     return _reduce("reduce_max", "max", x, axis, keepdim, name)
 
 
-def min(x, axis=None, keepdim=False, name=None):
+def min(x: Variable, axis: int | Sequence[int] | None = None, keepdim: bool = False,
+        name: str | None = None) -> Variable:
+    """Minimum over `axis` (op `reduce_min`); all axes by default, giving a 0-D result.
+
+    Args:
+        x (Variable): the input.
+        axis (int or list of int, optional): the axes to reduce; None for all.
+        keepdim (bool): keep the reduced axes with size 1.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's dtype, the reduced shape.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> paddle.min(x).shape, paddle.min(x, axis=1).shape
+        ((), (-1,))
+        >>> paddle.min(x, axis=0, keepdim=True).shape
+        (1, 3)
+    """
     return _reduce("reduce_min", "min", x, axis, keepdim, name)
 
 
-def _unary(op_type):
-    def fn(x, name=None):
+_UNARY_DOC = """Elementwise {op} of x (op `{op}`).
+
+Args:
+    x (Variable): the input.
+    name (str, optional): a prefix for the output's name.
+
+Returns:
+    Variable: x's shape and dtype.
+
+Example:
+    >>> x = static.data('x', [None, 3])
+    >>> paddle.{op}(x).shape
+    (-1, 3)
+"""
+
+
+def _unary(op_type: str) -> Callable[..., Variable]:
+    def fn(x: Variable, name: str | None = None) -> Variable:
         return LayerHelper(op_type, name).simple(op_type, {"X": _var(x, op_type)})
     fn.__name__ = op_type
-    fn.__doc__ = f"Elementwise {op_type} (op `{op_type}`)."
+    fn.__doc__ = _UNARY_DOC.format(op=op_type)
     return fn
 
 
@@ -164,7 +422,27 @@ def _activation(x, act, helper=None):
     return (helper or LayerHelper(act)).simple(act, {"X": x})
 
 
-def clip(x, min=None, max=None, name=None):
+def clip(x: Variable, min: float | None = None, max: float | None = None,
+         name: str | None = None) -> Variable:
+    """Limit every element of x to [min, max] (op `clip`).
+
+    Args:
+        x (Variable): the input.
+        min (float, optional): the lower bound; None for none.
+        max (float, optional): the upper bound; None for none.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's shape and dtype.
+
+    Raises:
+        ValueError: min > max.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> paddle.clip(x, min=0.0, max=1.0).shape
+        (-1, 3)
+    """
     lo = float("-inf") if min is None else float(min)
     hi = float("inf") if max is None else float(max)
     if lo > hi:
@@ -172,15 +450,43 @@ def clip(x, min=None, max=None, name=None):
     return LayerHelper("clip", name).simple("clip", {"X": _var(x, "clip")}, {"min": lo, "max": hi})
 
 
-def cast(x, dtype):
+def cast(x: Variable, dtype: DTypeLike) -> Variable:
+    """Convert x to `dtype` (op `cast`).
+
+    Args:
+        x (Variable): the input.
+        dtype (str or numpy dtype): 'float32', 'float64', 'int32', 'int64' or 'bool'.
+
+    Returns:
+        Variable: x's shape, dtype `dtype`.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> paddle.cast(x, 'int64').dtype
+        dtype('int64')
+    """
     _var(x, "cast")
     dt = dtypes.convert_dtype(dtype)
     return LayerHelper("cast").simple("cast", {"X": x},
                                       {"in_dtype": str(x.dtype), "out_dtype": str(dt)}, dtype=dt)
 
 
-def assign(x, output=None):
-    """Copy a Variable (or a numpy array / list, as a constant) into `output` or a new var."""
+def assign(x: Variable | ArrayLike, output: Variable | None = None) -> Variable:
+    """Copy a Variable (op `assign`), or a numpy array / list as a constant (op `assign_value`;
+    float64 data becomes float32), into `output` or a new Variable.
+
+    Args:
+        x (Variable or array_like): what to copy.
+        output (Variable, optional): the Variable to write; a new one by default.
+
+    Returns:
+        Variable: `output`, or the new Variable.
+
+    Example:
+        >>> c = paddle.assign(np.array([[1.0, 2.0]]))
+        >>> c.shape, c.dtype
+        ((1, 2), dtype('float32'))
+    """
     helper = LayerHelper("assign")
     if isinstance(x, Variable):
         out = output or helper.create_tmp(x.dtype)
@@ -196,7 +502,23 @@ def assign(x, output=None):
     return out
 
 
-def full(shape, fill_value, dtype=None, name=None):
+def full(shape: int | Sequence[int], fill_value: float, dtype: DTypeLike | None = None,
+         name: str | None = None) -> Variable:
+    """A constant tensor filled with `fill_value` (op `fill_constant`).
+
+    Args:
+        shape (int or list of int): the shape.
+        fill_value (float): the value of every element.
+        dtype (str or numpy dtype, optional): default float32.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: the constant (stop_gradient=True).
+
+    Example:
+        >>> paddle.full([2, 3], 1.5).shape
+        (2, 3)
+    """
     dt = dtypes.convert_dtype(dtype or "float32")
     shape = [int(d) for d in (shape if isinstance(shape, (list, tuple)) else [shape])]
     helper = LayerHelper("full", name)
@@ -206,16 +528,50 @@ def full(shape, fill_value, dtype=None, name=None):
     return out
 
 
-def argmax(x, axis=None, keepdim=False, dtype="int64", name=None):
+def argmax(x: Variable, axis: int | None = None, keepdim: bool = False,
+           dtype: DTypeLike = "int64", name: str | None = None) -> Variable:
+    """Index of the largest element along `axis` (op `arg_max`); of the flattened x if None.
+
+    Args:
+        x (Variable): the input.
+        axis (int, optional): the axis; None flattens x first.
+        keepdim (bool): keep the reduced axis with size 1.
+        dtype (str or numpy dtype): int64 (default) or int32.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: the indices.
+
+    Example:
+        >>> x = static.data('x', [None, 10])
+        >>> paddle.argmax(x, axis=1).shape
+        (-1,)
+    """
     _var(x, "argmax")
+    if axis is not None and (not isinstance(axis, numbers.Integral) or isinstance(axis, bool)):
+        raise TypeError(f"argmax: axis must be an int or None, got {axis!r}")
     attrs = {"axis": -1 if axis is None else int(axis), "keepdims": bool(keepdim),
              "flatten": axis is None, "dtype": str(dtypes.convert_dtype(dtype))}
     return LayerHelper("arg_max", name).simple("arg_max", {"X": x}, attrs, dtype=attrs["dtype"])
 
 
 # ---------------------------------------------------------------- shape ops
-def reshape(x, shape, name=None):
-    """Reshape; 0 copies the input dim, -1 is inferred (one at most)."""
+def reshape(x: Variable, shape: Sequence[int], name: str | None = None) -> Variable:
+    """Reshape x (op `reshape2`); 0 copies the input dim, -1 is inferred (one at most).
+
+    Args:
+        x (Variable): the input.
+        shape (list of int): the new shape.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's data in the new shape.
+
+    Example:
+        >>> x = static.data('x', [None, 2, 3])
+        >>> paddle.reshape(x, [0, 6]).shape
+        (-1, 6)
+    """
     shape = [int(d) for d in shape]
     if shape.count(-1) > 1:
         raise ValueError(f"reshape: at most one -1 in shape, got {shape}")
@@ -223,7 +579,22 @@ def reshape(x, shape, name=None):
                                                 {"shape": shape})
 
 
-def transpose(x, perm, name=None):
+def transpose(x: Variable, perm: Sequence[int], name: str | None = None) -> Variable:
+    """Permute the axes of x (op `transpose2`).
+
+    Args:
+        x (Variable): the input.
+        perm (list of int): output axis i is input axis perm[i].
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: the permuted tensor.
+
+    Example:
+        >>> x = static.data('x', [None, 2, 3])
+        >>> paddle.transpose(x, [0, 2, 1]).shape
+        (-1, 3, 2)
+    """
     _var(x, "transpose")
     perm = [int(p) for p in perm]
     if sorted(p % _rank1(x) for p in perm) != list(range(x.ndim)):
@@ -232,7 +603,23 @@ def transpose(x, perm, name=None):
     return LayerHelper("transpose2", name).simple("transpose2", {"X": x}, {"axis": perm})
 
 
-def concat(x, axis=0, name=None):
+def concat(x: Sequence[Variable], axis: int = 0, name: str | None = None) -> Variable:
+    """Join Variables along `axis` (op `concat`).
+
+    Args:
+        x (list of Variable): the inputs, equal in every other dim.
+        axis (int): the axis to join along.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: the joined tensor.
+
+    Example:
+        >>> a = static.data('a', [None, 2])
+        >>> b = static.data('b', [None, 3])
+        >>> paddle.concat([a, b], axis=1).shape
+        (-1, 5)
+    """
     xs = list(x)
     if not xs:
         raise ValueError("concat: needs at least one input")
@@ -241,7 +628,24 @@ def concat(x, axis=0, name=None):
     return LayerHelper("concat", name).simple("concat", {"X": xs}, {"axis": int(axis)})
 
 
-def split(x, num_or_sections, axis=0, name=None):
+def split(x: Variable, num_or_sections: int | Sequence[int], axis: int = 0,
+          name: str | None = None) -> list[Variable]:
+    """Split x along `axis` into equal parts or parts of given sizes (op `split`).
+
+    Args:
+        x (Variable): the input.
+        num_or_sections (int or list of int): the number of equal parts, or each part's size.
+        axis (int): the axis to split.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        list of Variable: the parts.
+
+    Example:
+        >>> x = static.data('x', [None, 6])
+        >>> [p.shape for p in paddle.split(x, [2, 4], axis=1)]
+        [(-1, 2), (-1, 4)]
+    """
     _var(x, "split")
     if isinstance(num_or_sections, int):
         attrs, n = {"num": num_or_sections, "sections": [], "axis": int(axis)}, num_or_sections
@@ -254,19 +658,71 @@ def split(x, num_or_sections, axis=0, name=None):
     return outs
 
 
-def flatten(x, start_axis=0, stop_axis=-1, name=None):
+def flatten(x: Variable, start_axis: int = 0, stop_axis: int = -1,
+            name: str | None = None) -> Variable:
+    """Merge axes start_axis..stop_axis into one (op `flatten_contiguous_range`).
+
+    Args:
+        x (Variable): the input.
+        start_axis (int): the first axis merged.
+        stop_axis (int): the last axis merged.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: the flattened tensor.
+
+    Example:
+        >>> x = static.data('x', [None, 2, 3])
+        >>> paddle.flatten(x, start_axis=1).shape
+        (-1, 6)
+    """
     return LayerHelper("flatten_contiguous_range", name).simple(
         "flatten_contiguous_range", {"X": _var(x, "flatten")},
         {"start_axis": int(start_axis), "stop_axis": int(stop_axis)})
 
 
-def squeeze(x, axis=None, name=None):
+def squeeze(x: Variable, axis: int | Sequence[int] | None = None,
+            name: str | None = None) -> Variable:
+    """Remove size-1 axes (op `squeeze2`): those in `axis`, or all of them.
+
+    Args:
+        x (Variable): the input.
+        axis (int or list of int, optional): the axes to remove; None for every size-1 axis.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: the squeezed tensor.
+
+    Example:
+        >>> x = static.data('x', [None, 1, 3])
+        >>> paddle.squeeze(x, axis=1).shape
+        (-1, 3)
+    """
     axes = [] if axis is None else ([axis] if isinstance(axis, int) else list(axis))
     return LayerHelper("squeeze2", name).simple("squeeze2", {"X": _var(x, "squeeze")},
                                                 {"axes": axes})
 
 
-def unsqueeze(x, axis, name=None):
+def unsqueeze(x: Variable, axis: int | Sequence[int], name: str | None = None) -> Variable:
+    """Insert size-1 axes at `axis` (op `unsqueeze2`).
+
+    Args:
+        x (Variable): the input.
+        axis (int or list of int): where the new axes go.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: the tensor with the new axes.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> paddle.unsqueeze(x, axis=1).shape
+        (-1, 1, 3)
+    """
     axes = [axis] if isinstance(axis, int) else list(axis)
     return LayerHelper("unsqueeze2", name).simple("unsqueeze2", {"X": _var(x, "unsqueeze")},
                                                   {"axes": axes})
+
+
+# Variable's operators (+, -, *, /, **, @, unary -) call the functions of this module
+Variable._math_functions = sys.modules[__name__]

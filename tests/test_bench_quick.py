@@ -18,6 +18,7 @@ SPEC_ROWS = {
     "model/mlp_step": ["numpy by hand"],
     "model/mlp_step_fused": ["numpy by hand"],
     "compile/mlp_train": ["cold cache"],
+    "compile/deep_mlp_64": ["cold cache", "numpy"],
 }
 
 

@@ -309,7 +309,7 @@ def test_seed_example_with_data_parallel_in_paddle_form(monkeypatch):
 
 
 def test_reduce_strategy_owners_update_and_broadcast():
-    from numbaflow.graph.passes.data_parallel import assign_owners
+    from numbaflow.distributed.rewrite import assign_owners
     main, startup = static.Program(), static.Program()
     with static.program_guard(main, startup), unique_name.guard():
         x = static.data("x", [None, 1], "float32")
@@ -411,3 +411,74 @@ def test_buckets_start_as_soon_as_ready_and_are_waited_for_before_their_readers(
             earlier = ops[:ops.index(op)]
             assert any(summed & set(o.input_vars()) for o in later)
             assert not any(summed & set(o.input_vars()) for o in earlier)
+
+
+def test_one_place_fetches_like_d_places_and_takes_a_customized_loss_grad():
+    # Paddle: a data-parallel program on one place fetches a 0-D loss as shape (1,) (D
+    # places give (D,)), and GradientScaleStrategy.Customized takes `<loss>@GRAD` of
+    # shape (1,) there, as (D,) on D places
+    from numbaflow.executor.strategy import GradientScaleStrategy
+    from numbaflow.utils import unique_name
+
+    def net(lr):
+        main, startup = static.Program(), static.Program()
+        with static.program_guard(main, startup), unique_name.guard():
+            x = static.data("X", [None, 3], "float32")
+            loss = paddle.mean(static.nn.fc(x, 2))
+            paddle.optimizer.SGD(lr).minimize(loss)
+        return main, startup, loss
+
+    x = np.random.default_rng(0).random((4, 3)).astype(np.float32)
+    main, startup, loss = net(0.1)
+    exe, scope = static.Executor(), static.Scope()
+    exe.run(startup, scope=scope)
+    w0, b0 = scope.get("fc_0.w_0"), scope.get("fc_0.b_0")
+    c = static.CompiledProgram(main).with_data_parallel(loss_name=loss.name,
+                                                       places=[paddle.CPUPlace()])
+    got, = exe.run(c, feed={"X": x}, fetch_list=[loss], scope=scope)
+    assert got.shape == (1,)
+    np.testing.assert_allclose(got[0], np.mean(x @ w0 + b0), rtol=1e-5)
+    # Customized: the fed seed scales the gradient (seed 0.25 == lr * 0.25)
+    bs = static.BuildStrategy()
+    bs.gradient_scale_strategy = GradientScaleStrategy.Customized
+    main, startup, loss = net(0.1)
+    s1 = static.Scope()
+    exe.run(startup, scope=s1)
+    s1.set("fc_0.w_0", w0)
+    c = static.CompiledProgram(main).with_data_parallel(loss_name=loss.name, build_strategy=bs,
+                                                       places=[paddle.CPUPlace()])
+    exe.run(c, feed={"X": x, f"{loss.name}@GRAD": np.array([0.25], np.float32)},
+            fetch_list=[loss], scope=s1)
+    main2, startup2, loss2 = net(0.1 * 0.25)
+    s2 = static.Scope()
+    exe.run(startup2, scope=s2)
+    s2.set("fc_0.w_0", w0)
+    exe.run(main2, feed={"X": x}, fetch_list=[loss2], scope=s2)
+    np.testing.assert_allclose(s1.get("fc_0.w_0"), s2.get("fc_0.w_0"), rtol=1e-6)
+    np.testing.assert_allclose(s1.get("fc_0.b_0"), s2.get("fc_0.b_0"), rtol=1e-6)
+
+
+def test_parallel_executor_checks_num_trainers_against_the_job(monkeypatch):
+    # outside mpiexec the job is one trainer: num_trainers=2 is refused, not ignored;
+    # the user's BuildStrategy is not modified
+    monkeypatch.setenv("CPU_NUM", "2")
+    from numbaflow.utils import unique_name
+    main, startup = static.Program(), static.Program()
+    with static.program_guard(main, startup), unique_name.guard():
+        x = static.data("X", [None, 3], "float32")
+        loss = paddle.mean(static.nn.fc(x, 2))
+        paddle.optimizer.SGD(0.1).minimize(loss)
+    bs = static.BuildStrategy()
+    with static.scope_guard(static.Scope()):
+        static.Executor().run(startup)
+        pe = static.ParallelExecutor(use_cuda=False, loss_name=loss.name, main_program=main,
+                                     build_strategy=bs, num_trainers=2, trainer_id=0)
+        with pytest.raises(ValueError, match="num_trainers=2"):
+            pe.run(fetch_list=[loss.name], feed={"X": np.ones((4, 3), np.float32)})
+    assert bs.num_trainers == 1
+
+
+def test_a_huge_num_iteration_per_run_needs_no_memory_per_iteration():
+    from numbaflow.compiler.compiled_program import _iteration_feeds
+    feed = {"X": np.ones((2, 1), np.float32)}
+    assert _iteration_feeds(feed, 10 ** 12) == [feed]

@@ -65,12 +65,12 @@ def test_plan_is_cached_per_feed_signature(exe):
     x = np.random.rand(4, 1).astype("float32")
     for _ in range(3):
         exe.run(main, feed={"X": x}, fetch_list=[loss], scope=scope)
-    n = len(exe._plans)
+    n = len(exe._cache)
     exe.run(main, feed={"X": x}, fetch_list=[loss], scope=scope)
-    assert len(exe._plans) == n                     # same signature: reused
+    assert len(exe._cache) == n                     # same signature: reused
     exe.run(main, feed={"X": np.random.rand(7, 1).astype("float32")}, fetch_list=[loss],
             scope=scope)
-    assert len(exe._plans) == n + 1                 # new batch size: one new plan
+    assert len(exe._cache) == n + 1                 # new batch size: one new plan
 
 
 def test_scope_api_and_persistable_feed(exe):
@@ -224,10 +224,11 @@ def test_places():
     assert static.Executor("cpu").place == paddle.CPUPlace()
 
 
-def test_cpu_places_default_warns_and_sets_env(capsys, monkeypatch):
+def test_cpu_places_default_warns_and_sets_env(caplog, monkeypatch):
     monkeypatch.delenv("CPU_NUM", raising=False)
-    assert len(static.cpu_places()) == 1
-    assert "CPU_NUM" in capsys.readouterr().err
+    with caplog.at_level("WARNING", logger="numbaflow"):
+        assert len(static.cpu_places()) == 1
+    assert [r.name for r in caplog.records] == ["numbaflow"] and "CPU_NUM" in caplog.text
     assert os.environ["CPU_NUM"] == "1"
 
 
@@ -347,18 +348,18 @@ def test_a_repeated_run_takes_the_fast_path_but_every_change_is_still_checked(ex
     fetch = [loss]
     x = np.ones((4, 1), np.float32)
     first, = exe.run(main, feed={"X": x}, fetch_list=fetch, scope=scope)
-    assert exe._repeat(main, {"X": x}, fetch, scope, exe._last[3]) is not None
+    assert exe._cache._repeat(main, {"X": x}, fetch, scope, exe._cache._last[3]) is not None
     # a different dtype, rank, or a non-contiguous array leaves the fast path
     with pytest.raises(ValueError, match="data type"):
         exe.run(main, feed={"X": x.astype(np.float64)}, fetch_list=fetch, scope=scope)
     with pytest.raises(ValueError, match="dimensions"):
         exe.run(main, feed={"X": np.ones((4, 1, 1), np.float32)}, fetch_list=fetch, scope=scope)
     strided = np.ones((8, 1), np.float32)[::2]
-    assert exe._repeat(main, {"X": strided}, fetch, scope, exe._last[3]) is None
+    assert exe._cache._repeat(main, {"X": strided}, fetch, scope, exe._cache._last[3]) is None
     got, = exe.run(main, feed={"X": strided}, fetch_list=fetch, scope=scope)
     assert np.isfinite(got)
     # a changed program (new version) is re-planned
     with static.program_guard(main):
         paddle.scale(loss, 2.0)
-    assert exe._repeat(main, {"X": x}, fetch, scope, exe._last[3]) is None
+    assert exe._cache._repeat(main, {"X": x}, fetch, scope, exe._cache._last[3]) is None
     exe.run(main, feed={"X": x}, fetch_list=fetch, scope=scope)

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 import numbaflow as paddle
 import numbaflow.static as static
-from numbaflow.executor.parallel_feed import (loss_grad_scales, merge_fetch, split_feed,
+from numbaflow.distributed.feed import (loss_grad_scales, merge_fetch, split_feed,
                                               split_sizes)
 from numbaflow.executor.strategy import GradientScaleStrategy as GSS
 from numbaflow.utils import unique_name
@@ -392,3 +392,19 @@ def _data_block(cols):
     with static.program_guard(prog, static.Program()), unique_name.guard():
         static.data(name="X", shape=[None, cols], dtype="float32")
     return prog.global_block()
+
+
+def test_data_parallel_list_feeds_follow_the_executor_conversion_rules():
+    # a fraction into an int variable, or strings, are refused as by Executor.run's check
+    import numbaflow.static as static
+    main = static.Program()
+    with static.program_guard(main, static.Program()):
+        static.data("ids", [None, 2], "int64")
+        static.data("x", [None, 2], "float32")
+    block = main.global_block()
+    with pytest.raises(ValueError, match="'ids'.*1.7"):
+        split_feed(block, {"ids": [[1.7, 2], [3, 4]]}, 2, False)
+    with pytest.raises(ValueError, match="'x'.*not numbers"):
+        split_feed(block, {"x": [["1", "2"], ["3", "4"]]}, 2, False)
+    feeds, sizes = split_feed(block, {"ids": [[1, 2], [3, 4]]}, 2, False)
+    assert sizes == [1, 1] and feeds[1]["ids"].dtype == np.int64

@@ -103,7 +103,8 @@ def test_verify_catches_broken_invariants():
         verify(main)
     tmp.shape = (-1, 10)
     # two producers of one temporary
-    block.ops.append(block.ops[0])
+    first = block.ops[0]
+    block.insert_before(None, block._make_op(first.type, first.inputs, first.outputs, first.attrs))
     with pytest.raises(IRError, match="produced twice"):
         verify(main)
 

@@ -48,9 +48,11 @@ def run_steps(main, startup, loss, batches, segments):
     scope = static.Scope()
     exe.run(startup, scope=scope)
     out = []
-    for f in batches:
-        plan, arrays = exe._plan_for(main, f, [loss], scope, PlanOptions(segments=segments))
+    for k, f in enumerate(batches):
+        plan, arrays = exe._cache.plan_for(main, f, [loss], scope, PlanOptions(segments=segments))
         out.append(plan.run(arrays)[0])
+        if k == plan_mod.HOT_RUNS - 1:
+            plan.wait_compiled()      # the later steps run the compiled segments
     return out, scope, plan
 
 
@@ -63,6 +65,7 @@ def test_hot_plan_runs_segments_with_the_op_by_op_numbers():
     assert plan.units is not None
     segs = [u for u in plan.units if u.segment]
     assert segs and len(plan.units) < len(plan.ops)
+    assert all(u.compiled for u in segs)
     covered = sum(len(u.ops) for u in segs)
     assert covered >= len(plan.ops) - 2, [plan.ops[u.ops[0]].type for u in plan.units
                                           if not u.segment]
@@ -82,11 +85,14 @@ def test_seed_step_is_one_segment_and_k_iterations_loop_inside_it():
     es.num_iteration_per_run = 5
     c = static.CompiledProgram(main).with_data_parallel(
         loss_name=loss.name, exec_strategy=es, places=[paddle.CPUPlace()])
-    got, = exe.run(c, feed={"X": x}, fetch_list=[loss], scope=s1)
+    got, = exe.run(c, feed={"X": x}, fetch_list=[loss], scope=s1)   # op by op
+    c._last_plan.wait_compiled()
+    got, = exe.run(c, feed={"X": x}, fetch_list=[loss], scope=s1)   # in the segment
     units = c._last_plan.units
-    assert len(units) == 1 and units[0].segment
+    assert len(units) == 1 and units[0].segment and units[0].compiled
+    assert units[0]._loop is not None
     assert len(units[0].ops) == len(c._last_plan.ops)
-    for _ in range(5):
+    for _ in range(10):
         want, = exe.run(main, feed={"X": x}, fetch_list=[loss], scope=s2)
     np.testing.assert_allclose(got, want, rtol=1e-6)
     np.testing.assert_allclose(s1.get("fc_0.w_0"), s2.get("fc_0.w_0"), rtol=1e-6)
@@ -118,8 +124,9 @@ def test_error_inside_a_segment_names_the_op_and_restores_the_parameters():
     exe.run(startup, scope=scope)
     for f in batches:
         exe.run(main, feed=f, fetch_list=[loss], scope=scope)
-    plan = list(exe._plans.values())[-1]
-    assert plan.units is not None
+    plan = exe._cache.plans()[-1]
+    plan.wait_compiled()
+    assert plan.units is not None and any(u.compiled for u in plan.units)
     before = {p.name: scope.get(p.name).copy() for p in main.all_parameters()}
     bad = dict(batches[0], y=np.full((5, 1), 7, np.int64))
     with pytest.raises(ValueError, match=r"softmax_with_cross_entropy.*label 7"):
@@ -142,8 +149,113 @@ def test_segment_source_is_dumped(tmp_path, monkeypatch):
     from numbaflow.kernels.codegen import cache
     monkeypatch.setattr(cache, "_modules", {})        # force a (re)load, hence a dump
     exe.run(c, feed={"X": x}, fetch_list=[loss], scope=scope)
+    c._last_plan.wait_compiled()
     dumped = glob.glob(os.path.join(str(tmp_path), "segment_*.py"))
     assert dumped
     text = open(dumped[0]).read()
     assert "def segment(" in text and "def segment_loop(k" in text
     assert "numbaflow.kernels.linalg" in text          # the matmul kernel is a callee
+
+
+def tanh_net():
+    """A net of its own (tanh, three layers, scale): its segments are new to this test
+    session, so they compile cold."""
+    main, startup = static.Program(), static.Program()
+    with static.program_guard(main, startup), unique_name.guard():
+        x = static.data(name="x", shape=[None, 12], dtype="float32")
+        h = static.nn.fc(x, 24, activation="tanh")
+        h = static.nn.fc(h, 24, activation="tanh")
+        out = paddle.scale(static.nn.fc(h, 3), scale=0.5)
+        loss = paddle.mean(out * out)
+        paddle.optimizer.SGD(learning_rate=0.05).minimize(loss)
+    return main, startup, loss
+
+
+def test_background_compile_swaps_in_mid_training_with_bit_identical_numbers():
+    main, startup, loss = tanh_net()
+    rng = np.random.default_rng(3)
+    batches = [{"x": rng.standard_normal((6, 12)).astype(np.float32)} for _ in range(60)]
+    exe = static.Executor()
+    ref_scope, scope = static.Scope(), static.Scope()
+    exe.run(startup, scope=ref_scope)
+    for k in ref_scope.local_var_names():
+        scope.set(k, ref_scope.get(k))
+    modes = []
+    for f in batches:
+        ref_plan, arrays = exe._cache.plan_for(main, f, [loss], ref_scope,
+                                               PlanOptions(segments=False))
+        want = ref_plan.run(arrays)[0]
+        plan, arrays = exe._cache.plan_for(main, f, [loss], scope, PlanOptions(segments=True))
+        got = plan.run(arrays)[0]         # never waits: op by op until pieces are ready
+        modes.append(sum(u.compiled for u in plan.units or []))
+        np.testing.assert_array_equal(got, want)
+    plan.wait_compiled()
+    plan.run(arrays)
+    ref_plan.run(arrays)
+    for p in main.all_parameters():
+        np.testing.assert_array_equal(scope.get(p.name), ref_scope.get(p.name))
+    assert modes[0] == 0 and all(u.compiled for u in plan.units if u.segment)
+
+
+def test_a_program_changed_while_its_compile_is_in_flight_never_uses_the_stale_segment():
+    main, startup, loss = tanh_net()
+    rng = np.random.default_rng(4)
+    f = {"x": rng.standard_normal((6, 12)).astype(np.float32)}
+    exe, scope = static.Executor(), static.Scope()
+    exe.run(startup, scope=scope)
+    test_prog = main.clone(for_test=True)
+    for _ in range(plan_mod.HOT_RUNS):
+        exe.run(test_prog, feed=f, fetch_list=[loss], scope=scope)
+    old_plan = exe._cache.plans()[-1]
+    assert old_plan._compiling is not None or old_plan.units is not None   # started
+    scale_op = next(op for op in test_prog.global_block().ops if op.type == "scale")
+    scale_op._set_attr("scale", 2.0)
+    for _ in range(plan_mod.HOT_RUNS + 4):
+        got, = exe.run(test_prog, feed=f, fetch_list=[loss], scope=scope)
+    new_plan = exe._cache.plans()[-1]
+    assert new_plan is not old_plan
+    new_plan.wait_compiled()
+    got, = exe.run(test_prog, feed=f, fetch_list=[loss], scope=scope)
+    old_plan.wait_compiled()
+    # the reference: numpy with the new scale
+    h = f["x"]
+    for i in range(3):
+        h = h @ scope.get(f"fc_{i}.w_0") + scope.get(f"fc_{i}.b_0")
+        if i < 2:
+            h = np.tanh(h)
+    np.testing.assert_allclose(got, np.mean((2.0 * h) ** 2), rtol=1e-5)
+
+
+@pytest.mark.slow
+def test_exit_during_a_background_compile_is_clean():
+    """A process that ends while its segments compile in the background exits at once
+    with status 0: the compile stops after its current piece (no LLVM torn down under it)."""
+    import subprocess
+    import sys
+    import textwrap
+    import time
+    script = textwrap.dedent("""
+        import numpy as np
+        import numbaflow as paddle, numbaflow.static as static
+        from numbaflow.executor.plan import HOT_RUNS
+        main, startup = static.Program(), static.Program()
+        with static.program_guard(main, startup):
+            h = static.data("x", [None, 8], "float32")
+            for _ in range(24):
+                h = static.nn.fc(h, 8, activation="tanh")
+            loss = paddle.mean(h)
+            paddle.optimizer.SGD(0.01).minimize(loss)
+        exe = static.Executor(); exe.run(startup)
+        for _ in range(HOT_RUNS + 1):
+            exe.run(main, feed={"x": np.ones((4, 8), np.float32)}, fetch_list=[loss])
+        plan = exe._cache.plans()[-1]
+        assert plan._compiling is not None and not plan._compiling.done.is_set()
+        print("exiting", flush=True)
+    """)
+    env = dict(os.environ, NUMBAFLOW_CACHE_DIR=str(__import__("tempfile").mkdtemp()))
+    t0 = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=300, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "exiting" in out.stdout and "Assertion" not in out.stderr, out.stderr[-2000:]
+    assert time.perf_counter() - t0 < 240

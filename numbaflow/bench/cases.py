@@ -507,6 +507,8 @@ def all_cases():
                                 _mlp_batch, _numpy_mlp, {"numpy": 0.95}, fused=fused))
     from .compile_time import compile_case     # it imports this module
     cases.append(compile_case())
+    from .deep_mlp import deep_mlp_cases
+    cases += deep_mlp_cases()
     from .data_parallel import dp_cases
     cases += dp_cases()
     return cases

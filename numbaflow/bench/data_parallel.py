@@ -61,7 +61,7 @@ def grad_sync_worker(sizes, reps, warmup=20):
     from mpi4py import MPI
 
     import numbaflow.distributed as dist
-    from numbaflow.executor.collective_group import LocalGroup
+    from numbaflow.distributed.collective_group import LocalGroup
     from numbaflow.kernels.collective import flat_view
 
     world = dist.world()
@@ -196,6 +196,10 @@ def scaling_worker(sizes, batch, warmup, steps):
     for _ in range(warmup):
         nf_step()
         np_step()
+    from numbaflow.executor.segments import wait_for_compiles
+    wait_for_compiles()     # the segments compile in the background: time the steady state
+    nf_step()
+    np_step()
     times = {"numbaflow": [], "numpy": []}
     block = 10
     for start in range(0, steps, block):

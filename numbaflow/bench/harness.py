@@ -60,10 +60,16 @@ class Row:
 
 
 def measure(candidates, repeat, min_time, warmup=2):
-    """Time the candidates side by side; return {label: Timing}."""
+    """Time the candidates side by side; return {label: Timing}. The warm-up makes every
+    plan hot and waits for its background segment compile, so the steady state is timed."""
+    from ..executor.plan import HOT_RUNS
+    from ..executor.segments import wait_for_compiles
     for c in candidates:
-        for _ in range(warmup):
+        for _ in range(max(warmup, HOT_RUNS + 1)):
             c.fn()
+    wait_for_compiles()
+    for c in candidates:
+        c.fn()          # takes up the compiled segments
     numbers = {}
     for c in candidates:  # calls per sample, so that one sample lasts about min_time
         t0 = time.perf_counter()

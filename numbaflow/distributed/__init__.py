@@ -13,9 +13,17 @@ mpiexec with more than one process, or when `init()` is called. Under mpiexec wi
 R > 1, an unhandled exception on any rank prints its traceback tagged with the
 rank and aborts the whole job (MPI_Abort) instead of leaving the others hanging.
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from .mpi import World, env_size, init, install_abort_hooks, is_initialized, world
+
+if TYPE_CHECKING:
+    from ..executor.scope import Scope
+    from ..graph.program import Program
 
 __all__ = ["get_rank", "get_world_size", "barrier", "init", "is_initialized",
            "broadcast_parameters", "world", "World"]
@@ -28,46 +36,75 @@ if env_size() > 1:
     install_abort_hooks()
 
 
-def get_rank():
+def get_rank() -> int:
     """This process's rank in the current communicator (0 without mpiexec).
 
-    >>> if dist.get_rank() == 0: print("only rank 0 logs")
+    Returns:
+        int: the rank.
+
+    Example:
+        >>> if dist.get_rank() == 0:
+        ...     print("only rank 0 logs")
+        only rank 0 logs
     """
     w = world()
     return 0 if w is None else w.rank
 
 
-def get_world_size():
+def get_world_size() -> int:
     """The number of processes in the current communicator (1 without mpiexec).
 
-    >>> per_rank_batch = global_batch // dist.get_world_size()
+    Returns:
+        int: the size.
+
+    Example:
+        >>> global_batch = 64
+        >>> per_rank_batch = global_batch // dist.get_world_size()
+        >>> per_rank_batch
+        64
     """
     w = world()
     return 1 if w is None else w.size
 
 
-def barrier():
+def barrier() -> None:
     """Wait until every rank has reached this call (returns at once in one process).
 
-    >>> if dist.get_rank() == 0: write_dataset(); dist.barrier()
+    Example:
+        >>> dist.barrier()
     """
     w = world()
     if w is not None:
         w.barrier()
 
 
-def broadcast_parameters(program, scope=None):
+def broadcast_parameters(program: Program | Any,      # Any: a CompiledProgram
+                         scope: Scope | None = None) -> list[str]:
     """Copy every persistable variable of `program` (parameters, optimizer state,
-    learning rate) from rank 0's scope to every rank's, in place. Returns the names
-    copied, sorted (the order they are sent in).
+    learning rate) from rank 0's scope to every rank's, in place.
 
     A variable rank 0 holds and another rank does not is created there. Before any
     data moves, the ranks compare what they hold; a different program (other
     persistable names), a shape or dtype mismatch, or a value another rank holds but
     rank 0 does not raises ValueError on every rank (no rank is left waiting).
 
-    >>> exe.run(startup)                       # each rank initialises its own copy
-    >>> dist.broadcast_parameters(main)        # now every rank holds rank 0's
+    Args:
+        program (Program or CompiledProgram): whose persistables to copy.
+        scope (Scope, optional): default the global scope.
+
+    Returns:
+        list of str: the names copied, sorted (the order they are sent in).
+
+    Raises:
+        ValueError: the ranks hold different variables.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> _ = static.nn.fc(x, size=2)
+        >>> exe = static.Executor(paddle.CPUPlace())
+        >>> _ = exe.run(static.default_startup_program())   # each rank initialises its own copy
+        >>> dist.broadcast_parameters(static.default_main_program())   # now all hold rank 0's
+        ['fc_0.b_0', 'fc_0.w_0']
     """
     from ..executor.scope import global_scope
     program = _as_program(program)

@@ -9,13 +9,19 @@ The executor asks `world()` once per compilation: None means a single process
 (no MPI calls at all); otherwise every collective below must be issued in the same
 order on every rank, from one thread at a time.
 """
+from __future__ import annotations
+
 import os
 import sys
 import threading
 import time
 import traceback
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 # Launchers announce the job size in the environment before MPI is initialised:
 # MPICH/Hydra, Intel MPI and Slurm's PMI2 set PMI_*; Open MPI sets OMPI_COMM_WORLD_*;
@@ -64,9 +70,17 @@ class World:
     reduce-scatter + allgather for long ones, where each element is summed on one
     rank and then copied). So for a fixed number of ranks and a fixed bucket layout
     the sums are bitwise the same run to run and on every rank.
+
+    Args:
+        comm: an mpi4py intra-communicator.
+
+    Example:
+        >>> w = dist.world()
+        >>> if w is not None:                  # under mpiexec with several ranks
+        ...     print(w.rank, w.size, w.sum_int(1) == w.size)
     """
 
-    def __init__(self, comm):
+    def __init__(self, comm: Any) -> None:   # an mpi4py Intracomm
         from mpi4py import MPI
         self._MPI = MPI
         self.comm = comm
@@ -76,31 +90,46 @@ class World:
     def __repr__(self):
         return f"World(rank={self.rank}, size={self.size})"
 
-    def barrier(self):
+    def barrier(self) -> None:
         """Wait until every rank has reached this call."""
         self.comm.Barrier()
 
-    def allreduce_sum_(self, array):
-        """Replace `array` (C-contiguous numpy, float32/float64/int32/int64) by its
-        elementwise sum over all ranks, in place. Returns `array`.
+    def allreduce_sum_(self, array: np.ndarray) -> np.ndarray:
+        """Replace `array` by its elementwise sum over all ranks, in place.
 
-        >>> g = np.ones(3, np.float32); world().allreduce_sum_(g)  # 2 ranks: g == [2, 2, 2]
+        Args:
+            array (numpy.ndarray): C-contiguous, float32 / float64 / int32 / int64.
+
+        Returns:
+            numpy.ndarray: `array`.
+
+        Example:
+            >>> w = dist.world()
+            >>> if w is not None:                  # under mpiexec with several ranks
+            ...     g = w.allreduce_sum_(np.ones(3, np.float32))    # g == [size, size, size]
         """
         _check_buffer(array, "allreduce_sum_")
         if array.size:
             self.comm.Allreduce(self._MPI.IN_PLACE, array, op=self._MPI.SUM)
         return array
 
-    def allreduce_many_(self, arrays, buffer=None):
+    def allreduce_many_(self, arrays: Sequence[np.ndarray],
+                        buffer: np.ndarray | None = None) -> None:
         """Sum several arrays of one dtype over all ranks with ONE Allreduce: they are
         copied into a flat buffer, reduced there, and copied back (in place).
 
-        `buffer`: a 1-D C-contiguous array of the arrays' dtype with at least
-        sum(a.size) elements, kept by the caller between steps so that a bucket
-        allocates nothing; None allocates one for this call.
+        Args:
+            arrays (list of numpy.ndarray): C-contiguous, of one dtype.
+            buffer (numpy.ndarray, optional): a 1-D C-contiguous array of the arrays' dtype with
+                at least sum(a.size) elements, kept by the caller between steps so that a bucket
+                allocates nothing; None allocates one for this call.
 
-        >>> flat = np.empty(w_grad.size + b_grad.size, np.float32)   # kept between steps
-        >>> world().allreduce_many_([w_grad, b_grad], buffer=flat)
+        Example:
+            >>> w = dist.world()
+            >>> if w is not None:                  # under mpiexec with several ranks
+            ...     w_grad, b_grad = np.ones((3, 2), np.float32), np.ones(2, np.float32)
+            ...     flat = np.empty(w_grad.size + b_grad.size, np.float32)   # kept between steps
+            ...     w.allreduce_many_([w_grad, b_grad], buffer=flat)
         """
         arrays = list(arrays)
         if not arrays:
@@ -135,25 +164,55 @@ class World:
             a.reshape(-1)[:] = flat[offset:offset + a.size]
             offset += a.size
 
-    def bcast_(self, array, root=0):
-        """Overwrite `array` (C-contiguous numpy) on every rank with root's, in place.
-        Shapes and dtypes must already agree between ranks. Returns `array`."""
+    def bcast_(self, array: np.ndarray, root: int = 0) -> np.ndarray:
+        """Overwrite `array` on every rank with root's, in place.
+
+        Args:
+            array (numpy.ndarray): C-contiguous; shapes and dtypes must already agree between
+                ranks.
+            root (int): the rank whose array is sent.
+
+        Returns:
+            numpy.ndarray: `array`.
+        """
         _check_buffer(array, "bcast_", any_dtype=True)
         if array.size:
             self.comm.Bcast(array, root=root)
         return array
 
-    def allgather_obj(self, obj):
-        """The list of every rank's `obj` (picklable), in rank order."""
+    def allgather_obj(self, obj: object) -> list:
+        """Every rank's `obj`, in rank order.
+
+        Args:
+            obj: a picklable value.
+
+        Returns:
+            list: one value per rank.
+        """
         return self.comm.allgather(obj)
 
-    def sum_int(self, x):
-        """The sum over all ranks of the int `x` (e.g. the global batch size)."""
+    def sum_int(self, x: int) -> int:
+        """The sum over all ranks of the int `x` (e.g. the global batch size).
+
+        Args:
+            x (int): this rank's value.
+
+        Returns:
+            int: the sum.
+        """
         return self.comm.allreduce(int(x), op=self._MPI.SUM)
 
-    def check_same(self, what, value):
+    def check_same(self, what: str, value: object) -> None:
         """Raise ValueError on EVERY rank (so none deadlocks in a later collective) when
-        `value` (picklable, comparable) differs between ranks; `what` names it."""
+        `value` differs between ranks.
+
+        Args:
+            what (str): names the value in the message.
+            value: a picklable, comparable value.
+
+        Raises:
+            ValueError: the ranks' values differ.
+        """
         values = self.allgather_obj(value)
         bad = [r for r, v in enumerate(values) if v != values[0]]
         if bad:
@@ -180,11 +239,19 @@ def _check_buffer(a, fn, any_dtype=False):
 
 
 # ---------------------------------------------------------------- the current world
-def world():
+def world() -> World | None:
     """The current World, or None for a single process (size 1).
 
     The first call in a process launched by `mpiexec -n R` (R > 1) initialises MPI
     on COMM_WORLD; `init(comm)` chooses another communicator.
+
+    Returns:
+        World or None: the communicator.
+
+    Example:
+        >>> w = dist.world()
+        >>> w is None or w.size > 1
+        True
     """
     global _world
     w = _world
@@ -204,9 +271,23 @@ def _world_from_env():
     return World(MPI.COMM_WORLD) if MPI.COMM_WORLD.Get_size() > 1 else None
 
 
-def init(comm=None):
-    """Use `comm` (an mpi4py intra-communicator; None: MPI.COMM_WORLD) for every
-    collective from now on. Returns the World, or None when `comm` has one process."""
+def init(comm: Any = None) -> World | None:   # an mpi4py Intracomm
+    """Use `comm` for every collective from now on (this imports mpi4py, which starts MPI).
+
+    Args:
+        comm (mpi4py Intracomm, optional): default MPI.COMM_WORLD.
+
+    Returns:
+        World or None: the World, or None when `comm` has one process.
+
+    Raises:
+        ValueError: comm is not an intra-communicator this rank belongs to.
+
+    Example:
+        >>> if dist.get_world_size() > 1:      # under mpiexec: ranks 0-1 and 2-3 as two groups
+        ...     from mpi4py import MPI
+        ...     _ = dist.init(MPI.COMM_WORLD.Split(dist.get_rank() // 2))
+    """
     global _world, _initialized
     from mpi4py import MPI
     if comm is None:
@@ -222,9 +303,17 @@ def init(comm=None):
     return _world
 
 
-def is_initialized():
+def is_initialized() -> bool:
     """True once a communicator is chosen: `init()` was called, or MPI was started
-    because this process was launched by mpiexec with more than one process."""
+    because this process was launched by mpiexec with more than one process.
+
+    Returns:
+        bool: whether a communicator is chosen.
+
+    Example:
+        >>> isinstance(dist.is_initialized(), bool)
+        True
+    """
     return _initialized or (_world is not _UNSET and _world is not None)
 
 

@@ -1,9 +1,24 @@
 """Places: where a program runs. `CPUPlace()`, `CUDAPlace(i)`, and the list helpers."""
+from __future__ import annotations
+
+import logging
+import numbers
 import os
-import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 
 class CPUPlace:
+    """The CPU: run a program with `Executor(CPUPlace())`.
+
+    Example:
+        >>> exe = static.Executor(paddle.CPUPlace())
+        >>> paddle.CPUPlace() == paddle.CPUPlace()
+        True
+    """
+
     def __eq__(self, other):
         return isinstance(other, CPUPlace)
 
@@ -26,9 +41,24 @@ def cuda_available():
 
 
 class CUDAPlace:
-    """GPU number `device_id`. Raises RuntimeError at construction when no GPU is usable."""
+    """GPU number `device_id`: run a program on it with `Executor(CUDAPlace(i))`.
 
-    def __init__(self, device_id=0):
+    Args:
+        device_id (int): the GPU's index among numba's visible devices.
+
+    Raises:
+        ValueError: device_id is not a non-negative int.
+        RuntimeError: no usable CUDA GPU (install the 'cuda' extra on a machine with an
+            NVIDIA GPU, or set NUMBA_ENABLE_CUDASIM=1 for numba's CUDA simulator).
+
+    Example:
+        >>> try:
+        ...     place = paddle.CUDAPlace(0)
+        ... except RuntimeError:
+        ...     place = paddle.CPUPlace()          # no GPU here
+    """
+
+    def __init__(self, device_id: int = 0) -> None:
         if not isinstance(device_id, int) or device_id < 0:
             raise ValueError(f"CUDAPlace: device_id must be a non-negative int, got {device_id!r}")
         if not cuda_available():
@@ -38,7 +68,12 @@ class CUDAPlace:
                 f"GPU, or set NUMBA_ENABLE_CUDASIM=1 to run on numba's CUDA simulator.")
         self.device_id = device_id
 
-    def get_device_id(self):
+    def get_device_id(self) -> int:
+        """The GPU's index.
+
+        Returns:
+            int: device_id.
+        """
         return self.device_id
 
     def __eq__(self, other):
@@ -67,26 +102,69 @@ def to_place(p):
     raise ValueError(f"unknown place {p!r}; expected CPUPlace(), CUDAPlace(i), 'cpu' or 'gpu:N'")
 
 
-def cpu_places(device_count=None):
-    """`device_count` CPUPlaces; default from env CPU_NUM, else 1 (with a one-line warning)."""
+MAX_CPU_PLACES = 1024   # each CPU place is a replica: its own parameters, buffers, thread
+
+
+def cpu_places(device_count: int | None = None) -> list[CPUPlace]:
+    """`device_count` CPU places, for data parallelism over threads.
+
+    Args:
+        device_count (int, optional): how many, 1..MAX_CPU_PLACES; default the
+            environment variable CPU_NUM, else 1 (with a warning on the `numbaflow`
+            logger, and CPU_NUM=1 set, as Paddle does).
+
+    Returns:
+        list of CPUPlace: the places.
+
+    Raises:
+        TypeError: device_count is not an int.
+        ValueError: device_count (or CPU_NUM) outside 1..MAX_CPU_PLACES.
+
+    Example:
+        >>> static.cpu_places(2)
+        [Place(cpu), Place(cpu)]
+    """
+    what = "cpu_places: device_count"
     if device_count is None:
         env = os.environ.get("CPU_NUM")
         if env is None:
-            print("numbaflow: CPU_NUM is not set; using 1 CPU place "
-                  "(set CPU_NUM=N to use N places)", file=sys.stderr)
+            logging.getLogger("numbaflow").warning(
+                "CPU_NUM is not set; using 1 CPU place (set CPU_NUM=N to use N places)")
             os.environ["CPU_NUM"] = "1"
             env = "1"
         try:
             device_count = int(env)
         except ValueError:
             raise ValueError(f"CPU_NUM must be a positive integer, got {env!r}") from None
-    if device_count < 1:
-        raise ValueError(f"cpu_places: device_count must be >= 1, got {device_count}")
-    return [CPUPlace() for _ in range(device_count)]
+        what = "CPU_NUM"
+    if isinstance(device_count, bool) or not isinstance(device_count, numbers.Integral):
+        raise TypeError(f"{what} must be an int, got {type(device_count).__name__} "
+                        f"{device_count!r}")
+    if not 1 <= device_count <= MAX_CPU_PLACES:
+        raise ValueError(f"{what} must be in [1, {MAX_CPU_PLACES}], got {device_count}; each "
+                         f"place is a full replica of the program's state, so more places than "
+                         f"cores ({os.cpu_count()} here) only cost memory")
+    return [CPUPlace() for _ in range(int(device_count))]
 
 
-def cuda_places(device_ids=None):
-    """CUDAPlaces for `device_ids`, else FLAGS_selected_gpus, else every visible GPU."""
+def cuda_places(device_ids: int | Sequence[int] | None = None) -> list[CUDAPlace]:
+    """CUDA places for `device_ids`, else FLAGS_selected_gpus, else every visible GPU.
+
+    Args:
+        device_ids (int or list of int, optional): the GPU indices.
+
+    Returns:
+        list of CUDAPlace: the places.
+
+    Raises:
+        RuntimeError: no usable CUDA GPU.
+
+    Example:
+        >>> try:
+        ...     places = static.cuda_places()
+        ... except RuntimeError:
+        ...     places = static.cpu_places(1)      # no GPU here
+    """
     if device_ids is None:
         flag = os.environ.get("FLAGS_selected_gpus", "").strip()
         if flag:

@@ -16,26 +16,33 @@ Failure atomicity: persistables written *before* the last op that may raise are 
 up into preallocated buffers at the start of each run and restored if it fails; so are
 persistables set through the feed.
 """
+import functools
 import sys
 import threading
+import time
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from .. import config
 from ..graph.program import infer_op
 from ..kernels.registry import COLLECTIVE, MAY_FAIL, ConcreteOp, get_op_def
 from .backend import HostBackend
 from .memory import assign_buffers, nbytes
-from .segments import compile_units, flatten
+from .segments import compile_in_background, flatten
 
 
-# A plan is compiled into segments once it is hot: compiling a segment cold costs about
-# 0.1 s per kernel call in it (numba recompiles the callees into it; 3.3 s measured for
-# the 32 calls of an MLP step, 24 ms from the warm disk cache), which a short run (a
-# test, an evaluation pass) would never win back. A run of K > 1 iterations compiles
-# at once: its loop runs inside the segment.
+# A plan's segments are compiled (in the background) once it is hot: compiling a segment
+# cold costs about 0.1 s per kernel call in it (numba recompiles the callees into it; 3.3 s
+# measured for the 32 calls of an MLP step, 24 ms from the warm disk cache), which a
+# short run (a test, an evaluation pass) would never win back. A run of K > 1 iterations
+# starts at once: its loop runs inside the segment.
 HOT_RUNS = 8
+# ... and only where they pay: a Python dispatch costs about a microsecond per kernel
+# call; when that is under 1% of the run (big kernels) the plan stays op by op.
+DISPATCH_S = 1e-6
+PAYS_FRACTION = 0.01
 
 # BuildStrategy.remove_unnecessary_lock=False: every kernel of every place runs behind
 # this one process-wide lock (one kernel at a time); True (the default) needs none.
@@ -90,6 +97,9 @@ class Plan:
         live and which kernels run (HostBackend by default, CudaBackend for a GPU)."""
         self.backend = backend or HostBackend()
         self.options = options or PlanOptions()
+        self._compiling = None             # segments.BackgroundCompile in flight
+        self._run_seconds = []             # op-by-op run times until hot
+        self._pays = None                  # do segments pay here? (decided when hot)
         self.scheduler = None
         self._binders = None
         self.buffers = None
@@ -224,19 +234,29 @@ class Plan:
         self.feed_slots = [(v.name, bufs[v]) for v in self.feed_vars if v not in self.zero_copy]
         self.thunks = [self._bind_op(i) for i in range(len(self.ops))]
         check = config.check_nan_inf()
-        # persistables to back up: those written before the last op that may fail
-        last_fail = max((i for i, op in enumerate(self.ops)
-                         if check or get_op_def(op.type).has(MAY_FAIL)), default=-1)
-        risky = {v for op in self.ops[:last_fail] for v in op.output_vars() if v.persistable}
-        risky.update(v for v in self.feed_vars if v.persistable)
-        self.backups = [(bufs[v], backend.empty(bufs[v].shape, bufs[v].dtype)) for v in risky]
+        # every persistable the run writes (fed ones included) is backed up at the start
+        # of the run and restored if it ends by any exception: Ctrl-C can land after the
+        # last op that may fail, in the middle of the optimizer's updates
+        written = {v for op in self.ops for v in op.output_vars() if v.persistable}
+        written.update(v for v in self.feed_vars if v.persistable)
+        self.backups = [(bufs[v], backend.empty(bufs[v].shape, bufs[v].dtype))
+                        for v in sorted(written, key=lambda v: v.name)]
+        self._backup = _backup_call(self.backups, backend)
+        host = isinstance(backend, HostBackend)
+        # fetched arrays handed over as they are (host temporaries) or copied out
+        self._fetch_out = [(v, host and v in self.handoff) for v in self.fetch_vars]
         threads = 1 if self.options.sequential else self.options.num_threads
         if threads > 1 and self.scheduler is None:
             from .scheduler import Scheduler
             self.scheduler = Scheduler(self.dependencies(), threads)
-        self.units = None
         self._segments_ok = (self.scheduler is None and self.options.segments and not check
                              and isinstance(backend, HostBackend))
+        if self.units is not None:
+            # the same kernels on new arrays of the same types: the units (compiled or
+            # still compiling) take the new steps; nothing is recompiled
+            steps = {i: flatten(t) for i, t in enumerate(self.thunks)}
+            if not all(unit.refresh(steps) for unit in self.units):
+                self._start_compile()
 
     def _bind_op(self, i):
         op, bufs = self.ops[i], self.buffers
@@ -292,7 +312,10 @@ class Plan:
 
     def release(self):
         """Free the pooled temporaries (drop_local_exe_scopes); the next run rebinds."""
-        self.buffers = self.pool = self.thunks = self.units = None
+        with self.scope._lock:
+            self.buffers = self.pool = self.thunks = None
+            for unit in self.units or ():   # (compiled code kept: refreshed on bind)
+                unit.release()
 
     def memory_stats(self):
         """Bytes this plan holds: `pool_bytes` (temporaries, after reuse and in-place),
@@ -360,27 +383,66 @@ class Plan:
         if rebound and self.units is not None:
             for unit in self.units:
                 if any(i in rebound for i in unit.ops) and not unit.refresh(rebound):
-                    self.units = compile_units(self.thunks)
+                    self._start_compile()
                     break
 
+    def _start_compile(self):
+        """Units usable at once, op by op; their segments compile in the background."""
+        if self._compiling is not None:
+            self._compiling.cancel()
+        self._compiling = compile_in_background(
+            self.thunks, f"a plan of {len(self.ops)} ops")
+        self.units = self._compiling.units
+
+    def _segments_pay(self):
+        """True when the Python dispatch a segment saves is worth its compile: at least
+        PAYS_FRACTION of the op-by-op run time (measured over the first runs). Decided
+        once per plan."""
+        if self._pays is None:
+            calls = sum(len(flatten(t)) for t in self.thunks)
+            times = sorted(self._run_seconds)
+            typical = times[len(times) // 2] if times else 0.0
+            self._pays = calls >= 2 and calls * DISPATCH_S >= PAYS_FRACTION * typical
+        return self._pays
+
+    def wait_compiled(self, timeout=None):
+        """Block until the background segment compile (if any) is done and in use (for
+        tests and benchmarks; a run never waits for it)."""
+        if self._compiling is not None:
+            self._compiling.wait(timeout)
+            if self._compiling.done.is_set():
+                self._compiling = None
+
     def run(self, feed_arrays, iterations=1):
-        """feed_arrays: {name: ndarray} matching the signature this plan was built for."""
+        """feed_arrays: {name: ndarray} matching the signature this plan was built for.
+        A run that ends by any exception (Ctrl-C included) leaves every persistable as it
+        was before the run, then re-raises. Runs on one scope never interleave: the run
+        holds the scope's lock (so does `release`)."""
+        with self.scope._lock:
+            return self._run(feed_arrays, iterations)
+
+    def _run(self, feed_arrays, iterations):
         if self.buffers is None or self.scope.version != self.scope_version:
             self.bind(feed_arrays)
         else:
             self._take_buffers(feed_arrays)
         self.runs += 1
-        if self.units is None and self._segments_ok and (self.runs >= HOT_RUNS or
-                                                         iterations > 1):
-            self.units = compile_units(self.thunks)
+        if self._compiling is not None and not self._compiling.poll():
+            self._compiling = None
+        if self.units is None and self._segments_ok and (
+                iterations > 1 or self.runs >= HOT_RUNS and self._segments_pay()):
+            self._start_compile()
+        timed = self.units is None and self._segments_ok and self.runs < HOT_RUNS
+        t0 = time.perf_counter() if timed else 0.0
         backend = self.backend
         backend.before_run(self.scope, self.persistable_names)
-        for live, saved in self.backups:
-            backend.copy(saved, live)
-        for name, buf in self.feed_slots:
-            backend.copy_in(buf, feed_arrays[name])
+        backed_up = False       # set once the backups are whole: only then restore them
         i = 0
         try:
+            self._backup()
+            backed_up = True
+            for name, buf in self.feed_slots:
+                backend.copy_in(buf, feed_arrays[name])
             if self.scheduler is not None:
                 for _ in range(iterations):
                     self.scheduler.run(self.thunks)
@@ -395,15 +457,99 @@ class Plan:
                 for _ in range(iterations):
                     for i, thunk in enumerate(self.thunks):
                         thunk()
-        except Exception as e:
-            for live, saved in self.backups:
-                backend.copy(live, saved)
+        except BaseException as e:
+            if backed_up:
+                for live, saved in self.backups:
+                    backend.copy(live, saved)
+            if not isinstance(e, Exception):
+                raise           # KeyboardInterrupt, SystemExit: as they are
             raise _op_error(*self._failed_op(e, i)) from e
+        if timed:
+            self._run_seconds.append((time.perf_counter() - t0) / iterations)
         backend.after_run(self.scope, self.written)
+        buffers = self.buffers
         for v in self.handoff:        # our own references, before the caller gets one
-            self._held_refs[v] = self._refs(v)
-        return [self.buffers[v] if v in self._held_refs else backend.to_host(self.buffers[v])
-                for v in self.fetch_vars]
+            self._held_refs[v] = sys.getrefcount(buffers[v])
+        return [buffers[v] if handed else backend.to_host(buffers[v])
+                for v, handed in self._fetch_out]
+
+
+@njit(nogil=True, cache=True)
+def _copy_bytes(src, dst):
+    """dst[k][:] = src[k] for each pair of byte views (one native call for every backup)."""
+    for k in range(len(src)):
+        s, d = src[k], dst[k]
+        for i in range(s.size):
+            d[i] = s[i]
+
+
+def _backup_call(backups, backend):
+    """One call copying every live persistable into its backup: on the host one njit
+    call over byte views (one Python dispatch for all of them), else the backend's
+    copies."""
+    if not backups:
+        return _nothing
+    if isinstance(backend, HostBackend):
+        def as_bytes(a):
+            return a.reshape(a.size).view(np.uint8)
+        return functools.partial(_copy_bytes, tuple(as_bytes(live) for live, _ in backups),
+                                 tuple(as_bytes(saved) for _, saved in backups))
+    return functools.partial(_device_backups, backend, tuple(backups))
+
+
+def _device_backups(backend, backups):
+    for live, saved in backups:
+        backend.copy(saved, live)
+
+
+def _nothing():
+    pass
+
+
+def snapshot_written(scope, program):
+    """Host copies of the persistables `program` may write that `scope` holds, and the
+    names it does not hold yet: what `restore` needs to undo a failed multi-run step."""
+    names = {v.name for op in program.global_block().ops for v in op.output_vars()
+             if v.persistable}
+    return ({n: scope.get(n) for n in names if n in scope._arrays},
+            {n for n in names if n not in scope._arrays})
+
+
+def restore(scope, state):
+    """Put back what `snapshot_written` saw (in place where the array still fits)."""
+    saved, absent = state
+    for name, value in saved.items():
+        scope.set(name, value)
+    for name in absent:
+        if scope._arrays.pop(name, None) is not None:
+            scope._device.pop(name, None)
+            scope._on_device.discard(name)
+            scope.version += 1
+
+
+def run_transaction(steps):
+    """Run [(plan, feed arrays)] in order as one unit (num_iteration_per_run over an
+    iterator feed): if any of them raises, every persistable they write is restored to
+    its value before the first, then the error propagates. Returns the last fetch."""
+    scope = steps[0][0].scope
+    state = snapshot_written(scope, _ProgramOf(steps))
+    try:
+        for plan, arrays in steps:
+            result = plan.run(arrays)
+    except BaseException:
+        restore(scope, state)
+        raise
+    return result
+
+
+class _ProgramOf:
+    """The ops of several plans, seen as one program's block by snapshot_written."""
+
+    def __init__(self, steps):
+        self.ops = [op for plan, _ in steps for op in plan.ops]
+
+    def global_block(self):
+        return self
 
 
 def _same_memory(a, b):

@@ -1,7 +1,16 @@
 """Scope: the name -> numpy array store that holds persistable state between runs."""
+from __future__ import annotations
+
 import contextlib
+import threading
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from numpy.typing import ArrayLike
 
 
 class Tensor:
@@ -39,22 +48,32 @@ class ScopeVariable:
 
 
 class Scope:
-    """Holds arrays by variable name. `version` changes when an array object is replaced,
-    which tells compiled plans bound to the old array to rebind.
+    """Holds arrays by variable name: the parameters and optimizer state between runs.
+    `Executor.run` uses `static.global_scope()` unless given one.
+
+    `version` changes when an array object is replaced, which tells compiled plans bound
+    to the old array to rebind.
 
     Variables used on a GPU also have a device copy; `_on_device` names those whose
     device copy is newer than the host array (a GPU run wrote them). The host array is
     refreshed when read (`get`, `get_tensor`, a CPU run); a device copy is never older
     than the host array (`set` and CPU runs upload to it).
+
+    Example:
+        >>> scope = static.Scope()
+        >>> scope.set('w', np.ones((2, 2), 'float32'))
+        >>> scope.get('w').sum(), scope.find_var('w') is not None, scope.find_var('v')
+        (np.float32(4.0), True, None)
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._arrays = {}
         self._device = {}
         self._on_device = set()
         self.version = 0
         self.writes = 0         # Scope.set calls: data-parallel replicas re-sync after one
         self._before_save = []  # collectives static.save runs first (Reduce across ranks)
+        self._lock = threading.RLock()  # held by a run: runs on one scope never interleave
 
     # ---- host <-> device bookkeeping (used by executor backends)
     def _host_array(self, name):
@@ -94,23 +113,53 @@ class Scope:
         self._ensure(name, shape, dtype)
         return self._device_array(name)
 
-    def find_var(self, name):
-        """The variable named `name`, or None if this scope has none."""
+    def find_var(self, name: str) -> ScopeVariable | None:
+        """The variable named `name`, or None if this scope has none.
+
+        Args:
+            name (str): the variable's name.
+
+        Returns:
+            ScopeVariable or None: `.get_tensor()` gives a Tensor (`np.array(t)` copies it).
+        """
         return ScopeVariable(self, name) if name in self._arrays else None
 
-    def var(self, name):
+    def var(self, name: str) -> ScopeVariable:
+        """The variable named `name`, created (empty) if missing.
+
+        Args:
+            name (str): the variable's name.
+
+        Returns:
+            ScopeVariable: the variable.
+        """
         self._arrays.setdefault(name, np.zeros((0,), np.float32))
         return ScopeVariable(self, name)
 
-    def get(self, name):
-        """A (host) copy of the array named `name` (KeyError naming it if absent)."""
+    def get(self, name: str) -> np.ndarray:
+        """A (host) copy of the array named `name`.
+
+        Args:
+            name (str): the variable's name.
+
+        Returns:
+            numpy.ndarray: a copy.
+
+        Raises:
+            KeyError: the scope has no such variable.
+        """
         if name not in self._arrays:
             raise KeyError(f"scope has no variable {name!r}")
         return self._host_array(name).copy()
 
-    def set(self, name, value):
+    def set(self, name: str, value: ArrayLike) -> None:
         """Set `name` to `value`. Same shape and dtype: written in place (and into its
-        device copy, if it has one)."""
+        device copy, if it has one).
+
+        Args:
+            name (str): the variable's name.
+            value (array_like): the new value (copied).
+        """
         value = np.asarray(value)
         self.writes += 1
         old = self._arrays.get(name)
@@ -133,7 +182,12 @@ class Scope:
             self.version += 1
         return a
 
-    def local_var_names(self):
+    def local_var_names(self) -> list[str]:
+        """The names of every array in the scope.
+
+        Returns:
+            list of str: the names.
+        """
         return list(self._arrays)
 
 
@@ -141,14 +195,42 @@ _global_scope = Scope()
 _current = [_global_scope]
 
 
-def global_scope():
-    """The scope used when Executor.run is given none (changed by scope_guard)."""
+def global_scope() -> Scope:
+    """The scope used when Executor.run is given none (changed by scope_guard).
+
+    Returns:
+        Scope: the current global scope.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> _ = static.nn.fc(x, size=2)
+        >>> exe = static.Executor(paddle.CPUPlace())
+        >>> _ = exe.run(static.default_startup_program())
+        >>> static.global_scope().get('fc_0.w_0').shape
+        (3, 2)
+    """
     return _current[-1]
 
 
 @contextlib.contextmanager
-def scope_guard(scope):
-    """Make `scope` the global scope inside the block."""
+def scope_guard(scope: Scope) -> Iterator[None]:
+    """Make `scope` the global scope inside the `with` block.
+
+    Args:
+        scope (Scope): the scope.
+
+    Returns:
+        a context manager.
+
+    Raises:
+        TypeError: scope is not a Scope.
+
+    Example:
+        >>> scope = static.Scope()
+        >>> with static.scope_guard(scope):
+        ...     static.global_scope() is scope
+        True
+    """
     if not isinstance(scope, Scope):
         raise TypeError(f"scope_guard expects a Scope, got {type(scope).__name__}")
     _current.append(scope)

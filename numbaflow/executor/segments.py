@@ -17,10 +17,22 @@ so a run makes one native call per segment instead of one Python dispatch per op
 returning to Python. The module is cached on disk by the hash of its source, which
 names each callee and a fingerprint of the callee's source file, so a changed kernel
 never reuses a stale compiled segment. NUMBAFLOW_DUMP_DIR dumps the segments too.
+
+Segments never stall a run: a plan runs its ops one by one at once, and once it is hot
+its segments are compiled on a background thread (`compile_in_background`), a piece of
+at most MAX_CALLS calls at a time (a cold piece compiles in well under a second), each
+piece taking over from the per-op steps as soon as it is ready. numba compiles in Python
+and holds the GIL while it types and lowers, but the kernels release it, so a run goes
+on beside the compile (measured: per-call dispatch unchanged at the median).
 """
+import atexit
 import functools
 import hashlib
+import logging
+import queue
 import sys
+import threading
+import time
 
 import numba
 import numpy as np
@@ -29,8 +41,14 @@ from numba.core.registry import CPUDispatcher
 from ..kernels.codegen import cache
 from ..kernels.registry import run_calls
 
+log = logging.getLogger("numbaflow")
+
 MIN_CALLS = 2          # a single call gains nothing from a segment
-MAX_CALLS = 64         # keeps numba's compile time per segment bounded
+# A cold segment costs numba ~50-100 ms per call in it (it compiles the callees into the
+# segment): 12 calls keep one piece well under a second, and a piece of 12 calls still
+# turns 12 Python dispatches into one.
+MAX_CALLS = 12
+SLOW_COMPILE_S = 2.0   # a background compile longer than this logs one INFO line
 
 _fingerprints = {}
 
@@ -84,17 +102,21 @@ def flatten(thunk):
 
 
 def segment_source(calls):
+    """The module of one segment calling `calls` in order: partials of numba kernels,
+    or (kernel, number of arguments) pairs."""
     lines = ["# numbaflow compiled segment (generated)", "import sys",
              "from numba import njit", ""]
     names, params, body = {}, [], []
     for call in calls:
-        fn = call.func.py_func
+        func, nargs = (call.func, len(call.args)) if isinstance(call, functools.partial) \
+            else call
+        fn = func.py_func
         key = (fn.__module__, fn.__name__)
         if key not in names:
             names[key] = f"f{len(names)}"
             lines.append(f"{names[key]} = sys.modules[{fn.__module__!r}].{fn.__name__}"
                          f"  # source {_fingerprint(fn.__module__)}")
-        args = [f"a{len(params) + j}" for j in range(len(call.args))]
+        args = [f"a{len(params) + j}" for j in range(nargs)]
         params += args
         body.append(f"{names[key]}({', '.join(args)})")
     sig = ", ".join(params)
@@ -107,7 +129,9 @@ def segment_source(calls):
 
 
 class Unit:
-    """What the plan calls: one step as it is, or a Segment of compiled steps.
+    """What the plan calls: one step as it is, or a run of steps that becomes a compiled
+    segment once `compile()` has run (until then, and for good if the compile fails,
+    its steps run one by one, so a Unit is usable at once).
 
     `where[k]` = (op index, step index within that op's flattened kernel) of call k, so
     a unit can be refreshed when an op is rebound (a new fed array) without compiling
@@ -117,19 +141,48 @@ class Unit:
         self.where = tuple(where)
         self.ops = tuple(dict.fromkeys(i for i, _ in self.where))
         self.segment = len(calls) >= MIN_CALLS
-        self._loop = None
-        if self.segment:
-            mod = cache.load_source(segment_source(calls), label="segment")
-            self._compiled, self._loop = mod.segment, mod.segment_loop
+        self._compiled = self._loop = None
+        self.ready = None          # (segment, segment_loop) compiled, not yet in use
+        # what each call must stay (kernel, number of arguments) for the compiled code, and
+        # the argument types it is compiled for: the compile thread needs no arrays
+        self._kinds = tuple((getattr(c, "func", None), len(getattr(c, "args", ())))
+                            for c in calls)
+        self._types = tuple(numba.typeof(a) for c in calls for a in c.args) \
+            if self.segment else ()
         self._set(calls)
+
+    @property
+    def compiled(self):
+        return self._compiled is not None
 
     def _set(self, calls):
         self.calls = tuple(calls)
-        if self.segment:
+        if self._compiled is not None:
             self.args = tuple(a for c in self.calls for a in c.args)
             self.run = functools.partial(self._compiled, *self.args)
-        else:
+        elif len(self.calls) == 1:
             self.run = self.calls[0]
+        else:
+            self.run = functools.partial(run_calls, self.calls)
+
+    def compile(self, with_loop=False):
+        """Compile this unit's segment for its arguments' types (any thread); `activate`
+        then puts it to use (on the thread that runs the plan)."""
+        if not self.segment or self.ready is not None or self._compiled is not None:
+            return
+        mod = cache.load_source(segment_source(self._kinds), label="segment")
+        sig = self._types
+        mod.segment.compile(sig)
+        if with_loop:
+            mod.segment_loop.compile((numba.types.intp,) + sig)
+        self.ready = (mod.segment, mod.segment_loop if with_loop else None)
+
+    def activate(self):
+        """Use the compiled segment from now on (with the current arguments)."""
+        if self.ready is not None:
+            self._compiled, self._loop = self.ready
+            self.ready = None
+            self._set(self.calls)
 
     def loop(self, k):
         """Run k times (in compiled code for a segment)."""
@@ -139,12 +192,21 @@ class Unit:
             for _ in range(k):
                 self.run()
 
+    def release(self):
+        """Drop the arrays this unit holds (the plan released its buffers); `refresh` with
+        every op's new steps gives them back."""
+        self.calls = tuple(None for _ in self.where)
+        self.args = ()
+        self.run = None
+
     def refresh(self, steps_of):
         """Take the new steps of rebound ops ({op index: flattened steps}); returns False
         when their structure changed (then the plan recompiles its units)."""
         new = []
-        for call, (i, k) in zip(self.calls, self.where):
+        for call, (func, nargs), (i, k) in zip(self.calls, self._kinds, self.where):
             if i not in steps_of:
+                if call is None:        # released: every op's steps are needed
+                    return False
                 new.append(call)
                 continue
             steps = steps_of[i]
@@ -152,18 +214,17 @@ class Unit:
                 return False
             step = steps[k]
             if self.segment and (not isinstance(step, functools.partial)
-                                 or step.func is not call.func
-                                 or len(step.args) != len(call.args)):
+                                 or step.func is not func or len(step.args) != nargs):
                 return False
             new.append(step)
         self._set(new)
         return True
 
 
-def compile_units(thunks):
+def plan_units(thunks):
     """Group the plan's bound kernels into Units, in order: consecutive compilable steps
-    (of one op or across ops) become one compiled segment; anything else (numpy, Python,
-    host work) runs as it is and cuts the segment."""
+    (of one op or across ops, at most MAX_CALLS) become one segment; anything else (numpy,
+    Python, host work) runs as it is and cuts the segment. Nothing is compiled here."""
     units = []
     pending, where = [], []
 
@@ -187,3 +248,135 @@ def compile_units(thunks):
                 units.append(Unit([step], [(i, k)]))
     flush()
     return units
+
+
+def compile_units(thunks):
+    """plan_units, compiled now (in this thread) and in use."""
+    units = plan_units(thunks)
+    with_loop = len(units) == 1
+    for unit in units:
+        unit.compile(with_loop)
+        unit.activate()
+    return units
+
+
+class BackgroundCompile:
+    """The compile of one plan's units on the compile thread: `poll()` (on the thread
+    that runs the plan) activates the units that are ready and says whether any are
+    still to come; `cancel()` stops it between pieces (the plan was rebound)."""
+
+    def __init__(self, units, what):
+        self.units = units
+        self.what = what
+        self.cancelled = False
+        self.done = threading.Event()
+        self.error = None
+        self._activated = 0
+
+    def work(self):
+        t0 = time.perf_counter()
+        try:
+            with_loop = len(self.units) == 1
+            for unit in self.units:
+                if self.cancelled:
+                    return
+                unit.compile(with_loop)
+        except Exception as e:      # noqa: BLE001 - the plan keeps its per-op steps
+            self.error = e
+            log.warning("numbaflow: compiling the segments of %s failed; it keeps running "
+                        "op by op: %s: %s", self.what, type(e).__name__, e)
+        finally:
+            self.done.set()
+        spent = time.perf_counter() - t0
+        if spent > SLOW_COMPILE_S:
+            n = sum(len(u.calls) for u in self.units if u.segment)
+            log.info("numbaflow: compiled %d segments (%d kernel calls) of %s in the "
+                     "background in %.1f s, so that each run makes one native call per "
+                     "segment instead of one Python call per kernel; they are cached on "
+                     "disk for later processes", sum(u.segment for u in self.units), n,
+                     self.what, spent)
+
+    def poll(self):
+        """Activate what is ready; True while pieces are still compiling."""
+        finished = self.done.is_set()
+        for unit in self.units:
+            if unit.ready is not None:
+                unit.activate()
+        return not finished
+
+    def cancel(self):
+        self.cancelled = True
+
+    def wait(self, timeout=None):
+        self.done.wait(timeout)
+        self.poll()
+
+
+class _CompileThread:
+    """One daemon thread per process compiles segments, one plan after another (numba
+    serialises compiles behind its own lock anyway). At interpreter exit the jobs not
+    started are dropped and the one running stops after its current piece (well under a
+    second), so the process never exits with LLVM in the middle of a compile."""
+
+    def __init__(self):
+        self._jobs = queue.Queue()
+        self._thread = None
+        self._lock = threading.Lock()
+        self._open = []          # jobs submitted and not finished
+        self._closed = False
+
+    def submit(self, job):
+        with self._lock:
+            if self._closed:
+                job.cancel()
+                job.done.set()
+                return job
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._serve, daemon=True,
+                                                name="numbaflow-compile")
+                self._thread.start()
+                atexit.register(self.close)
+            self._open.append(job)
+        self._jobs.put(job)
+        return job
+
+    def _serve(self):
+        while True:
+            job = self._jobs.get()
+            try:
+                if job is None:
+                    return
+                job.work()
+            finally:
+                with self._lock:
+                    if job in self._open:
+                        self._open.remove(job)
+                self._jobs.task_done()
+
+    def wait_idle(self):
+        self._jobs.join()
+
+    def close(self, timeout=30.0):
+        with self._lock:
+            self._closed = True
+            for job in self._open:
+                job.cancel()
+            thread = self._thread
+        if thread is not None and thread.is_alive():
+            self._jobs.put(None)
+            thread.join(timeout)
+
+
+_compile_thread = _CompileThread()
+
+
+def wait_for_compiles():
+    """Block until every background segment compile requested so far is done (benchmarks
+    use it to time the steady state; runs never wait)."""
+    _compile_thread.wait_idle()
+
+
+def compile_in_background(thunks, what):
+    """Units for `thunks`, usable at once (op by op), whose segments are compiled on the
+    compile thread: the plan calls `poll()` before each run to take them up."""
+    return _compile_thread.submit(BackgroundCompile(plan_units(thunks), what))

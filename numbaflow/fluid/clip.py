@@ -2,3 +2,5 @@
 from ..nn.clip import ClipGradByGlobalNorm
 
 GradientClipByGlobalNorm = ClipGradByGlobalNorm
+
+__all__ = ["ClipGradByGlobalNorm", "GradientClipByGlobalNorm"]

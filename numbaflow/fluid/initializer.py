@@ -3,3 +3,7 @@ from ..nn.initializer import (Constant, ConstantInitializer, KaimingNormal,  # n
                               KaimingUniform, MSRAInitializer, Normal, NormalInitializer,
                               TruncatedNormal, Uniform, UniformInitializer, XavierInitializer,
                               XavierNormal, XavierUniform)
+
+__all__ = ["Constant", "Uniform", "Normal", "TruncatedNormal", "XavierUniform", "XavierNormal",
+           "KaimingNormal", "KaimingUniform", "ConstantInitializer", "UniformInitializer",
+           "NormalInitializer", "XavierInitializer", "MSRAInitializer"]

@@ -4,10 +4,22 @@ Paddle 1.x writes a directory; so do these: the inference model goes to
 `dirname/__model__` (program) and `dirname/__params__` (parameters) unless other file
 names are given; `save_persistables` writes `dirname/persistables.pdparams|.pdopt`.
 """
+from __future__ import annotations
+
 import os
+from typing import TYPE_CHECKING
 
 from ..graph.program import default_main_program
 from ..static.io import _as_program, _read_inference, _write_inference, load, save
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..executor.executor import Executor
+    from ..graph.program import Program, Variable
+
+__all__ = ["save_inference_model", "load_inference_model", "save_persistables",
+           "load_persistables", "save", "load"]
 
 
 def _files(dirname, model_filename, params_filename, fn):
@@ -17,13 +29,41 @@ def _files(dirname, model_filename, params_filename, fn):
             os.path.join(dirname, params_filename or "__params__"))
 
 
-def save_inference_model(dirname, feeded_var_names, target_vars, executor, main_program=None,
-                         model_filename=None, params_filename=None, export_for_deployment=True,
-                         program_only=False):
-    """Save the pruned forward program and its parameters under `dirname`; returns the
-    fetch target names.
+def save_inference_model(dirname: str, feeded_var_names: str | Sequence[str],
+                         target_vars: Variable | Sequence[Variable], executor: Executor,
+                         main_program: Program | None = None,
+                         model_filename: str | None = None, params_filename: str | None = None,
+                         export_for_deployment: bool = True,
+                         program_only: bool = False) -> list[str]:
+    """Save the pruned forward program and its parameters under `dirname` (as
+    `__model__` and `__params__` unless named).
 
-    >>> fluid.io.save_inference_model('model_dir', ['x'], [y_predict], exe)
+    Args:
+        dirname (str): the directory.
+        feeded_var_names (str or list of str): the input names.
+        target_vars (Variable or list of Variable): the outputs.
+        executor (Executor): accepted for Paddle compatibility (the global scope is read).
+        main_program (Program, optional): default the default main program.
+        model_filename (str, optional): the program's file name.
+        params_filename (str, optional): the parameters' file name.
+        export_for_deployment (bool): accepted for Paddle compatibility.
+        program_only (bool): accepted for Paddle compatibility.
+
+    Returns:
+        list of str: the fetch target names.
+
+    Example:
+        >>> import tempfile
+        >>> x = fluid.layers.data('x', [3])
+        >>> y_predict = fluid.layers.fc(x, size=1)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(fluid.default_startup_program())
+        >>> dirname = tempfile.mkdtemp()
+        >>> fluid.io.save_inference_model(dirname, ['x'], [y_predict], exe)
+        ['fc_0.tmp_1']
+        >>> program, feed_names, fetch_targets = fluid.io.load_inference_model(dirname, exe)
+        >>> feed_names
+        ['x']
     """
     program = _as_program(main_program, "save_inference_model")
     names = [feeded_var_names] if isinstance(feeded_var_names, str) else list(feeded_var_names)
@@ -41,21 +81,89 @@ def save_inference_model(dirname, feeded_var_names, target_vars, executor, main_
     return [v.name for v in targets]
 
 
-def load_inference_model(dirname, executor, model_filename=None, params_filename=None,
-                         pserver_endpoints=None):
-    """[program, feed_target_names, fetch_targets] of a model saved by save_inference_model."""
+def load_inference_model(dirname: str, executor: Executor, model_filename: str | None = None,
+                         params_filename: str | None = None,
+                         pserver_endpoints: object = None) -> list:
+    """Load a model saved by `save_inference_model`; its parameters go to the global scope.
+
+    Args:
+        dirname (str): the directory.
+        executor (Executor): the executor that will run it.
+        model_filename (str, optional): the program's file name.
+        params_filename (str, optional): the parameters' file name.
+        pserver_endpoints: accepted for Paddle compatibility.
+
+    Returns:
+        list: [program, feed_target_names, fetch_targets].
+
+    Example:
+        >>> import tempfile
+        >>> x = fluid.layers.data('x', [3])
+        >>> y_predict = fluid.layers.fc(x, size=1)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(fluid.default_startup_program())
+        >>> dirname = tempfile.mkdtemp()
+        >>> _ = fluid.io.save_inference_model(dirname, ['x'], [y_predict], exe)
+        >>> program, feed_names, fetch_targets = fluid.io.load_inference_model(dirname, exe)
+        >>> feed = {'x': np.ones((2, 3), 'float32')}
+        >>> out, = exe.run(program, feed=feed, fetch_list=fetch_targets)
+        >>> out.shape
+        (2, 1)
+    """
     model_file, params_file = _files(dirname, model_filename, params_filename,
                                      "load_inference_model")
     return _read_inference(model_file, params_file, "load_inference_model")
 
 
-def save_persistables(executor, dirname, main_program=None, filename=None):
-    """Save every persistable of `main_program` (parameters and optimizer state)."""
+def save_persistables(executor: Executor, dirname: str, main_program: Program | None = None,
+                      filename: str | None = None) -> None:
+    """Save every persistable of `main_program` (parameters and optimizer state) to
+    `dirname/<filename or 'persistables'>.pdparams|.pdopt`.
+
+    Args:
+        executor (Executor): accepted for Paddle compatibility (the global scope is read).
+        dirname (str): the directory.
+        main_program (Program, optional): default the default main program.
+        filename (str, optional): the file name prefix.
+
+    Example:
+        >>> import os, tempfile
+        >>> x = fluid.layers.data('x', [3])
+        >>> _ = fluid.layers.fc(x, size=1)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(fluid.default_startup_program())
+        >>> dirname = tempfile.mkdtemp()
+        >>> fluid.io.save_persistables(exe, dirname)
+        >>> sorted(os.listdir(dirname))
+        ['persistables.pdopt', 'persistables.pdparams']
+    """
     program = main_program if main_program is not None else default_main_program()
     save(program, os.path.join(dirname, filename or "persistables"))
 
 
-def load_persistables(executor, dirname, main_program=None, filename=None):
-    """Load what save_persistables wrote (checked against `main_program` first)."""
+def load_persistables(executor: Executor, dirname: str, main_program: Program | None = None,
+                      filename: str | None = None) -> None:
+    """Load what save_persistables wrote (checked against `main_program` first).
+
+    Args:
+        executor (Executor): the executor.
+        dirname (str): the directory.
+        main_program (Program, optional): default the default main program.
+        filename (str, optional): the file name prefix.
+
+    Raises:
+        FileNotFoundError: nothing was saved there.
+        ValueError: a variable is missing or differs in shape or dtype.
+
+    Example:
+        >>> import tempfile
+        >>> x = fluid.layers.data('x', [3])
+        >>> _ = fluid.layers.fc(x, size=1)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(fluid.default_startup_program())
+        >>> dirname = tempfile.mkdtemp()
+        >>> fluid.io.save_persistables(exe, dirname)
+        >>> fluid.io.load_persistables(exe, dirname)
+    """
     program = main_program if main_program is not None else default_main_program()
     load(program, os.path.join(dirname, filename or "persistables"), executor)

@@ -3,7 +3,10 @@
 Paddle 1.x argument names and defaults are kept (`input=`, `act=`, `dim=`, `keep_dim=`,
 argmax's `axis=0`); each appends the same ops as the 2.x function it delegates to.
 """
+from __future__ import annotations
+
 import numbers
+from typing import TYPE_CHECKING
 
 from .. import dtypes, metric, static
 from .. import tensor_math as M
@@ -12,18 +15,42 @@ from ..layer_helper import LayerHelper
 from ..nn import functional as F
 from ..tensor_math import _activation
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from numpy.typing import DTypeLike
+
+    from ..param_attr import ParamAttr
+
 __all__ = ["data", "fc", "mean", "square_error_cost", "cross_entropy", "softmax", "relu",
            "sigmoid", "tanh", "elementwise_add", "elementwise_sub", "elementwise_mul",
            "elementwise_div", "reduce_mean", "reduce_sum", "matmul", "reshape", "concat",
-           "fill_constant", "cast", "accuracy", "argmax", "softmax_with_cross_entropy"]
+           "fill_constant", "cast", "accuracy", "argmax", "softmax_with_cross_entropy",
+           "batch_norm", "dropout", "pool2d", "conv2d"]
 
 
-def data(name, shape, append_batch_size=True, dtype="float32", lod_level=0, type=None,
-         stop_gradient=True):
+def data(name: str, shape: Sequence[int | None], append_batch_size: bool = True,
+         dtype: DTypeLike = "float32", lod_level: int = 0, type: object = None,
+         stop_gradient: bool = True) -> Variable:
     """A fed input. As in Paddle 1.x, a batch dimension (-1) is prepended unless
     `append_batch_size=False` or `shape` already has a None / -1 dimension.
 
-    >>> x = fluid.layers.data(name='x', shape=[13], dtype='float32')     # (-1, 13)
+    Args:
+        name (str): the feed name.
+        shape (list of int): the shape of one sample (or the full shape, see above).
+        append_batch_size (bool): prepend -1; a str here is taken as the dtype.
+        dtype (str or numpy dtype): default 'float32'.
+        lod_level (int): accepted for Paddle compatibility.
+        type: accepted for Paddle compatibility.
+        stop_gradient (bool): no gradient flows into it.
+
+    Returns:
+        Variable: the input.
+
+    Example:
+        >>> x = fluid.layers.data(name='x', shape=[13], dtype='float32')
+        >>> x.shape
+        (-1, 13)
     """
     if isinstance(append_batch_size, str):   # data('x', [13], 'float32'): the dtype, positionally
         append_batch_size, dtype = True, append_batch_size
@@ -38,49 +65,194 @@ def data(name, shape, append_batch_size=True, dtype="float32", lod_level=0, type
     return var
 
 
-def fc(input, size, num_flatten_dims=1, param_attr=None, bias_attr=None, act=None, name=None):
-    """Fully connected layer (ops mul, elementwise_add, then `act`); see static.nn.fc."""
+def fc(input: Variable | Sequence[Variable], size: int, num_flatten_dims: int = 1,
+       param_attr: ParamAttr | None = None, bias_attr: ParamAttr | bool | None = None,
+       act: str | None = None, name: str | None = None) -> Variable:
+    """Fully connected layer (ops mul, elementwise_add, then `act`); see `static.nn.fc`.
+
+    Args:
+        input (Variable or list of Variable): the input.
+        size (int): the number of output features.
+        num_flatten_dims (int): the leading dims kept.
+        param_attr (ParamAttr, optional): the weight's.
+        bias_attr (ParamAttr or False, optional): the bias's; False for no bias.
+        act (str, optional): an activation such as 'relu'.
+        name (str, optional): the layer's name prefix.
+
+    Returns:
+        Variable: shape input.shape[:num_flatten_dims] + [size].
+
+    Example:
+        >>> x = fluid.layers.data('x', [13])
+        >>> fluid.layers.fc(input=x, size=1, act=None).shape
+        (-1, 1)
+    """
     return static.nn.fc(input, size, num_flatten_dims, weight_attr=param_attr,
                         bias_attr=bias_attr, activation=act, name=name)
 
 
-def mean(x, name=None):
-    """Mean of every element: a 0-D Variable (op reduce_mean)."""
+def mean(x: Variable, name: str | None = None) -> Variable:
+    """Mean of every element: a 0-D Variable (op reduce_mean).
+
+    Args:
+        x (Variable): the input.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: 0-D.
+
+    Example:
+        >>> x = fluid.layers.data('x', [3])
+        >>> fluid.layers.mean(x).shape
+        ()
+    """
     return M.mean(x, name=name)
 
 
-def square_error_cost(input, label):
-    """(input - label)^2 elementwise, no reduction."""
+def square_error_cost(input: Variable, label: Variable) -> Variable:
+    """(input - label)^2 elementwise, no reduction.
+
+    Args:
+        input (Variable): the prediction.
+        label (Variable): the target.
+
+    Returns:
+        Variable: input's shape.
+
+    Example:
+        >>> pred = fluid.layers.data('pred', [1])
+        >>> y = fluid.layers.data('y', [1])
+        >>> fluid.layers.square_error_cost(pred, y).shape
+        (-1, 1)
+    """
     return F.square_error_cost(input, label)
 
 
-def cross_entropy(input, label, soft_label=False, ignore_index=-100):
-    """Per-sample cross-entropy of *probabilities* `input` (e.g. a softmax output): shape
-    (N, 1), no reduction (op cross_entropy). Hard labels are int64 of shape (N, 1)."""
+def cross_entropy(input: Variable, label: Variable, soft_label: bool = False,
+                  ignore_index: int = -100) -> Variable:
+    """Per-sample cross-entropy of *probabilities* `input` (e.g. a softmax output), no
+    reduction (op cross_entropy).
+
+    Args:
+        input (Variable): probabilities (N, C).
+        label (Variable): int64 (N, 1), or distributions with soft_label=True.
+        soft_label (bool): labels are distributions.
+        ignore_index (int): samples with this label get loss 0.
+
+    Returns:
+        Variable: (N, 1).
+
+    Example:
+        >>> prob = fluid.layers.softmax(fluid.layers.data('x', [10]))
+        >>> label = fluid.layers.data('label', [1], dtype='int64')
+        >>> fluid.layers.cross_entropy(prob, label).shape
+        (-1, 1)
+    """
     return F.cross_entropy(input, label, soft_label=soft_label, ignore_index=ignore_index,
                            use_softmax=False, reduction="none")
 
 
-def softmax_with_cross_entropy(logits, label, soft_label=False, ignore_index=-100,
-                               numeric_stable_mode=True, return_softmax=False, axis=-1):
-    """Per-sample softmax cross-entropy of logits, shape (N, 1); optionally the softmax."""
+def softmax_with_cross_entropy(logits: Variable, label: Variable, soft_label: bool = False,
+                               ignore_index: int = -100, numeric_stable_mode: bool = True,
+                               return_softmax: bool = False,
+                               axis: int = -1) -> Variable | tuple[Variable, Variable]:
+    """Per-sample softmax cross-entropy of logits, shape (N, 1); see
+    `nn.functional.softmax_with_cross_entropy`.
+
+    Args:
+        logits (Variable): unnormalised scores (N, C).
+        label (Variable): int64 (N, 1), or distributions with soft_label=True.
+        soft_label (bool): labels are distributions.
+        ignore_index (int): samples with this label get loss 0.
+        numeric_stable_mode (bool): accepted (always stable).
+        return_softmax (bool): also return the softmax.
+        axis (int): the class axis.
+
+    Returns:
+        Variable, or (loss, softmax) with return_softmax.
+
+    Example:
+        >>> logits = fluid.layers.data('logits', [10])
+        >>> label = fluid.layers.data('label', [1], dtype='int64')
+        >>> fluid.layers.softmax_with_cross_entropy(logits, label).shape
+        (-1, 1)
+    """
     return F.softmax_with_cross_entropy(logits, label, soft_label, ignore_index,
                                         numeric_stable_mode, return_softmax, axis)
 
 
-def softmax(input, use_cudnn=False, name=None, axis=-1):
+def softmax(input: Variable, use_cudnn: bool = False, name: str | None = None,
+            axis: int = -1) -> Variable:
+    """exp(x) / sum(exp(x)) along `axis` (op `softmax`).
+
+    Args:
+        input (Variable): the input.
+        use_cudnn (bool): accepted and ignored.
+        name (str, optional): a prefix for the output's name.
+        axis (int): the axis normalised over.
+
+    Returns:
+        Variable: input's shape.
+
+    Example:
+        >>> x = fluid.layers.data('x', [3])
+        >>> fluid.layers.softmax(x).shape
+        (-1, 3)
+    """
     return F.softmax(input, axis=axis, name=name)
 
 
-def relu(x, name=None):
+def relu(x: Variable, name: str | None = None) -> Variable:
+    """max(x, 0) elementwise (op `relu`).
+
+    Args:
+        x (Variable): the input.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's shape.
+
+    Example:
+        >>> x = fluid.layers.data('x', [3])
+        >>> fluid.layers.relu(x).shape
+        (-1, 3)
+    """
     return F.relu(x, name)
 
 
-def sigmoid(x, name=None):
+def sigmoid(x: Variable, name: str | None = None) -> Variable:
+    """1 / (1 + exp(-x)) elementwise (op `sigmoid`).
+
+    Args:
+        x (Variable): the input.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's shape.
+
+    Example:
+        >>> x = fluid.layers.data('x', [3])
+        >>> fluid.layers.sigmoid(x).shape
+        (-1, 3)
+    """
     return F.sigmoid(x, name)
 
 
-def tanh(x, name=None):
+def tanh(x: Variable, name: str | None = None) -> Variable:
+    """tanh(x) elementwise (op `tanh`).
+
+    Args:
+        x (Variable): the input.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's shape.
+
+    Example:
+        >>> x = fluid.layers.data('x', [3])
+        >>> fluid.layers.tanh(x).shape
+        (-1, 3)
+    """
     return F.tanh(x, name)
 
 
@@ -95,52 +267,234 @@ def _elementwise(op_type, x, y, axis, act, name):
     return _activation(out, act)
 
 
-def elementwise_add(x, y, axis=-1, act=None, name=None):
-    """x + y; `y` is broadcast against x's dims starting at `axis` (-1: trailing dims)."""
+def elementwise_add(x: Variable, y: Variable, axis: int = -1, act: str | None = None,
+                    name: str | None = None) -> Variable:
+    """x + y (op `elementwise_add`); `y` is broadcast against x's dims starting at `axis`
+    (-1: the trailing dims), then the activation `act`.
+
+    Args:
+        x (Variable): the first operand.
+        y (Variable): the second operand, of x's dtype.
+        axis (int): where y's dims align with x's.
+        act (str, optional): an activation applied after.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's shape.
+
+    Example:
+        >>> x = fluid.layers.data('x', [3])
+        >>> b = fluid.layers.fill_constant([3], 'float32', 1.0)
+        >>> fluid.layers.elementwise_add(x, b).shape
+        (-1, 3)
+    """
     return _elementwise("elementwise_add", x, y, axis, act, name)
 
 
-def elementwise_sub(x, y, axis=-1, act=None, name=None):
+def elementwise_sub(x: Variable, y: Variable, axis: int = -1, act: str | None = None,
+                    name: str | None = None) -> Variable:
+    """x - y (op `elementwise_sub`); `y` is broadcast against x's dims starting at `axis`
+    (-1: the trailing dims), then the activation `act`.
+
+    Args:
+        x (Variable): the first operand.
+        y (Variable): the second operand, of x's dtype.
+        axis (int): where y's dims align with x's.
+        act (str, optional): an activation applied after.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's shape.
+
+    Example:
+        >>> x = fluid.layers.data('x', [3])
+        >>> b = fluid.layers.fill_constant([3], 'float32', 1.0)
+        >>> fluid.layers.elementwise_sub(x, b).shape
+        (-1, 3)
+    """
     return _elementwise("elementwise_sub", x, y, axis, act, name)
 
 
-def elementwise_mul(x, y, axis=-1, act=None, name=None):
+def elementwise_mul(x: Variable, y: Variable, axis: int = -1, act: str | None = None,
+                    name: str | None = None) -> Variable:
+    """x * y (op `elementwise_mul`); `y` is broadcast against x's dims starting at `axis`
+    (-1: the trailing dims), then the activation `act`.
+
+    Args:
+        x (Variable): the first operand.
+        y (Variable): the second operand, of x's dtype.
+        axis (int): where y's dims align with x's.
+        act (str, optional): an activation applied after.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's shape.
+
+    Example:
+        >>> x = fluid.layers.data('x', [3])
+        >>> b = fluid.layers.fill_constant([3], 'float32', 1.0)
+        >>> fluid.layers.elementwise_mul(x, b).shape
+        (-1, 3)
+    """
     return _elementwise("elementwise_mul", x, y, axis, act, name)
 
 
-def elementwise_div(x, y, axis=-1, act=None, name=None):
+def elementwise_div(x: Variable, y: Variable, axis: int = -1, act: str | None = None,
+                    name: str | None = None) -> Variable:
+    """x / y (op `elementwise_div`); `y` is broadcast against x's dims starting at `axis`
+    (-1: the trailing dims), then the activation `act`.
+
+    Args:
+        x (Variable): the first operand.
+        y (Variable): the second operand, of x's dtype.
+        axis (int): where y's dims align with x's.
+        act (str, optional): an activation applied after.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's shape.
+
+    Example:
+        >>> x = fluid.layers.data('x', [3])
+        >>> b = fluid.layers.fill_constant([3], 'float32', 1.0)
+        >>> fluid.layers.elementwise_div(x, b).shape
+        (-1, 3)
+    """
     return _elementwise("elementwise_div", x, y, axis, act, name)
 
 
-def reduce_mean(input, dim=None, keep_dim=False, name=None):
-    """Mean over `dim` (an int or list; None: every dim, giving a 0-D result)."""
+def reduce_mean(input: Variable, dim: int | Sequence[int] | None = None, keep_dim: bool = False,
+                name: str | None = None) -> Variable:
+    """Mean over `dim` (op reduce_mean).
+
+    Args:
+        input (Variable): the input.
+        dim (int or list of int, optional): the axes; None for every axis (a 0-D result).
+        keep_dim (bool): keep the reduced axes with size 1.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: the reduced tensor.
+
+    Example:
+        >>> x = fluid.layers.data('x', [3])
+        >>> fluid.layers.reduce_mean(x, dim=1).shape
+        (-1,)
+    """
     return M.mean(input, axis=dim, keepdim=keep_dim, name=name)
 
 
-def reduce_sum(input, dim=None, keep_dim=False, name=None):
+def reduce_sum(input: Variable, dim: int | Sequence[int] | None = None, keep_dim: bool = False,
+               name: str | None = None) -> Variable:
+    """Sum over `dim` (op reduce_sum).
+
+    Args:
+        input (Variable): the input.
+        dim (int or list of int, optional): the axes; None for every axis (a 0-D result).
+        keep_dim (bool): keep the reduced axes with size 1.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: the reduced tensor.
+
+    Example:
+        >>> x = fluid.layers.data('x', [3])
+        >>> fluid.layers.reduce_sum(x, dim=1, keep_dim=True).shape
+        (-1, 1)
+    """
     return M.sum(input, axis=dim, keepdim=keep_dim, name=name)
 
 
-def matmul(x, y, transpose_x=False, transpose_y=False, alpha=1.0, name=None):
-    """alpha * (x @ y), with optional transposes (op matmul_v2, then scale if alpha != 1)."""
+def matmul(x: Variable, y: Variable, transpose_x: bool = False, transpose_y: bool = False,
+           alpha: float = 1.0, name: str | None = None) -> Variable:
+    """alpha * (x @ y), with optional transposes (op matmul_v2, then scale if alpha != 1).
+
+    Args:
+        x (Variable): the left operand.
+        y (Variable): the right operand.
+        transpose_x (bool): swap x's last two dims.
+        transpose_y (bool): swap y's last two dims.
+        alpha (float): a factor on the product.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: the product.
+
+    Example:
+        >>> x = fluid.layers.data('x', [3])
+        >>> w = fluid.layers.fill_constant([3, 4], 'float32', 0.5)
+        >>> fluid.layers.matmul(x, w, alpha=2.0).shape
+        (-1, 4)
+    """
     out = M.matmul(x, y, transpose_x, transpose_y, name)
     return out if float(alpha) == 1.0 else M.scale(out, float(alpha))
 
 
-def reshape(x, shape, actual_shape=None, act=None, inplace=False, name=None):
-    """Reshape (0 keeps the input dim, one -1 is inferred); then `act`."""
+def reshape(x: Variable, shape: Sequence[int], actual_shape: None = None,
+            act: str | None = None, inplace: bool = False, name: str | None = None) -> Variable:
+    """Reshape (0 keeps the input dim, one -1 is inferred); then `act`.
+
+    Args:
+        x (Variable): the input.
+        shape (list of int): the new shape.
+        actual_shape: not supported (must be None).
+        act (str, optional): an activation applied after.
+        inplace (bool): accepted for Paddle compatibility.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: the reshaped tensor.
+
+    Example:
+        >>> x = fluid.layers.data('x', [2, 3])
+        >>> fluid.layers.reshape(x, [-1, 6]).shape
+        (-1, 6)
+    """
     if actual_shape is not None:
         raise ValueError("reshape: actual_shape (a shape given as a Variable) is not supported; "
                          "pass `shape` as a list of ints")
     return _activation(M.reshape(x, shape, name), act)
 
 
-def concat(input, axis=0, name=None):
+def concat(input: Sequence[Variable], axis: int = 0, name: str | None = None) -> Variable:
+    """Join Variables along `axis` (op concat).
+
+    Args:
+        input (list of Variable): the inputs.
+        axis (int): the axis to join along.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: the joined tensor.
+
+    Example:
+        >>> x = fluid.layers.data('x', [3])
+        >>> fluid.layers.concat([x, x], axis=1).shape
+        (-1, 6)
+    """
     return M.concat(input, axis, name)
 
 
-def fill_constant(shape, dtype, value, force_cpu=False, out=None, name=None):
-    """A Variable of `shape` filled with `value` (op fill_constant); into `out` if given."""
+def fill_constant(shape: int | Sequence[int], dtype: DTypeLike, value: float,
+                  force_cpu: bool = False, out: Variable | None = None,
+                  name: str | None = None) -> Variable:
+    """A Variable of `shape` filled with `value` (op fill_constant); into `out` if given.
+
+    Args:
+        shape (int or list of int): the shape.
+        dtype (str or numpy dtype): the dtype.
+        value (float): the value.
+        force_cpu (bool): accepted for Paddle compatibility.
+        out (Variable, optional): write here instead of a new Variable.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: `out` or the new constant.
+
+    Example:
+        >>> fluid.layers.fill_constant([2, 3], 'int64', 7).dtype
+        dtype('int64')
+    """
     if not isinstance(value, (numbers.Number, bool)):
         raise TypeError(f"fill_constant: value must be a number, got {type(value).__name__}")
     if out is None:
@@ -153,17 +507,62 @@ def fill_constant(shape, dtype, value, force_cpu=False, out=None, name=None):
     return out
 
 
-def cast(x, dtype):
+def cast(x: Variable, dtype: DTypeLike) -> Variable:
+    """Convert x to `dtype` (op cast).
+
+    Args:
+        x (Variable): the input.
+        dtype (str or numpy dtype): the new dtype.
+
+    Returns:
+        Variable: x's shape.
+
+    Example:
+        >>> x = fluid.layers.data('x', [3])
+        >>> fluid.layers.cast(x, 'float64').dtype
+        dtype('float64')
+    """
     return M.cast(x, dtype)
 
 
-def accuracy(input, label, k=1, correct=None, total=None):
-    """Fraction of rows whose label is among the top-k scores (a 0-D float32)."""
+def accuracy(input: Variable, label: Variable, k: int = 1, correct: Variable | None = None,
+             total: Variable | None = None) -> Variable:
+    """Fraction of rows whose label is among the top-k scores (a 0-D float32).
+
+    Args:
+        input (Variable): scores (N, C).
+        label (Variable): int64 (N, 1).
+        k (int): how many top scores count.
+        correct (Variable, optional): also receives the number correct.
+        total (Variable, optional): also receives the number of rows.
+
+    Returns:
+        Variable: 0-D float32.
+
+    Example:
+        >>> scores = fluid.layers.data('scores', [10])
+        >>> label = fluid.layers.data('label', [1], dtype='int64')
+        >>> fluid.layers.accuracy(scores, label, k=1).shape
+        ()
+    """
     return metric.accuracy(input, label, k, correct, total)
 
 
-def argmax(x, axis=0):
-    """Index of the maximum along `axis` (Paddle 1.x's default axis is 0), int64."""
+def argmax(x: Variable, axis: int = 0) -> Variable:
+    """Index of the maximum along `axis` (Paddle 1.x's default axis is 0), int64.
+
+    Args:
+        x (Variable): the input.
+        axis (int): the axis.
+
+    Returns:
+        Variable: the indices.
+
+    Example:
+        >>> x = fluid.layers.data('x', [3])
+        >>> fluid.layers.argmax(x, axis=1).shape
+        (-1,)
+    """
     return M.argmax(x, axis=axis)
 
 

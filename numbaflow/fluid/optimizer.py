@@ -3,44 +3,153 @@
 `regularization` is the 2.x `weight_decay` (a float or fluid.regularizer.L2Decay),
 `parameter_list` the 2.x `parameters`. The update ops are numbaflow.optimizer's.
 
->>> fluid.optimizer.SGD(learning_rate=0.01).minimize(avg_cost)
+>>> x = fluid.layers.data('x', [3])
+>>> avg_cost = fluid.layers.mean(fluid.layers.fc(x, size=1))
+>>> _ = fluid.optimizer.SGD(learning_rate=0.01).minimize(avg_cost)
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from .. import optimizer as _opt
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+
+    from ..graph.program import Operator, Parameter, Program, Variable
+    from ..nn.clip import ClipGradByGlobalNorm
+    from ..optimizer import L2Decay
+
+__all__ = ["SGD", "Momentum", "Adam", "SGDOptimizer", "MomentumOptimizer", "AdamOptimizer"]
 
 
 class _FluidNames:
-    def minimize(self, loss, startup_program=None, parameter_list=None, no_grad_set=None):
-        """Append backward and update ops; return (optimize_ops, params_grads)."""
+    def minimize(self, loss: Variable, startup_program: Program | None = None,
+                 parameter_list: Sequence[Parameter | str] | None = None,
+                 no_grad_set: Iterable[Variable | str] | None = None
+                 ) -> tuple[list[Operator], list[tuple[Parameter, Variable]]]:
+        """Append the backward and update ops that train `loss`.
+
+        Args:
+            loss (Variable): a scalar.
+            startup_program (Program, optional): accepted for Paddle compatibility.
+            parameter_list (list, optional): default the optimizer's, else every trainable one.
+            no_grad_set (set, optional): variables to treat as constants.
+
+        Returns:
+            tuple: (optimize_ops, params_grads).
+        """
         return super().minimize(loss, startup_program, parameter_list, no_grad_set)
 
-    def backward(self, loss, startup_program=None, parameter_list=None, no_grad_set=None,
-                 callbacks=None):
+    def backward(self, loss: Variable, startup_program: Program | None = None,
+                 parameter_list: Sequence[Parameter | str] | None = None,
+                 no_grad_set: Iterable[Variable | str] | None = None,
+                 callbacks: object = None) -> list[tuple[Parameter, Variable]]:
+        """Append the backward ops of `loss` (see `fluid.backward.append_backward`).
+
+        Args:
+            loss (Variable): a scalar.
+            startup_program (Program, optional): accepted for Paddle compatibility.
+            parameter_list (list, optional): default the optimizer's, else every trainable one.
+            no_grad_set (set, optional): variables to treat as constants.
+            callbacks: accepted for Paddle compatibility.
+
+        Returns:
+            list of (Parameter, Variable): each parameter with its gradient.
+        """
         return super().backward(loss, startup_program, parameter_list, no_grad_set)
 
 
 class SGD(_FluidNames, _opt.SGD):
-    """param -= learning_rate * grad"""
+    """param -= learning_rate * grad (Paddle 1.x argument names).
 
-    def __init__(self, learning_rate, parameter_list=None, regularization=None,
-                 grad_clip=None, name=None):
+    Args:
+        learning_rate (float or Variable): the step size.
+        parameter_list (list of Parameter or str, optional): what to train; default every
+            trainable parameter.
+        regularization (float or L2Decay, optional): L2 regularisation coefficient.
+        grad_clip (ClipGradByGlobalNorm, optional): gradient clipping.
+        name (str, optional): accepted for Paddle compatibility.
+
+    Example:
+        >>> x = fluid.layers.data('x', [3])
+        >>> avg_cost = fluid.layers.mean(fluid.layers.fc(x, size=1))
+        >>> opt = fluid.optimizer.SGD(learning_rate=0.01)
+        >>> optimize_ops, params_grads = opt.minimize(avg_cost)
+        >>> sorted({op.type for op in optimize_ops})
+        ['sgd']
+    """
+
+    def __init__(self, learning_rate: float | Variable,
+                 parameter_list: Sequence[Parameter | str] | None = None,
+                 regularization: float | L2Decay | None = None,
+                 grad_clip: ClipGradByGlobalNorm | None = None,
+                 name: str | None = None) -> None:
         super().__init__(learning_rate, parameter_list, regularization, grad_clip, name)
 
 
 class Momentum(_FluidNames, _opt.Momentum):
-    """velocity = momentum * velocity + grad; param -= learning_rate * velocity"""
+    """velocity = momentum * velocity + grad; param -= learning_rate * velocity (Paddle 1.x
+    argument names).
 
-    def __init__(self, learning_rate, momentum, parameter_list=None, use_nesterov=False,
-                 regularization=None, grad_clip=None, name=None):
+    Args:
+        learning_rate (float or Variable): the step size.
+        momentum (float): the velocity decay.
+        parameter_list (list of Parameter or str, optional): what to train; default every
+            trainable parameter.
+        use_nesterov (bool): Nesterov momentum.
+        regularization (float or L2Decay, optional): L2 regularisation coefficient.
+        grad_clip (ClipGradByGlobalNorm, optional): gradient clipping.
+        name (str, optional): accepted for Paddle compatibility.
+
+    Example:
+        >>> x = fluid.layers.data('x', [3])
+        >>> avg_cost = fluid.layers.mean(fluid.layers.fc(x, size=1))
+        >>> opt = fluid.optimizer.Momentum(learning_rate=0.01, momentum=0.9)
+        >>> optimize_ops, params_grads = opt.minimize(avg_cost)
+        >>> sorted({op.type for op in optimize_ops})
+        ['momentum']
+    """
+
+    def __init__(self, learning_rate: float | Variable, momentum: float,
+                 parameter_list: Sequence[Parameter | str] | None = None,
+                 use_nesterov: bool = False, regularization: float | L2Decay | None = None,
+                 grad_clip: ClipGradByGlobalNorm | None = None,
+                 name: str | None = None) -> None:
         super().__init__(learning_rate, momentum, parameter_list, use_nesterov, regularization,
                          grad_clip, name)
 
 
 class Adam(_FluidNames, _opt.Adam):
-    """Adam with bias correction (beta pows kept per parameter)."""
+    """Adam with bias correction (Paddle 1.x argument names).
 
-    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8,
-                 parameter_list=None, regularization=None, grad_clip=None, name=None,
-                 lazy_mode=False):
+    Args:
+        learning_rate (float or Variable): the step size.
+        beta1 (float): the first-moment decay, in [0, 1).
+        beta2 (float): the second-moment decay, in [0, 1).
+        epsilon (float): added to the denominator.
+        parameter_list (list of Parameter or str, optional): what to train; default every
+            trainable parameter.
+        regularization (float or L2Decay, optional): L2 regularisation coefficient.
+        grad_clip (ClipGradByGlobalNorm, optional): gradient clipping.
+        name (str, optional): accepted for Paddle compatibility.
+        lazy_mode (bool): accepted for Paddle compatibility.
+
+    Example:
+        >>> x = fluid.layers.data('x', [3])
+        >>> avg_cost = fluid.layers.mean(fluid.layers.fc(x, size=1))
+        >>> opt = fluid.optimizer.Adam(learning_rate=0.001)
+        >>> optimize_ops, params_grads = opt.minimize(avg_cost)
+        >>> sorted({op.type for op in optimize_ops})
+        ['adam', 'scale']
+    """
+
+    def __init__(self, learning_rate: float | Variable = 0.001, beta1: float = 0.9,
+                 beta2: float = 0.999, epsilon: float = 1e-8,
+                 parameter_list: Sequence[Parameter | str] | None = None,
+                 regularization: float | L2Decay | None = None,
+                 grad_clip: ClipGradByGlobalNorm | None = None, name: str | None = None,
+                 lazy_mode: bool = False) -> None:
         super().__init__(learning_rate, beta1, beta2, epsilon, parameter_list, regularization,
                          grad_clip, name, lazy_mode)
 

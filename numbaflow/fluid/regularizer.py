@@ -1,14 +1,22 @@
 """fluid.regularizer: L2Decay with Paddle 1.x's argument name."""
+from __future__ import annotations
+
 from .. import optimizer as _opt
+
+__all__ = ["L2Decay", "L2DecayRegularizer"]
 
 
 class L2Decay(_opt.L2Decay):
-    """grad += regularization_coeff * param.
+    """grad += regularization_coeff * param (Paddle 1.x argument name).
 
-    >>> fluid.optimizer.SGD(0.1, regularization=fluid.regularizer.L2Decay(1e-4))
+    Args:
+        regularization_coeff (float): the coefficient.
+
+    Example:
+        >>> opt = fluid.optimizer.SGD(0.1, regularization=fluid.regularizer.L2Decay(1e-4))
     """
 
-    def __init__(self, regularization_coeff=0.0):
+    def __init__(self, regularization_coeff: float = 0.0) -> None:
         super().__init__(regularization_coeff)
 
 

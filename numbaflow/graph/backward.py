@@ -5,8 +5,17 @@ contributions (object references, not name conventions). Each forward op's OpDef
 grad rule appends ordinary registered ops through a `GradContext`; a variable with
 several contributions gets a `sum` op before its gradient is first read.
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ..kernels.registry import NO_GRAD, get_op_def
 from .program import BACKWARD, FORWARD, LOSS_GRAD, Variable
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+
+    from .program import Parameter
 
 
 class GradContext:
@@ -172,10 +181,29 @@ def _backward(targets, target_grads, wanted, no_grad_set):
         return engine, {v: engine.final_grad(v) for v in wanted}
 
 
-def append_backward(loss, parameter_list=None, no_grad_set=None, callbacks=None):
-    """Append the backward ops of `loss`; return [(param, grad)] for trainable parameters.
+def append_backward(loss: Variable, parameter_list: Sequence[Variable | str] | None = None,
+                    no_grad_set: Iterable[Variable | str] | None = None,
+                    callbacks: object = None) -> list[tuple[Parameter, Variable]]:
+    """Append the backward ops of `loss` to its program.
 
-    >>> params_grads = static.append_backward(loss)
+    Args:
+        loss (Variable): a scalar (shape () or (1,)).
+        parameter_list (list of Variable or str, optional): the parameters to differentiate;
+            default every trainable parameter.
+        no_grad_set (set of Variable or str, optional): variables to treat as constants.
+        callbacks: accepted for Paddle compatibility; ignored.
+
+    Returns:
+        list of (Parameter, Variable): each parameter with its gradient `<name>@GRAD`.
+
+    Raises:
+        ValueError: loss is not a scalar.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> loss = paddle.mean(static.nn.fc(x, size=1))
+        >>> [(p.name, g.name) for p, g in static.append_backward(loss)]
+        [('fc_0.w_0', 'fc_0.w_0@GRAD'), ('fc_0.b_0', 'fc_0.b_0@GRAD')]
     """
     if not isinstance(loss, Variable):
         raise TypeError(f"append_backward: loss must be a Variable, got {type(loss).__name__}")
@@ -194,11 +222,29 @@ def append_backward(loss, parameter_list=None, no_grad_set=None, callbacks=None)
     return [(p, grads[p]) for p in params if grads.get(p) is not None]
 
 
-def gradients(targets, inputs, target_gradients=None, no_grad_set=None):
-    """Append ops computing d(sum of targets)/d(inputs); return one grad per input
-    (None where an input does not affect the targets).
+def gradients(targets: Variable | Sequence[Variable], inputs: Variable | Sequence[Variable],
+              target_gradients: Variable | Sequence[Variable | None] | None = None,
+              no_grad_set: Iterable[Variable | str] | None = None) -> list[Variable | None]:
+    """Append ops computing d(sum of targets)/d(inputs).
 
-    >>> dx, = static.gradients([y], [x])
+    Args:
+        targets (Variable or list of Variable): what is differentiated.
+        inputs (Variable or list of Variable): with respect to what.
+        target_gradients (Variable or list, optional): the gradient seeds of the targets;
+            default ones.
+        no_grad_set (set of Variable or str, optional): variables to treat as constants.
+
+    Returns:
+        list of Variable or None: one gradient per input (None where an input does not
+        affect the targets).
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> x.stop_gradient = False
+        >>> y = paddle.sum(x * x)
+        >>> dx, = static.gradients([y], [x])
+        >>> dx.shape
+        (-1, 3)
     """
     targets = list(targets) if isinstance(targets, (list, tuple)) else [targets]
     inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]

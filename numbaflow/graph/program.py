@@ -2,25 +2,55 @@
 
 Operators hold references to their Variable objects (not names), so rewrites never do
 string surgery; names are for people, feeds and fetches. Every mutation goes through a
-Block method, which bumps the program's `version` (the executor's cache key).
+Block method, which keeps the block's producer/consumer maps (op_list.py) and bumps the
+program's `version` (the executor's cache key).
 """
+from __future__ import annotations
+
 import contextlib
 import copy
 import itertools
-
+from typing import TYPE_CHECKING, Any
 
 from .. import dtypes
 from ..kernels.registry import InferContext, get_op_def
+from .op_list import UseMaps
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+
+    from numpy.typing import DTypeLike
 
 # Op roles, as in Paddle: which part of a training program an op belongs to.
 FORWARD, BACKWARD, OPTIMIZE, LOSS_GRAD = "forward", "backward", "optimize", "loss_grad"
 
 
 class Variable:
-    """A named tensor of a Block. `shape` is a tuple with -1 for an unknown (batch) dim."""
+    """A named tensor of a Block: made by `static.data` and the layer functions, fed and
+    fetched by name. Arithmetic operators (+ - * / ** @, unary -) append ops.
 
-    def __init__(self, block, name, shape, dtype, persistable=False, stop_gradient=False,
-                 is_data=False):
+    Args:
+        block (Block): the block it belongs to.
+        name (str): the unique name (the key in feeds, fetches and the Scope).
+        shape (sequence of int): -1 for an unknown (batch) dim; stored as a tuple.
+        dtype (str or numpy dtype): the element type.
+        persistable (bool): kept in the Scope between runs (parameters, optimizer state).
+        stop_gradient (bool): no gradient flows through it.
+        is_data (bool): fed by the user (made by `static.data`).
+
+    Create Variables with `static.data`, the layer functions or `Block.create_var`, not
+    directly.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> y = x * 2.0 + 1.0
+        >>> y.shape, y.dtype, y.ndim
+        ((-1, 3), dtype('float32'), 2)
+    """
+
+    def __init__(self, block: Block, name: str, shape: Sequence[int], dtype: DTypeLike,
+                 persistable: bool = False, stop_gradient: bool = False,
+                 is_data: bool = False) -> None:
         self.block = block
         self.name = name
         self.shape = tuple(int(d) for d in shape)
@@ -30,7 +60,8 @@ class Variable:
         self.is_data = is_data
 
     @property
-    def ndim(self):
+    def ndim(self) -> int:
+        """The number of dims."""
         return len(self.shape)
 
     def __repr__(self):
@@ -38,7 +69,12 @@ class Variable:
         return (f"{kind}(name={self.name!r}, shape={self.shape}, dtype={self.dtype}, "
                 f"persistable={self.persistable}, stop_gradient={self.stop_gradient})")
 
-    def to_string(self):
+    def to_string(self) -> str:
+        """A one-line description: flags, name, shape, dtype, stop_gradient.
+
+        Returns:
+            str: e.g. `data var x : shape(-1, 3) dtype(float32) stop_gradient(True)`.
+        """
         flags = []
         if self.persistable:
             flags.append("persist")
@@ -50,10 +86,13 @@ class Variable:
         return (f"{prefix}var {self.name} : shape{self.shape} dtype({self.dtype}) "
                 f"stop_gradient({self.stop_gradient})")
 
-    # operator overloads build ops through the math functions
+    # operator overloads build ops through the public math functions (add, matmul, ...),
+    # which live above the graph layer: numbaflow.tensor_math hands them in when it is
+    # imported (`use_math_functions`), so this layer never imports upward
+    _math_functions = None
+
     def _math(self, name, *args, **kw):
-        from .. import tensor_math
-        return getattr(tensor_math, name)(*args, **kw)
+        return getattr(Variable._math_functions, name)(*args, **kw)
 
     def __add__(self, o): return self._math("add", self, o)
     def __radd__(self, o): return self._math("add", o, self)
@@ -71,10 +110,29 @@ class Variable:
 
 
 class Parameter(Variable):
-    """A persistable, trainable Variable initialised by an op in the startup program."""
+    """A persistable, trainable Variable initialised by an op in the startup program.
+    Made by layers (`static.nn.fc`, ...) through `ParamAttr`, not directly.
 
-    def __init__(self, block, name, shape, dtype, trainable=True, learning_rate=1.0,
-                 regularizer=None, initializer=None):
+    Args:
+        block (Block): the block it belongs to.
+        name (str): the unique name.
+        shape (sequence of int): fully known.
+        dtype (str or numpy dtype): the element type.
+        trainable (bool): optimizers update it (stop_gradient is `not trainable`).
+        learning_rate (float): a factor on the optimizer's learning rate.
+        regularizer (L2Decay, optional): its own weight decay.
+        initializer (Initializer, optional): how the startup program fills it.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> _ = static.nn.fc(x, size=2)
+        >>> [(p.name, p.shape, p.trainable) for p in static.default_main_program().all_parameters()]
+        [('fc_0.w_0', (3, 2), True), ('fc_0.b_0', (2,), True)]
+    """
+
+    def __init__(self, block: Block, name: str, shape: Sequence[int], dtype: DTypeLike,
+                 trainable: bool = True, learning_rate: float = 1.0,
+                 regularizer: object = None, initializer: object = None) -> None:
         super().__init__(block, name, shape, dtype, persistable=True,
                          stop_gradient=not trainable)
         self.trainable = trainable
@@ -84,49 +142,114 @@ class Parameter(Variable):
 
 
 class Operator:
-    """One op: `type`, {slot: [Variable]} inputs/outputs, attrs (defaults filled in), role."""
+    """One op of a Block: `type`, {slot: [Variable]} `inputs` / `outputs`, `attrs` (with the
+    OpDef's defaults filled in) and `role` (forward, backward, optimize, loss_grad).
+    Made by `Block.append_op` (which the layer functions call), not directly.
 
-    def __init__(self, block, type, inputs, outputs, attrs, role):
+    Args:
+        block (Block): the block it belongs to.
+        type (str): the registered op type.
+        inputs (dict): {slot: [Variable]}.
+        outputs (dict): {slot: [Variable]}.
+        attrs (dict): every attribute of the op type.
+        role (str): 'forward', 'backward', 'optimize' or 'loss_grad'.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> y = paddle.scale(x, scale=2.0)
+        >>> op = static.default_main_program().global_block().ops[-1]
+        >>> op.type, op.input('X'), op.output('Out'), op.attr('scale')
+        ('scale', ['x'], ['scale_0.tmp_0'], 2.0)
+    """
+
+    def __init__(self, block: Block, type: str, inputs: dict[str, list[Variable]],
+                 outputs: dict[str, list[Variable]], attrs: dict[str, Any], role: str) -> None:
         self.block, self.type, self.role = block, type, role
         self.inputs, self.outputs, self.attrs = inputs, outputs, attrs
 
     # Paddle-style accessors (names)
-    def input(self, slot):
+    def input(self, slot: str) -> list[str]:
+        """The names of the Variables in input slot `slot` (empty if unused).
+
+        Args:
+            slot (str): e.g. 'X'.
+
+        Returns:
+            list of str: the names.
+        """
         return [v.name for v in self.inputs.get(slot, [])]
 
-    def output(self, slot):
+    def output(self, slot: str) -> list[str]:
+        """The names of the Variables in output slot `slot` (empty if unused).
+
+        Args:
+            slot (str): e.g. 'Out'.
+
+        Returns:
+            list of str: the names.
+        """
         return [v.name for v in self.outputs.get(slot, [])]
 
     @property
-    def input_names(self):
+    def input_names(self) -> list[str]:
+        """The input slots in use."""
         return list(self.inputs)
 
     @property
-    def output_names(self):
+    def output_names(self) -> list[str]:
+        """The output slots in use."""
         return list(self.outputs)
 
     @property
-    def input_arg_names(self):
+    def input_arg_names(self) -> list[str]:
+        """The names of every input Variable."""
         return [v.name for vs in self.inputs.values() for v in vs]
 
     @property
-    def output_arg_names(self):
+    def output_arg_names(self) -> list[str]:
+        """The names of every output Variable."""
         return [v.name for vs in self.outputs.values() for v in vs]
 
-    def attr(self, name):
+    def attr(self, name: str) -> Any:
+        """The value of attribute `name`.
+
+        Args:
+            name (str): the attribute.
+
+        Returns:
+            its value (KeyError if the op has no such attribute).
+        """
         return self.attrs[name]
 
-    def has_attr(self, name):
+    def has_attr(self, name: str) -> bool:
+        """Whether the op has attribute `name`.
+
+        Args:
+            name (str): the attribute.
+
+        Returns:
+            bool: True if it has one.
+        """
         return name in self.attrs
 
     def _set_attr(self, name, value):
         self.attrs[name] = value
         self.block.program._bump()
 
-    def input_vars(self):
+    def input_vars(self) -> list[Variable]:
+        """Every input Variable, slot by slot.
+
+        Returns:
+            list of Variable: the inputs.
+        """
         return [v for vs in self.inputs.values() for v in vs]
 
-    def output_vars(self):
+    def output_vars(self) -> list[Variable]:
+        """Every output Variable, slot by slot.
+
+        Returns:
+            list of Variable: the outputs.
+        """
         return [v for vs in self.outputs.values() for v in vs]
 
     def __repr__(self):
@@ -143,10 +266,22 @@ def _as_var_list(v):
 
 
 class Block:
+    """The variables and ops of one block. `ops` is read-only: every edit goes through a
+    method here, which keeps the producer/consumer maps (`producers`, `consumers`) and
+    the program `version` (the executor's cache key) up to date.
+
+    >>> block.replace_uses(old_var, new_var)            # every reader of old_var
+    >>> block.replace_ops([add, relu], fused_op)         # fused_op from block._make_op
+    """
+
     def __init__(self, program, idx):
         self.program, self.idx = program, idx
         self.vars = {}
-        self.ops = []
+        self._uses = UseMaps()
+
+    @property
+    def ops(self):
+        return self._uses.ops
 
     def var(self, name):
         try:
@@ -196,6 +331,30 @@ class Block:
         del self.vars[name]
         self.program._bump()
 
+    # ------------------------------------------------------------ uses (O(uses) lookups)
+    def index(self, op):
+        """The position of `op` in `ops` (ValueError if it is not in this block)."""
+        return self._uses.index(op)
+
+    def consumers(self, var):
+        """The ops reading `var`, in program order."""
+        return self._uses.in_order(self._uses.readers.get(var, {}).values())
+
+    def producers(self, var):
+        """The ops writing `var`, in program order (one, except for persistables
+        updated in place)."""
+        return self._uses.in_order(self._uses.writers.get(var, {}).values())
+
+    def producer(self, var):
+        """The last op writing `var`, or None."""
+        writers = self._uses.writers.get(var)
+        return self._uses.in_order(writers.values())[-1] if writers else None
+
+    def is_used(self, var):
+        """Whether any op reads or writes `var`."""
+        return var in self._uses.readers or var in self._uses.writers
+
+    # ------------------------------------------------------------ adding ops
     def append_op(self, type, inputs=None, outputs=None, attrs=None, infer=True):
         """Append an op; infer and set its outputs' shapes and dtypes.
 
@@ -205,19 +364,166 @@ class Block:
         op = self._make_op(type, inputs, outputs, attrs)
         if infer:
             _apply_inference(op)
-        self.ops.append(op)
-        self.program._bump()
+        self._put(len(self.ops), [op])
         return op
 
     def _insert_op(self, index, type, inputs=None, outputs=None, attrs=None):
         op = self._make_op(type, inputs, outputs, attrs)
         _apply_inference(op)
-        self.ops.insert(index, op)
-        self.program._bump()
+        self._put(index, [op])
         return op
 
+    def insert_before(self, anchor, ops):
+        """Put `ops` (an op or a list, made with `_make_op`) right before `anchor`, an op
+        of this block, in the order given; `anchor=None` appends them. Returns `ops`."""
+        self._put(len(self.ops) if anchor is None else self.index(anchor), _op_list(ops))
+        return ops
+
+    def insert_after(self, anchor, ops):
+        """Put `ops` right after `anchor` (an op of this block), in the order given."""
+        self._put(self.index(anchor) + 1, _op_list(ops))
+        return ops
+
+    def _put(self, index, ops):
+        if not 0 <= index <= len(self.ops):
+            raise IndexError(f"op index {index} is outside block {self.idx} "
+                             f"(0..{len(self.ops)})")
+        for op in ops:
+            if not isinstance(op, Operator):
+                raise TypeError(f"expected an Operator, got {type(op).__name__}")
+            if op.block is not self:
+                raise ValueError(f"op {op.type} was made for another block; make it with "
+                                 f"this block's _make_op")
+            if self._uses.contains(op):
+                raise ValueError(f"op {op.type} is already in block {self.idx}; move it "
+                                 f"with move_before / move_after")
+        if len({id(op) for op in ops}) != len(ops):
+            raise ValueError("the same op is given twice")
+        self._uses.insert(index, ops)
+        for op in ops:
+            self._uses.link(op)
+        self.program._bump()
+
+    # ------------------------------------------------------------ removing, replacing, moving
     def _remove_op(self, index):
-        del self.ops[index]
+        self.remove_ops([self.ops[index]])
+
+    def remove_ops(self, ops):
+        """Take `ops` (ops of this block) out of it; their variables stay."""
+        ops = self._own(ops)
+        self._uses.delete(ops)
+        for op in ops:
+            self._uses.unlink(op)
+        self.program._bump()
+
+    def replace_ops(self, old, new, where=None):
+        """Replace the ops `old` by `new` (an op or a list, made with `_make_op`), put where
+        `where` (one of `old`; default: the first of them in program order) was."""
+        old = self._own(old)
+        if where is None:
+            where = min(old, key=self.index)
+        elif not any(o is where for o in old):
+            raise ValueError(f"replace_ops: `where` ({where.type}) must be one of the "
+                             f"replaced ops")
+        self.insert_before(where, new)
+        self.remove_ops(old)
+        return new
+
+    def move_before(self, anchor, ops):
+        """Move `ops` (ops of this block, none of them `anchor`) right before `anchor`,
+        in the order given; their inputs and outputs are unchanged."""
+        self._move(anchor, ops, 0)
+
+    def move_after(self, anchor, ops):
+        """Move `ops` right after `anchor`, in the order given."""
+        self._move(anchor, ops, 1)
+
+    def _move(self, anchor, ops, after):
+        ops = self._own(ops)
+        if any(o is anchor for o in ops):
+            raise ValueError(f"cannot move op {anchor.type} next to itself")
+        self.index(anchor)
+        self._uses.delete(ops)
+        self._uses.insert(self.index(anchor) + after, ops)
+        self.program._bump()
+
+    def _own(self, ops):
+        ops = list({id(op): op for op in _op_list(ops)}.values())
+        for op in ops:
+            self.index(op)          # raises for an op not in this block
+        return ops
+
+    # ------------------------------------------------------------ rewiring one op
+    def replace_uses(self, old, new, ops=None):
+        """Make `ops` (default: every reader of `old`) read the variable `new` where they
+        read `old`. O(uses of old)."""
+        self._replace_var(old, new, ops, self._uses.readers, "inputs")
+
+    def replace_writes(self, old, new, ops=None):
+        """Make `ops` (default: every writer of `old`) write `new` where they wrote `old`."""
+        self._replace_var(old, new, ops, self._uses.writers, "outputs")
+
+    def _replace_var(self, old, new, ops, table, side):
+        if not isinstance(new, Variable) or self.vars.get(new.name) is not new:
+            raise ValueError(f"replace {old.name}: the new variable must be a Variable of "
+                             f"block {self.idx}, got {new!r}")
+        users = table.get(old, {})
+        ops = list(users.values()) if ops is None else \
+            [op for op in _op_list(ops) if id(op) in users]
+        for op in ops:
+            self._uses.unlink(op)
+            slots = getattr(op, side)
+            for slot, vs in slots.items():
+                if any(v is old for v in vs):
+                    slots[slot] = [new if v is old else v for v in vs]
+            self._uses.link(op)
+        self.program._bump()
+
+    def set_input(self, op, slot, vars):
+        """Set input slot `slot` of `op` to `vars` (a Variable or a list; empty or None
+        removes the slot)."""
+        self._set_slot(op, slot, vars, "inputs")
+
+    def set_output(self, op, slot, vars):
+        """Set output slot `slot` of `op` to `vars` (empty or None removes the slot)."""
+        self._set_slot(op, slot, vars, "outputs")
+
+    def _set_slot(self, op, slot, vars, side):
+        self.index(op)
+        opdef = get_op_def(op.type)
+        names = {s.name for s in (opdef.inputs if side == "inputs" else opdef.outputs)}
+        if slot not in names:
+            raise ValueError(f"{op.type}: unknown {side[:-1]} slot {slot!r}; slots are "
+                             f"{sorted(names)}")
+        vars = _as_var_list(vars)
+        for v in vars:
+            if not isinstance(v, Variable) or self.vars.get(v.name) is not v:
+                raise ValueError(f"{op.type}.{slot}: {v!r} is not a Variable of block "
+                                 f"{self.idx}")
+        self._uses.unlink(op)
+        slots = getattr(op, side)
+        if vars:
+            slots[slot] = vars
+        else:
+            slots.pop(slot, None)
+        self._uses.link(op)
+        self.program._bump()
+
+    def set_op_type(self, op, type):
+        """Turn `op` into a `type` op with the same slots and attributes (a rename such
+        as batch_norm -> sync_batch_norm)."""
+        self.index(op)
+        get_op_def(type)            # raises for an unregistered type
+        op.type = type
+        self.program._bump()
+
+    def set_attr(self, op, name, value):
+        """Set attribute `name` of `op` (an attribute its OpDef declares)."""
+        self.index(op)
+        if name not in op.attrs:
+            raise ValueError(f"{op.type}: unknown attribute {name!r}; attributes are "
+                             f"{sorted(op.attrs)}")
+        op.attrs[name] = value
         self.program._bump()
 
     def _make_op(self, type, inputs, outputs, attrs):
@@ -246,6 +552,10 @@ class Block:
         return Operator(self, type, inputs, outputs, full, self.program._current_role)
 
 
+def _op_list(ops):
+    return [ops] if isinstance(ops, Operator) else list(ops)
+
+
 def infer_op(op, shapes=None):
     """Run the op's shape inference; `shapes` maps Variable -> concrete VarInfo."""
     from ..kernels.registry import VarInfo
@@ -271,11 +581,22 @@ def _apply_inference(op):
 
 
 class Program:
-    """A static graph: a list of Blocks (only block 0 is used for now)."""
+    """A static graph: a list of Blocks (only block 0 is used) of Operators and Variables.
+    Layer functions append to the default main program; `program_guard` switches it.
+    `str(program)` prints the op list.
+
+    Example:
+        >>> main, startup = static.Program(), static.Program()
+        >>> with static.program_guard(main, startup):
+        ...     x = static.data('x', [None, 3])
+        ...     y = paddle.mean(x)
+        >>> [op.type for op in main.global_block().ops]
+        ['reduce_mean']
+    """
 
     _ids = itertools.count()
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.blocks = [Block(self, 0)]
         self.version = 0
         self.random_seed = 0
@@ -285,23 +606,52 @@ class Program:
     def _bump(self):
         self.version += 1
 
-    def global_block(self):
+    def global_block(self) -> Block:
+        """Block 0, which holds every op and variable.
+
+        Returns:
+            Block: with `.ops` (list of Operator), `.vars` ({name: Variable}) and `.var(name)`.
+        """
         return self.blocks[0]
 
-    def current_block(self):
+    def current_block(self) -> Block:
+        """The block layers append to: block 0.
+
+        Returns:
+            Block: the global block.
+        """
         return self.blocks[0]
 
-    def block(self, idx):
+    def block(self, idx: int) -> Block:
+        """Block number `idx`.
+
+        Args:
+            idx (int): the index (only 0 exists).
+
+        Returns:
+            Block: the block.
+        """
         return self.blocks[idx]
 
     @property
-    def num_blocks(self):
+    def num_blocks(self) -> int:
+        """The number of blocks (1)."""
         return len(self.blocks)
 
-    def list_vars(self):
+    def list_vars(self) -> Iterator[Variable]:
+        """Every Variable of the program.
+
+        Returns:
+            iterator of Variable: data, parameters and temporaries.
+        """
         return iter(list(self.global_block().vars.values()))
 
-    def all_parameters(self):
+    def all_parameters(self) -> list[Parameter]:
+        """Every Parameter of the program.
+
+        Returns:
+            list of Parameter: in creation order.
+        """
         return self.global_block().all_parameters()
 
     @contextlib.contextmanager
@@ -316,13 +666,37 @@ class Program:
         from .printer import program_to_string
         return program_to_string(self)
 
-    def to_string(self, throw_on_error=False, with_details=False):
+    def to_string(self, throw_on_error: bool = False, with_details: bool = False) -> str:
+        """The op list as text (`str(program)`).
+
+        Args:
+            throw_on_error (bool): accepted for Paddle compatibility.
+            with_details (bool): accepted for Paddle compatibility.
+
+        Returns:
+            str: the program, one op per line.
+        """
         return str(self)
 
-    def clone(self, for_test=False):
+    def clone(self, for_test: bool = False) -> Program:
         """Copy the program. for_test=True keeps only forward ops, sets `is_test=True`
         on ops that have it (dropout, batch_norm) and drops variables only the removed
-        ops used (gradients, optimizer state)."""
+        ops used (gradients, optimizer state).
+
+        Args:
+            for_test (bool): make an evaluation copy.
+
+        Returns:
+            Program: the copy (Variables are new objects with the same names).
+
+        Example:
+            >>> x = static.data('x', [None, 3])
+            >>> loss = paddle.mean(static.nn.fc(x, size=1))
+            >>> test_program = static.default_main_program().clone(for_test=True)
+            >>> _ = paddle.optimizer.SGD(0.1).minimize(loss)
+            >>> [op.type for op in test_program.global_block().ops]
+            ['mul', 'elementwise_add', 'reduce_mean']
+        """
         new = Program()
         new.random_seed = self.random_seed
         src, dst = self.global_block(), new.global_block()
@@ -341,14 +715,16 @@ class Program:
                 nv.optimize_attr = dict(v.optimize_attr)
             mapping[v] = nv
             dst.vars[name] = nv
+        nops = []
         for op in ops:
             attrs = dict(op.attrs)
             if for_test and "is_test" in attrs:
                 attrs["is_test"] = True
-            nop = Operator(dst, op.type, {k: [mapping[v] for v in vs] for k, vs in op.inputs.items()},
-                           {k: [mapping[v] for v in vs] for k, vs in op.outputs.items()},
-                           attrs, op.role)
-            dst.ops.append(nop)
+            nops.append(Operator(dst, op.type,
+                                 {k: [mapping[v] for v in vs] for k, vs in op.inputs.items()},
+                                 {k: [mapping[v] for v in vs] for k, vs in op.outputs.items()},
+                                 attrs, op.role))
+        dst.insert_before(None, nops)
         new._bump()
         return new
 
@@ -358,11 +734,33 @@ _main_program = Program()
 _startup_program = Program()
 
 
-def default_main_program():
+def default_main_program() -> Program:
+    """The program layer functions append to (changed by `program_guard`).
+
+    Returns:
+        Program: the current main program.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> static.default_main_program().global_block().var('x') is x
+        True
+    """
     return _main_program
 
 
-def default_startup_program():
+def default_startup_program() -> Program:
+    """The program parameter initialisers are appended to (changed by `program_guard`).
+    Run it once before the main program.
+
+    Returns:
+        Program: the current startup program.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> _ = static.nn.fc(x, size=2)
+        >>> [op.type for op in static.default_startup_program().global_block().ops]
+        ['uniform_random', 'fill_constant']
+    """
     return _startup_program
 
 
@@ -379,12 +777,27 @@ def switch_startup_program(program):
 
 
 @contextlib.contextmanager
-def program_guard(main_program, startup_program=None):
-    """Make `main_program` (and `startup_program`) the defaults inside the block.
+def program_guard(main_program: Program,
+                  startup_program: Program | None = None) -> Iterator[None]:
+    """Make `main_program` (and `startup_program`) the defaults inside the `with` block.
 
-    >>> main, startup = Program(), Program()
-    >>> with program_guard(main, startup):
-    ...     x = static.data('x', [None, 1])
+    Args:
+        main_program (Program): where layers append their ops.
+        startup_program (Program, optional): where parameter initialisers go; unchanged
+            if None.
+
+    Returns:
+        a context manager.
+
+    Raises:
+        TypeError: an argument is not a Program.
+
+    Example:
+        >>> main, startup = static.Program(), static.Program()
+        >>> with static.program_guard(main, startup):
+        ...     x = static.data('x', [None, 1])
+        >>> main.global_block().has_var('x')
+        True
     """
     if not isinstance(main_program, Program):
         raise TypeError(f"program_guard: main_program must be a Program, got "

@@ -4,7 +4,10 @@
 * every referenced Variable is the block's own object under that name;
 * a non-persistable variable has at most one producer, and is produced before it is
   read unless it is fed (data) — persistables may be updated in place;
-* re-running shape inference reproduces every output's shape and dtype.
+* re-running shape inference reproduces every output's shape and dtype;
+* each op is in its own block once, and the block's producer/consumer maps list
+  exactly the ops that write / read each variable (an op edited behind the Block's
+  mutators shows up here).
 """
 from ..kernels.registry import get_op_def
 from .program import infer_op
@@ -12,6 +15,10 @@ from .program import infer_op
 
 class IRError(AssertionError):
     """The IR broke an invariant (a bug in a pass or a layer, not in user input)."""
+
+
+def _types(ops):
+    return sorted(op.type for op in ops)
 
 
 def _compatible(a, b):
@@ -49,6 +56,8 @@ def verify(program):
                 if v in produced and not v.persistable:
                     raise IRError(f"{where}: {v.name} is produced twice")
                 produced.add(v)
+            if op.block is not block:
+                raise IRError(f"{where}: the op belongs to another block")
             inferred = infer_op(op)
             ins = set(op.input_vars())
             for slot, vs in op.outputs.items():
@@ -58,4 +67,29 @@ def verify(program):
                     if not _compatible(v.shape, info.shape) or v.dtype != info.dtype:
                         raise IRError(f"{where}: {v.name} is {v.shape}/{v.dtype} but "
                                       f"inference gives {info.shape}/{info.dtype}")
+        _check_maps(block)
     return True
+
+
+def _check_maps(block):
+    """The block's producer/consumer maps agree with its ops."""
+    if len({id(op) for op in block.ops}) != len(block.ops):
+        raise IRError(f"block {block.idx}: an op appears twice in the op list")
+    uses = block._uses
+    ranks = [uses._rank.get(id(op)) for op in block.ops]
+    if ranks != uses._ranks or len(uses._rank) != len(ranks) or \
+            any(a >= b for a, b in zip(ranks, ranks[1:])):
+        raise IRError(f"block {block.idx}: the op ranks do not follow the op list")
+    for what, table, vars_of in (("consumer", uses.readers, "input_vars"),
+                                 ("producer", uses.writers, "output_vars")):
+        want = {}
+        for op in block.ops:
+            for v in getattr(op, vars_of)():
+                want.setdefault(v, set()).add(id(op))
+        got = {v: set(ops) for v, ops in table.items()}
+        if got != want:
+            v = next(v for v in set(got) | set(want) if got.get(v) != want.get(v))
+            raise IRError(f"block {block.idx}: the {what} map of {v.name} lists "
+                          f"{_types(table.get(v, {}).values())} but the ops say "
+                          f"{_types(o for o in block.ops if id(o) in want.get(v, ()))} (an "
+                          f"op was edited without the Block's mutators)")

@@ -10,3 +10,4 @@ from . import fused_optim  # noqa: F401
 from . import fused_add_act  # noqa: F401
 from . import collective  # noqa: F401,E402
 from . import sync_bn  # noqa: F401,E402
+from . import gemm_sgd  # noqa: F401,E402

@@ -1,9 +1,9 @@
 """Collective ops: how the replicas of a data-parallel program exchange gradients.
 
-They are inserted by the `multi_devices` pass (graph/passes/data_parallel.py), never by
+They are inserted by the `multi_devices` pass (distributed/rewrite.py), never by
 layers. Their kernels are host-side work — they wait for the other devices — so a
 compiled segment is cut at each of them. The executor gives each device's kernels its
-communicator endpoint as `cop.comm` (executor/collective_group.py); without one (a
+communicator endpoint as `cop.comm` (distributed/collective_group.py); without one (a
 single-device run) they do nothing.
 """
 import functools

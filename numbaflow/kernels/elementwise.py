@@ -25,8 +25,9 @@ def align(shape, ndim, axis):
     shape = tuple(shape)
     if axis == -1 or axis is None or len(shape) == ndim:
         return (1,) * (ndim - len(shape)) + shape
-    if axis + len(shape) > ndim:
-        raise ValueError(f"axis {axis} does not fit a shape {shape} into rank {ndim}")
+    if axis < 0 or axis + len(shape) > ndim:     # Paddle: only -1 may be negative
+        raise ValueError(f"axis {axis} does not fit a shape {shape} into rank {ndim} "
+                         f"(expected -1 or 0..{ndim - len(shape)})")
     return (1,) * axis + shape + (1,) * (ndim - axis - len(shape))
 
 

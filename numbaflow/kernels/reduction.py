@@ -88,6 +88,12 @@ def _reduce_infer(ctx):
         axes = reduce_axes(x.shape, ctx.attrs)
     except ValueError as e:
         raise ctx.error(f"{e} (X {ctx.name('X')} has shape {x.shape})") from None
+    empty = [d for d in axes if x.shape[d] == 0]
+    if empty and _KIND[ctx.op_type] in (MAX, MIN):
+        # the kernel would read x[a, 0, c] past the end; numpy raises here too
+        raise ctx.error(f"X {ctx.name('X')} of shape {x.shape} has size 0 along reduced axis "
+                        f"{empty[0]}: the {ctx.op_type[7:]}imum of no elements is undefined. "
+                        f"Reduce only non-empty axes (reduce_sum of nothing is 0).")
     if ctx.attr("keep_dim"):
         shape = tuple(1 if d in axes else n for d, n in enumerate(x.shape))
     else:
@@ -138,7 +144,7 @@ def _reduce_gpu(cop):
             view = arc
         x3, out2 = x.reshape(view), out.reshape(view[0], view[2])
         k = gpu_util.common()
-        if view[2] >= COLS_MIN_C:
+        if view[2] >= COLS_MIN_C and view[1] > 0:    # reduce_cols reads x3[a, 0, c]
             calls.append(gpu_util.launch_flat(k.reduce_cols, view[0] * view[2], x3, out2, kind))
         else:
             calls.append(gpu_util.launch_rows(k.reduce_rows, view[0] * view[2], view[1], x3, out2,
@@ -229,8 +235,28 @@ def argmax_arc(x, out):
             out[a, c] = bi
 
 
+def argmax_arc_shape(shape, attrs):
+    """The (A, R, C) view arg_max reduces over R. Raises ValueError for an axis outside
+    the rank (it would silently reduce another axis) or an empty R (nothing to pick)."""
+    if attrs["flatten"]:
+        arc, what = (1, numel(shape), 1), "X has no elements"
+    else:
+        axis, nd = attrs["axis"], max(len(shape), 1)
+        if not -nd <= axis < nd:
+            raise ValueError(f"axis {axis} is out of range for rank {len(shape)} "
+                             f"(valid: {-nd}..{nd - 1})")
+        arc, what = arc_view(shape, (axis % nd,)), f"axis {axis} has size 0"
+    if arc[1] == 0:
+        raise ValueError(f"{what}: the argmax of an empty sequence is undefined")
+    return arc
+
+
 def _argmax_infer(ctx):
     x = ctx.input("X")
+    try:
+        argmax_arc_shape(x.shape, ctx.attrs)
+    except ValueError as e:
+        raise ctx.error(f"{e} (X {ctx.name('X')} has shape {x.shape})") from None
     if ctx.attr("flatten"):
         return {"Out": VarInfo((1,) * len(x.shape) if ctx.attr("keepdims") else (),
                                np.dtype(ctx.attr("dtype")))}
@@ -241,9 +267,7 @@ def _argmax_infer(ctx):
 
 
 def _argmax_cpu(cop):
-    shape = cop.input("X").shape
-    arc = (1, numel(shape), 1) if cop.attrs["flatten"] else \
-        arc_view(shape, (cop.attrs["axis"] % max(len(shape), 1),))
+    arc = argmax_arc_shape(cop.input("X").shape, cop.attrs)
 
     def bind(ins, outs):
         return functools.partial(argmax_arc, ins["X"][0].reshape(arc),
@@ -252,9 +276,7 @@ def _argmax_cpu(cop):
 
 
 def _argmax_gpu(cop):
-    shape = cop.input("X").shape
-    arc = (1, numel(shape), 1) if cop.attrs["flatten"] else \
-        arc_view(shape, (cop.attrs["axis"] % max(len(shape), 1),))
+    arc = argmax_arc_shape(cop.input("X").shape, cop.attrs)
     return lambda ins, outs: gpu_util.launch_rows(
         gpu_util.common().argmax_rows, arc[0] * arc[2], arc[1], ins["X"][0].reshape(arc),
         outs["Out"][0].reshape(arc[0], arc[2]))
@@ -286,6 +308,8 @@ def exp_shifted(x, out, a, c):
 @njit(nogil=True, cache=True, error_model="numpy")
 def softmax_arc(x, out, log):
     A, R, C = x.shape
+    if R == 0:        # nothing to write; exp_shifted would read x[a, 0, c]
+        return
     for a in range(A):
         for c in range(C):
             m, s = exp_shifted(x, out, a, c)

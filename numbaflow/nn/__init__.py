@@ -1,3 +1,10 @@
-"""numbaflow.nn: functional ops, initializers and gradient clipping."""
+"""numbaflow.nn: functional ops (`nn.functional`), initializers (`nn.initializer`) and
+gradient clipping.
+
+>>> clip = paddle.nn.ClipGradByGlobalNorm(clip_norm=1.0)
+>>> init = paddle.nn.initializer.Normal(std=0.01)
+"""
 from . import functional, initializer  # noqa: F401
 from .clip import ClipGradByGlobalNorm  # noqa: F401
+
+__all__ = ["ClipGradByGlobalNorm", "functional", "initializer"]

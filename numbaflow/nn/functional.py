@@ -1,7 +1,25 @@
-"""numbaflow.nn.functional: activations and losses (Paddle 2.x signatures)."""
+"""numbaflow.nn.functional: activations, losses, conv, pooling, batch norm, dropout and
+embedding without parameters of their own (Paddle 2.x signatures).
+
+>>> import numbaflow.nn.functional as F
+>>> x = static.data('x', [None, 10])
+>>> F.softmax(F.relu(x)).shape
+(-1, 10)
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from .. import tensor_math as M
 from ..graph.program import Variable
 from ..layer_helper import LayerHelper
+
+if TYPE_CHECKING:
+    from numpy.typing import DTypeLike
+
+__all__ = ["relu", "sigmoid", "tanh", "gelu", "leaky_relu", "softmax", "log_softmax",
+           "softmax_with_cross_entropy", "cross_entropy", "square_error_cost", "mse_loss",
+           "conv2d", "max_pool2d", "avg_pool2d", "batch_norm", "dropout", "embedding"]
 
 
 def _var(x, fn, arg="x"):
@@ -14,33 +32,139 @@ def _act(op_type, x, name=None, **attrs):
     return LayerHelper(op_type, name).simple(op_type, {"X": _var(x, op_type)}, attrs or None)
 
 
-def relu(x, name=None):
+def relu(x: Variable, name: str | None = None) -> Variable:
+    """max(x, 0) elementwise (op `relu`).
+
+    Args:
+        x (Variable): the input.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's shape and dtype.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> F.relu(x).shape
+        (-1, 3)
+    """
     return _act("relu", x, name)
 
 
-def sigmoid(x, name=None):
+def sigmoid(x: Variable, name: str | None = None) -> Variable:
+    """1 / (1 + exp(-x)) elementwise (op `sigmoid`).
+
+    Args:
+        x (Variable): the input.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's shape and dtype.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> F.sigmoid(x).shape
+        (-1, 3)
+    """
     return _act("sigmoid", x, name)
 
 
-def tanh(x, name=None):
+def tanh(x: Variable, name: str | None = None) -> Variable:
+    """tanh(x) elementwise (op `tanh`).
+
+    Args:
+        x (Variable): the input.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's shape and dtype.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> F.tanh(x).shape
+        (-1, 3)
+    """
     return _act("tanh", x, name)
 
 
-def gelu(x, approximate=False, name=None):
+def gelu(x: Variable, approximate: bool = False, name: str | None = None) -> Variable:
+    """x * Phi(x) elementwise (the tanh approximation with approximate=True) (op `gelu`).
+
+    Args:
+        x (Variable): the input.
+        approximate (bool): use the tanh approximation.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's shape and dtype.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> F.gelu(x, approximate=True).shape
+        (-1, 3)
+    """
     return _act("gelu", x, name, approximate=bool(approximate))
 
 
-def leaky_relu(x, negative_slope=0.01, name=None):
+def leaky_relu(x: Variable, negative_slope: float = 0.01, name: str | None = None) -> Variable:
+    """x if x > 0 else negative_slope * x, elementwise (op `leaky_relu`).
+
+    Args:
+        x (Variable): the input.
+        negative_slope (float): the slope for x < 0.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's shape and dtype.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> F.leaky_relu(x, 0.1).shape
+        (-1, 3)
+    """
     return _act("leaky_relu", x, name, alpha=float(negative_slope))
 
 
-def softmax(x, axis=-1, dtype=None, name=None):
+def softmax(x: Variable, axis: int = -1, dtype: DTypeLike | None = None,
+            name: str | None = None) -> Variable:
+    """exp(x) / sum(exp(x)) along `axis` (op `softmax`).
+
+    Args:
+        x (Variable): the input.
+        axis (int): the axis normalised over.
+        dtype (str or numpy dtype, optional): cast x to it first.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's shape and dtype.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> F.softmax(x, axis=-1).shape
+        (-1, 3)
+    """
     if dtype is not None:
         x = M.cast(x, dtype)
     return _act("softmax", x, name, axis=int(axis))
 
 
-def log_softmax(x, axis=-1, dtype=None, name=None):
+def log_softmax(x: Variable, axis: int = -1, dtype: DTypeLike | None = None,
+                name: str | None = None) -> Variable:
+    """log(softmax(x)) along `axis`, computed stably (op `log_softmax`).
+
+    Args:
+        x (Variable): the input.
+        axis (int): the axis normalised over.
+        dtype (str or numpy dtype, optional): cast x to it first.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's shape and dtype.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> F.log_softmax(x).shape
+        (-1, 3)
+    """
     if dtype is not None:
         x = M.cast(x, dtype)
     return _act("log_softmax", x, name, axis=int(axis))
@@ -67,9 +191,33 @@ def _check_label(input, label, soft_label, axis, fn):
     return label
 
 
-def softmax_with_cross_entropy(logits, label, soft_label=False, ignore_index=-100,
-                               numeric_stable_mode=True, return_softmax=False, axis=-1):
-    """Per-sample loss (the class axis kept with size 1); optionally also the softmax."""
+def softmax_with_cross_entropy(logits: Variable, label: Variable, soft_label: bool = False,
+                               ignore_index: int = -100, numeric_stable_mode: bool = True,
+                               return_softmax: bool = False,
+                               axis: int = -1) -> Variable | tuple[Variable, Variable]:
+    """Per-sample softmax cross-entropy of `logits`, no reduction (op
+    `softmax_with_cross_entropy`); the class axis is kept with size 1.
+
+    Args:
+        logits (Variable): unnormalised scores, e.g. (N, C).
+        label (Variable): int64 class indices (N, 1) or (N,), or with soft_label=True
+            distributions shaped like logits.
+        soft_label (bool): labels are distributions.
+        ignore_index (int): samples with this label get loss 0.
+        numeric_stable_mode (bool): accepted for Paddle compatibility (always stable).
+        return_softmax (bool): also return the softmax.
+        axis (int): the class axis.
+
+    Returns:
+        Variable, or (Variable, Variable) with return_softmax: the loss (N, 1) (and the
+        softmax).
+
+    Example:
+        >>> logits = static.data('logits', [None, 10])
+        >>> label = static.data('label', [None, 1], dtype='int64')
+        >>> F.softmax_with_cross_entropy(logits, label).shape
+        (-1, 1)
+    """
     label = _check_label(logits, label, soft_label, axis, "softmax_with_cross_entropy")
     helper = LayerHelper("softmax_with_cross_entropy")
     sm = helper.create_tmp(logits.dtype)
@@ -99,13 +247,33 @@ def _reduce_loss(loss, reduction, label=None, ignore_index=-100, fn="loss"):
     return M.divide(M.sum(loss), count)
 
 
-def cross_entropy(input, label, weight=None, ignore_index=-100, reduction="mean",
-                  soft_label=False, axis=-1, use_softmax=True, name=None):
+def cross_entropy(input: Variable, label: Variable, weight: None = None,
+                  ignore_index: int = -100, reduction: str = "mean", soft_label: bool = False,
+                  axis: int = -1, use_softmax: bool = True, name: str | None = None) -> Variable:
     """Softmax cross-entropy of logits `input` (or of probabilities with use_softmax=False).
 
-    Hard labels are int64 class indices of shape (N, 1) or (N,); soft labels are
-    distributions shaped like input. reduction: 'mean' (over non-ignored samples),
-    'sum' or 'none'.
+    Args:
+        input (Variable): logits (or probabilities), e.g. (N, C).
+        label (Variable): int64 class indices (N, 1) or (N,), or with soft_label=True
+            distributions shaped like input.
+        weight: per-class weights are not supported (must be None).
+        ignore_index (int): samples with this label are left out.
+        reduction (str): 'mean' (over non-ignored samples), 'sum' or 'none'.
+        soft_label (bool): labels are distributions.
+        axis (int): the class axis.
+        use_softmax (bool): input holds logits (True) or probabilities.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: a 0-D loss, or (N, 1) per sample with reduction='none'.
+
+    Example:
+        >>> logits = static.data('logits', [None, 10])
+        >>> label = static.data('label', [None, 1], dtype='int64')
+        >>> F.cross_entropy(logits, label).shape
+        ()
+        >>> F.cross_entropy(logits, label, reduction='none').shape
+        (-1, 1)
     """
     if weight is not None:
         raise ValueError("cross_entropy: per-class `weight` is not supported; scale the "
@@ -122,13 +290,45 @@ def cross_entropy(input, label, weight=None, ignore_index=-100, reduction="mean"
                         ignore_index, "cross_entropy")
 
 
-def square_error_cost(input, label):
-    """(input - label)^2 elementwise (ops elementwise_sub, square)."""
+def square_error_cost(input: Variable, label: Variable) -> Variable:
+    """(input - label)^2 elementwise, no reduction (ops elementwise_sub, square).
+
+    Args:
+        input (Variable): the prediction.
+        label (Variable): the target, of input's shape and dtype.
+
+    Returns:
+        Variable: input's shape.
+
+    Example:
+        >>> pred = static.data('pred', [None, 1])
+        >>> y = static.data('y', [None, 1])
+        >>> F.square_error_cost(pred, y).shape
+        (-1, 1)
+    """
     _var(input, "square_error_cost", "input"), _var(label, "square_error_cost", "label")
     return M.square(M.subtract(input, label))
 
 
-def mse_loss(input, label, reduction="mean", name=None):
+def mse_loss(input: Variable, label: Variable, reduction: str = "mean",
+             name: str | None = None) -> Variable:
+    """Mean squared error: (input - label)^2, reduced.
+
+    Args:
+        input (Variable): the prediction.
+        label (Variable): the target, of input's shape and dtype.
+        reduction (str): 'mean', 'sum' or 'none'.
+        name (str, optional): accepted for Paddle compatibility.
+
+    Returns:
+        Variable: 0-D, or input's shape with reduction='none'.
+
+    Example:
+        >>> pred = static.data('pred', [None, 1])
+        >>> y = static.data('y', [None, 1])
+        >>> F.mse_loss(pred, y).shape
+        ()
+    """
     return _reduce_loss(square_error_cost(input, label), reduction, fn="mse_loss")
 
 

@@ -4,11 +4,19 @@ All three append one `conv2d` op, or `depthwise_conv2d` when every input channel
 own filters (groups == in_channels != 1 and out_channels % in_channels == 0, Paddle's
 rule), then the bias as `elementwise_add(axis=1)` and the activation.
 """
+from __future__ import annotations
+
 import numbers
+from typing import TYPE_CHECKING
 
 from ..graph.program import Variable
 from ..layer_helper import LayerHelper
 from ..tensor_math import _activation
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..param_attr import ParamAttr
 
 
 def _pair(v, what, fn):
@@ -96,14 +104,32 @@ def _check_format(data_format, fn):
                          f"is (transpose NHWC input to NCHW first)")
 
 
-def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1,
-           data_format="NCHW", name=None):
-    """2-D convolution of `x` (N, C, H, W) with `weight` (M, C/groups, kh, kw) (Paddle's
-    `nn.functional.conv2d`); `bias` (M,) is added per output channel.
+def conv2d(x: Variable, weight: Variable, bias: Variable | None = None,
+           stride: int | Sequence[int] = 1, padding: int | str | Sequence[int] = 0,
+           dilation: int | Sequence[int] = 1, groups: int = 1, data_format: str = "NCHW",
+           name: str | None = None) -> Variable:
+    """2-D convolution of `x` with a given `weight` (op `conv2d`, or `depthwise_conv2d`
+    when groups == channels).
 
-    padding: int, [pad_h, pad_w], [top, bottom, left, right], 'SAME' or 'VALID'.
+    Args:
+        x (Variable): (N, C, H, W), or (N, H, W, C) with data_format='NHWC'.
+        weight (Variable): (M, C / groups, kh, kw).
+        bias (Variable, optional): (M,), added per output channel.
+        stride (int or pair): the stride.
+        padding (int, pair, 4 ints, 'SAME' or 'VALID'): the zero padding.
+        dilation (int or pair): the dilation.
+        groups (int): the number of channel groups.
+        data_format (str): 'NCHW' or 'NHWC'.
+        name (str, optional): a prefix for the output's name.
 
-    >>> y = F.conv2d(x, w, b, stride=2, padding=1)
+    Returns:
+        Variable: (N, M, H', W') (or channels-last).
+
+    Example:
+        >>> x = static.data('x', [None, 3, 8, 8])
+        >>> w = paddle.full([4, 3, 3, 3], 0.1)
+        >>> F.conv2d(x, w, stride=2, padding=1).shape
+        (-1, 4, 4, 4)
     """
     fn = "conv2d"
     _check_input(x, fn), _check_input(weight, fn, "weight")
@@ -131,9 +157,13 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1,
     return out
 
 
-def static_conv2d(input, num_filters, filter_size, stride=1, padding=0, dilation=1, groups=1,
-                  param_attr=None, bias_attr=None, act=None, name=None, data_format="NCHW",
-                  weight_attr=None):
+def static_conv2d(input: Variable, num_filters: int, filter_size: int | Sequence[int],
+                  stride: int | Sequence[int] = 1, padding: int | str | Sequence[int] = 0,
+                  dilation: int | Sequence[int] = 1, groups: int | None = 1,
+                  param_attr: ParamAttr | None = None,
+                  bias_attr: ParamAttr | bool | None = None, act: str | None = None,
+                  name: str | None = None, data_format: str = "NCHW",
+                  weight_attr: ParamAttr | None = None) -> Variable:
     """Convolution layer with its own parameters (Paddle's `static.nn.conv2d`).
 
     Creates `conv2d_N.w_0` [num_filters, C/groups, kh, kw], initialised as in Paddle with
@@ -141,7 +171,28 @@ def static_conv2d(input, num_filters, filter_size, stride=1, padding=0, dilation
     bias_attr=False); a depthwise layer is named `depthwise_conv2d_N`, as in Paddle.
     The op output is `.tmp_0`, the bias sum `.tmp_1`, the activation `.tmp_2`.
 
-    >>> y = static.nn.conv2d(x, num_filters=16, filter_size=3, padding=1, act='relu')
+    Args:
+        input (Variable): (N, C, H, W), or (N, H, W, C) with data_format='NHWC'.
+        num_filters (int): the output channels.
+        filter_size (int or pair): the kernel size.
+        stride (int or pair): the stride.
+        padding (int, pair, 4 ints, 'SAME' or 'VALID'): the zero padding.
+        dilation (int or pair): the dilation.
+        groups (int): the number of channel groups.
+        param_attr (ParamAttr, optional): the weight's (Paddle 1.x name).
+        bias_attr (ParamAttr or False, optional): the bias's; False for no bias.
+        act (str, optional): an activation applied after.
+        name (str, optional): the layer's name prefix.
+        data_format (str): 'NCHW' or 'NHWC'.
+        weight_attr (ParamAttr, optional): the weight's (Paddle 2.x name).
+
+    Returns:
+        Variable: (N, num_filters, H', W') (or channels-last).
+
+    Example:
+        >>> x = static.data('x', [None, 3, 8, 8])
+        >>> static.nn.conv2d(x, num_filters=16, filter_size=3, padding=1, act='relu').shape
+        (-1, 16, 8, 8)
     """
     from .initializer import Normal
     fn = "static.nn.conv2d"
@@ -172,10 +223,37 @@ def static_conv2d(input, num_filters, filter_size, stride=1, padding=0, dilation
     return _activation(out, act, helper)
 
 
-def fluid_conv2d(input, num_filters, filter_size, stride=1, padding=0, dilation=1, groups=None,
-                 param_attr=None, bias_attr=None, use_cudnn=True, act=None, name=None,
-                 data_format="NCHW"):
-    """Paddle 1.x `fluid.layers.conv2d`: the same layer as `static.nn.conv2d` (`use_cudnn`
-    is accepted and ignored: there is no cuDNN on the CPU)."""
+def fluid_conv2d(input: Variable, num_filters: int, filter_size: int | Sequence[int],
+                 stride: int | Sequence[int] = 1, padding: int | str | Sequence[int] = 0,
+                 dilation: int | Sequence[int] = 1, groups: int | None = None,
+                 param_attr: ParamAttr | None = None,
+                 bias_attr: ParamAttr | bool | None = None, use_cudnn: bool = True,
+                 act: str | None = None, name: str | None = None,
+                 data_format: str = "NCHW") -> Variable:
+    """Paddle 1.x `fluid.layers.conv2d`: the same layer as `static.nn.conv2d`.
+
+    Args:
+        input (Variable): (N, C, H, W), or (N, H, W, C) with data_format='NHWC'.
+        num_filters (int): the output channels.
+        filter_size (int or pair): the kernel size.
+        stride (int or pair): the stride.
+        padding (int, pair, 4 ints, 'SAME' or 'VALID'): the zero padding.
+        dilation (int or pair): the dilation.
+        groups (int, optional): the number of channel groups (default 1).
+        param_attr (ParamAttr, optional): the weight's.
+        bias_attr (ParamAttr or False, optional): the bias's; False for no bias.
+        use_cudnn (bool): accepted and ignored (there is no cuDNN on the CPU).
+        act (str, optional): an activation applied after.
+        name (str, optional): the layer's name prefix.
+        data_format (str): 'NCHW' or 'NHWC'.
+
+    Returns:
+        Variable: (N, num_filters, H', W') (or channels-last).
+
+    Example:
+        >>> x = fluid.layers.data('x', [3, 8, 8])
+        >>> fluid.layers.conv2d(x, num_filters=4, filter_size=3).shape
+        (-1, 4, 6, 6)
+    """
     return static_conv2d(input, num_filters, filter_size, stride, padding, dilation, groups,
                          param_attr, bias_attr, act, name, data_format)

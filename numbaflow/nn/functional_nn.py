@@ -6,13 +6,21 @@ the Mean/Variance Variables), `dropout` (seeded from `numbaflow.seed`), `lookup_
 Argument handling follows Paddle 2.x (python/paddle/nn/functional/{pooling,norm,common,
 input}.py) and fluid 1.x (fluid/layers/nn.py).
 """
+from __future__ import annotations
+
 import numbers
+from typing import TYPE_CHECKING
 
 from .. import tensor_math as M
 from ..graph.program import Variable
 from ..kernels.creation import next_op_seed
 from ..layer_helper import LayerHelper
 from ..param_attr import ParamAttr
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from numpy.typing import DTypeLike
 
 
 def _var(x, fn, arg="x"):
@@ -80,11 +88,30 @@ def _pool(fn, x, pooling_type, kernel_size, stride, padding, ceil_mode, exclusiv
         "adaptive": False, "data_format": data_format})
 
 
-def max_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, return_mask=False,
-               data_format="NCHW", name=None):
-    """2-D max pooling (op `pool2d`, pooling_type 'max'); stride defaults to kernel_size.
+def max_pool2d(x: Variable, kernel_size: int | Sequence[int],
+               stride: int | Sequence[int] | None = None,
+               padding: int | str | Sequence[int] = 0, ceil_mode: bool = False,
+               return_mask: bool = False, data_format: str = "NCHW",
+               name: str | None = None) -> Variable:
+    """2-D max pooling (op `pool2d`, pooling_type 'max').
 
-    >>> y = F.max_pool2d(x, kernel_size=2, stride=2)     # (N, C, H/2, W/2)
+    Args:
+        x (Variable): (N, C, H, W), or (N, H, W, C) with data_format='NHWC'.
+        kernel_size (int or pair): the window.
+        stride (int or pair, optional): default kernel_size.
+        padding (int, pair, 4 ints, 'SAME' or 'VALID'): the zero padding.
+        ceil_mode (bool): round the output size up.
+        return_mask (bool): not supported (must be False).
+        data_format (str): 'NCHW' or 'NHWC'.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: the pooled tensor.
+
+    Example:
+        >>> x = static.data('x', [None, 3, 8, 8])
+        >>> F.max_pool2d(x, kernel_size=2, stride=2).shape
+        (-1, 3, 4, 4)
     """
     if return_mask:
         raise ValueError("max_pool2d: return_mask=True (max_pool2d_with_index) is not "
@@ -93,20 +120,68 @@ def max_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, return_m
                  data_format, name=name)
 
 
-def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, exclusive=True,
-               divisor_override=None, data_format="NCHW", name=None):
-    """2-D average pooling; exclusive=True leaves padded cells out of the divisor."""
+def avg_pool2d(x: Variable, kernel_size: int | Sequence[int],
+               stride: int | Sequence[int] | None = None,
+               padding: int | str | Sequence[int] = 0, ceil_mode: bool = False,
+               exclusive: bool = True, divisor_override: None = None,
+               data_format: str = "NCHW", name: str | None = None) -> Variable:
+    """2-D average pooling (op `pool2d`, pooling_type 'avg').
+
+    Args:
+        x (Variable): (N, C, H, W), or (N, H, W, C) with data_format='NHWC'.
+        kernel_size (int or pair): the window.
+        stride (int or pair, optional): default kernel_size.
+        padding (int, pair, 4 ints, 'SAME' or 'VALID'): the zero padding.
+        ceil_mode (bool): round the output size up.
+        exclusive (bool): leave padded cells out of the divisor.
+        divisor_override: not supported (must be None).
+        data_format (str): 'NCHW' or 'NHWC'.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: the pooled tensor.
+
+    Example:
+        >>> x = static.data('x', [None, 3, 8, 8])
+        >>> F.avg_pool2d(x, kernel_size=2).shape
+        (-1, 3, 4, 4)
+    """
     if divisor_override is not None:
         raise ValueError("avg_pool2d: divisor_override is not supported; leave it None")
     return _pool("avg_pool2d", x, "avg", kernel_size, stride, padding, ceil_mode, exclusive,
                  data_format, name=name)
 
 
-def fluid_pool2d(input, pool_size=-1, pool_type="max", pool_stride=1, pool_padding=0,
-                 global_pooling=False, use_cudnn=True, ceil_mode=False, name=None,
-                 exclusive=True, data_format="NCHW"):
-    """fluid.layers.pool2d: pool_type 'max' or 'avg'; pool_size is required unless
-    global_pooling."""
+def fluid_pool2d(input: Variable, pool_size: int | Sequence[int] = -1, pool_type: str = "max",
+                 pool_stride: int | Sequence[int] = 1,
+                 pool_padding: int | str | Sequence[int] = 0, global_pooling: bool = False,
+                 use_cudnn: bool = True, ceil_mode: bool = False, name: str | None = None,
+                 exclusive: bool = True, data_format: str = "NCHW") -> Variable:
+    """Paddle 1.x `fluid.layers.pool2d` (op `pool2d`).
+
+    Args:
+        input (Variable): (N, C, H, W), or (N, H, W, C) with data_format='NHWC'.
+        pool_size (int or pair): the window; required unless global_pooling.
+        pool_type (str): 'max' or 'avg'.
+        pool_stride (int or pair): the stride.
+        pool_padding (int, pair, 4 ints, 'SAME' or 'VALID'): the zero padding.
+        global_pooling (bool): pool over the whole H x W.
+        use_cudnn (bool): accepted and ignored.
+        ceil_mode (bool): round the output size up.
+        name (str, optional): a prefix for the output's name.
+        exclusive (bool): for 'avg', leave padded cells out of the divisor.
+        data_format (str): 'NCHW' or 'NHWC'.
+
+    Returns:
+        Variable: the pooled tensor.
+
+    Example:
+        >>> x = static.data('x', [None, 3, 8, 8])
+        >>> fluid.layers.pool2d(x, pool_size=2, pool_stride=2).shape
+        (-1, 3, 4, 4)
+        >>> fluid.layers.pool2d(x, pool_type='avg', global_pooling=True).shape
+        (-1, 3, 1, 1)
+    """
     if pool_type not in ("max", "avg"):
         raise ValueError(f"pool2d: pool_type must be 'max' or 'avg', got {pool_type!r}")
     if not global_pooling and (pool_size == -1 or pool_size is None):
@@ -139,13 +214,37 @@ def _append_bn(helper, x, scale, bias, mean, var, attrs):
     return y
 
 
-def batch_norm(x, running_mean, running_var, weight, bias, training=False, momentum=0.9,
-               epsilon=1e-05, data_format="NCHW", use_global_stats=None, name=None):
-    """paddle.nn.functional.batch_norm: normalise with batch statistics when `training`
-    (and update running_mean / running_var in place), else with the running statistics.
+def batch_norm(x: Variable, running_mean: Variable, running_var: Variable, weight: Variable,
+               bias: Variable, training: bool = False, momentum: float = 0.9,
+               epsilon: float = 1e-05, data_format: str = "NCHW",
+               use_global_stats: bool | None = None, name: str | None = None) -> Variable:
+    """Batch normalisation with given statistics and affine parameters (op `batch_norm`):
+    batch statistics when `training` (running_mean / running_var updated in place), else
+    the running statistics.
 
-    use_global_stats: None follows `training`; True always uses the running statistics;
-    False always uses batch statistics (Paddle's trainable_statistics).
+    Args:
+        x (Variable): (N, C, ...) or channels-last per data_format.
+        running_mean (Variable): (C,), persistable.
+        running_var (Variable): (C,), persistable.
+        weight (Variable): the scale, (C,).
+        bias (Variable): the shift, (C,).
+        training (bool): use (and update with) the batch statistics.
+        momentum (float): running = momentum * running + (1 - momentum) * batch.
+        epsilon (float): added to the variance.
+        data_format (str): 'NCHW' (also 'NC', 'NCL') or 'NHWC' (also 'NLC').
+        use_global_stats (bool, optional): None follows `training`; True always uses the
+            running statistics; False always the batch ones.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's shape.
+
+    Example:
+        >>> x = static.data('x', [None, 3, 8, 8])
+        >>> mean, var = paddle.full([3], 0.0), paddle.full([3], 1.0)
+        >>> w, b = paddle.full([3], 1.0), paddle.full([3], 0.0)
+        >>> F.batch_norm(x, mean, var, w, b).shape
+        (-1, 3, 8, 8)
     """
     _var(x, "batch_norm")
     for nm, v in (("running_mean", running_mean), ("running_var", running_var),
@@ -171,18 +270,47 @@ def _fixed_param(attr, value):
     return ParamAttr(initializer=Constant(value), trainable=False) if attr is False else attr
 
 
-def static_batch_norm(input, act=None, is_test=False, momentum=0.9, epsilon=1e-05,
-                      param_attr=None, bias_attr=None, data_layout="NCHW", in_place=False,
-                      name=None, moving_mean_name=None, moving_variance_name=None,
-                      do_model_average_for_mean_and_var=True, use_global_stats=False):
-    """paddle.static.nn.batch_norm / fluid.layers.batch_norm.
+def static_batch_norm(input: Variable, act: str | None = None, is_test: bool = False,
+                      momentum: float = 0.9, epsilon: float = 1e-05,
+                      param_attr: ParamAttr | bool | None = None,
+                      bias_attr: ParamAttr | bool | None = None, data_layout: str = "NCHW",
+                      in_place: bool = False, name: str | None = None,
+                      moving_mean_name: str | None = None,
+                      moving_variance_name: str | None = None,
+                      do_model_average_for_mean_and_var: bool = True,
+                      use_global_stats: bool = False) -> Variable:
+    """Batch normalisation layer with its own parameters (`static.nn.batch_norm`,
+    `fluid.layers.batch_norm`).
 
     Creates `batch_norm_N.w_0` (scale, init 1), `batch_norm_N.b_0` (bias, init 0) and the
     persistable, non-trainable running statistics `batch_norm_N.w_1` (mean, init 0) and
     `batch_norm_N.w_2` (variance, init 1), as Paddle names them. `clone(for_test=True)`
     switches the op to the running statistics.
 
-    >>> h = static.nn.batch_norm(static.nn.fc(x, 64), act='relu')
+    Args:
+        input (Variable): (N, C, ...) or channels-last per data_layout; floating point.
+        act (str, optional): an activation applied after.
+        is_test (bool): use the running statistics.
+        momentum (float): running = momentum * running + (1 - momentum) * batch.
+        epsilon (float): added to the variance.
+        param_attr (ParamAttr or False, optional): the scale's; False fixes it at 1.
+        bias_attr (ParamAttr or False, optional): the bias's; False fixes it at 0.
+        data_layout (str): 'NCHW' or 'NHWC'.
+        in_place (bool): accepted for Paddle compatibility.
+        name (str, optional): the layer's name prefix.
+        moving_mean_name (str, optional): the running mean's name.
+        moving_variance_name (str, optional): the running variance's name.
+        do_model_average_for_mean_and_var (bool): accepted for Paddle compatibility.
+        use_global_stats (bool): always use the running statistics.
+
+    Returns:
+        Variable: input's shape.
+
+    Example:
+        >>> x = static.data('x', [None, 4])
+        >>> h = static.nn.batch_norm(static.nn.fc(x, 8), act='relu')
+        >>> h.shape
+        (-1, 8)
     """
     from .initializer import Constant
     _var(input, "batch_norm", "input")
@@ -232,10 +360,27 @@ def _dropout(x, p, is_test, impl, seed, fix_seed, name):
     return out
 
 
-def dropout(x, p=0.5, axis=None, training=True, mode="upscale_in_train", name=None):
-    """paddle.nn.functional.dropout: zero each element with probability p in training;
-    mode 'upscale_in_train' (default) scales kept values by 1/(1-p), 'downscale_in_infer'
-    scales by (1-p) at inference. p == 0 returns x itself (as Paddle)."""
+def dropout(x: Variable, p: float = 0.5, axis: None = None, training: bool = True,
+            mode: str = "upscale_in_train", name: str | None = None) -> Variable:
+    """Zero each element with probability p in training (op `dropout`).
+
+    Args:
+        x (Variable): the input.
+        p (float): the drop probability in [0, 1]; 0 returns x itself (as Paddle).
+        axis: not supported (must be None).
+        training (bool): False is the inference behaviour.
+        mode (str): 'upscale_in_train' (kept values scaled by 1/(1-p) in training) or
+            'downscale_in_infer' (outputs scaled by (1-p) at inference).
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's shape.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> F.dropout(x, p=0.1).shape
+        (-1, 3)
+    """
     _var(x, "dropout")
     p = _check_p(p, "dropout", "p")
     if axis is not None:
@@ -250,11 +395,31 @@ def dropout(x, p=0.5, axis=None, training=True, mode="upscale_in_train", name=No
     return _dropout(x, p, not training, impl, None, False, name)
 
 
-def fluid_dropout(x, dropout_prob, is_test=None, seed=None, name=None,
-                  dropout_implementation="downgrade_in_infer"):
-    """fluid.layers.dropout: default 'downgrade_in_infer' (train: X * mask, test:
-    X * (1 - p)). A given `seed` fixes the mask (the same every run, as Paddle's fix_seed);
-    without one the mask changes each run, reproducibly under numbaflow.seed(n)."""
+def fluid_dropout(x: Variable, dropout_prob: float, is_test: bool | None = None,
+                  seed: int | None = None, name: str | None = None,
+                  dropout_implementation: str = "downgrade_in_infer") -> Variable:
+    """Paddle 1.x `fluid.layers.dropout` (op `dropout`).
+
+    Default 'downgrade_in_infer' (train: X * mask, test: X * (1 - p)). A given `seed` fixes
+    the mask (the same every run, as Paddle's fix_seed); without one the mask changes each
+    run, reproducibly under numbaflow.seed(n).
+
+    Args:
+        x (Variable): the input.
+        dropout_prob (float): the drop probability in [0, 1].
+        is_test (bool, optional): inference behaviour.
+        seed (int, optional): fix the mask; 0 or None means not fixed.
+        name (str, optional): a prefix for the output's name.
+        dropout_implementation (str): 'downgrade_in_infer' or 'upscale_in_train'.
+
+    Returns:
+        Variable: x's shape.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> fluid.layers.dropout(x, dropout_prob=0.5).shape
+        (-1, 3)
+    """
     _var(x, "dropout")
     p = _check_p(dropout_prob, "dropout", "dropout_prob")
     if dropout_implementation not in ("downgrade_in_infer", "upscale_in_train"):
@@ -287,10 +452,27 @@ def _lookup(helper, ids, w, padding_idx, sparse):
                          dtype=w.dtype)
 
 
-def embedding(x, weight, padding_idx=None, sparse=False, name=None):
-    """paddle.nn.functional.embedding: rows of `weight` (vocab, dim) picked by int ids `x`;
-    out shape x.shape + (dim,). Rows for padding_idx (negative counts from the end) are
-    zero and get no gradient. sparse=True is accepted; the gradient is dense."""
+def embedding(x: Variable, weight: Variable, padding_idx: int | None = None,
+              sparse: bool = False, name: str | None = None) -> Variable:
+    """Rows of `weight` (vocab, dim) picked by int ids `x` (op `lookup_table_v2`).
+
+    Args:
+        x (Variable): int64 (or int32) ids.
+        weight (Variable): the table, (vocab, dim).
+        padding_idx (int, optional): this id (negative counts from the end) gives a zero
+            row and no gradient.
+        sparse (bool): accepted; the gradient is dense.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x.shape + (dim,).
+
+    Example:
+        >>> ids = static.data('ids', [None, 5], dtype='int64')
+        >>> table = paddle.full([100, 8], 0.5)
+        >>> F.embedding(ids, table).shape
+        (-1, 5, 8)
+    """
     _var(x, "embedding"), _var(weight, "embedding", "weight")
     if weight.ndim != 2:
         raise ValueError(f"embedding: weight {weight.name} must be 2-D (vocab, dim), got "
@@ -299,10 +481,31 @@ def embedding(x, weight, padding_idx=None, sparse=False, name=None):
     return _lookup(LayerHelper("embedding", name), x, weight, pad, sparse)
 
 
-def static_embedding(input, size, is_sparse=False, is_distributed=False, padding_idx=None,
-                     param_attr=None, dtype="float32"):
-    """paddle.static.nn.embedding: creates `embedding_N.w_0` of shape `size` = [vocab, dim]
-    (Xavier init) and looks `input` ids up in it."""
+def static_embedding(input: Variable, size: Sequence[int], is_sparse: bool = False,
+                     is_distributed: bool = False, padding_idx: int | None = None,
+                     param_attr: ParamAttr | None = None,
+                     dtype: DTypeLike = "float32") -> Variable:
+    """Embedding layer with its own table (`static.nn.embedding`): creates
+    `embedding_N.w_0` of shape `size` = [vocab, dim] (Xavier init) and looks `input` ids
+    up in it.
+
+    Args:
+        input (Variable): int64 (or int32) ids.
+        size (pair of int): [vocab, dim].
+        is_sparse (bool): accepted; the gradient is dense.
+        is_distributed (bool): accepted for Paddle compatibility.
+        padding_idx (int, optional): this id gives a zero row and no gradient.
+        param_attr (ParamAttr, optional): the table's name / initializer.
+        dtype (str or numpy dtype): the table's dtype.
+
+    Returns:
+        Variable: input.shape + (dim,).
+
+    Example:
+        >>> ids = static.data('ids', [None, 5], dtype='int64')
+        >>> static.nn.embedding(ids, size=[100, 8]).shape
+        (-1, 5, 8)
+    """
     _var(input, "embedding", "input")
     if not isinstance(size, (list, tuple)) or len(size) != 2 or \
             not all(isinstance(d, numbers.Integral) and d > 0 for d in size):

@@ -1,9 +1,21 @@
 """Parameter initializers: each appends one init op for a variable to the startup block."""
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..kernels.creation import next_op_seed
+
+if TYPE_CHECKING:
+    from ..graph.program import Block, Operator, Variable
+
+__all__ = ["Initializer", "Constant", "Uniform", "Normal", "TruncatedNormal", "XavierUniform",
+           "XavierNormal", "KaimingNormal", "KaimingUniform",
+           # fluid-era names
+           "ConstantInitializer", "UniformInitializer", "NormalInitializer",
+           "XavierInitializer", "MSRAInitializer"]
 
 
 def _fans(shape):
@@ -18,7 +30,18 @@ def _fans(shape):
 
 
 class Initializer:
-    def __call__(self, var, block):
+    """Base class: an initializer is called with (var, block) and appends the op that fills
+    `var` to `block` (the startup program's). Give one to a layer through `ParamAttr`.
+
+    Example:
+        >>> w = paddle.ParamAttr(initializer=paddle.nn.initializer.Constant(0.5))
+        >>> x = static.data('x', [None, 3])
+        >>> _ = static.nn.fc(x, size=2, weight_attr=w)
+        >>> static.default_startup_program().global_block().ops[0].type
+        'fill_constant'
+    """
+
+    def __call__(self, var: Variable, block: Block) -> Operator:
         return self._init_op(var, block)
 
     def _init_op(self, var, block):
@@ -26,7 +49,20 @@ class Initializer:
 
 
 class Constant(Initializer):
-    def __init__(self, value=0.0):
+    """Fill with `value` (op `fill_constant`).
+
+    Args:
+        value (float): the value.
+
+    Example:
+        >>> w = paddle.ParamAttr(initializer=paddle.nn.initializer.Constant(0.5))
+        >>> x = static.data('x', [None, 3])
+        >>> _ = static.nn.fc(x, size=2, weight_attr=w)
+        >>> static.default_startup_program().global_block().ops[0].type
+        'fill_constant'
+    """
+
+    def __init__(self, value: float = 0.0) -> None:
         self.value = float(value)
 
     def _init_op(self, var, block):
@@ -36,7 +72,25 @@ class Constant(Initializer):
 
 
 class Uniform(Initializer):
-    def __init__(self, low=-1.0, high=1.0, name=None):
+    """Uniform in [low, high) (op `uniform_random`).
+
+    Args:
+        low (float): the lower bound.
+        high (float): the upper bound (> low).
+        name (str, optional): accepted for Paddle compatibility.
+
+    Raises:
+        ValueError: low >= high.
+
+    Example:
+        >>> w = paddle.ParamAttr(initializer=paddle.nn.initializer.Uniform(-0.1, 0.1))
+        >>> x = static.data('x', [None, 3])
+        >>> _ = static.nn.fc(x, size=2, weight_attr=w)
+        >>> static.default_startup_program().global_block().ops[0].type
+        'uniform_random'
+    """
+
+    def __init__(self, low: float = -1.0, high: float = 1.0, name: str | None = None) -> None:
         if low >= high:
             raise ValueError(f"Uniform: low ({low}) must be < high ({high})")
         self.low, self.high = float(low), float(high)
@@ -52,9 +106,24 @@ class Uniform(Initializer):
 
 
 class Normal(Initializer):
+    """Normal with `mean` and `std` (op `gaussian_random`).
+
+    Args:
+        mean (float): the mean.
+        std (float): the standard deviation.
+        name (str, optional): accepted for Paddle compatibility.
+
+    Example:
+        >>> w = paddle.ParamAttr(initializer=paddle.nn.initializer.Normal(0.0, 0.02))
+        >>> x = static.data('x', [None, 3])
+        >>> _ = static.nn.fc(x, size=2, weight_attr=w)
+        >>> static.default_startup_program().global_block().ops[0].type
+        'gaussian_random'
+    """
+
     op_type = "gaussian_random"
 
-    def __init__(self, mean=0.0, std=1.0, name=None):
+    def __init__(self, mean: float = 0.0, std: float = 1.0, name: str | None = None) -> None:
         self.mean, self.std = float(mean), float(std)
 
     def _stats(self, var):
@@ -68,13 +137,42 @@ class Normal(Initializer):
 
 
 class TruncatedNormal(Normal):
+    """Normal with `mean` and `std`, redrawn outside 2 std (op `truncated_gaussian_random`).
+
+    Args:
+        mean (float): the mean.
+        std (float): the standard deviation.
+        name (str, optional): accepted for Paddle compatibility.
+
+    Example:
+        >>> w = paddle.ParamAttr(initializer=paddle.nn.initializer.TruncatedNormal(0.0, 0.02))
+        >>> x = static.data('x', [None, 3])
+        >>> _ = static.nn.fc(x, size=2, weight_attr=w)
+        >>> static.default_startup_program().global_block().ops[0].type
+        'truncated_gaussian_random'
+    """
+
     op_type = "truncated_gaussian_random"
 
 
 class XavierUniform(Uniform):
-    """U(-l, l), l = sqrt(6 / (fan_in + fan_out)) (Paddle's default weight init)."""
+    """U(-l, l), l = sqrt(6 / (fan_in + fan_out)) (Paddle's default weight init).
 
-    def __init__(self, fan_in=None, fan_out=None, name=None):
+    Args:
+        fan_in (int, optional): default from the variable's shape.
+        fan_out (int, optional): default from the variable's shape.
+        name (str, optional): accepted for Paddle compatibility.
+
+    Example:
+        >>> w = paddle.ParamAttr(initializer=paddle.nn.initializer.XavierUniform())
+        >>> x = static.data('x', [None, 3])
+        >>> _ = static.nn.fc(x, size=2, weight_attr=w)
+        >>> static.default_startup_program().global_block().ops[0].type
+        'uniform_random'
+    """
+
+    def __init__(self, fan_in: int | None = None, fan_out: int | None = None,
+                 name: str | None = None) -> None:
         self.fan_in, self.fan_out = fan_in, fan_out
 
     def _limits(self, var):
@@ -84,7 +182,23 @@ class XavierUniform(Uniform):
 
 
 class XavierNormal(Normal):
-    def __init__(self, fan_in=None, fan_out=None, name=None):
+    """N(0, sqrt(2 / (fan_in + fan_out))).
+
+    Args:
+        fan_in (int, optional): default from the variable's shape.
+        fan_out (int, optional): default from the variable's shape.
+        name (str, optional): accepted for Paddle compatibility.
+
+    Example:
+        >>> w = paddle.ParamAttr(initializer=paddle.nn.initializer.XavierNormal())
+        >>> x = static.data('x', [None, 3])
+        >>> _ = static.nn.fc(x, size=2, weight_attr=w)
+        >>> static.default_startup_program().global_block().ops[0].type
+        'gaussian_random'
+    """
+
+    def __init__(self, fan_in: int | None = None, fan_out: int | None = None,
+                 name: str | None = None) -> None:
         self.fan_in, self.fan_out = fan_in, fan_out
 
     def _stats(self, var):
@@ -99,9 +213,24 @@ def _gain(nonlinearity, negative_slope):
 
 
 class KaimingNormal(Normal):
-    """N(0, gain / sqrt(fan_in)) (He initialisation)."""
+    """N(0, gain / sqrt(fan_in)) (He initialisation).
 
-    def __init__(self, fan_in=None, negative_slope=0.0, nonlinearity="relu", name=None):
+    Args:
+        fan_in (int, optional): default from the variable's shape.
+        negative_slope (float): for nonlinearity='leaky_relu'.
+        nonlinearity (str): 'relu', 'leaky_relu', 'tanh', 'sigmoid' or 'linear' (the gain).
+        name (str, optional): accepted for Paddle compatibility.
+
+    Example:
+        >>> w = paddle.ParamAttr(initializer=paddle.nn.initializer.KaimingNormal())
+        >>> x = static.data('x', [None, 3])
+        >>> _ = static.nn.fc(x, size=2, weight_attr=w)
+        >>> static.default_startup_program().global_block().ops[0].type
+        'gaussian_random'
+    """
+
+    def __init__(self, fan_in: int | None = None, negative_slope: float = 0.0,
+                 nonlinearity: str = "relu", name: str | None = None) -> None:
         self.fan_in, self.slope, self.nl = fan_in, negative_slope, nonlinearity
 
     def _stats(self, var):
@@ -109,7 +238,24 @@ class KaimingNormal(Normal):
 
 
 class KaimingUniform(Uniform):
-    def __init__(self, fan_in=None, negative_slope=0.0, nonlinearity="relu", name=None):
+    """U(-l, l), l = gain * sqrt(3 / fan_in) (He initialisation, uniform).
+
+    Args:
+        fan_in (int, optional): default from the variable's shape.
+        negative_slope (float): for nonlinearity='leaky_relu'.
+        nonlinearity (str): 'relu', 'leaky_relu', 'tanh', 'sigmoid' or 'linear' (the gain).
+        name (str, optional): accepted for Paddle compatibility.
+
+    Example:
+        >>> w = paddle.ParamAttr(initializer=paddle.nn.initializer.KaimingUniform())
+        >>> x = static.data('x', [None, 3])
+        >>> _ = static.nn.fc(x, size=2, weight_attr=w)
+        >>> static.default_startup_program().global_block().ops[0].type
+        'uniform_random'
+    """
+
+    def __init__(self, fan_in: int | None = None, negative_slope: float = 0.0,
+                 nonlinearity: str = "relu", name: str | None = None) -> None:
         self.fan_in, self.slope, self.nl = fan_in, negative_slope, nonlinearity
 
     def _limits(self, var):

@@ -1,6 +1,10 @@
 """numbaflow.static: programs, the executor and static-graph layers (paddle.static)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from .. import dtypes
-from ..executor import (BuildStrategy, CompiledProgram, CPUPlace, CUDAPlace,  # noqa: F401
+from ..executor import (BuildStrategy, CPUPlace, CUDAPlace,  # noqa: F401
                         ExecutionStrategy, Executor, Scope, cpu_places, cuda_places,
                         global_scope, scope_guard)
 from ..graph import (Graph, Operator, Parameter, Program, Variable,  # noqa: F401
@@ -8,13 +12,51 @@ from ..graph import (Graph, Operator, Parameter, Program, Variable,  # noqa: F40
                      gradients, program_guard)
 from ..graph.program import default_main_program as _main
 from . import nn  # noqa: F401
-from ..executor.parallel_executor import ParallelExecutor  # noqa: F401,E402
+from ..compiler import CompiledProgram, ParallelExecutor  # noqa: F401,E402
+
+__all__ = [
+    # programs and variables
+    "Program", "Variable", "Parameter", "Operator", "Graph", "data", "program_guard",
+    "default_main_program", "default_startup_program", "append_backward", "gradients",
+    # running
+    "Executor", "CompiledProgram", "ParallelExecutor", "BuildStrategy", "ExecutionStrategy",
+    "CPUPlace", "CUDAPlace", "cpu_places", "cuda_places", "Scope", "global_scope",
+    "scope_guard",
+    # persistence
+    "save", "load", "save_inference_model", "load_inference_model",
+    # pictures
+    "draw",
+    # submodules
+    "nn",
+]
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from numpy.typing import DTypeLike
 
 
-def data(name, shape, dtype="float32", lod_level=0):
+def data(name: str, shape: Sequence[int | None], dtype: DTypeLike = "float32",
+         lod_level: int = 0) -> Variable:
     """Declare a fed input of the default main program; None / -1 dims take any size.
 
-    >>> x = static.data(name='x', shape=[None, 784], dtype='float32')
+    Args:
+        name (str): the feed name (the key in `Executor.run(feed=...)`).
+        shape (list of int or None): the shape; None or -1 for a dim of any size.
+        dtype (str or numpy dtype): default 'float32'.
+        lod_level (int): accepted for Paddle compatibility; ignored.
+
+    Returns:
+        Variable: the input (stop_gradient=True).
+
+    Raises:
+        TypeError: name is not a non-empty str.
+        ValueError: a dim below -1.
+
+    Example:
+        >>> x = static.data(name='x', shape=[None, 784], dtype='float32')
+        >>> x.shape, x.dtype
+        ((-1, 784), dtype('float32'))
     """
     if not isinstance(name, str) or not name:
         raise TypeError(f"data: name must be a non-empty str, got {name!r}")

@@ -5,6 +5,8 @@ input -> op -> output. Rendering needs Graphviz's ``dot`` program; without it th
 is written instead (with a warning saying how to render it), so graphviz is never a hard
 dependency.
 """
+from __future__ import annotations
+
 import os
 import shutil
 import subprocess
@@ -18,7 +20,7 @@ _STYLE = ('  graph [rankdir=TB, fontname="Helvetica", nodesep=0.25, ranksep=0.3]
           '  edge [arrowsize=0.6];\n')
 
 
-def to_dot(program):
+def to_dot(program: object) -> str:
     """The DOT text of `program` (a Program, or a CompiledProgram: its user program)."""
     program = getattr(program, "program", program)
     if not hasattr(program, "global_block"):
@@ -29,17 +31,36 @@ def to_dot(program):
     return f"{head}\n{_STYLE}{rest}"
 
 
-def draw(program, path, format=None):
-    """Render `program` to `path` and return the path written.
+def draw(program: object, path: str | os.PathLike[str], format: str | None = None) -> str:
+    """Render `program` (its ops, variables and their shapes) to the picture `path`.
 
-    The format comes from `format` or the file's extension (svg, png, pdf, ... or dot/gv for
-    the DOT text itself). Uses the ``graphviz`` Python package when it is installed and its
-    ``dot`` program is found, else ``dot`` directly; without ``dot`` it writes the DOT text to
-    ``<path>.dot`` and warns (``UserWarning``) with the command that renders it.
+    Uses the ``graphviz`` Python package when it is installed and Graphviz's ``dot``
+    program is found, else ``dot`` directly. Without ``dot`` it writes the DOT text to
+    ``<path>.dot`` instead and warns (``UserWarning``) with the command that renders it.
 
-    >>> main = static.default_main_program()
-    >>> static.draw(main, "graph.svg")        # doctest: +SKIP
-    'graph.svg'
+    Args:
+        program (Program or CompiledProgram): what to draw (a CompiledProgram: the
+            program it was made from).
+        path (str or PathLike): the file to write; missing directories are created.
+        format (str, optional): svg, png, pdf, ... or dot / gv for the DOT text itself;
+            default: the extension of `path`.
+
+    Returns:
+        str: the path written (``<path>.dot`` when ``dot`` was not found).
+
+    Raises:
+        TypeError: `program` is not a Program or CompiledProgram.
+        ValueError: the format cannot be told from `path` and `format` is not given.
+        RuntimeError: ``dot`` failed.
+
+    Example:
+        >>> import os, tempfile
+        >>> x = static.data('x', [None, 3])
+        >>> y = static.nn.fc(x, size=2)
+        >>> path = static.draw(static.default_main_program(),
+        ...                    os.path.join(tempfile.mkdtemp(), 'graph.dot'))
+        >>> print(open(path).read().count('shape=box'))     # two ops: mul, elementwise_add
+        2
     """
     path = os.fspath(path)
     fmt = (format or os.path.splitext(path)[1].lstrip(".")).lower()

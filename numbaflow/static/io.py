@@ -12,11 +12,14 @@ target, so a failed or interrupted save never leaves a half-written file under t
 name. A load checks the whole file against the program first and writes nothing into the
 scope unless every variable matches.
 """
+from __future__ import annotations
+
 import io
 import json
 import os
 import tempfile
 import zipfile
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -25,6 +28,11 @@ from ..graph.program import Parameter, Program, Variable, default_main_program
 from ..graph.serialize import (FORMAT_KEY, FORMAT_VERSION, check_format, program_from_dict,
                                program_to_dict)
 from ..graph.verify import verify
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..executor.executor import Executor
 
 _INDEX_KEY = "__numbaflow_vars__"
 
@@ -173,7 +181,7 @@ def _check_against(variables, found, what):
 
 
 # ---------------------------------------------------------------- checkpoints
-def save(program, model_path, protocol=4, **configs):
+def save(program: Program, model_path: str, protocol: int = 4, **configs: object) -> None:
     """Save `program`'s parameters to `model_path.pdparams` and its other persistables
     (optimizer state, learning rate) to `model_path.pdopt`, from the global scope.
 
@@ -181,7 +189,25 @@ def save(program, model_path, protocol=4, **configs):
     the parameters its places own: call save on EVERY rank (it first gathers that state
     with one collective; write to a per-rank path or let one rank's file win).
 
-    >>> static.save(static.default_main_program(), 'checkpoints/model')
+    Args:
+        program (Program or CompiledProgram): whose persistables to save.
+        model_path (str): the path prefix of the two files.
+        protocol (int): 2, 3 or 4, accepted for Paddle compatibility.
+        **configs: accepted for Paddle compatibility; ignored.
+
+    Raises:
+        RuntimeError: a persistable is not in the scope (run the startup program first).
+
+    Example:
+        >>> import os, tempfile
+        >>> x = static.data('x', [None, 3])
+        >>> y = static.nn.fc(x, size=2)
+        >>> exe = static.Executor(paddle.CPUPlace())
+        >>> _ = exe.run(static.default_startup_program())
+        >>> path = os.path.join(tempfile.mkdtemp(), 'model')
+        >>> static.save(static.default_main_program(), path)
+        >>> sorted(os.listdir(os.path.dirname(path)))
+        ['model.pdopt', 'model.pdparams']
     """
     program = _as_program(program, "save")
     if not isinstance(protocol, int) or not 2 <= protocol <= 4:
@@ -199,12 +225,35 @@ def save(program, model_path, protocol=4, **configs):
                   model_path + ".pdopt": _arrays_bytes(others, "pdopt")})
 
 
-def load(program, model_path, executor=None, var_list=None):
+def load(program: Program, model_path: str, executor: Executor | None = None,
+         var_list: Sequence[Variable | str] | None = None) -> None:
     """Load what `save` wrote into the global scope, after checking every persistable of
     `program` (or only `var_list`) against the files: a missing variable, or a shape or
     dtype mismatch, raises one ValueError naming each, and then nothing is loaded.
 
-    >>> static.load(main_program, 'checkpoints/model', exe)
+    Args:
+        program (Program or CompiledProgram): whose persistables to load.
+        model_path (str): the path prefix given to `save`.
+        executor (Executor, optional): accepted for Paddle compatibility.
+        var_list (list of Variable or str, optional): load only these.
+
+    Raises:
+        FileNotFoundError: neither file exists.
+        ValueError: a variable is missing from the files or differs in shape or dtype.
+
+    Example:
+        >>> import os, tempfile
+        >>> x = static.data('x', [None, 3])
+        >>> y = static.nn.fc(x, size=2)
+        >>> exe = static.Executor(paddle.CPUPlace())
+        >>> _ = exe.run(static.default_startup_program())
+        >>> path = os.path.join(tempfile.mkdtemp(), 'model')
+        >>> static.save(static.default_main_program(), path)
+        >>> w = static.global_scope().get('fc_0.w_0')
+        >>> static.global_scope().set('fc_0.w_0', np.zeros_like(w))
+        >>> static.load(static.default_main_program(), path, exe)
+        >>> np.array_equal(static.global_scope().get('fc_0.w_0'), w)
+        True
     """
     program = _as_program(program, "load")
     model_path = _model_path(model_path, "load")
@@ -332,12 +381,30 @@ def _prefix(path_prefix, fn):
     return path_prefix
 
 
-def save_inference_model(path_prefix, feed_vars, fetch_vars, executor, program=None,
-                         **kwargs):
+def save_inference_model(path_prefix: str, feed_vars: Variable | Sequence[Variable],
+                         fetch_vars: Variable | Sequence[Variable], executor: Executor,
+                         program: Program | None = None, **kwargs: object) -> None:
     """Save the forward ops that compute `fetch_vars` from `feed_vars` to
     `path_prefix.pdmodel` and the parameters they read to `path_prefix.pdiparams`.
 
-    >>> static.save_inference_model('infer/model', [x], [predict], exe)
+    Args:
+        path_prefix (str): the path prefix of the two files (not a directory).
+        feed_vars (Variable or list of Variable): the model's inputs.
+        fetch_vars (Variable or list of Variable): the model's outputs.
+        executor (Executor): accepted for Paddle compatibility (the global scope is read).
+        program (Program, optional): default the default main program.
+        **kwargs: `clip_extra` is accepted and ignored.
+
+    Example:
+        >>> import os, tempfile
+        >>> x = static.data('x', [None, 3])
+        >>> predict = static.nn.fc(x, size=2)
+        >>> exe = static.Executor(paddle.CPUPlace())
+        >>> _ = exe.run(static.default_startup_program())
+        >>> prefix = os.path.join(tempfile.mkdtemp(), 'infer')
+        >>> static.save_inference_model(prefix, [x], [predict], exe)
+        >>> sorted(os.listdir(os.path.dirname(prefix)))
+        ['infer.pdiparams', 'infer.pdmodel']
     """
     path_prefix = _prefix(path_prefix, "save_inference_model")
     unknown = set(kwargs) - {"clip_extra"}
@@ -347,12 +414,30 @@ def save_inference_model(path_prefix, feed_vars, fetch_vars, executor, program=N
                      fetch_vars, program, "save_inference_model")
 
 
-def load_inference_model(path_prefix, executor, **kwargs):
+def load_inference_model(path_prefix: str, executor: Executor,
+                         **kwargs: object) -> list:
     """Load a model saved by `save_inference_model`; its parameters go to the global scope.
-    Returns [program, feed_target_names, fetch_targets].
 
-    >>> program, feed_names, fetch_targets = static.load_inference_model('infer/model', exe)
-    >>> out, = exe.run(program, feed={feed_names[0]: x}, fetch_list=fetch_targets)
+    Args:
+        path_prefix (str): the prefix given to `save_inference_model`.
+        executor (Executor): the executor that will run it.
+
+    Returns:
+        list: [program, feed_target_names, fetch_targets].
+
+    Example:
+        >>> import os, tempfile
+        >>> x = static.data('x', [None, 3])
+        >>> predict = static.nn.fc(x, size=2)
+        >>> exe = static.Executor(paddle.CPUPlace())
+        >>> _ = exe.run(static.default_startup_program())
+        >>> prefix = os.path.join(tempfile.mkdtemp(), 'infer')
+        >>> static.save_inference_model(prefix, [x], [predict], exe)
+        >>> program, feed_names, fetch_targets = static.load_inference_model(prefix, exe)
+        >>> out, = exe.run(program, feed={feed_names[0]: np.ones((2, 3), 'float32')},
+        ...                fetch_list=fetch_targets)
+        >>> out.shape
+        (2, 2)
     """
     if kwargs:
         raise TypeError(f"load_inference_model: unexpected arguments {sorted(kwargs)}")

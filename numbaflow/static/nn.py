@@ -1,19 +1,53 @@
-"""numbaflow.static.nn: layers that create parameters (fc for now)."""
+"""numbaflow.static.nn: layers that create parameters (fc, conv2d, batch_norm, embedding).
+
+>>> x = static.data('x', [None, 4])
+>>> static.nn.fc(x, size=2).shape
+(-1, 2)
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..graph.program import Variable
 from ..layer_helper import LayerHelper
 from ..tensor_math import _activation
 
+__all__ = ["fc", "batch_norm", "conv2d", "embedding"]
 
-def fc(x, size, num_flatten_dims=1, weight_attr=None, bias_attr=None, activation=None,
-       name=None):
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..param_attr import ParamAttr
+
+
+def fc(x: Variable | Sequence[Variable], size: int, num_flatten_dims: int = 1,
+       weight_attr: ParamAttr | None = None, bias_attr: ParamAttr | bool | None = None,
+       activation: str | None = None, name: str | None = None) -> Variable:
     """Fully connected layer: ops `mul`, `elementwise_add` (bias), then the activation.
 
     Creates `fc_N.w_0` of shape [prod(x.shape[num_flatten_dims:]), size] and `fc_N.b_0`.
-    `x` may be a list of Variables: one weight each, results summed.
 
-    >>> hidden = static.nn.fc(x, size=10, activation='relu')
+    Args:
+        x (Variable or list of Variable): the input; a list gets one weight each, the
+            products summed.
+        size (int): the number of output features.
+        num_flatten_dims (int): the leading dims kept; the rest are flattened into the
+            feature dim.
+        weight_attr (ParamAttr, optional): the weight's name / initializer.
+        bias_attr (ParamAttr or False, optional): the bias's; False for no bias.
+        activation (str, optional): e.g. 'relu', 'tanh', 'softmax'.
+        name (str, optional): the layer's name prefix.
+
+    Returns:
+        Variable: shape x.shape[:num_flatten_dims] + [size].
+
+    Example:
+        >>> x = static.data('x', [None, 4])
+        >>> hidden = static.nn.fc(x, size=10, activation='relu')
+        >>> hidden.shape
+        (-1, 10)
     """
     helper = LayerHelper("fc", name)
     xs = list(x) if isinstance(x, (list, tuple)) else [x]

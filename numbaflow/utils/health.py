@@ -4,11 +4,14 @@
 CUDA, then trains a tiny program on CPU (and on the GPU when one is usable) and checks the
 result against numpy.
 """
+from __future__ import annotations
+
 import os
 import platform
 import shutil
 import sys
 import traceback
+from typing import TextIO
 
 import numpy as np
 
@@ -133,15 +136,27 @@ def _train(place):
     return losses[-1]
 
 
-def run_check(out=None):
+def run_check(out: TextIO | None = None) -> bool:
     """Print what numbaflow runs on, train a tiny program on CPU (and GPU when usable), and
-    say "numbaflow works" or what failed. Returns True when every training check passed.
+    say "numbaflow works" or what failed (as ``paddle.utils.run_check``).
 
-    >>> import numbaflow
-    >>> numbaflow.utils.run_check()          # doctest: +SKIP
-    numbaflow 0.1.0 ...
-    numbaflow works (CPU)
-    True
+    Reports the numbaflow, Python, numba, llvmlite, numpy, scipy and mpi4py versions, the
+    kernel cache, MPI (``mpiexec``, world size), CUDA (driver, runtime, devices, or why
+    not), and numba's threading layer and thread counts. ``python -m numbaflow`` runs it.
+
+    Args:
+        out (file, optional): where to write the report; default ``sys.stdout``.
+
+    Returns:
+        bool: True when every training check passed.
+
+    Example:
+        >>> import io
+        >>> report = io.StringIO()
+        >>> paddle.utils.run_check(out=report)
+        True
+        >>> report.getvalue().splitlines()[-1]
+        'numbaflow works (CPU...)'
     """
     out = out or sys.stdout
 

@@ -2,7 +2,10 @@
 
 A pass is `run(program) -> changed`; CompiledProgram applies the passes its
 BuildStrategy asks for, in Paddle's order, to a private clone of the user's program and
-verifies the IR after each one that changed something. A pass that sees a candidate
+verifies the IR after each one that changed something. Passes edit the IR only through
+the Block's mutators (`replace_ops`, `remove_ops`, `insert_before`, `replace_uses`,
+`set_input`, ...: program.py), which keep the producer/consumer maps (`block.consumers(v)`,
+`block.producer(v)`) and the program version right; `verify` checks the maps. A pass that sees a candidate
 it will not rewrite says why with `refuse` (logged at debug level on the
 "numbaflow.passes" logger and kept in `pass.refusals`), so a fusion flag never
 silently does nothing.
@@ -64,38 +67,11 @@ class Pass:
 
 
 # ---------------------------------------------------------------- helpers for pattern passes
-def consumers(block):
-    """{Variable: [ops reading it]} in program order."""
-    out = {}
-    for op in block.ops:
-        for v in op.input_vars():
-            out.setdefault(v, [])
-            if not out[v] or out[v][-1] is not op:
-                out[v].append(op)
-    return out
-
-
-def producers(block):
-    """{Variable: the last op writing it}."""
-    return {v: op for op in block.ops for v in op.output_vars()}
-
-
-def replace_ops(block, old_ops, new_op, at=None):
-    """Remove `old_ops` from `block` and put `new_op` (already made with
-    `block._make_op`) where the first of them was, or at index `at`."""
-    ids = {id(o) for o in old_ops}
-    index = at if at is not None else min(i for i, o in enumerate(block.ops) if id(o) in ids)
-    kept = [o for o in block.ops[:index] if id(o) not in ids]
-    rest = [o for o in block.ops[index:] if id(o) not in ids]
-    block.ops[:] = kept + [new_op] + rest
-    block.program._bump()
-
-
 def remove_unused_vars(block, names):
     """Drop the variables called `names` that no op references any more."""
-    used = {v.name for op in block.ops for v in op.input_vars() + op.output_vars()}
     for n in names:
-        if n not in used and n in block.vars and not block.vars[n].persistable:
+        v = block.vars.get(n)
+        if v is not None and not v.persistable and not block.is_used(v):
             block._remove_var(n)
 
 
@@ -109,6 +85,9 @@ def fusion_pass_names(bs):
         names.append("fuse_relu_depthwise_conv")
     if bs.fuse_elewise_add_act_ops:
         names.append("fuse_elewise_add_act")
+    if bs.fuse_all_optimizer_ops or bs.enable_auto_fusion:
+        # before the optimizer fusion: the updates it folds are no longer separate ops
+        names.append("fuse_sgd_into_gemm")
     if bs.fuse_all_optimizer_ops:
         names.append("fuse_all_optimizer_ops")
     if bs.enable_auto_fusion:
@@ -131,6 +110,5 @@ def apply_passes(program, names, protected=(), device="cpu"):
 
 
 from . import fuse_elewise_add_act, auto_fusion  # noqa: E402,F401
-from . import fuse_relu_depthwise_conv, fuse_optimizer_ops  # noqa: E402,F401
-from . import data_parallel  # noqa: E402,F401
+from . import fuse_relu_depthwise_conv, fuse_optimizer_ops, fuse_sgd_gemm  # noqa: E402,F401
 from . import sync_batch_norm  # noqa: E402,F401

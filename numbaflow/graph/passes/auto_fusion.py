@@ -74,6 +74,36 @@ def dependencies(ops):
     return succ
 
 
+class BlockDependencies:
+    """`dependencies(block.ops)` computed on demand from the block's producer/consumer
+    maps: `succ[i]` costs O(uses of op i's variables), not a scan of the program (the
+    rewrite loop asks for a few ops per group). Valid until the block changes."""
+
+    def __init__(self, block):
+        self.block, self.ops, self._succ = block, block.ops, {}
+
+    def _next_writer(self, v, i):
+        return min((j for j in map(self.block.index, self.block.producers(v)) if j > i),
+                   default=None)
+
+    def __getitem__(self, i):
+        if i not in self._succ:
+            block, op, out = self.block, self.ops[i], set()
+            for v in op.output_vars():
+                nxt = self._next_writer(v, i)
+                # readers up to (and including an in-place) next write see op i's value
+                out.update(j for j in map(block.index, block.consumers(v))
+                           if j > i and (nxt is None or j <= nxt))
+                if nxt is not None:
+                    out.add(nxt)
+            for v in op.input_vars():
+                nxt = self._next_writer(v, i)
+                if nxt is not None:
+                    out.add(nxt)
+            self._succ[i] = out
+        return self._succ[i]
+
+
 def live_ops(ops, protected):
     """ids of the ops the executor runs when the `protected` names are fetched: those
     computing them or a persistable, and what they read (all ops when nothing is
@@ -251,9 +281,8 @@ class AutoFusion(Pass):
         groups = [[block.ops[i] for i in g] for g in self._groups(block)]
         for group in groups:
             # an earlier rewrite may have joined two of this group's paths into one op
-            index = {id(op): i for i, op in enumerate(block.ops)}
-            members = {index[id(op)] for op in group}
-            succ = dependencies(block.ops)
+            members = {block.index(op) for op in group}
+            succ = BlockDependencies(block)
             j = escape(members, succ)
             what = "group " + " + ".join(_desc(op) for op in group)
             if j is not None:
@@ -268,12 +297,12 @@ class AutoFusion(Pass):
             for k in range(hi, lo - 1, -1):
                 if k not in members and any(s in members or s in before for s in succ[k]):
                     before.add(k)
-            window = range(lo, hi + 1)
-            block.ops[:] = (block.ops[:lo] + [block.ops[k] for k in window if k in before] +
-                            [new_op] +
-                            [block.ops[k] for k in window if k not in before and k not in members]
-                            + block.ops[hi + 1:])
-            block.program._bump()
+            # the fused op goes where the group's first op was, after the ops in the
+            # window that it depends on (they move up, in order)
+            moved = [block.ops[k] for k in sorted(before)]
+            block.replace_ops(group, new_op, where=block.ops[lo])
+            if moved:
+                block.move_before(new_op, moved)
             remove_unused_vars(block, {v.name for op in group for v in op.output_vars()})
             changed = True
         return changed
@@ -281,7 +310,9 @@ class AutoFusion(Pass):
     def _fused_op(self, block, group, what):
         """The fused_elementwise op replacing `group` (in sub-op order), or None (refused)."""
         inside = {id(op) for op in group}
-        read_outside = {v for op in block.ops if id(op) not in inside for v in op.input_vars()}
+
+        def read_outside(v):
+            return any(id(o) not in inside for o in block.consumers(v))
         x_vars, x_index, local, out_vars = [], {}, {}, []
         entries, n_tmp = [], 0
         for op in group:
@@ -301,7 +332,7 @@ class AutoFusion(Pass):
             for slot, vs in op.outputs.items():
                 refs = []
                 for v in vs:
-                    if v in read_outside or v.name in self.protected or v.persistable:
+                    if read_outside(v) or v.name in self.protected or v.persistable:
                         local[v] = ("out", len(out_vars))
                         out_vars.append(v)
                     else:

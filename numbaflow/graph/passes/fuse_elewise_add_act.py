@@ -20,7 +20,7 @@ with `refuse` and the reason.
 from ...kernels.fused_add_act import ACTIVATIONS, ADD, FORWARD, GRAD, act_grad_reads, functors
 from ...kernels.registry import ELEMENTWISE, NO_GRAD, get_op_def
 from ..program import BACKWARD
-from . import Pass, consumers, producers, register_pass, remove_unused_vars
+from . import Pass, register_pass, remove_unused_vars
 
 ADD_GRAD = f"{ADD}_grad"
 
@@ -79,27 +79,22 @@ class FuseElewiseAddAct(Pass):
         changed = False
         for pattern in (self._forward_add_act, self._forward_act_add,
                         self._backward_act_add, self._backward_add_act):
-            self._index()
             for op in list(block.ops):
                 if id(op) not in self.removed:
                     changed |= bool(pattern(op))
         for f in self.made:
             inter = _one(f, "IntermediateOut")
-            if inter is not None and not self.cons.get(inter) and inter.name not in self.protected:
-                del f.outputs["IntermediateOut"]
-                f.attrs["save_intermediate_out"] = False
+            if inter is not None and not block.consumers(inter) and \
+                    inter.name not in self.protected:
+                block.set_output(f, "IntermediateOut", None)
+                block.set_attr(f, "save_intermediate_out", False)
                 self.dropped.add(inter.name)
-                program._bump()
         remove_unused_vars(block, sorted(self.dropped - self.protected))
         return changed
 
     # ------------------------------------------------------------ bookkeeping
-    def _index(self):
-        self.cons = consumers(self.block)
-        self.prod = producers(self.block)
-
     def _readers(self, var, besides):
-        return [o for o in self.cons.get(var, []) if not any(o is b for b in besides)]
+        return [o for o in self.block.consumers(var) if not any(o is b for b in besides)]
 
     def _keep(self, var, besides):
         """`var` must survive the fusion of `besides` (other readers, or fed/fetched)."""
@@ -108,18 +103,20 @@ class FuseElewiseAddAct(Pass):
     def _replace(self, old, new, what):
         """Put `new` where the first of `old` was (or, if an input is produced in between,
         where the last was); False (refused) when neither place keeps the order valid."""
-        ops = self.block.ops
-        idx = sorted(i for i, o in enumerate(ops) if any(o is x for x in old))
-        gone = set(idx)
-        where = {v: i for i, o in enumerate(ops) if i not in gone for v in o.output_vars()}
+        block = self.block
+        idx = sorted(block.index(o) for o in old)
+        gone = {id(o) for o in old}
+
+        def positions(ops):
+            return [block.index(o) for o in ops if id(o) not in gone]
 
         def valid(pos):
-            for v in new.input_vars():
-                if not (v.persistable or v.is_data) and where.get(v, pos) >= pos:
+            for v in new.input_vars():      # computed before pos (by an op that stays)
+                if not (v.persistable or v.is_data) and \
+                        max(positions(block.producers(v)), default=pos) >= pos:
                     return False
-            outs = set(new.output_vars())
-            return not any(v in outs for i, o in enumerate(ops[:pos]) if i not in gone
-                           for v in o.input_vars() + o.output_vars())
+            return not any(i < pos for v in set(new.output_vars())
+                           for i in positions(block.consumers(v) + block.producers(v)))
         pos = next((p for p in (idx[0], idx[-1]) if valid(p)), None)
         if pos is None:
             self.refuse(what, "no position keeps the program order valid (an input of the "
@@ -127,14 +124,10 @@ class FuseElewiseAddAct(Pass):
                               "outputs is used there)")
             return False
         new.role = old[0].role
-        rest = [o for i, o in enumerate(ops) if i not in gone]
-        k = sum(1 for i in range(pos) if i not in gone)
-        ops[:] = rest[:k] + [new] + rest[k:]
-        self.block.program._bump()
+        block.replace_ops(old, new, where=block.ops[pos])
         for o in old:
             self.dropped.update(v.name for v in o.input_vars() + o.output_vars())
             self.removed.add(id(o))
-        self._index()
         return True
 
     # ------------------------------------------------------------ forward
@@ -143,7 +136,7 @@ class FuseElewiseAddAct(Pass):
         if add.type != ADD:
             return
         inter = add.outputs["Out"][0]
-        acts = [o for o in self.cons.get(inter, []) if _unary(o)]
+        acts = [o for o in self.block.consumers(inter) if _unary(o)]
 
         def what(act):
             return f"{ADD}({inter.name}) -> {act.type}"
@@ -178,7 +171,7 @@ class FuseElewiseAddAct(Pass):
         out = add.outputs["Out"][0]
         for side, other_side in (("Y", "X"), ("X", "Y")):
             r = add.inputs[side][0]
-            act = self.prod.get(r)
+            act = self.block.producer(r)
             if act is None or not _unary(act):
                 continue
             what = f"{act.type}({r.name}) -> {ADD}({out.name})"
@@ -223,7 +216,7 @@ class FuseElewiseAddAct(Pass):
         if g2.type != ADD_GRAD:
             return
         d_inter = g2.inputs["Out@GRAD"][0]
-        g1 = self.prod.get(d_inter)
+        g1 = self.block.producer(d_inter)
         act = _grad_act(g1)
         if act is None:
             for f in self.made:
@@ -259,7 +252,7 @@ class FuseElewiseAddAct(Pass):
         """The forward output of `act` whose gradient `g1` is (gelu: by its input;
         scale: by the add the gradient flows into)."""
         x, y, axis = g2.inputs["X"][0], g2.inputs["Y"][0], g2.attrs["axis"]
-        for op in self.block.ops:
+        for op in self._act_out_candidates(x, inter):
             if op.role == BACKWARD:
                 continue
             if op.type == FORWARD and _functors(op) == (act, True) and (
@@ -273,12 +266,23 @@ class FuseElewiseAddAct(Pass):
                     if src is inter:
                         return op.outputs["Out"][0]
                     continue
-                add = self.prod.get(src)
+                add = self.block.producer(src)
                 if (op.attrs["scale"] == g1.attrs["scale"] and add is not None
                         and add.type == ADD and add.inputs["X"][0] is x
                         and add.inputs["Y"][0] is y and add.attrs["axis"] == axis):
                     return op.outputs["Out"][0]
         return None
+
+    def _act_out_candidates(self, x, inter):
+        """In program order, the ops `_act_out` may pick (from the maps): those writing
+        or reading `inter`, or else reading `x` or the output of an op reading `x`."""
+        block = self.block
+        if inter is not None:
+            ops = block.producers(inter) + block.consumers(inter)
+        else:
+            first = block.consumers(x)
+            ops = first + [c for f in first for v in f.output_vars() for c in block.consumers(v)]
+        return sorted({id(o): o for o in ops}.values(), key=block.index)
 
     def _backward_add_act(self, g2):
         """elementwise_add_grad -> `<act>_grad`: the gradient of x + act(y)."""
@@ -288,7 +292,7 @@ class FuseElewiseAddAct(Pass):
             dr = _one(g2, f"{side}@GRAD")
             if dr is None:
                 continue
-            g1s = [o for o in self.cons.get(dr, []) if _grad_act(o)]
+            g1s = [o for o in self.block.consumers(dr) if _grad_act(o)]
             if not g1s:
                 continue
             g1 = g1s[0]
@@ -326,7 +330,7 @@ class FuseElewiseAddAct(Pass):
     def _act_source(self, r, act, g1):
         """The input of the forward `act` whose output `r` `g1` differentiates, or the
         reason the pair cannot be fused."""
-        p = self.prod.get(r)
+        p = self.block.producer(r)
         h = attrs = None
         if p is not None and p.type == act and p.outputs["Out"][0] is r:
             h, attrs = p.inputs["X"][0], p.attrs
@@ -351,11 +355,11 @@ class FuseElewiseAddAct(Pass):
         """The output of the forward add (plain, or fused with `act`) that `g2`
         differentiates, reading the activation output `r` on `side`."""
         other, axis = g2.inputs[other_side][0], g2.attrs["axis"]
-        p = self.prod.get(r)
+        p = self.block.producer(r)
         if (p is not None and p.type == FORWARD and _functors(p) == (act, False)
                 and p.inputs["X"][0] is other and p.attrs["axis"] == axis):
             return p.outputs["Out"][0]
-        for c in self.cons.get(r, []):
+        for c in self.block.consumers(r):
             if (c.type == ADD and c.role != BACKWARD and c.attrs["axis"] == axis
                     and c.inputs[side][0] is r and c.inputs[other_side][0] is other):
                 return c.outputs["Out"][0]

@@ -88,16 +88,15 @@ class FuseAllOptimizerOps(Pass):
                     f"{op.inputs['Param'][0].dtype} and attrs {op.attrs}: nothing to fuse it "
                     f"with" + (f" ({others} other {op.type} op(s) differ in dtype, attributes "
                                f"or which inputs are one-element)" if others else ""))
-        groups.sort(key=lambda g: block.ops.index(g[-1]))
+        groups.sort(key=lambda g: block.index(g[-1]))
         return groups
 
     # ------------------------------------------------------------ one group
     def _fuse(self, block, ops):
         what = f"{len(ops)} {ops[0].type} ops updating {[op.input('Param')[0] for op in ops]}"
-        members, taken = [], set()
+        members, taken, written = [], set(), set()
         for op in ops:      # a member may not touch what another member updates
-            clash = (_writes(op) & taken) | (_reads(op) & {v for m in members
-                                                             for v in _writes(m)})
+            clash = (_writes(op) & taken) | (_reads(op) & written)
             if clash:
                 self.refuse(f"{op.type} op updating {op.input('Param')}",
                             f"it uses {sorted(v.name for v in clash)}, which another "
@@ -106,6 +105,7 @@ class FuseAllOptimizerOps(Pass):
                 continue
             members.append(op)
             taken |= _reads(op) | _writes(op)
+            written |= _writes(op)
         if len(members) < 2:
             if members:
                 self.refuse(what, "fewer than two independent updates are left to fuse")
@@ -114,7 +114,7 @@ class FuseAllOptimizerOps(Pass):
         if isinstance(order, str):
             self.refuse(what, order)
             return False
-        before, moved = order
+        _, moved = order
         first = members[0]
         inputs = {k: [m.inputs[k][0] for m in members] for k in first.inputs}
         outputs = {k: [m.outputs[k][0] for m in members] for k in first.outputs}
@@ -125,9 +125,11 @@ class FuseAllOptimizerOps(Pass):
         except ValueError as e:
             self.refuse(what, f"the fused op does not accept them: {e}")
             return False
-        last = block.ops.index(members[-1])
-        block.ops[:] = before + [fused] + moved + block.ops[last + 1:]
-        block.program._bump()
+        # the fused op goes where the last member was; the ops that depend on an earlier
+        # member move, in order, to right after it
+        block.replace_ops(members, fused, where=members[-1])
+        if moved:
+            block.move_after(fused, moved)
         return True
 
 

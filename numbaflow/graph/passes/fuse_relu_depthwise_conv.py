@@ -10,7 +10,7 @@ did by y > 0), and removes relu, relu_grad, y and y@GRAD. y and y@GRAD must have
 other reader and not be fed or fetched; otherwise the candidate is refused, with the
 reason.
 """
-from . import Pass, consumers, producers, register_pass, remove_unused_vars
+from . import Pass, register_pass, remove_unused_vars
 
 CONV = "depthwise_conv2d"
 ATTR = "fuse_relu_before_depthwise_conv"
@@ -29,15 +29,14 @@ class FuseReluDepthwiseConv(Pass):
 
     def _fuse(self, block, conv):
         y = conv.inputs["Input"][0]
-        relu = producers(block).get(y)
+        relu = block.producer(y)
         if relu is None or relu.type != "relu" or conv.attrs[ATTR]:
             return False
         what = f"relu({y.name}) -> {CONV}"
         if y.name in self.protected:
             return self._refuse(what, f"{y.name} is fed or fetched")
-        readers = consumers(block)
         grads, relu_grads, others = [], [], []
-        for op in readers.get(y, []):
+        for op in block.consumers(y):
             if op is conv:
                 continue
             if op.type == CONV + "_grad" and op.inputs["Input"][0] is y \
@@ -57,7 +56,7 @@ class FuseReluDepthwiseConv(Pass):
             if dy is None or relu_grad.inputs["Out@GRAD"][0] is not dy:
                 return self._refuse(what, f"relu_grad does not read the gradient "
                                           f"{CONV}_grad computes for {y.name}")
-            if dy.name in self.protected or [o for o in readers.get(dy, [])
+            if dy.name in self.protected or [o for o in block.consumers(dy)
                                              if o is not relu_grad]:
                 return self._refuse(what, f"{dy.name} has other readers or is fed or fetched")
         elif dy is not None:
@@ -67,12 +66,11 @@ class FuseReluDepthwiseConv(Pass):
         dropped = [y.name] + ([dy.name] if dy is not None else [])
         for op in (conv, grad):
             if op is not None:
-                op.inputs["Input"] = [x]
-                op.attrs[ATTR] = True
+                block.set_input(op, "Input", x)
+                block.set_attr(op, ATTR, True)
         if relu_grad is not None:
-            grad.outputs["Input@GRAD"] = relu_grad.outputs["X@GRAD"]
-        block.ops[:] = [o for o in block.ops if o is not relu and o is not relu_grad]
-        block.program._bump()
+            block.set_output(grad, "Input@GRAD", relu_grad.outputs["X@GRAD"])
+        block.remove_ops([o for o in (relu, relu_grad) if o is not None])
         remove_unused_vars(block, dropped)
         return True
 

@@ -19,7 +19,8 @@ class SyncBatchNormPass(Pass):
 
     def run(self, program):
         changed = False
-        for op in program.global_block().ops:
+        block = program.global_block()
+        for op in block.ops:
             new = RENAME.get(op.type)
             if new is None:
                 continue
@@ -29,8 +30,6 @@ class SyncBatchNormPass(Pass):
                             f"it normalises with the running statistics ({why}): there "
                             f"are no batch statistics to synchronise")
                 continue
-            op.type = new
+            block.set_op_type(op, new)
             changed = True
-        if changed:
-            program._bump()
         return changed

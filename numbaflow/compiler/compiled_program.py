@@ -4,24 +4,59 @@ Nothing is built until the first run, which binds the compiled program to that r
 scope and place. The user's Program and strategy objects are never modified: the
 resolved settings live in `build_strategy_effective` / `exec_strategy_effective`.
 """
+from __future__ import annotations
+
 import collections.abc
+from typing import TYPE_CHECKING
 
 from ..graph.graphviz import write_dot
 from ..graph.ir_graph import Graph
 from ..graph.passes import apply_passes, fusion_pass_names
 from ..graph.program import BACKWARD, Program
-from .plan import PlanOptions
-from .backend import backend_for
-from .place import CUDAPlace, cpu_places, cuda_places, to_place
-from .strategy import BuildStrategy, ExecutionStrategy
+from ..distributed.runner import DataParallelRunner
+from ..executor.executor import PlanCache, _Fetched
+from ..executor.plan import PlanOptions, run_transaction
+from ..executor.backend import backend_for
+from ..executor.place import CUDAPlace, cpu_places, cuda_places, to_place
+from ..executor.strategy import BuildStrategy, ExecutionStrategy
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..executor.place import CPUPlace
+    from ..graph.program import Variable
 
 
 class CompiledProgram:
-    """>>> compiled = static.CompiledProgram(main, build_strategy=static.BuildStrategy())
-    >>> loss_val, = exe.run(compiled, feed={'X': x}, fetch_list=[loss])
+    """A program plus the BuildStrategy (passes) and, through `with_data_parallel`, the
+    ExecutionStrategy and places it runs with. Run it with `Executor.run` like a Program.
+    The user's program is never modified: the passes run on a private copy at the first run.
+
+    Args:
+        program_or_graph (Program or Graph): what to compile.
+        build_strategy (BuildStrategy, optional): default BuildStrategy().
+
+    Attributes:
+        build_strategy_effective (BuildStrategy): the resolved settings (after a run).
+        exec_strategy_effective (ExecutionStrategy): likewise.
+        passes (list): the passes of the last compile, with their `refusals`.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> loss = paddle.mean(static.nn.fc(x, size=1, activation='relu'))
+        >>> _ = paddle.optimizer.SGD(learning_rate=0.1).minimize(loss)
+        >>> exe = static.Executor(paddle.CPUPlace())
+        >>> _ = exe.run(static.default_startup_program())
+        >>> bs = static.BuildStrategy()
+        >>> bs.fuse_elewise_add_act_ops = True
+        >>> compiled = static.CompiledProgram(static.default_main_program(), build_strategy=bs)
+        >>> loss_val, = exe.run(compiled, feed={'x': np.ones((4, 3), 'float32')}, fetch_list=[loss])
+        >>> loss_val.shape
+        ()
     """
 
-    def __init__(self, program_or_graph, build_strategy=None):
+    def __init__(self, program_or_graph: Program | Graph,
+                 build_strategy: BuildStrategy | None = None) -> None:
         if isinstance(program_or_graph, Graph):
             self._program = program_or_graph.program
         elif isinstance(program_or_graph, Program):
@@ -42,7 +77,8 @@ class CompiledProgram:
         self._place = None
         self._executor = None
         self._passed = {}           # (fetch names, feed names) -> the program after the passes
-        self._plans = {}            # the plans this compiled program ran (for drop / stats)
+        self._cache = None          # PlanCache of the place this program is bound to
+        self._fast = None           # (executor, scope, version, passed program) of the last run
         self._last_plan = None
         self._runs = 0
         self._runners = {}          # id(passed program) -> DataParallelRunner
@@ -51,12 +87,48 @@ class CompiledProgram:
         self.exec_strategy_effective = None
 
     @property
-    def program(self):
+    def program(self) -> Program:
+        """The user's program (never modified by the passes)."""
         return self._program
 
-    def with_data_parallel(self, loss_name=None, build_strategy=None, exec_strategy=None,
-                           share_vars_from=None, places=None):
-        """Run on several places (threads) and MPI ranks; returns self."""
+    def with_data_parallel(self, loss_name: str | Variable | None = None,
+                           build_strategy: BuildStrategy | None = None,
+                           exec_strategy: ExecutionStrategy | None = None,
+                           share_vars_from: CompiledProgram | None = None,
+                           places: Sequence[CPUPlace | CUDAPlace] | None = None
+                           ) -> CompiledProgram:
+        """Run on several places (threads) and MPI ranks: a dict feed is split along axis 0,
+        gradients are summed across places and ranks.
+
+        Args:
+            loss_name (str or Variable, optional): the loss; required when the program trains.
+            build_strategy (BuildStrategy, optional): replaces the constructor's.
+            exec_strategy (ExecutionStrategy, optional): threads, iterations per run.
+            share_vars_from (CompiledProgram, optional): a data-parallel trainer whose
+                parameter arrays this (test) program reads, without a copy.
+            places (list of places, optional): default `static.cpu_places()` (CPU_NUM) or
+                every GPU.
+
+        Returns:
+            CompiledProgram: self.
+
+        Raises:
+            ValueError: loss_name is unknown or not a scalar, or missing for a training program.
+            RuntimeError: called twice.
+
+        Example:
+            >>> x = static.data('x', [None, 3])
+            >>> loss = paddle.mean(static.nn.fc(x, size=1, activation='relu'))
+            >>> _ = paddle.optimizer.SGD(learning_rate=0.1).minimize(loss)
+            >>> exe = static.Executor(paddle.CPUPlace())
+            >>> _ = exe.run(static.default_startup_program())
+            >>> compiled = static.CompiledProgram(static.default_main_program()).with_data_parallel(
+            ...     loss_name=loss.name, places=static.cpu_places(2))
+            >>> feed = {'x': np.ones((4, 3), 'float32')}
+            >>> per_place, = exe.run(compiled, feed=feed, fetch_list=[loss])
+            >>> per_place.shape                        # one loss per place
+            (2,)
+        """
         if self._is_data_parallel:
             raise RuntimeError("Already compiled with parallel, cannot be recompiled.")
         block = self._program.global_block()
@@ -109,6 +181,7 @@ class CompiledProgram:
             self.build_strategy_effective = bs.effective()
             self.exec_strategy_effective = es.effective(len(self._device_places))
             self._options = self._plan_options()
+            self._cache = PlanCache(backend_for(place))
         elif scope is not self._scope and self._share_vars_from is None:
             # (with share_vars_from the source's scopes are used and `scope` is ignored)
             raise ValueError("Cannot compile program with different scope.")
@@ -116,43 +189,62 @@ class CompiledProgram:
             raise ValueError("Cannot compile program with different place.")
         self._executor = exe
 
+    def _executor_run(self, exe, feed, fetch_list, scope, return_numpy, return_merged):
+        """`Executor.run(compiled, ...)` lands here."""
+        fast = self._fast
+        if fast is not None and fast[0] is exe and fast[1] is scope and \
+                fast[2] == self._program.version and type(feed) is dict:
+            # the last run's executor, scope and program version, one iteration, no
+            # replicas: the plan cache's repeat check decides the rest
+            hit = self._cache._repeat(fast[3], feed, fetch_list, self._scope, self._options)
+            if hit is not None:
+                plan, arrays = hit
+                result = plan.run(arrays)       # (holds the scope's lock)
+                self._after_run(plan)
+                return result if return_numpy else [_Fetched(r) for r in result]
+        return self._run(exe, feed, fetch_list, scope, return_numpy, return_merged)
+
     def _run(self, exe, feed, fetch_list, scope, return_numpy, return_merged):
         self._bind(exe, scope)
         k = self.exec_strategy_effective.num_iteration_per_run
         feeds = _iteration_feeds(feed, k)
         program = self._compiled_program(feeds[0], fetch_list)
-        options = self._options
-        # a dict (or per-device list) feed is reused: the K iterations are one plan run
-        # (looping inside the compiled segment when there is one); an iterator gives one
-        # run per feed
-        runs = [(feeds[0], k)] if not isinstance(feed, collections.abc.Iterator) else \
-            [(f, 1) for f in feeds]
         runner = self._runners.get(id(program))
-        result = None
-        for f, iterations in runs:
-            if runner is not None:
-                result = runner.run(f, fetch_list, return_merged, iterations)
-                for plan in runner.last_plans:
-                    self._plans[id(plan)] = plan
-                self._last_plan = runner.last_plans[0]
-            else:
-                if isinstance(f, (list, tuple)):
-                    raise TypeError("a list feed gives one dict per device: it needs "
-                                    "with_data_parallel over several places")
-                plan, arrays = exe._plan_for(program, f, fetch_list, scope, options)
-                self._plans[id(plan)] = plan
-                self._last_plan = plan
-                result = plan.run(arrays, iterations)
-            self._runs += 1
-            if self._runs % self.exec_strategy_effective.num_iteration_per_drop_scope == 0:
-                self.drop_local_exe_scopes()
+        if runner is not None:
+            result = runner.run(feed if isinstance(feed, collections.abc.Iterator) else feeds[0],
+                                fetch_list, return_merged, k,
+                                feeds if isinstance(feed, collections.abc.Iterator) else None)
+            self._after_run(runner.last_plans[0])
+        else:
+            if any(isinstance(f, (list, tuple)) for f in feeds):
+                raise TypeError("a list feed gives one dict per device: it needs "
+                                "with_data_parallel over several places")
+            # every feed is checked and every plan built before anything runs
+            steps = [self._cache.plan_for(program, f, fetch_list, self._scope, self._options)
+                     for f in feeds[:1 if not isinstance(feed, collections.abc.Iterator) else k]]
+            with self._scope._lock:
+                if len(steps) == 1:
+                    # a dict feed is reused: the K iterations are one plan run (looping
+                    # inside the compiled segment when there is one)
+                    plan, arrays = steps[0]
+                    result = plan.run(arrays, k)
+                else:
+                    result = run_transaction(steps)
+            plan = steps[-1][0]
+            self._after_run(plan)
+            if k == 1 and type(feed) is dict:
+                self._fast = (exe, scope, self._program.version, program)
         if not return_numpy:
-            from .executor import _Fetched
             result = [_Fetched(r) for r in result]
         return result
 
+    def _after_run(self, plan):
+        self._last_plan = plan
+        self._runs += 1
+        if self._runs % self.exec_strategy_effective.num_iteration_per_drop_scope == 0:
+            self.drop_local_exe_scopes()
+
     def _data_parallel_runner(self, program, world):
-        from .data_parallel import DataParallelRunner
         source = None
         if self._share_vars_from is not None:
             other = self._share_vars_from
@@ -169,7 +261,7 @@ class CompiledProgram:
                                   source)
 
     @property
-    def device_count(self):
+    def device_count(self) -> int:
         """The number of local places (known after the first run)."""
         return len(self._device_places) if self._scope is not None else \
             len(self._places or [None])
@@ -181,9 +273,26 @@ class CompiledProgram:
                            sequential=bs.enable_sequential_execution,
                            device_lock=not bs.remove_unnecessary_lock)
 
-    def memory_stats(self):
-        """Memory of the last run's plan: {'peak_bytes', 'pool_bytes', 'num_buffers', ...}
-        (see Plan.memory_stats). Raises RuntimeError before the first run."""
+    def memory_stats(self) -> dict[str, int]:
+        """Memory of the last run's plan.
+
+        Returns:
+            dict: 'peak_bytes', 'pool_bytes', 'num_buffers', ... (see Plan.memory_stats).
+
+        Raises:
+            RuntimeError: before the first run.
+
+        Example:
+            >>> x = static.data('x', [None, 3])
+            >>> loss = paddle.mean(static.nn.fc(x, size=1, activation='relu'))
+            >>> _ = paddle.optimizer.SGD(learning_rate=0.1).minimize(loss)
+            >>> exe = static.Executor(paddle.CPUPlace())
+            >>> _ = exe.run(static.default_startup_program())
+            >>> compiled = static.CompiledProgram(static.default_main_program())
+            >>> _ = exe.run(compiled, feed={'x': np.ones((4, 3), 'float32')}, fetch_list=[loss])
+            >>> compiled.memory_stats()['peak_bytes'] > 0
+            True
+        """
         if self._last_plan is None:
             raise RuntimeError("memory_stats: the compiled program has not run yet")
         return self._last_plan.memory_stats()
@@ -204,12 +313,16 @@ class CompiledProgram:
             if path:
                 write_dot(program, path + "_original_graph")
             device = "gpu" if isinstance(self._place, CUDAPlace) else "cpu"
-            self.passes = apply_passes(program, fusion_pass_names(bs), set(fetch) | set(fed),
-                                       device)
+            world = _world()
+            names = fusion_pass_names(bs)
+            if self._is_data_parallel and len(self._device_places) * (
+                    world.size if world is not None else 1) > 1:
+                # each device's weight gradient must be summed before its update
+                names = [n for n in names if n != "fuse_sgd_into_gemm"]
+            self.passes = apply_passes(program, names, set(fetch) | set(fed), device)
             if path:
                 write_dot(program, path + "_fused_graph")
-            world = _world()
-            if self._is_data_parallel and (len(self._device_places) > 1 or world is not None):
+            if self._is_data_parallel:
                 self._runners[id(program)] = self._data_parallel_runner(program, world)
                 self.passes.append(self._runners[id(program)].rewrite)
             if path:
@@ -217,16 +330,20 @@ class CompiledProgram:
             self._passed[key] = program
         return program
 
-    def drop_local_exe_scopes(self):
+    def drop_local_exe_scopes(self) -> None:
         """Release the pooled temporaries now (they are reallocated on the next run);
-        persistables are untouched."""
-        for plan in self._plans.values():
+        persistables are untouched.
+        """
+        plans = list(self._cache.plans()) if self._cache is not None else []
+        for runner in self._runners.values():
+            plans += runner.plans()
+        for plan in plans:
             plan.release()
 
 
 def _world():
     """The MPI world when launched by mpiexec with several ranks, else None."""
-    from .strategy import _mpi_env
+    from ..executor.strategy import _mpi_env
     if _mpi_env()[0] <= 1:
         return None
     from .. import distributed
@@ -235,10 +352,10 @@ def _world():
 
 
 def _iteration_feeds(feed, k):
-    """The K feeds of one run: a dict (or per-device list) reused K times, or K items
-    from an iterator."""
+    """The feeds of one run of K iterations: a dict (or per-device list), reused by all K
+    (so it is returned once), or K items from an iterator."""
     if feed is None or isinstance(feed, (dict, list, tuple)):
-        return [feed] * k
+        return [feed]
     if isinstance(feed, collections.abc.Iterator):
         out = []
         for i in range(k):

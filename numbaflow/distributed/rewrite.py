@@ -18,9 +18,9 @@ Every replica runs the same rewritten program.
 """
 import numpy as np
 
-from ...kernels.registry import OPTIMIZER, get_op_def
-from ..program import LOSS_GRAD
-from . import Pass, register_pass
+from ..kernels.registry import OPTIMIZER, get_op_def
+from ..graph.program import LOSS_GRAD
+from ..graph.passes import Pass, register_pass
 
 
 def _nbytes(v):
@@ -32,9 +32,10 @@ class MultiDevicesPass(Pass):
     name = "multi_devices"
 
     def __init__(self, protected=(), device="cpu", loss_name=None, fuse_all_reduce=True,
-                 bucket_bytes=32 << 20):
+                 bucket_bytes=32 << 20, num_devices=2):
         super().__init__(protected, device)
         self.loss_name = loss_name
+        self.num_devices = num_devices     # over all ranks: 1 needs no gradient sums
         self.fuse_all_reduce = fuse_all_reduce
         self.bucket_bytes = bucket_bytes
         self.loss_grad = None          # the fed `<loss>@GRAD` variable
@@ -43,18 +44,17 @@ class MultiDevicesPass(Pass):
     def run(self, program):
         block = program.global_block()
         changed = self._seed_to_feed(block)
-        grads = self._optimizer_grads(block)
+        grads = self._optimizer_grads(block) if self.num_devices > 1 else []
         if not grads:
             return changed
         finish = {}                    # gradient -> index of the op that finishes it
-        for i, op in enumerate(block.ops):
-            for v in op.output_vars():
-                if v in grads:
-                    finish[v] = i
+        for g in grads:
+            last = block.producer(g)
+            if last is not None:
+                finish[g] = block.index(last)
         first_use = {}                 # gradient -> first later op reading it
         for g, i in finish.items():
-            first_use[g] = next(j for j in range(i + 1, len(block.ops))
-                                if g in block.ops[j].input_vars())
+            first_use[g] = min(j for j in map(block.index, block.consumers(g)) if j > i)
         order = sorted(finish, key=lambda g: (finish[g], g.name))
         self.buckets = self._bucket(order, finish, first_use)
         # the backward ops write `<grad>@LOCAL`; the collective writes `<grad>` itself, so
@@ -62,16 +62,17 @@ class MultiDevicesPass(Pass):
         # bucket starts right after its last gradient is finished and is waited for just
         # before the first op reading one of its sums: the MPI call overlaps what is
         # between (the rest of the backward pass).
+        original = list(block.ops)
         inserts = []                   # (position in the original list, order, op)
         for k, bucket in enumerate(self.buckets):
             at = max(finish[g] for g in bucket)
             use = min(first_use[g] for g in bucket)
             local = [block.create_var(f"{g.name}@LOCAL", g.shape, g.dtype) for g in bucket]
-            swap = dict(zip(bucket, local))
-            for op in block.ops[:at + 1]:
-                for slots in (op.inputs, op.outputs):
-                    for slot, vs in slots.items():
-                        slots[slot] = [swap.get(v, v) for v in vs]
+            for g, lg in zip(bucket, local):
+                upto = [o for o in block.consumers(g) + block.producers(g)
+                        if block.index(o) <= at]
+                block.replace_uses(g, lg, upto)
+                block.replace_writes(g, lg, upto)
             token = block.create_var(f"allreduce_bucket_{k}.token", (), "int64")
             role = block.ops[at].role
             start = block._make_op("c_allreduce_start", {"X": local}, {"Token": token},
@@ -80,11 +81,9 @@ class MultiDevicesPass(Pass):
                                   {"Out": bucket}, {"bucket": k})
             start.role = wait.role = role
             inserts += [(at + 1, 0, k, start), (use, 1, k, wait)]
-        ops = list(block.ops)
-        for pos, kind, k, op in sorted(inserts, key=lambda t: (-t[0], -t[1], -t[2])):
-            ops.insert(pos, op)
-        block.ops[:] = ops
-        program._bump()
+        # ops inserted at one original position keep (start before wait, bucket) order
+        for pos, kind, k, op in sorted(inserts, key=lambda t: t[:3]):
+            block.insert_before(original[pos] if pos < len(original) else None, op)
         return True
 
     def _seed_to_feed(self, block):
@@ -195,7 +194,7 @@ def owner_program(program, owners, device, fuse_broadcast=True):
     for name, ops in _update_groups(block):
         if owners[name] != device:
             drop.update(id(o) for o in ops)
-    block.ops[:] = [o for o in block.ops if id(o) not in drop]
+    block.remove_ops([o for o in block.ops if id(o) in drop])
     order = sorted(owners, key=lambda n: (owners[n], list(owners).index(n)))
     groups = []
     for name in order:
@@ -209,6 +208,5 @@ def owner_program(program, owners, device, fuse_broadcast=True):
         op = block._make_op("c_broadcast", {"X": params}, {"Out": params},
                             {"root": owner, "bucket": k})
         op.role = block.ops[-1].role if block.ops else op.role
-        block.ops.append(op)
-    prog._bump()
+        block.insert_before(None, op)
     return prog

@@ -1,11 +1,11 @@
 """Running one compiled program on D local devices (threads) and R MPI ranks.
 
 The program (already through the BuildStrategy's passes) gets the `multi_devices`
-rewrite (graph/passes/data_parallel.py): every replica runs the same program, whose
+rewrite (distributed/rewrite.py): every replica runs the same program, whose
 gradients are summed by `c_allreduce_sum` ops through this process's LocalGroup
-(executor/collective_group.py), which also spans the MPI ranks. Per run:
+(distributed/collective_group.py), which also spans the MPI ranks. Per run:
 
-1. the feed is split over the devices (parallel_feed.split_feed) and each device gets
+1. the feed is split over the devices (feed.split_feed) and each device gets
    its `<loss>@GRAD` value (its share of the global batch, 1, or the user's);
 2. parameters are made identical everywhere: at the first run and after any
    `Scope.set`, rank 0 broadcasts them to the other ranks, and the user's scope (device 0)
@@ -21,16 +21,16 @@ import numba
 import numpy as np
 
 from ..graph.passes import get_pass
-from ..graph.passes.data_parallel import assign_owners, optimizer_state, owner_program
+from .rewrite import assign_owners, optimizer_state, owner_program
 from ..graph.program import Parameter
 from ..kernels.registry import COLLECTIVE, get_op_def
 from ..graph.verify import verify
 from .collective_group import GroupAborted, LocalGroup
-from .executor import check_feed, resolve_fetch
-from .parallel_feed import loss_grad_scales, merge_fetch, split_feed
-from .plan import Plan
-from .scope import Scope
-from .strategy import GradientScaleStrategy, ReduceStrategy
+from ..executor.executor import PlanCache
+from .feed import loss_grad_scales, merge_fetch, split_feed
+from ..executor.plan import restore, snapshot_written
+from ..executor.scope import Scope
+from ..executor.strategy import GradientScaleStrategy, ReduceStrategy
 
 
 class DataParallelRunner:
@@ -41,7 +41,8 @@ class DataParallelRunner:
         self.strategy = build_strategy.gradient_scale_strategy
         self.rewrite = get_pass("multi_devices", loss_name=loss_name,
                                 fuse_all_reduce=build_strategy.fuse_all_reduce_ops,
-                                bucket_bytes=int(build_strategy.fuse_grad_size_in_MB * (1 << 20)))
+                                bucket_bytes=int(build_strategy.fuse_grad_size_in_MB * (1 << 20)),
+                                num_devices=len(places) * (world.size if world is not None else 1))
         if world is not None and world.size > 1:
             # a rank with another program would wait forever in a collective: refuse now
             world.check_same("the data-parallel program (op types and gradient shapes)",
@@ -82,13 +83,36 @@ class DataParallelRunner:
                              f"this program on {self.D}; use the same places")
         self.options = [_with_comm(options, self.group.endpoint(i)) for i in range(self.D)]
         self.backends = backends       # one per place (a CUDA place: its own device)
-        self.plans = [{} for _ in range(self.D)]
+        # each device's plans: the executor's PlanCache (same checks, same bound)
+        self.device_caches = [PlanCache(b) for b in backends]
         self._synced = None
         self._loss_grads = {}
         self.last_plans = []
 
     # ------------------------------------------------------------------ one run
-    def run(self, feed, fetch_list, return_merged=True, iterations=1):
+    def plans(self):
+        """Every plan of every device this runner keeps."""
+        return [plan for cache in self.device_caches for plan in cache.plans()]
+
+    def run(self, feed, fetch_list, return_merged=True, iterations=1, feeds=None):
+        """One run: `feed` (a dict or a per-device list) reused for `iterations`
+        iterations, or `feeds` (the K feeds an iterator gave), run as one unit: if any
+        iteration fails, every device's persistables are restored to before the first."""
+        with self.scopes[0]._lock:
+            if feeds is None:
+                return self._run_one(feed, fetch_list, return_merged, iterations)
+            saved = [snapshot_written(scope, self.programs[i])
+                     for i, scope in enumerate(self.scopes)]
+            try:
+                for f in feeds:
+                    result = self._run_one(f, fetch_list, return_merged, 1)
+            except BaseException:
+                for scope, state in zip(self.scopes, saved):
+                    restore(scope, state)
+                raise
+            return result
+
+    def _run_one(self, feed, fetch_list, return_merged, iterations):
         block = self.program.global_block()
         lg = self.rewrite.loss_grad
         customized = self.strategy is GradientScaleStrategy.Customized
@@ -112,11 +136,9 @@ class DataParallelRunner:
                 f[lg.name] = self._loss_grad_array(i, lg, s)
         if resync:
             self._sync_parameters()
-        plans = [self._plan(i, feeds[i], resolve_fetch(self.programs[i].global_block(),
-                                                       fetch_list))
-                 for i in range(len(feeds))]
-        self.last_plans = plans
-        results = self._run_devices(plans, feeds, iterations)
+        plans = self._plans_for(feeds, fetch_list)
+        self.last_plans = [plan for plan, _ in plans]
+        results = self._run_devices(plans, iterations)
         return merge_fetch(results, return_merged)
 
     def _loss_grad_array(self, i, var, value):
@@ -128,21 +150,13 @@ class DataParallelRunner:
         arr.fill(value)
         return arr
 
-    def _plan(self, i, feed, fetch_vars):
-        program = self.programs[i]
-        arrays = check_feed(program.global_block(), feed)
-        key = (tuple((n, a.shape, a.dtype.str) for n, a in arrays.items()),
-               tuple(v.name for v in fetch_vars), program.version)
-        plan = self.plans[i].get(key)
-        if plan is None:
-            block = program.global_block()
-            plan = self.plans[i][key] = Plan(
-                program, {block.vars[n]: a for n, a in arrays.items()}, fetch_vars,
-                self.scopes[i], self.backends[i], self.options[i])
-        plan.feed_now = arrays
-        return plan
+    def _plans_for(self, feeds, fetch_list):
+        """[(plan, checked feed arrays)] of the devices that get data."""
+        return [self.device_caches[i].plan_for(self.programs[i], f, fetch_list, self.scopes[i],
+                                               self.options[i])
+                for i, f in enumerate(feeds)]
 
-    def _run_devices(self, plans, feeds, iterations):
+    def _run_devices(self, plans, iterations):
         n = len(plans)
         results, errors = [None] * n, [None] * n
         threads = numba.config.NUMBA_NUM_THREADS
@@ -152,7 +166,7 @@ class DataParallelRunner:
             numba.set_num_threads(max(1, threads // n))   # thread-local in numba
             try:
                 with _device_context(self.places[i]):
-                    results[i] = plans[i].run(plans[i].feed_now, iterations)
+                    results[i] = plans[i][0].run(plans[i][1], iterations)
             except BaseException as e:      # noqa: B902 - reported below, on the caller
                 errors[i] = e
                 self.group.abort()          # the others stop waiting for this device
@@ -216,7 +230,7 @@ class DataParallelRunner:
 
 def _device_context(place):
     """Make a CUDA place's device current in this thread (a no-op for a CPU place)."""
-    from .place import CUDAPlace
+    from ..executor.place import CUDAPlace
     if isinstance(place, CUDAPlace):
         from numba import cuda
         return cuda.gpus[place.device_id]

@@ -12,8 +12,8 @@ every rule here is testable on its own:
 import numpy as np
 
 from ..graph.program import Variable
-from .executor import check_feed
-from .strategy import GradientScaleStrategy
+from ..executor.executor import check_feed, feed_array, feed_var
+from ..executor.strategy import GradientScaleStrategy
 
 
 def split_sizes(batch, num_devices):
@@ -116,19 +116,9 @@ def split_feed(block, feed, num_devices, training, loss_grad_name=None):
 
 
 def _to_array(block, name, value):
-    """The fed value as an ndarray, converted the way check_feed converts it; the shape and
-    dtype are checked later, per device, so errors quote the per-device shape."""
-    if name not in block.vars:
-        check_feed(block, {name: value})       # raises check_feed's "no variable" error
-    var = block.vars[name]
-    if isinstance(value, np.ndarray) or hasattr(value, "__array__") and not \
-            isinstance(value, (list, tuple, int, float)):
-        return np.asarray(value)
-    try:
-        return np.asarray(value, dtype=var.dtype)
-    except (TypeError, ValueError):
-        check_feed(block, {name: value})       # raises check_feed's conversion error
-        raise
+    """The fed value as an ndarray, converted as check_feed converts it (the same rules);
+    the shape is checked later, per device, so errors quote the per-device shape."""
+    return feed_array(feed_var(block, name), value)
 
 
 def _require_loss_grad(arrays, loss_grad_name, num_devices):
