@@ -2,8 +2,8 @@
 
 | variable | meaning |
 |---|---|
-| ``NUMBAFLOW_CACHE_DIR`` | generated-kernel cache (default: the platform cache dir + ``/kernels``) |
-| ``NUMBAFLOW_CACHE_SIZE_MB`` | cap on that cache; least-recently-used entries go first (default 1024) |
+| ``NUMBAFLOW_CACHE_DIR`` | generated-kernel cache (default: platform cache dir + ``/kernels``) |
+| ``NUMBAFLOW_CACHE_SIZE_MB`` | cap on that cache; least recently used go first (default 1024) |
 | ``NUMBAFLOW_DUMP_DIR`` | also write every generated kernel's source here, for reading |
 | ``NUMBAFLOW_CHECK_NAN_INF`` | ``1``: name the first op that produces a NaN or Inf |
 | ``NUMBAFLOW_LOG_LEVEL`` | level of the ``numbaflow`` logger (see ``numbaflow.utils.log``) |
@@ -58,7 +58,7 @@ def untrusted_reason(path):
 
 
 def private_dir(path):
-    """Create `path` (mode 0700) if needed and return None when it can hold kernels, else why not."""
+    """Create `path` (mode 0700) if needed; None when it can hold kernels, else why not."""
     try:
         os.makedirs(path, mode=0o700, exist_ok=True)
     except OSError as e:

@@ -34,7 +34,8 @@ def _source(body="    return x * 2 + 1\n", jit=False):
 
 
 def _cache_warnings(caplog):
-    return [r for r in caplog.records if r.name == "numbaflow.cache" and r.levelno == logging.WARNING]
+    return [r for r in caplog.records
+            if r.name == "numbaflow.cache" and r.levelno == logging.WARNING]
 
 
 def test_planted_file_never_runs(cache_dir, tmp_path, caplog):

@@ -81,7 +81,8 @@ def test_the_rule_sees_helpers_and_module_marks(tmp_path):
                  "def helper():\n    return subprocess.run(['true'])\n"
                  "def test_a():\n    helper()\n"
                  "@pytest.mark.slow\n@pytest.mark.gpu\n"
-                 "def test_b():\n    env = dict(NUMBA_ENABLE_CUDASIM=\"1\")\n    subprocess.run([])\n"
+                 "def test_b():\n    env = dict(NUMBA_ENABLE_CUDASIM=\"1\")\n"
+                 "    subprocess.run([])\n"
                  "def test_c():\n    mpirun(['x'])\n"
                  "def test_d():\n    return 1\n")
     got = _needs(f)

@@ -1,7 +1,7 @@
 """The sdist carries everything the tests need, and the tests pass against the INSTALLED
 package: the sdist is built, installed into a private directory, and a subset of its own
-tests runs from a directory that holds only tests/ and pyproject.toml (so `import numbaflow` cannot find a
-source tree)."""
+tests runs from a directory that holds only tests/ and pyproject.toml (so `import numbaflow`
+cannot find a source tree)."""
 import os
 import shutil
 import subprocess
@@ -16,7 +16,8 @@ NEEDED = ["tests/conftest.py", "tests/mpirun.py", "tests/op_rows/__init__.py",
           "tests/op_rows/core.py", "tests/mpi/abort.py", "tests/test_op_table.py",
           "numbaflow/__main__.py", "README.md", "CHANGELOG.md", "CONTRIBUTING.md", "LICENSE"]
 SUBSET = ["tests/test_program.py", "tests/test_kernel_cache.py", "tests/test_health.py",
-          "tests/test_op_table.py::test_forward[relu-float32]", "tests/test_op_table.py::test_grad[relu]"]
+          "tests/test_op_table.py::test_forward[relu-float32]",
+          "tests/test_op_table.py::test_grad[relu]"]
 
 
 def _build_sdist(tmp_path):

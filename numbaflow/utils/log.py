@@ -35,7 +35,7 @@ class _Handler(logging.StreamHandler):
 
 
 def configure_from_env():
-    """Apply NUMBAFLOW_LOG_LEVEL (called when numbaflow is imported); return the level set or None."""
+    """Apply NUMBAFLOW_LOG_LEVEL (at `import numbaflow`); return the level set, or None."""
     raw = os.environ.get("NUMBAFLOW_LOG_LEVEL", "").strip()
     if not raw:
         return None
