@@ -47,6 +47,8 @@ from .tensor_math import (abs, add, argmax, assign, cast, clip, concat, divide, 
                           sum, tanh, transpose, unsqueeze)
 from . import nn, optimizer, static, metric, utils, initializer, fluid  # noqa: F401,E402
 utils.log.configure_from_env()      # NUMBAFLOW_LOG_LEVEL
+from ._health import run_check as _run_check  # noqa: E402
+utils.run_check = _run_check         # paddle.utils.run_check (utils is a lower layer)
 
 __version__ = "0.1.0"
 

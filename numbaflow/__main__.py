@@ -30,7 +30,7 @@ def main(argv=None):
             n, freed = cache.clear()
             print(f"removed {n} entries ({freed / 2**20:.1f} MB) from {cache.info()['path']}")
         return 0
-    from .utils import run_check
+    from ._health import run_check
     return 0 if run_check() else 1
 
 

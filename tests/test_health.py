@@ -10,7 +10,8 @@ import time
 import pytest
 
 import numbaflow
-from numbaflow.utils import health, log
+from numbaflow import _health as health
+from numbaflow.utils import log
 
 
 def test_run_check_reports_and_trains():

@@ -6,7 +6,8 @@ NUMBAFLOW_LOG_LEVEL) and `run_check` (the health check behind ``python -m numbaf
 ...     unique_name.generate('fc')
 'fc_0'
 """
-from . import health, log, unique_name  # noqa: F401
-from .health import run_check  # noqa: F401
+from . import log, unique_name  # noqa: F401
 
+# run_check trains a program, so it lives above this (base) layer, in numbaflow._health;
+# `import numbaflow` puts it here, as paddle.utils.run_check.
 __all__ = ["unique_name", "log", "run_check"]

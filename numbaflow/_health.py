@@ -56,7 +56,7 @@ def _threads():
 
 
 def _cache():
-    from ..kernels.codegen import cache
+    from .kernels.codegen import cache
     info = cache.info()
     return (f"{info['path']} ({info['entries']} entries, {info['bytes'] / 2**20:.1f} MB of "
             f"{info['limit_bytes'] / 2**20:.0f} MB; numba code in {info['numba_path']})")
@@ -66,10 +66,10 @@ def _mpi():
     exe = os.path.join(os.path.dirname(sys.executable), "mpiexec")
     exe = exe if os.path.exists(exe) else shutil.which("mpiexec")
     found = f"mpiexec {exe}" if exe else "mpiexec not found (install the 'mpich' package)"
-    from ..distributed.mpi import env_size
+    from .distributed.mpi import env_size
     if env_size() <= 1:     # importing mpi4py.MPI would start MPI: only under mpiexec
         return f"{found}; not launched by mpiexec (world size 1)"
-    from .. import distributed
+    from . import distributed
     return f"{found}; rank {distributed.get_rank()} of {distributed.get_world_size()}"
 
 
@@ -103,7 +103,7 @@ def _train(place):
     """Train y = x @ w_true with SGD on `place`; return the last loss (checked against numpy)."""
     import numbaflow as paddle
     import numbaflow.static as static
-    from . import unique_name
+    from .utils import unique_name
 
     rng = np.random.default_rng(0)
     x = rng.standard_normal((32, 4)).astype(np.float32)
