@@ -45,7 +45,13 @@ from .tensor_math import (abs, add, argmax, assign, cast, clip, concat, divide, 
                           exp, flatten, full, log, matmul, max, maximum, mean, min, minimum,
                           multiply, pow, reshape, scale, split, sqrt, square, squeeze, subtract,
                           sum, tanh, transpose, unsqueeze)
+from .tensor_math import (create_parameter, full_like, ones, ones_like, zeros,  # noqa: F401
+                          zeros_like)
 from . import nn, optimizer, static, metric, utils, initializer, fluid  # noqa: F401,E402
+from .reader import batch  # noqa: F401,E402  (also binds the paddle.reader module)
+from .static.program_state import load_state as load, save_state as save  # noqa: F401,E402
+from . import io  # noqa: F401,E402  (paddle.io: Dataset, DataLoader, ...)
+from . import framework  # noqa: F401,E402
 utils.log.configure_from_env()      # NUMBAFLOW_LOG_LEVEL
 from ._health import run_check as _run_check  # noqa: E402
 utils.run_check = _run_check         # paddle.utils.run_check (utils is a lower layer)
@@ -60,10 +66,15 @@ __all__ = [
     "full", "log", "matmul", "max", "maximum", "mean", "min", "minimum", "multiply", "pow",
     "reshape", "scale", "split", "sqrt", "square", "squeeze", "subtract", "sum", "tanh",
     "transpose", "unsqueeze",
+    # creation
+    "zeros", "ones", "zeros_like", "ones_like", "full_like", "create_parameter",
     # modes, seed, device
     "enable_static", "disable_static", "in_dynamic_mode", "seed", "set_device", "get_device",
+    # data and checkpoints
+    "batch", "save", "load",
     # submodules
-    "dtypes", "fluid", "initializer", "metric", "nn", "optimizer", "static", "utils",
+    "dtypes", "fluid", "framework", "initializer", "io", "metric", "nn", "optimizer",
+    "reader", "static", "utils",
 ]
 
 

@@ -1,6 +1,9 @@
-"""`numbaflow.initializer`: the fluid-era path of `numbaflow.nn.initializer`."""
-from .nn.initializer import *  # noqa: F401,F403
-from .nn.initializer import (Constant, ConstantInitializer, KaimingNormal,  # noqa: F401
-                             KaimingUniform, MSRAInitializer, Normal, NormalInitializer,
-                             TruncatedNormal, Uniform, UniformInitializer, XavierInitializer,
-                             XavierNormal, XavierUniform)
+"""`numbaflow.initializer`: the fluid-era path (Paddle 1.8's `paddle.fluid.initializer`
+classes and signatures), plus the 2.x names of `numbaflow.nn.initializer`."""
+from .fluid.initializer import *  # noqa: F401,F403
+from .fluid.initializer import (MSRA, Constant, ConstantInitializer,  # noqa: F401
+                                MSRAInitializer, Normal, NormalInitializer,
+                                NumpyArrayInitializer, TruncatedNormal, Uniform,
+                                UniformInitializer, Xavier, XavierInitializer)
+from .nn.initializer import (Assign, KaimingNormal, KaimingUniform, XavierNormal,  # noqa: F401
+                             XavierUniform)

@@ -41,12 +41,19 @@ class LayerHelper:
         return out
 
     def create_parameter(self, attr, shape, dtype, is_bias=False, default_initializer=None):
-        """A Parameter in the main program with its initialiser op in the startup program."""
+        """A Parameter in the main program with its initialiser op in the startup program.
+
+        A `ParamAttr(name=...)` naming a parameter that already exists shares it (as in
+        Paddle): the layer uses the same Variable, and backward sums its gradients. The
+        shape and dtype must then match.
+        """
         from .nn.initializer import Constant, XavierUniform
         attr = ParamAttr._to_attr(attr)
         if any(int(d) < 0 for d in shape):
             raise ValueError(f"{self.name}: parameter shape {tuple(shape)} must be fully known; "
                              f"give the input a known size in every non-batch dimension")
+        if attr.name is not None and attr.name in self.block.vars:
+            return self._shared_parameter(attr.name, shape, dtype)
         name = attr.name or unique_name.generate(f"{self.name}.{'b' if is_bias else 'w'}")
         init = attr.initializer or default_initializer or \
             (Constant(0.0) if is_bias else XavierUniform())
@@ -58,3 +65,18 @@ class LayerHelper:
         init(svar, sblock)
         return param
 
+
+    def _shared_parameter(self, name, shape, dtype):
+        from . import dtypes
+        from .graph.program import Parameter
+        existing = self.block.vars[name]
+        if not isinstance(existing, Parameter):
+            raise ValueError(f"{self.name}: ParamAttr name {name!r} is already a non-parameter "
+                             f"variable of the program ({existing!r}); choose another name")
+        want = (tuple(int(d) for d in shape), dtypes.convert_dtype(dtype))
+        if (existing.shape, existing.dtype) != want:
+            raise ValueError(f"{self.name}: parameter {name!r} is shared by ParamAttr name but "
+                             f"this layer needs shape {want[0]} dtype {want[1]}, while the "
+                             f"existing {name!r} has shape {existing.shape} dtype "
+                             f"{existing.dtype}; give one of them another name")
+        return existing

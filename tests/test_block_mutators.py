@@ -412,7 +412,7 @@ def conv_bn():
 
 
 FUSIONS = ["sync_batch_norm", "fuse_relu_depthwise_conv", "fuse_elewise_add_act",
-           "fuse_all_optimizer_ops", "auto_fusion"]
+           "fuse_sgd_into_gemm", "fuse_all_optimizer_ops", "auto_fusion"]
 
 
 def test_every_pass_is_listed_here():

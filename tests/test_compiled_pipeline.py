@@ -223,11 +223,18 @@ def test_drop_local_exe_scopes_releases_the_pool_and_keeps_the_numbers():
                          (got, {p.name: scope.get(p.name) for p in main.all_parameters()}))
 
 
-def test_num_iteration_per_drop_scope_releases_every_n_runs():
+def test_num_iteration_per_drop_scope_releases_every_n_runs(monkeypatch):
+    from numbaflow.compiler import compiled_program
     main, startup, loss = mlp()
     c = compiled(main, {}, {"num_iteration_per_drop_scope": 2})
     exe, scope = run_once(c, startup, loss, batches(1)[0])
     assert c._last_plan.buffers is not None
+    # a small pool is kept by the periodic drop: freeing it would only cost a rebind
+    assert c._last_plan.pool_bytes() < compiled_program.DROP_MIN_BYTES
+    exe.run(c, feed=batches(1)[0], fetch_list=[loss], scope=scope)
+    assert c._last_plan.buffers is not None
+    monkeypatch.setattr(compiled_program, "DROP_MIN_BYTES", 0)
+    exe.run(c, feed=batches(1)[0], fetch_list=[loss], scope=scope)
     exe.run(c, feed=batches(1)[0], fetch_list=[loss], scope=scope)
     assert c._last_plan.buffers is None
 

@@ -46,14 +46,15 @@ def test_fit_a_line_trains():
     main, startup, avg_cost = fit_a_line()
     verify(main)
     assert [op.type for op in main.global_block().ops] == [
-        "mul", "elementwise_add", "elementwise_sub", "square", "reduce_mean",
-        "fill_constant", "reduce_mean_grad", "square_grad", "elementwise_sub_grad",
+        "mul", "elementwise_add", "elementwise_sub", "square", "reduce_mean", "reshape2",
+        "fill_constant", "reshape2_grad", "reduce_mean_grad", "square_grad",
+        "elementwise_sub_grad",
         "elementwise_add_grad", "mul_grad", "sgd", "sgd"]
     assert sorted(p.name for p in main.all_parameters()) == ["fc_0.b_0", "fc_0.w_0"]
     exe = fluid.Executor(fluid.CPUPlace())
     exe.run(startup)
     x, y = housing()
-    losses = [float(exe.run(main, feed={"x": x, "y": y}, fetch_list=[avg_cost])[0])
+    losses = [float(exe.run(main, feed={"x": x, "y": y}, fetch_list=[avg_cost])[0][0])
               for _ in range(60)]
     assert losses[-1] < 0.5 * losses[0]
     assert all(b < a for a, b in zip(losses, losses[1:]))     # full-batch GD on a convex loss
@@ -159,7 +160,7 @@ def test_elementwise_axis_reductions_matmul_and_friends():
     yb = ya[None, :, None]
     e = np.exp(xa - xa.max(-1, keepdims=True))
     expected = [xa + yb, np.maximum(xa - yb, 0), xa * yb, xa / 2, xa.mean(1),
-                xa.sum((0, 2), keepdims=True), xa.mean(), 0.5 * (xa @ ma),
+                xa.sum((0, 2), keepdims=True), [xa.mean()], 0.5 * (xa @ ma),
                 ma.T @ xa.transpose(0, 2, 1), xa.argmax(0), xa.argmax(2), xa.astype("float64"),
                 e / e.sum(-1, keepdims=True), 1 / (1 + np.exp(-xa)), np.tanh(xa),
                 np.maximum(xa, 0)]
@@ -229,12 +230,12 @@ def test_softmax_classifier_with_cross_entropy_trains():
     for step in range(60):
         sl = slice((step % 4) * 64, (step % 4 + 1) * 64)
         loss_v, = exe.run(main, feed={"img": xs[sl], "label": ys[sl]}, fetch_list=[avg_cost])
-        losses.append(float(loss_v))
+        losses.append(float(loss_v[0]))       # Paddle 1.x: a loss of shape (1,)
     probs, acc1 = exe.run(test_program, feed={"img": xt, "label": yt},
                           fetch_list=[prediction, acc])
     assert np.mean(losses[-4:]) < 0.3 * np.mean(losses[:4])
-    assert float(acc1) >= 0.95 and float(acc1) > float(acc0)
-    np.testing.assert_allclose(float(acc1), (probs.argmax(1) == yt[:, 0]).mean(), atol=1e-6)
+    assert acc1.shape == (1,) and acc1[0] >= 0.95 and acc1[0] > acc0[0]
+    np.testing.assert_allclose(acc1[0], (probs.argmax(1) == yt[:, 0]).mean(), atol=1e-6)
 
 
 def test_cross_entropy_is_per_sample_on_probabilities():

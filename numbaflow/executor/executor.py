@@ -220,6 +220,8 @@ class Executor:
                 raise TypeError(f"Executor.run: program must be a Program or CompiledProgram, "
                                 f"got {type(program).__name__}")
             return run(self, feed, fetch_list, scope, return_numpy, return_merged)
+        for hook in program._lr_hooks:     # learning-rate schedules set the rate first
+            hook(scope)
         plan, feed_arrays = self._cache.plan_for(program, feed, fetch_list, scope)
         results = plan.run(feed_arrays)       # (holds the scope's lock)
         return results if return_numpy else [_Fetched(r) for r in results]

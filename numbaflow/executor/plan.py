@@ -243,6 +243,10 @@ class Plan:
                         for v in sorted(written, key=lambda v: v.name)]
         self._backup = _backup_call(self.backups, backend)
         host = isinstance(backend, HostBackend)
+        # a run that is one compiled call can only happen whole when no kernel in it may
+        # raise and no persistable is fed (copied in before it)
+        self._indivisible = (host and not check and self.feed_slots == []
+                             and not any(get_op_def(op.type).has(MAY_FAIL) for op in self.ops))
         # fetched arrays handed over as they are (host temporaries) or copied out
         self._fetch_out = [(v, host and v in self.handoff) for v in self.fetch_vars]
         threads = 1 if self.options.sequential else self.options.num_threads
@@ -316,6 +320,10 @@ class Plan:
             self.buffers = self.pool = self.thunks = None
             for unit in self.units or ():   # (compiled code kept: refreshed on bind)
                 unit.release()
+
+    def pool_bytes(self):
+        """Bytes of the pooled temporaries."""
+        return sum(self.assignment.sizes)
 
     def memory_stats(self):
         """Bytes this plan holds: `pool_bytes` (temporaries, after reuse and in-place),
@@ -421,6 +429,28 @@ class Plan:
         with self.scope._lock:
             return self._run(feed_arrays, iterations)
 
+    def _run_steps(self, iterations):
+        """The kernels, `iterations` times: on the scheduler, as units, or op by op.
+        `self._at` follows the unit / op running, for the error message."""
+        self._at = 0
+        if self.scheduler is not None:
+            for _ in range(iterations):
+                self.scheduler.run(self.thunks)
+        elif self.units is not None:
+            if len(self.units) == 1:
+                if iterations == 1:
+                    self.units[0].run()
+                else:
+                    self.units[0].loop(iterations)
+            else:
+                for _ in range(iterations):
+                    for self._at, unit in enumerate(self.units):
+                        unit.run()
+        else:
+            for _ in range(iterations):
+                for self._at, thunk in enumerate(self.thunks):
+                    thunk()
+
     def _run(self, feed_arrays, iterations):
         if self.buffers is None or self.scope.version != self.scope_version:
             self.bind(feed_arrays)
@@ -437,33 +467,28 @@ class Plan:
         backend = self.backend
         backend.before_run(self.scope, self.persistable_names)
         backed_up = False       # set once the backups are whole: only then restore them
-        i = 0
+        units = self.units
+        self._at = 0
         try:
-            self._backup()
-            backed_up = True
-            for name, buf in self.feed_slots:
-                backend.copy_in(buf, feed_arrays[name])
-            if self.scheduler is not None:
-                for _ in range(iterations):
-                    self.scheduler.run(self.thunks)
-            elif self.units is not None:
-                if len(self.units) == 1:
-                    self.units[0].loop(iterations)
-                else:
-                    for _ in range(iterations):
-                        for i, unit in enumerate(self.units):
-                            unit.run()
+            if self._indivisible and iterations == 1 and units is not None and \
+                    len(units) == 1 and units[0].compiled:
+                # the whole run is one native call in which nothing can raise: it
+                # happens entirely or not at all, so there is nothing to back up
+                units[0].run()
             else:
-                for _ in range(iterations):
-                    for i, thunk in enumerate(self.thunks):
-                        thunk()
+                self._backup()
+                backed_up = True
+                for name, buf in self.feed_slots:
+                    backend.copy_in(buf, feed_arrays[name])
+                self._run_steps(iterations)
         except BaseException as e:
             if backed_up:
                 for live, saved in self.backups:
                     backend.copy(live, saved)
             if not isinstance(e, Exception):
                 raise           # KeyboardInterrupt, SystemExit: as they are
-            raise _op_error(*self._failed_op(e, i)) from e
+            raise _op_error(*self._failed_op(e, self._at)) from e
+
         if timed:
             self._run_seconds.append((time.perf_counter() - t0) / iterations)
         backend.after_run(self.scope, self.written)

@@ -11,6 +11,9 @@ from typing import TYPE_CHECKING
 
 from ..graph.program import default_main_program
 from ..static.io import _as_program, _read_inference, _write_inference, load, save
+from ..io import DataLoader  # noqa: F401
+from ..reader import (batch, buffered, cache, chain, compose, firstn, map_readers,  # noqa: F401
+                      shuffle, xmap_readers)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -19,7 +22,8 @@ if TYPE_CHECKING:
     from ..graph.program import Program, Variable
 
 __all__ = ["save_inference_model", "load_inference_model", "save_persistables",
-           "load_persistables", "save", "load"]
+           "load_persistables", "save", "load", "DataLoader", "batch", "shuffle", "buffered",
+           "compose", "chain", "map_readers", "xmap_readers", "firstn", "cache"]
 
 
 def _files(dirname, model_filename, params_filename, fn):

@@ -1,4 +1,5 @@
-"""fluid.optimizer: SGD, Momentum, Adam with Paddle 1.x's keyword names.
+"""fluid.optimizer: SGD, Momentum, Adam, Adagrad, RMSProp, Adamax with Paddle 1.x's keyword
+names.
 
 `regularization` is the 2.x `weight_decay` (a float or fluid.regularizer.L2Decay),
 `parameter_list` the 2.x `parameters`. The update ops are numbaflow.optimizer's.
@@ -20,7 +21,9 @@ if TYPE_CHECKING:
     from ..nn.clip import ClipGradByGlobalNorm
     from ..optimizer import L2Decay
 
-__all__ = ["SGD", "Momentum", "Adam", "SGDOptimizer", "MomentumOptimizer", "AdamOptimizer"]
+__all__ = ["SGD", "Momentum", "Adam", "Adagrad", "RMSProp", "Adamax", "SGDOptimizer",
+           "MomentumOptimizer", "AdamOptimizer", "AdagradOptimizer", "RMSPropOptimizer",
+           "AdamaxOptimizer"]
 
 
 class _FluidNames:
@@ -154,4 +157,102 @@ class Adam(_FluidNames, _opt.Adam):
                          grad_clip, name, lazy_mode)
 
 
+class Adagrad(_FluidNames, _opt.Adagrad):
+    """moment += grad^2; param -= learning_rate * grad / (sqrt(moment) + epsilon) (Paddle 1.x
+    argument names).
+
+    Args:
+        learning_rate (float or Variable): the step size.
+        epsilon (float): added to the denominator.
+        parameter_list (list of Parameter or str, optional): what to train; default every
+            trainable parameter.
+        regularization (float or L2Decay, optional): L2 regularisation coefficient.
+        grad_clip (ClipGradByGlobalNorm, optional): gradient clipping.
+        name (str, optional): accepted for Paddle compatibility.
+        initial_accumulator_value (float): the moment's initial value.
+
+    Example:
+        >>> x = fluid.layers.data('x', [3])
+        >>> avg_cost = fluid.layers.mean(fluid.layers.fc(x, size=1))
+        >>> optimize_ops, _ = fluid.optimizer.Adagrad(learning_rate=0.1).minimize(avg_cost)
+        >>> sorted({op.type for op in optimize_ops})
+        ['adagrad']
+    """
+
+    def __init__(self, learning_rate: float | Variable, epsilon: float = 1e-6,
+                 parameter_list: Sequence[Parameter | str] | None = None,
+                 regularization: float | L2Decay | None = None,
+                 grad_clip: ClipGradByGlobalNorm | None = None, name: str | None = None,
+                 initial_accumulator_value: float = 0.0) -> None:
+        super().__init__(learning_rate, epsilon, parameter_list, regularization, grad_clip,
+                         name, initial_accumulator_value)
+
+
+class RMSProp(_FluidNames, _opt.RMSProp):
+    """RMSProp as Paddle's rmsprop op, optionally centered and with momentum (Paddle 1.x
+    argument names).
+
+    Args:
+        learning_rate (float or Variable): the step size.
+        rho (float): the mean-square decay.
+        epsilon (float): added under the square root.
+        momentum (float): the momentum of the update.
+        centered (bool): subtract the squared mean gradient.
+        parameter_list (list of Parameter or str, optional): what to train; default every
+            trainable parameter.
+        regularization (float or L2Decay, optional): L2 regularisation coefficient.
+        grad_clip (ClipGradByGlobalNorm, optional): gradient clipping.
+        name (str, optional): accepted for Paddle compatibility.
+
+    Example:
+        >>> x = fluid.layers.data('x', [3])
+        >>> avg_cost = fluid.layers.mean(fluid.layers.fc(x, size=1))
+        >>> optimize_ops, _ = fluid.optimizer.RMSProp(learning_rate=0.01).minimize(avg_cost)
+        >>> sorted({op.type for op in optimize_ops})
+        ['rmsprop']
+    """
+
+    def __init__(self, learning_rate: float | Variable, rho: float = 0.95,
+                 epsilon: float = 1e-6, momentum: float = 0.0, centered: bool = False,
+                 parameter_list: Sequence[Parameter | str] | None = None,
+                 regularization: float | L2Decay | None = None,
+                 grad_clip: ClipGradByGlobalNorm | None = None,
+                 name: str | None = None) -> None:
+        super().__init__(learning_rate, rho, epsilon, momentum, centered, parameter_list,
+                         regularization, grad_clip, name)
+
+
+class Adamax(_FluidNames, _opt.Adamax):
+    """Adam with the infinity norm (Paddle's adamax op; Paddle 1.x argument names).
+
+    Args:
+        learning_rate (float or Variable): the step size.
+        beta1 (float): the first-moment decay, in [0, 1).
+        beta2 (float): the infinity-norm decay, in [0, 1).
+        epsilon (float): added to the decayed norm.
+        parameter_list (list of Parameter or str, optional): what to train; default every
+            trainable parameter.
+        regularization (float or L2Decay, optional): L2 regularisation coefficient.
+        grad_clip (ClipGradByGlobalNorm, optional): gradient clipping.
+        name (str, optional): accepted for Paddle compatibility.
+
+    Example:
+        >>> x = fluid.layers.data('x', [3])
+        >>> avg_cost = fluid.layers.mean(fluid.layers.fc(x, size=1))
+        >>> optimize_ops, _ = fluid.optimizer.Adamax(learning_rate=0.01).minimize(avg_cost)
+        >>> sorted({op.type for op in optimize_ops})
+        ['adamax', 'scale']
+    """
+
+    def __init__(self, learning_rate: float | Variable = 0.001, beta1: float = 0.9,
+                 beta2: float = 0.999, epsilon: float = 1e-8,
+                 parameter_list: Sequence[Parameter | str] | None = None,
+                 regularization: float | L2Decay | None = None,
+                 grad_clip: ClipGradByGlobalNorm | None = None,
+                 name: str | None = None) -> None:
+        super().__init__(learning_rate, beta1, beta2, epsilon, parameter_list, regularization,
+                         grad_clip, name)
+
+
 SGDOptimizer, MomentumOptimizer, AdamOptimizer = SGD, Momentum, Adam
+AdagradOptimizer, RMSPropOptimizer, AdamaxOptimizer = Adagrad, RMSProp, Adamax

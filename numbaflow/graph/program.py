@@ -108,6 +108,65 @@ class Variable:
     def __neg__(self): return self._math("scale", self, scale=-1.0)
     __hash__ = object.__hash__
 
+    def __getitem__(self, item: Any) -> Variable:
+        """Basic indexing as a `slice` op (`strided_slice` when a step is not 1), both
+        differentiable: ints, slices, `...`; an int drops its dim, as in numpy.
+
+        Args:
+            item (int, slice, Ellipsis or a tuple of them): the index.
+
+        Returns:
+            Variable: the selected part.
+
+        Example:
+            >>> x = static.data('x', [None, 4, 3])
+            >>> x[0].shape, x[:, 1:3].shape, x[..., ::-1].shape
+            ((4, 3), (-1, 2, 3), (-1, 4, 3))
+        """
+        return _getitem(self, item)
+
+
+def _getitem(var, item):
+    items = list(item) if isinstance(item, tuple) else [item]
+    if sum(it is Ellipsis for it in items) > 1:
+        raise IndexError(f"{var.name}[...]: an index can hold at most one '...'")
+    if Ellipsis in items:
+        k = items.index(Ellipsis)
+        items[k:k + 1] = [slice(None)] * (var.ndim - len(items) + 1)
+    if len(items) > var.ndim:
+        raise IndexError(f"{var.name}: too many indices ({len(items)}) for a Variable of "
+                         f"shape {var.shape}")
+    big = 2 ** 62       # an end beyond any dim (Python slicing clamps it)
+    axes, starts, ends, steps, decrease = [], [], [], [], []
+    for ax, it in enumerate(items):
+        if isinstance(it, bool) or not isinstance(it, (int, slice)) and \
+                not hasattr(it, "__index__"):
+            raise TypeError(f"{var.name}[...]: only ints, slices and '...' index a Variable "
+                            f"(got {type(it).__name__}); index lists, masks and None "
+                            f"(gather-style indexing) are not supported")
+        if isinstance(it, slice):
+            step = 1 if it.step is None else int(it.step)
+            if step == 0:
+                raise ValueError(f"{var.name}[...]: slice step cannot be zero")
+            if it.start is None and it.stop is None and step == 1:
+                continue
+            start = (0 if step > 0 else big) if it.start is None else int(it.start)
+            end = (big if step > 0 else -big) if it.stop is None else int(it.stop)
+            axes.append(ax), starts.append(start), ends.append(end), steps.append(step)
+        else:
+            i = int(it)
+            dim = var.shape[ax]
+            if dim != -1 and not -dim <= i < dim:
+                raise IndexError(f"{var.name}: index {i} is out of range for axis {ax} of "
+                                 f"size {dim}")
+            axes.append(ax), starts.append(i), ends.append(i + 1 if i != -1 else big)
+            steps.append(1), decrease.append(ax)
+    attrs = {"axes": axes, "starts": starts, "ends": ends, "decrease_axis": decrease,
+             "infer_flags": [1] * len(axes)}
+    if any(st != 1 for st in steps):
+        return var._math("_slice_op", "strided_slice", var, dict(attrs, strides=steps))
+    return var._math("_slice_op", "slice", var, attrs)
+
 
 class Parameter(Variable):
     """A persistable, trainable Variable initialised by an op in the startup program.
@@ -217,9 +276,35 @@ class Operator:
             name (str): the attribute.
 
         Returns:
-            its value (KeyError if the op has no such attribute).
+            its value.
+
+        Raises:
+            ValueError: the op has no such attribute (the message lists those it has).
         """
-        return self.attrs[name]
+        try:
+            return self.attrs[name]
+        except KeyError:
+            raise ValueError(f"op {self.type!r} has no attribute {name!r}; it has "
+                             f"{sorted(self.attrs)}") from None
+
+    def all_attrs(self) -> dict:
+        """Every attribute (defaults included), as in Paddle's program introspection.
+
+        Returns:
+            dict: {name: value}, a copy.
+
+        Example:
+            >>> x = static.data('x', [None, 3])
+            >>> _ = paddle.scale(x, 2.0)
+            >>> sorted(static.default_main_program().global_block().ops[-1].all_attrs())
+            ['bias', 'bias_after_scale', 'scale']
+        """
+        return dict(self.attrs)
+
+    @property
+    def attr_names(self) -> list[str]:
+        """The attribute names, sorted."""
+        return sorted(self.attrs)
 
     def has_attr(self, name: str) -> bool:
         """Whether the op has attribute `name`.
@@ -593,6 +678,10 @@ class Program:
         >>> [op.type for op in main.global_block().ops]
         ['reduce_mean']
     """
+    # callables run with the scope before each run (learning-rate schedules set their
+    # rate: optimizer/lr.py); a program that has some gets its own list
+    _lr_hooks = ()
+
 
     _ids = itertools.count()
 

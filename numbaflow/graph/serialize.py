@@ -16,7 +16,15 @@ import numpy as np
 from .program import FORWARD, Parameter, Program
 
 FORMAT_KEY = "__numbaflow_format__"
-FORMAT_VERSION = 1
+# 2: every file of a save carries its save id, arrays carry a CRC-32 and an inference
+# model's parameters file the SHA-256 of its program file. Version 1 files still load.
+FORMAT_VERSION = 2
+READ_VERSIONS = (1, 2)
+
+
+class FileFormatError(ValueError):
+    """A file that is damaged, not numbaflow's, or of a format version this code does not
+    read; the message names the file and what is wrong."""
 
 
 # ---------------------------------------------------------------- attribute values
@@ -72,27 +80,33 @@ def _op_to_dict(op, where):
             "attrs": {k: _encode(a, f"{where} attr {k!r}") for k, a in op.attrs.items()}}
 
 
-def program_to_dict(program, feed_names=(), fetch_names=()):
-    """A JSON-able description of `program` (every block), with optional feed/fetch names."""
+def program_to_dict(program, feed_names=(), fetch_names=(), save_id=None):
+    """A JSON-able description of `program` (every block), with optional feed/fetch names
+    and the id of the save it belongs to."""
     blocks = []
     for block in program.blocks:
         ops = [_op_to_dict(op, f"block {block.idx} op {i} ({op.type})")
                for i, op in enumerate(block.ops)]
         blocks.append({"idx": block.idx, "vars": [_var_to_dict(v) for v in block.vars.values()],
                        "ops": ops})
-    return {FORMAT_KEY: FORMAT_VERSION, "random_seed": int(program.random_seed),
-            "blocks": blocks, "feed": list(feed_names), "fetch": list(fetch_names)}
+    d = {FORMAT_KEY: FORMAT_VERSION, "random_seed": int(program.random_seed),
+         "blocks": blocks, "feed": list(feed_names), "fetch": list(fetch_names)}
+    if save_id is not None:
+        d["save_id"] = save_id
+    return d
 
 
 def check_format(d, what):
-    """Raise ValueError unless `d` carries the format version this code reads."""
+    """Raise FileFormatError (a ValueError) unless `d` carries a format version this code
+    reads."""
     version = d.get(FORMAT_KEY) if isinstance(d, dict) else None
     if version is None:
-        raise ValueError(f"{what} is not a numbaflow file: it has no {FORMAT_KEY!r} format "
-                         f"version")
-    if version != FORMAT_VERSION:
-        raise ValueError(f"{what} has format version {version!r}, but this numbaflow reads "
-                         f"version {FORMAT_VERSION}; save it again with this version")
+        raise FileFormatError(f"{what} is not a numbaflow file: it has no {FORMAT_KEY!r} "
+                              f"format version")
+    if isinstance(version, bool) or version not in READ_VERSIONS:
+        raise FileFormatError(f"{what} has format version {version!r}, but this numbaflow "
+                              f"reads version {' or '.join(map(str, READ_VERSIONS))}; save "
+                              f"it again with this version")
 
 
 def program_from_dict(d):

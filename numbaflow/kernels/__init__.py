@@ -11,3 +11,7 @@ from . import fused_add_act  # noqa: F401
 from . import collective  # noqa: F401,E402
 from . import sync_bn  # noqa: F401,E402
 from . import gemm_sgd  # noqa: F401,E402
+from . import indexing, layer_norm, logistic_loss  # noqa: F401,E402
+from . import optim_extra  # noqa: F401,E402
+from . import lamb  # noqa: F401,E402
+from . import auc  # noqa: F401,E402

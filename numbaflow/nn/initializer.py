@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from ..graph.program import Block, Operator, Variable
 
 __all__ = ["Initializer", "Constant", "Uniform", "Normal", "TruncatedNormal", "XavierUniform",
-           "XavierNormal", "KaimingNormal", "KaimingUniform",
+           "XavierNormal", "KaimingNormal", "KaimingUniform", "Assign", "NumpyArrayInitializer",
            # fluid-era names
            "ConstantInitializer", "UniformInitializer", "NormalInitializer",
            "XavierInitializer", "MSRAInitializer"]
@@ -40,9 +40,13 @@ class Initializer:
         >>> static.default_startup_program().global_block().ops[0].type
         'fill_constant'
     """
+    seed = 0     # a fluid initializer's `seed=` (0: the next seed of the global stream)
 
     def __call__(self, var: Variable, block: Block) -> Operator:
         return self._init_op(var, block)
+
+    def _op_seed(self):
+        return int(self.seed) or next_op_seed()
 
     def _init_op(self, var, block):
         raise NotImplementedError
@@ -102,7 +106,7 @@ class Uniform(Initializer):
         lo, hi = self._limits(var)
         return block.append_op("uniform_random", outputs={"Out": var},
                                attrs={"shape": list(var.shape), "min": lo, "max": hi,
-                                      "seed": next_op_seed(), "dtype": str(var.dtype)})
+                                      "seed": self._op_seed(), "dtype": str(var.dtype)})
 
 
 class Normal(Initializer):
@@ -133,7 +137,7 @@ class Normal(Initializer):
         mean, std = self._stats(var)
         return block.append_op(self.op_type, outputs={"Out": var},
                                attrs={"shape": list(var.shape), "mean": mean, "std": std,
-                                      "seed": next_op_seed(), "dtype": str(var.dtype)})
+                                      "seed": self._op_seed(), "dtype": str(var.dtype)})
 
 
 class TruncatedNormal(Normal):
@@ -262,6 +266,34 @@ class KaimingUniform(Uniform):
         limit = _gain(self.nl, self.slope) * math.sqrt(3.0 / (self.fan_in or _fans(var.shape)[0]))
         return -limit, limit
 
+
+class Assign(Initializer):
+    """The parameter starts as a copy of `value` (op assign_value).
+
+    Args:
+        value (array-like): the values, of the parameter's shape.
+        name (str, optional): accepted for Paddle compatibility.
+
+    Example:
+        >>> w = paddle.ParamAttr(initializer=paddle.nn.initializer.Assign([[1.0], [2.0]]))
+        >>> x = static.data('x', [None, 2])
+        >>> static.nn.fc(x, size=1, weight_attr=w).shape
+        (-1, 1)
+    """
+
+    def __init__(self, value: object, name: str | None = None) -> None:
+        self.value = np.asarray(value)
+
+    def _init_op(self, var, block):
+        if tuple(self.value.shape) != tuple(var.shape):
+            raise ValueError(f"Assign initializer: value of shape {self.value.shape} does not "
+                             f"match parameter {var.name} of shape {tuple(var.shape)}")
+        return block.append_op("assign_value", outputs={"Out": var},
+                               attrs={"shape": list(var.shape), "dtype": str(var.dtype),
+                                      "values": self.value.astype(var.dtype).reshape(-1).tolist()})
+
+
+NumpyArrayInitializer = Assign
 
 # fluid-era names
 ConstantInitializer, UniformInitializer, NormalInitializer = Constant, Uniform, Normal

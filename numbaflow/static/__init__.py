@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .. import dtypes
+from ..metric import accuracy  # noqa: F401  (paddle.static.accuracy)
 from ..executor import (BuildStrategy, CPUPlace, CUDAPlace,  # noqa: F401
                         ExecutionStrategy, Executor, Scope, cpu_places, cuda_places,
                         global_scope, scope_guard)
@@ -23,7 +24,10 @@ __all__ = [
     "CPUPlace", "CUDAPlace", "cpu_places", "cuda_places", "Scope", "global_scope",
     "scope_guard",
     # persistence
-    "save", "load", "save_inference_model", "load_inference_model",
+    "save", "load", "save_inference_model", "load_inference_model", "load_program_state",
+    "set_program_state",
+    # metrics
+    "accuracy", "auc",
     # pictures
     "draw",
     # submodules
@@ -70,3 +74,31 @@ def data(name: str, shape: Sequence[int | None], dtype: DTypeLike = "float32",
 
 from .io import load, load_inference_model, save, save_inference_model  # noqa: F401,E402
 from .draw import draw  # noqa: F401,E402
+from .program_state import load_program_state, set_program_state  # noqa: F401,E402
+
+
+def auc(input: Variable, label: Variable, curve: str = "ROC", num_thresholds: int = 2 ** 12 - 1,
+        topk: int = 1, slide_steps: int = 1) -> tuple:
+    """ROC AUC of a binary classifier, over every run so far and over the current batch.
+
+    Args:
+        input (Variable): (N, 2) class probabilities; column 1 is the positive class.
+        label (Variable): (N, 1) int labels, non-zero = positive.
+        curve (str): only "ROC".
+        num_thresholds (int): buckets of the score.
+        topk (int): accepted for Paddle compatibility.
+        slide_steps (int): only 1 (the batch AUC is the current batch's).
+
+    Returns:
+        tuple: (auc, batch_auc, [batch_stat_pos, batch_stat_neg, stat_pos, stat_neg]);
+        the AUCs are 0-D float64, the stats int64 bucket counts (stat_* persist).
+
+    Example:
+        >>> probs = static.data('probs', [None, 2])
+        >>> label = static.data('label', [None, 1], 'int64')
+        >>> auc_out, batch_auc, _ = static.auc(probs, label)
+        >>> auc_out.shape, str(auc_out.dtype)
+        ((), 'float64')
+    """
+    from ..fluid.layers.metric_op import _auc
+    return _auc(input, label, curve, num_thresholds, slide_steps, one_d=False)

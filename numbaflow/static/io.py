@@ -1,125 +1,66 @@
 """Persistence: checkpoints (`save` / `load`) and inference models.
 
-Files (our own format, not Paddle's pickles):
+Files (our own format, not Paddle's pickles; Paddle's `.pdparams` / `.pdopt` pickles
+load too, through a restricted unpickler):
   <path>.pdparams   the program's Parameters          } arrays files: an uncompressed
   <path>.pdopt      its other persistables (optimizer } `.npz` holding the format version,
-                    moments, learning rate, ...)      } a JSON index (name/shape/dtype per
-  <prefix>.pdiparams  an inference model's parameters } variable) and one array per variable
+                    moments, learning rate, ...)      } a JSON index and one array per
+  <prefix>.pdiparams  an inference model's parameters } variable (numbaflow/io/_arrays.py)
   <prefix>.pdmodel  the pruned inference program, as JSON (graph/serialize.py)
 
-Every file is written to a temporary file in the target's directory and renamed over the
-target, so a failed or interrupted save never leaves a half-written file under the final
-name. A load checks the whole file against the program first and writes nothing into the
-scope unless every variable matches.
+The files of one save are committed together (numbaflow/io/_atomic.py): a kill at any
+moment leaves either the whole previous save or the whole new one visible, and the next
+save to the same place removes what an interrupted one left. Every file of a save carries
+its save id, so a load refuses files from different saves. A load checks the files
+against the program first and writes nothing into the scope unless every variable
+matches; a damaged file raises ValueError naming it.
 """
 from __future__ import annotations
 
-import io
+import hashlib
 import json
 import os
-import tempfile
-import zipfile
 from typing import TYPE_CHECKING
-
-import numpy as np
 
 from ..executor.scope import global_scope
 from ..graph.program import Parameter, Program, Variable, default_main_program
-from ..graph.serialize import (FORMAT_KEY, FORMAT_VERSION, check_format, program_from_dict,
-                               program_to_dict)
+from ..graph.serialize import (FORMAT_VERSION, FileFormatError, check_format,  # noqa: F401
+                               program_from_dict, program_to_dict)
 from ..graph.verify import verify
+from ..io import _arrays, _atomic
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from ..executor.executor import Executor
 
-_INDEX_KEY = "__numbaflow_vars__"
+
+# ---------------------------------------------------------------- files of one save
+def _writer(arrays, kind, save_id, extra=None):
+    def write(f):
+        _arrays.write_arrays(f, arrays, kind, save_id, extra, version=FORMAT_VERSION)
+    return write
 
 
-# ---------------------------------------------------------------- atomic files
-def _atomic_temp(path, data):
-    """Write `data` (bytes) to a temporary file next to `path`; return the temp path."""
-    path = os.fspath(path)
-    parent = os.path.dirname(os.path.abspath(path))
-    os.makedirs(parent, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-    except BaseException:
-        _discard(tmp)
-        raise
-    return tmp
+def _read_arrays(path, real_path=None):
+    """{name: ndarray} from an arrays file (or a Paddle pickle); ValueError naming the file
+    if it is not one we can read."""
+    return _arrays.read_arrays(path, real_path)[0]
 
 
-def _discard(tmp):
-    try:
-        os.unlink(tmp)
-    except FileNotFoundError:
-        pass
-
-
-def _write_files(contents):
-    """Write {path: bytes}: every temp file first, then rename each over its target.
-
-    A failure while writing leaves every target untouched; the renames come last.
-    """
-    temps = []
-    try:
-        for path, data in contents.items():
-            if os.path.isdir(path):
-                raise IsADirectoryError(f"cannot save to {path!r}: it is a directory; give a "
-                                        f"file path prefix such as {os.path.join(path, 'model')!r}")
-            temps.append((_atomic_temp(path, data), path))
-        for tmp, path in temps:
-            os.replace(tmp, path)
-    finally:
-        for tmp, _ in temps:
-            if os.path.exists(tmp):
-                _discard(tmp)
-
-
-# ---------------------------------------------------------------- arrays files
-def _arrays_bytes(arrays, kind):
-    """Serialize {name: ndarray} (in order) with the format version and an index."""
-    index, payload = [], {}
-    for i, (name, a) in enumerate(arrays.items()):
-        key = f"v{i}"
-        index.append({"name": name, "shape": list(a.shape), "dtype": str(a.dtype), "key": key})
-        payload[key] = np.ascontiguousarray(a)
-    meta = json.dumps({"kind": kind, "vars": index}).encode()
-    buf = io.BytesIO()
-    np.savez(buf, **{FORMAT_KEY: np.array(FORMAT_VERSION, np.int64),
-                     _INDEX_KEY: np.frombuffer(meta, np.uint8)}, **payload)
-    return buf.getvalue()
-
-
-def _read_arrays(path):
-    """{name: ndarray} from an arrays file; ValueError if it is not one we can read."""
-    try:
-        z = np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
-        raise ValueError(f"file {path!r} is not a numbaflow arrays file ({e})") from None
-    if not isinstance(z, np.lib.npyio.NpzFile):
-        raise ValueError(f"file {path!r} is not a numbaflow arrays file (a single .npy array)")
-    with z:
-        if FORMAT_KEY not in z.files or _INDEX_KEY not in z.files:
-            check_format({}, f"file {path!r}")
-        check_format({FORMAT_KEY: int(z[FORMAT_KEY])}, f"file {path!r}")
-        meta = json.loads(bytes(z[_INDEX_KEY]).decode())
-        out = {}
-        for e in meta["vars"]:
-            a = z[e["key"]]
-            if list(a.shape) != e["shape"] or str(a.dtype) != e["dtype"]:
-                raise ValueError(f"file {path!r} is corrupt: {e['name']!r} is indexed as "
-                                 f"{e['shape']}/{e['dtype']} but holds {list(a.shape)}/{a.dtype}")
-            out[e["name"]] = a
-        return out
+def _read_group(paths, fn):
+    """Read the arrays files of one save: ({path: (arrays, meta)} of those present, id).
+    Files from different saves (a torn save, or files mixed by hand) raise ValueError."""
+    with _atomic.resolve(paths) as (real, journal_id):
+        got = {p: _arrays.read_arrays(p, r) for p, r in real.items() if r is not None}
+    ids = {p: meta.get("save_id") for p, (_, meta) in got.items()}
+    expected = journal_id if journal_id is not None else next(iter(ids.values()), None)
+    if any(i != expected for i in ids.values()):
+        raise FileFormatError(
+            f"{fn}: the files {sorted(got)} are from different saves (save ids "
+            f"{sorted(map(str, ids.values()))}): a torn or mixed checkpoint; save it again or "
+            f"restore all of its files together")
+    return got, expected
 
 
 # ---------------------------------------------------------------- helpers
@@ -221,8 +162,9 @@ def save(program: Program, model_path: str, protocol: int = 4, **configs: object
     arrays = _gather(pers, scope, "save")
     params = {v.name: arrays[v.name] for v in pers if isinstance(v, Parameter)}
     others = {v.name: arrays[v.name] for v in pers if not isinstance(v, Parameter)}
-    _write_files({model_path + ".pdparams": _arrays_bytes(params, "pdparams"),
-                  model_path + ".pdopt": _arrays_bytes(others, "pdopt")})
+    save_id = _atomic.new_save_id()
+    _atomic.commit({model_path + ".pdparams": _writer(params, "pdparams", save_id),
+                    model_path + ".pdopt": _writer(others, "pdopt", save_id)}, save_id)
 
 
 def load(program: Program, model_path: str, executor: Executor | None = None,
@@ -265,20 +207,24 @@ def load(program: Program, model_path: str, executor: Executor | None = None,
         bad = [v for v in targets if not isinstance(v, Variable)]
         if bad:
             raise TypeError(f"load: var_list must hold Variables or names, got {bad!r}")
-    found, read = {}, []
-    for ext in (".pdparams", ".pdopt"):
-        path = model_path + ext
-        if os.path.exists(path):
-            found.update(_read_arrays(path))
-            read.append(path)
-    if not read:
-        raise FileNotFoundError(f"load: neither {model_path + '.pdparams'!r} nor "
-                                f"{model_path + '.pdopt'!r} exists; was it saved with "
-                                f"static.save(program, {model_path!r})?")
+    found, read = _read_checkpoint(model_path, "load")
     _check_against(targets, found, f"checkpoint {model_path!r} (read {read})")
     scope = global_scope()
     for v in targets:
         scope.set(v.name, found[v.name])
+
+
+def _read_checkpoint(model_path, fn):
+    """({name: ndarray} of `model_path.pdparams` and `.pdopt`, [the files read])."""
+    got, _ = _read_group([model_path + ".pdparams", model_path + ".pdopt"], fn)
+    found = {}
+    for arrays, _ in got.values():
+        found.update(arrays)
+    if not got:
+        raise FileNotFoundError(f"{fn}: neither {model_path + '.pdparams'!r} nor "
+                                f"{model_path + '.pdopt'!r} exists; was it saved with "
+                                f"static.save(program, {model_path!r})?")
+    return found, sorted(got)
 
 
 # ---------------------------------------------------------------- inference models
@@ -342,33 +288,63 @@ def _write_inference(model_file, params_file, feed_vars, fetch_vars, program, fn
     pruned = _prune(program, feed_names, fetch_names)
     verify(pruned)
     params = _gather(_persistables(pruned), global_scope(), fn)
-    desc = json.dumps(program_to_dict(pruned, feed_names, fetch_names),
+    save_id = _atomic.new_save_id()
+    desc = json.dumps(program_to_dict(pruned, feed_names, fetch_names, save_id),
                       separators=(",", ":")).encode()
-    _write_files({model_file: desc, params_file: _arrays_bytes(params, "pdiparams")})
+    # the parameters file records the program file's hash: a damaged or swapped program
+    # file is caught before it is parsed
+    extra = {"model_sha256": hashlib.sha256(desc).hexdigest()}
+    _atomic.commit({model_file: lambda f: f.write(desc),
+                    params_file: _writer(params, "pdiparams", save_id, extra)}, save_id)
     return pruned
 
 
 def _read_inference(model_file, params_file, fn):
-    for path in (model_file, params_file):
-        if not os.path.exists(path):
-            raise FileNotFoundError(f"{fn}: {path!r} does not exist; was the model saved with "
-                                    f"save_inference_model?")
-    try:
-        with open(model_file, "rb") as f:
-            desc = json.loads(f.read().decode())
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ValueError(f"{fn}: {model_file!r} is not a numbaflow model description "
-                         f"({e})") from None
-    check_format(desc, f"file {model_file!r}")
-    program = program_from_dict(desc)
-    verify(program)
-    block = program.global_block()
-    found = _read_arrays(params_file)
-    _check_against(_persistables(program), found, f"parameters file {params_file!r}")
+    with _atomic.resolve([model_file, params_file]) as (real, journal_id):
+        for path in (model_file, params_file):
+            if real[path] is None:
+                raise FileNotFoundError(f"{fn}: {path!r} does not exist; was the model saved "
+                                        f"with save_inference_model?")
+        found, meta = _arrays.read_arrays(params_file, real[params_file])
+        with open(real[model_file], "rb") as f:
+            raw = f.read()
+    desc = _parse_model(raw, model_file, meta.get("model_sha256"), params_file, fn)
+    ids = {desc.get("save_id"), meta.get("save_id")}
+    if len(ids) != 1 or journal_id is not None and ids != {journal_id}:
+        raise FileFormatError(f"{fn}: {model_file!r} and {params_file!r} are from different "
+                              f"saves; save the model again")
+    block = desc["program"].global_block()
+    _check_against(_persistables(desc["program"]), found, f"parameters file {params_file!r}")
     scope = global_scope()
-    for v in _persistables(program):
+    for v in _persistables(desc["program"]):
         scope.set(v.name, found[v.name])
-    return [program, list(desc["feed"]), [block.var(n) for n in desc["fetch"]]]
+    return [desc["program"], list(desc["feed"]), [block.var(n) for n in desc["fetch"]]]
+
+
+def _parse_model(raw, model_file, digest, params_file, fn):
+    """The program description in `raw` with the rebuilt Program under "program", after
+    checking it against the hash `params_file` recorded (format version 2)."""
+    try:
+        desc = json.loads(raw.decode())
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise FileFormatError(f"{fn}: {model_file!r} is not a numbaflow model description "
+                              f"({e})") from None
+    check_format(desc, f"file {model_file!r}")
+    if digest is not None and hashlib.sha256(raw).hexdigest() != digest:
+        raise FileFormatError(f"{fn}: the program file {model_file!r} is not the one saved with "
+                              f"{params_file!r} (damaged, or from another save); save the "
+                              f"model again")
+    try:
+        desc["program"] = program_from_dict(desc)
+        verify(desc["program"])
+        [desc["program"].global_block().var(n) for n in desc["fetch"]]
+        [str(n) for n in desc["feed"]]
+    except MemoryError:
+        raise
+    except Exception as e:          # a damaged (version 1, unhashed) description
+        raise FileFormatError(f"{fn}: {model_file!r} is a damaged model description "
+                              f"({type(e).__name__}: {e})") from None
+    return desc
 
 
 def _prefix(path_prefix, fn):

@@ -1,26 +1,28 @@
 """fluid.layers: the Paddle 1.x layer functions, as thin wrappers over numbaflow's ops.
 
 Paddle 1.x argument names and defaults are kept (`input=`, `act=`, `dim=`, `keep_dim=`,
-argmax's `axis=0`); each appends the same ops as the 2.x function it delegates to.
+argmax's `axis=0`); each appends the same ops as the 2.x function it delegates to. As in
+Paddle 1.8, a full reduction (`mean`, `reduce_*` over every dim, `accuracy`) has shape
+(1,), not 0-D, so 1.x programs that index a fetched loss as `loss[0]` run unchanged.
 """
 from __future__ import annotations
 
 import numbers
 from typing import TYPE_CHECKING
 
-from .. import dtypes, metric, static
-from .. import tensor_math as M
-from ..graph.program import Variable
-from ..layer_helper import LayerHelper
-from ..nn import functional as F
-from ..tensor_math import _activation
+from ... import dtypes, metric, static
+from ... import tensor_math as M
+from ...graph.program import Variable
+from ...layer_helper import LayerHelper
+from ...nn import functional as F
+from ...tensor_math import _activation
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from numpy.typing import DTypeLike
 
-    from ..param_attr import ParamAttr
+    from ...param_attr import ParamAttr
 
 __all__ = ["data", "fc", "mean", "square_error_cost", "cross_entropy", "softmax", "relu",
            "sigmoid", "tanh", "elementwise_add", "elementwise_sub", "elementwise_mul",
@@ -92,21 +94,21 @@ def fc(input: Variable | Sequence[Variable], size: int, num_flatten_dims: int = 
 
 
 def mean(x: Variable, name: str | None = None) -> Variable:
-    """Mean of every element: a 0-D Variable (op reduce_mean).
+    """Mean of every element, shape (1,) as in Paddle 1.8 (op reduce_mean, then reshape2).
 
     Args:
         x (Variable): the input.
         name (str, optional): a prefix for the output's name.
 
     Returns:
-        Variable: 0-D.
+        Variable: shape (1,).
 
     Example:
         >>> x = fluid.layers.data('x', [3])
         >>> fluid.layers.mean(x).shape
-        ()
+        (1,)
     """
-    return M.mean(x, name=name)
+    return _scalar_1d(M.mean(x, name=name))
 
 
 def square_error_cost(input: Variable, label: Variable) -> Variable:
@@ -369,7 +371,8 @@ def reduce_mean(input: Variable, dim: int | Sequence[int] | None = None, keep_di
 
     Args:
         input (Variable): the input.
-        dim (int or list of int, optional): the axes; None for every axis (a 0-D result).
+        dim (int or list of int, optional): the axes; None for every axis (shape (1,), as
+            in Paddle 1.8).
         keep_dim (bool): keep the reduced axes with size 1.
         name (str, optional): a prefix for the output's name.
 
@@ -378,10 +381,10 @@ def reduce_mean(input: Variable, dim: int | Sequence[int] | None = None, keep_di
 
     Example:
         >>> x = fluid.layers.data('x', [3])
-        >>> fluid.layers.reduce_mean(x, dim=1).shape
-        (-1,)
+        >>> fluid.layers.reduce_mean(x, dim=1).shape, fluid.layers.reduce_mean(x).shape
+        ((-1,), (1,))
     """
-    return M.mean(input, axis=dim, keepdim=keep_dim, name=name)
+    return _scalar_1d(M.mean(input, axis=dim, keepdim=keep_dim, name=name))
 
 
 def reduce_sum(input: Variable, dim: int | Sequence[int] | None = None, keep_dim: bool = False,
@@ -390,7 +393,8 @@ def reduce_sum(input: Variable, dim: int | Sequence[int] | None = None, keep_dim
 
     Args:
         input (Variable): the input.
-        dim (int or list of int, optional): the axes; None for every axis (a 0-D result).
+        dim (int or list of int, optional): the axes; None for every axis (shape (1,), as
+            in Paddle 1.8).
         keep_dim (bool): keep the reduced axes with size 1.
         name (str, optional): a prefix for the output's name.
 
@@ -402,7 +406,7 @@ def reduce_sum(input: Variable, dim: int | Sequence[int] | None = None, keep_dim
         >>> fluid.layers.reduce_sum(x, dim=1, keep_dim=True).shape
         (-1, 1)
     """
-    return M.sum(input, axis=dim, keepdim=keep_dim, name=name)
+    return _scalar_1d(M.sum(input, axis=dim, keepdim=keep_dim, name=name))
 
 
 def matmul(x: Variable, y: Variable, transpose_x: bool = False, transpose_y: bool = False,
@@ -527,7 +531,7 @@ def cast(x: Variable, dtype: DTypeLike) -> Variable:
 
 def accuracy(input: Variable, label: Variable, k: int = 1, correct: Variable | None = None,
              total: Variable | None = None) -> Variable:
-    """Fraction of rows whose label is among the top-k scores (a 0-D float32).
+    """Fraction of rows whose label is among the top-k scores (float32, shape (1,)).
 
     Args:
         input (Variable): scores (N, C).
@@ -537,15 +541,15 @@ def accuracy(input: Variable, label: Variable, k: int = 1, correct: Variable | N
         total (Variable, optional): also receives the number of rows.
 
     Returns:
-        Variable: 0-D float32.
+        Variable: float32, shape (1,).
 
     Example:
         >>> scores = fluid.layers.data('scores', [10])
         >>> label = fluid.layers.data('label', [1], dtype='int64')
         >>> fluid.layers.accuracy(scores, label, k=1).shape
-        ()
+        (1,)
     """
-    return metric.accuracy(input, label, k, correct, total)
+    return _scalar_1d(metric.accuracy(input, label, k, correct, total))
 
 
 def argmax(x: Variable, axis: int = 0) -> Variable:
@@ -566,7 +570,60 @@ def argmax(x: Variable, axis: int = 0) -> Variable:
     return M.argmax(x, axis=axis)
 
 
-from ..nn.functional_nn import fluid_batch_norm as batch_norm  # noqa: E402,F401
-from ..nn.functional_nn import fluid_dropout as dropout  # noqa: E402,F401
-from ..nn.functional_nn import fluid_pool2d as pool2d  # noqa: E402,F401
-from ..nn.functional_conv import fluid_conv2d as conv2d  # noqa: E402,F401
+from ...nn.functional_nn import fluid_batch_norm as batch_norm  # noqa: E402,F401
+from ...nn.functional_nn import fluid_dropout as dropout  # noqa: E402,F401
+from ...nn.functional_nn import fluid_pool2d as pool2d  # noqa: E402,F401
+from ...nn.functional_conv import fluid_conv2d as conv2d  # noqa: E402,F401
+from .nn import *  # noqa: E402,F401,F403
+from .nn import _scalar_1d  # noqa: E402
+from .tensor import *  # noqa: E402,F401,F403
+from .learning_rate_scheduler import *  # noqa: E402,F401,F403
+from .metric_op import auc  # noqa: E402,F401
+from . import learning_rate_scheduler, metric_op, nn, tensor  # noqa: E402,F401
+
+
+def _elementwise_doc(fn, formula):
+    fn.__doc__ = f"""{formula} elementwise, y broadcast against x from `axis` (op
+    {fn.__name__}), then `act`.
+
+    Args:
+        x (Variable): the left operand.
+        y (Variable): the right operand (x's dtype).
+        axis (int): where y's dims start in x's (-1: the trailing dims).
+        act (str, optional): an activation applied last.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's shape.
+
+    Example:
+        >>> x = fluid.layers.data('x', [3])
+        >>> y = fluid.layers.data('y', [3])
+        >>> fluid.layers.{fn.__name__}(x, y).shape
+        (-1, 3)
+    """
+    return fn
+
+
+def elementwise_max(x: Variable, y: Variable, axis: int = -1, act: str | None = None,
+                    name: str | None = None) -> Variable:
+    return _elementwise("elementwise_max", x, y, axis, act, name)
+
+
+def elementwise_min(x: Variable, y: Variable, axis: int = -1, act: str | None = None,
+                    name: str | None = None) -> Variable:
+    return _elementwise("elementwise_min", x, y, axis, act, name)
+
+
+def elementwise_pow(x: Variable, y: Variable, axis: int = -1, act: str | None = None,
+                    name: str | None = None) -> Variable:
+    return _elementwise("elementwise_pow", x, y, axis, act, name)
+
+
+_elementwise_doc(elementwise_max, "max(x, y)")
+_elementwise_doc(elementwise_min, "min(x, y)")
+_elementwise_doc(elementwise_pow, "x ** y")
+
+
+__all__ += (["elementwise_max", "elementwise_min", "elementwise_pow", "auc"] + nn.__all__
+            + tensor.__all__ + learning_rate_scheduler.__all__)

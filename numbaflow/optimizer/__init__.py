@@ -1,26 +1,30 @@
-"""numbaflow.optimizer: SGD, Momentum, Adam.
+"""numbaflow.optimizer: SGD, Momentum, Adam (here), Adagrad, RMSProp, Adamax, AdamW
+(adaptive.py) and the learning-rate schedulers (`optimizer.lr`).
 
 `minimize(loss)` = append_backward + gradient clipping + weight decay + one update op
 per parameter (role OPTIMIZE). The learning rate is the persistable `learning_rate_N`
-(shape [1]), initialised in the startup program; feed it or `Scope.set` it to change it.
+(shape [1]), initialised in the startup program; feed it or `Scope.set` it to change it,
+or give an `lr.LRScheduler`, whose value is written into it before every run.
 """
 from __future__ import annotations
 
 import numbers
 from typing import TYPE_CHECKING
 
-from .graph.backward import append_backward
-from .graph.program import OPTIMIZE, Variable, default_startup_program
-from .utils import unique_name
+from ..graph.backward import append_backward
+from ..graph.program import OPTIMIZE, Variable, default_startup_program
+from ..utils import unique_name
+from . import lr
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
-    from .graph.program import Operator, Parameter, Program
-    from .nn.clip import ClipGradByGlobalNorm
+    from ..graph.program import Operator, Parameter, Program
+    from ..nn.clip import ClipGradByGlobalNorm
 
 __all__ = ["Optimizer", "SGD", "Momentum", "Adam", "L2Decay",
-           "SGDOptimizer", "MomentumOptimizer", "AdamOptimizer"]
+           "SGDOptimizer", "MomentumOptimizer", "AdamOptimizer",
+           "Adagrad", "RMSProp", "Adamax", "AdamW", "Lamb", "lr"]
 
 
 class L2Decay:
@@ -68,13 +72,14 @@ class Optimizer:
 
     _accumulators = ()      # (name, fill value) per parameter
 
-    def __init__(self, learning_rate: float | Variable = 0.001,
+    def __init__(self, learning_rate: float | Variable | lr.LRScheduler = 0.001,
                  parameters: Sequence[Parameter | str] | None = None,
                  weight_decay: float | L2Decay | None = None,
                  grad_clip: ClipGradByGlobalNorm | None = None,
                  name: str | None = None) -> None:
-        if not isinstance(learning_rate, (numbers.Number, Variable)):
-            raise TypeError(f"learning_rate must be a float or a Variable, got "
+        if not isinstance(learning_rate, (numbers.Number, Variable, lr.LRScheduler)):
+            raise TypeError(f"learning_rate must be a float, a Variable or an "
+                            f"optimizer.lr.LRScheduler, got "
                             f"{type(learning_rate).__name__}")
         if isinstance(learning_rate, numbers.Number) and learning_rate < 0:
             raise ValueError(f"learning_rate must be >= 0, got {learning_rate}")
@@ -96,9 +101,27 @@ class Optimizer:
             return self._learning_rate
         if self._lr_var is None or self._lr_var.block is not block:
             name = unique_name.generate("learning_rate")
-            self._lr_var = self._persistable(block, name, [1], "float32",
-                                             float(self._learning_rate))
+            self._lr_var = self._persistable(block, name, [1], "float32", self.get_lr())
+            if isinstance(self._learning_rate, lr.LRScheduler):
+                self._learning_rate._bind(block.program, self._lr_var)
         return self._lr_var
+
+    def get_lr(self) -> float:
+        """The current learning rate.
+
+        Returns:
+            float: the rate given, or a scheduler's current value.
+
+        Example:
+            >>> paddle.optimizer.SGD(learning_rate=0.1).get_lr()
+            0.1
+        """
+        if isinstance(self._learning_rate, lr.LRScheduler):
+            return float(self._learning_rate())
+        if isinstance(self._learning_rate, Variable):
+            raise TypeError(f"get_lr: the learning rate is the Variable "
+                            f"{self._learning_rate.name}; fetch it with Executor.run")
+        return float(self._learning_rate)
 
     @staticmethod
     def _persistable(block, name, shape, dtype, value):
@@ -323,3 +346,5 @@ class Adam(Optimizer):
 
 
 SGDOptimizer, MomentumOptimizer, AdamOptimizer = SGD, Momentum, Adam
+
+from .adaptive import Adagrad, Adamax, AdamW, Lamb, RMSProp  # noqa: E402,F401

@@ -1,0 +1,184 @@
+"""Read Paddle's pickled checkpoints (`.pdparams` / `.pdopt`) without running their code.
+
+Paddle 2.x writes a pickled dict {name: numpy array} (protocol 2-4); `paddle.save` of a
+state dict adds the key `StructuredToParameterName@@` ({structured name: parameter name})
+and protocols 2-3 split arrays over 1 GiB into `name@@.0`, `name@@.1`... described by
+`UnpackBigParamInfor@@`. A pickle can name any callable; this unpickler resolves only
+numpy's array/dtype/scalar rebuilders and plain containers, so any other global ends
+the read with a ValueError before it is called.
+"""
+import collections
+import io
+import pickle
+
+import numpy as np
+
+from ..graph.serialize import FileFormatError
+
+NAME_TABLE_KEY = "StructuredToParameterName@@"
+UNPACK_KEY = "UnpackBigParamInfor@@"
+
+
+def _latin1_encode(text, encoding="latin1"):
+    """`_codecs.encode` as protocol 2 uses it for bytes; only the latin-1 codec."""
+    if encoding not in ("latin1", "latin-1") or not isinstance(text, str):
+        raise pickle.UnpicklingError(f"_codecs.encode with encoding {encoding!r}")
+    return text.encode("latin1")
+
+
+# Numpy's own rebuilders are never handed the file's arguments: these stand-ins check
+# them (only what `ndarray.__reduce__` / `dtype.__reduce__` produce for plain numeric
+# arrays) and build the result from a bytes copy, so a damaged or crafted file cannot
+# reach numpy's C code with odd states, nor allocate more than its own size.
+class _DtypeStandIn:
+    def __init__(self, code, align=False, copy=True):
+        if not isinstance(code, str) or not code[:1].isalpha() or len(code) > 4 or \
+                not isinstance(align, bool) or not isinstance(copy, bool):
+            raise pickle.UnpicklingError(f"dtype{(code, align, copy)!r}")
+        self.dtype = np.dtype(code)
+        if self.dtype.hasobject or self.dtype.names is not None or \
+                self.dtype.kind not in "biufc":
+            raise pickle.UnpicklingError(f"dtype {code!r} is not a numeric type")
+
+    def __setstate__(self, state):
+        if not isinstance(state, tuple) or len(state) < 2 or state[1] not in "<>|=":
+            raise pickle.UnpicklingError(f"dtype state {state!r}")
+        self.dtype = self.dtype.newbyteorder(state[1]) if state[1] in "<>" else self.dtype
+
+
+class _ArrayStandIn:
+    def __init__(self, subtype, shape, typecode):
+        if subtype is not np.ndarray or shape != (0,) or typecode != b"b":
+            raise pickle.UnpicklingError("an array rebuilt from other than ndarray.__reduce__")
+        self.array = None
+
+    def __setstate__(self, state):
+        if not isinstance(state, tuple) or len(state) != 5 or self.array is not None:
+            raise pickle.UnpicklingError("array state")
+        _, shape, dtype, fortran, raw = state
+        if not isinstance(dtype, _DtypeStandIn) or not isinstance(fortran, bool) or \
+                not isinstance(shape, tuple) or \
+                not all(isinstance(d, int) and d >= 0 for d in shape):
+            raise pickle.UnpicklingError("array state")
+        raw = raw.encode("latin1") if isinstance(raw, str) else raw
+        if not isinstance(raw, (bytes, bytearray)) or \
+                len(raw) != int(np.prod(shape, dtype=object)) * dtype.dtype.itemsize:
+            raise pickle.UnpicklingError("array data does not match its shape")
+        flat = np.frombuffer(raw, dtype.dtype).copy()
+        self.array = flat.reshape(shape, order="F" if fortran else "C")
+
+
+def _scalar(dtype, raw):
+    if not isinstance(dtype, _DtypeStandIn) or not isinstance(raw, (bytes, str)):
+        raise pickle.UnpicklingError("scalar")
+    raw = raw.encode("latin1") if isinstance(raw, str) else raw
+    if len(raw) != dtype.dtype.itemsize:
+        raise pickle.UnpicklingError("scalar data does not match its dtype")
+    return np.frombuffer(raw, dtype.dtype)[0]
+
+
+def _materialize(obj):
+    """Replace the stand-ins left in plain containers by the arrays/dtypes they built."""
+    if isinstance(obj, _ArrayStandIn):
+        if obj.array is None:
+            raise pickle.UnpicklingError("an array without its data")
+        return obj.array
+    if isinstance(obj, _DtypeStandIn):
+        return obj.dtype
+    if isinstance(obj, dict):
+        return type(obj)((_materialize(k), _materialize(v)) for k, v in obj.items())
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return type(obj)(_materialize(v) for v in obj)
+    return obj
+
+
+_ALLOWED = {
+    ("numpy", "ndarray"): np.ndarray,
+    ("numpy", "dtype"): _DtypeStandIn,
+    ("collections", "OrderedDict"): collections.OrderedDict,
+    ("_codecs", "encode"): _latin1_encode,
+}
+for _m in ("numpy.core.multiarray", "numpy._core.multiarray"):
+    _ALLOWED[(_m, "_reconstruct")] = _ArrayStandIn
+    _ALLOWED[(_m, "scalar")] = _scalar
+for _m in ("builtins", "__builtin__"):
+    for _t in (set, frozenset, complex):
+        _ALLOWED[(_m, _t.__name__)] = _t
+
+
+class _Refused(Exception):
+    def __init__(self, module, name):
+        super().__init__(f"{module}.{name}")
+        self.module, self.name = module, name
+
+
+class _RestrictedUnpickler(pickle._Unpickler):
+    # the pure-Python unpickler: its memo is a dict, where the C one grows an array to the
+    # largest memo index, so one flipped bit in a LONG_BINPUT asks for gigabytes.
+    # Protocol 5's opcodes are dropped: BYTEARRAY8 allocates its length before reading.
+    dispatch = {op: f for op, f in pickle._Unpickler.dispatch.items()
+                if op not in (pickle.BYTEARRAY8[0], pickle.NEXT_BUFFER[0],
+                              pickle.READONLY_BUFFER[0])}
+    def find_class(self, module, name):
+        obj = _ALLOWED.get((module, name))
+        if obj is None:
+            raise _Refused(module, name)
+        return obj
+
+    def persistent_load(self, pid):
+        raise pickle.UnpicklingError("persistent ids are not allowed")
+
+
+def is_pickle(head):
+    """Whether the first bytes of a file are a pickle of protocol 2-4 (Paddle's)."""
+    return len(head) >= 2 and head[0] == 0x80 and head[1] in (2, 3, 4)
+
+
+def load_pickle(data, path):
+    """The object pickled in `data` (bytes of the file `path`), built by the restricted
+    unpickler; ValueError naming the file if it refers to anything else or is damaged."""
+    try:
+        return _materialize(_RestrictedUnpickler(io.BytesIO(data), encoding="latin1").load())
+    except _Refused as e:
+        raise FileFormatError(
+            f"file {path!r} refers to {e.module}.{e.name}, which a Paddle checkpoint never "
+            f"holds; numbaflow builds only numpy arrays, dtypes and plain containers from a "
+            f"pickle, so the file was refused without running any of it") from None
+    except MemoryError:
+        raise
+    except Exception as e:
+        raise FileFormatError(f"file {path!r} is not a numbaflow arrays file, and read as a "
+                              f"Paddle pickle it is damaged or holds other than numeric "
+                              f"arrays ({type(e).__name__}: {e})") from None
+
+
+def paddle_state(obj, path, keep_name_table=False):
+    """{name: ndarray} of an unpickled Paddle checkpoint: big arrays re-joined, the name
+    table dropped (or kept with `keep_name_table`), everything else checked."""
+    if not isinstance(obj, dict):
+        raise FileFormatError(f"file {path!r} holds a pickled {type(obj).__name__}, not a "
+                              f"dict of arrays as Paddle's save writes")
+    obj = dict(obj)
+    table = obj.pop(NAME_TABLE_KEY, None)
+    unpack = obj.pop(UNPACK_KEY, None)
+    try:
+        for key, info in (unpack or {}).items():
+            parts = [obj.pop(p) for p in info["slices"]]
+            obj[key] = np.concatenate(parts).reshape(info["OriginShape"])
+    except Exception as e:
+        raise FileFormatError(f"file {path!r}: its {UNPACK_KEY!r} entry does not describe "
+                              f"its arrays ({type(e).__name__}: {e})") from None
+    out = {}
+    for key, value in obj.items():
+        if isinstance(value, np.generic):
+            value = np.asarray(value)
+        if not isinstance(key, str) or not isinstance(value, np.ndarray) or \
+                value.dtype.hasobject:
+            raise FileFormatError(f"file {path!r}: entry {key!r} is a "
+                                  f"{type(value).__name__}"
+                                  f"{' of Python objects' if isinstance(value, np.ndarray) else ''}"
+                                  f", not a numeric array")
+        out[key] = value
+    if keep_name_table and table is not None:
+        out[NAME_TABLE_KEY] = table
+    return out

@@ -1,0 +1,175 @@
+"""State dicts: `paddle.save` / `paddle.load` and `static.load_program_state` /
+`static.set_program_state` (dicts {name: ndarray}, over the same files as static/io.py).
+"""
+from __future__ import annotations
+
+import os
+import warnings
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..executor.scope import global_scope
+from ..graph.program import Variable
+from ..io import _arrays, _atomic
+from .io import _as_program, _check_against, _model_path, _persistables, _read_checkpoint, \
+    _writer
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..graph.program import Program
+
+
+def load_program_state(model_path: str,
+                       var_list: Sequence[Variable | str] | None = None) -> dict:
+    """Read a checkpoint (`model_path.pdparams` + `.pdopt`, numbaflow's or a Paddle 2.x
+    pickle) into a dict, for `set_program_state`.
+
+    Args:
+        model_path (str): the checkpoint's path prefix.
+        var_list (list of Variable or str, optional): only these variables.
+
+    Returns:
+        dict: {name: ndarray}.
+
+    Raises:
+        FileNotFoundError: neither file exists.
+        ValueError: a damaged or torn checkpoint, or a var_list name it lacks.
+
+    Example:
+        >>> import os, tempfile
+        >>> x = static.data('x', [None, 3])
+        >>> y = static.nn.fc(x, size=2)
+        >>> exe = static.Executor(paddle.CPUPlace())
+        >>> _ = exe.run(static.default_startup_program())
+        >>> path = os.path.join(tempfile.mkdtemp(), 'model')
+        >>> static.save(static.default_main_program(), path)
+        >>> sorted(static.load_program_state(path))
+        ['fc_0.b_0', 'fc_0.w_0']
+    """
+    model_path = _model_path(model_path, "load_program_state")
+    found, _ = _read_checkpoint(model_path, "load_program_state")
+    if var_list is None:
+        return found
+    names = [v.name if isinstance(v, Variable) else v for v in var_list]
+    missing = [n for n in names if n not in found]
+    if missing:
+        raise ValueError(f"load_program_state: {missing} are not in checkpoint {model_path!r}")
+    return {n: found[n] for n in names}
+
+
+def set_program_state(program: Program, state_dict: dict) -> None:
+    """Set the persistables of `program` found in `state_dict` into the global scope,
+    after checking all their shapes and dtypes; warns naming those it does not hold.
+
+    Args:
+        program (Program): whose persistables to set.
+        state_dict (dict): {name: array}, e.g. from `load_program_state`.
+
+    Raises:
+        TypeError: state_dict is not a dict.
+        ValueError: a shape or dtype mismatch (then nothing is set).
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> y = static.nn.fc(x, size=2)
+        >>> state = {'fc_0.w_0': np.ones((3, 2), 'float32'),
+        ...          'fc_0.b_0': np.zeros(2, 'float32')}
+        >>> static.set_program_state(static.default_main_program(), state)
+        >>> float(static.global_scope().get('fc_0.w_0').sum())
+        6.0
+    """
+    program = _as_program(program, "set_program_state")
+    if not isinstance(state_dict, dict):
+        raise TypeError(f"set_program_state: state_dict must be a dict of arrays, got "
+                        f"{type(state_dict).__name__}")
+    present = [v for v in _persistables(program) if v.name in state_dict]
+    found = {v.name: np.asarray(state_dict[v.name]) for v in present}
+    _check_against(present, found, "set_program_state: state_dict")
+    absent = [v.name for v in _persistables(program) if v.name not in state_dict]
+    if absent:
+        warnings.warn(f"set_program_state: state_dict has no value for {absent}; they keep "
+                      f"their current values", stacklevel=2)
+    scope = global_scope()
+    for v in present:
+        scope.set(v.name, found[v.name])
+
+
+def save_state(obj: dict, path: str, protocol: int = 4, **configs: object) -> None:
+    """`paddle.save`: write a dict {name: array} to the file `path` (numbaflow's arrays
+    format, committed atomically: a kill leaves the old file or the new one).
+
+    Args:
+        obj (dict): {name: array}.
+        path (str): the file.
+        protocol (int): 2, 3 or 4, accepted for Paddle compatibility.
+        **configs: accepted for Paddle compatibility; ignored.
+
+    Raises:
+        TypeError: obj is not a dict of numeric arrays.
+
+    Example:
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), 'w.pdparams')
+        >>> paddle.save({'w': np.arange(3)}, path)
+        >>> paddle.load(path)['w']
+        array([0, 1, 2])
+    """
+    if not isinstance(path, (str, os.PathLike)) or not os.path.basename(os.fspath(path)):
+        raise TypeError(f"save: path must be a file path (str), got {path!r}")
+    if not isinstance(protocol, int) or not 2 <= protocol <= 4:
+        raise ValueError(f"save: protocol must be 2, 3 or 4, got {protocol!r}")
+    if not isinstance(obj, dict) or not all(isinstance(k, str) for k in obj):
+        raise TypeError(f"save: numbaflow saves a dict {{name: array}}, got "
+                        f"{type(obj).__name__}; other objects are not supported")
+    arrays = {k: np.asarray(v) for k, v in obj.items()}
+    bad = [k for k, a in arrays.items() if a.dtype.hasobject]
+    if bad:
+        raise TypeError(f"save: values of {bad} are not numeric arrays")
+    save_id = _atomic.new_save_id()
+    _atomic.commit({os.fspath(path): _writer(arrays, "state", save_id)}, save_id)
+
+
+def load_state(path: str, **configs: object) -> dict:
+    """`paddle.load`: the dict of arrays in the file `path`, written by `paddle.save`,
+    `static.save` (one of its files) or Paddle 2.x (`paddle.save` / `static.save` pickles,
+    read without running any code from them).
+
+    Args:
+        path (str): the file (e.g. 'model.pdparams').
+        **configs: `keep_name_table=True` keeps the `StructuredToParameterName@@` table of
+            a Paddle state dict; `return_numpy` etc. are accepted and ignored.
+
+    Returns:
+        dict: {name: ndarray}.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: a damaged file, or a pickle holding anything but numeric arrays.
+
+    Example:
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), 'w.pdparams')
+        >>> paddle.save({'w': np.ones(2, 'float32')}, path)
+        >>> paddle.load(path)
+        {'w': array([1., 1.], dtype=float32)}
+    """
+    unknown = set(configs) - {"keep_name_table", "return_numpy", "model_filename",
+                              "params_filename"}
+    if unknown:
+        raise TypeError(f"load: unexpected arguments {sorted(unknown)}")
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"load: path must be a file path (str), got {type(path).__name__}")
+    path = os.fspath(path)
+    group = [path]                 # the save it belongs to names its journal by the first file
+    for first, ext in ((".pdparams", ".pdopt"), (".pdmodel", ".pdiparams")):
+        if path.endswith(ext):
+            group = [path[:-len(ext)] + first, path]
+    with _atomic.resolve(group) as (real, _):
+        if real[path] is None:
+            hint = (f"; a checkpoint prefix? give the file, e.g. {path + '.pdparams'!r}"
+                    if os.path.exists(path + ".pdparams") else "")
+            raise FileNotFoundError(f"load: {path!r} does not exist{hint}")
+        return _arrays.read_arrays(path, real[path],
+                                   bool(configs.get("keep_name_table", False)))[0]
