@@ -47,6 +47,16 @@ def test_python_m_numbaflow(tmp_path):
     assert "numbaflow works (CPU)" in r.stdout and str(tmp_path / "cache") in r.stdout
 
 
+@pytest.mark.gpu
+@pytest.mark.slow
+def test_python_m_numbaflow_trains_on_the_simulated_gpu_too(tmp_path):
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", NUMBAFLOW_CACHE_DIR=str(tmp_path / "c"))
+    r = subprocess.run([sys.executable, "-m", "numbaflow"], env=env, capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "train on GPU    ok" in r.stdout and "numbaflow works (CPU, GPU)" in r.stdout
+
+
 @pytest.fixture
 def clean_logger():
     logger = logging.getLogger("numbaflow")
