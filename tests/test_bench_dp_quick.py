@@ -33,6 +33,8 @@ def _rows(name):
     return rows
 
 
+@pytest.mark.mpi
+@pytest.mark.slow
 def test_grad_sync_quick_rows():
     rows = _rows("dp/grad_sync")
     assert [(r.subject, r.baseline) for r in rows] == [
@@ -41,6 +43,8 @@ def test_grad_sync_quick_rows():
     assert "target <= 1.2x" in rows[0].note and "bucketing gain" in rows[1].note
 
 
+@pytest.mark.mpi
+@pytest.mark.slow
 def test_mlp_scaling_quick_rows():
     rows = _rows("dp/mlp_scaling")
     assert [r.baseline for r in rows] == ["1 rank", "numpy, 1 rank"]
@@ -68,6 +72,7 @@ def test_numpy_dp_step_trains_on_one_rank():
     assert all(math.isfinite(v) for v in losses) and losses[-1] < losses[0], losses
 
 
+@pytest.mark.slow
 def test_child_failure_is_reported():
     with pytest.raises(RuntimeError, match="dp bench child"):
         dp.run_child({"row": "no-such-row"}, 1, 60)

@@ -31,6 +31,7 @@ def _quick():
 
 
 @pytest.mark.parametrize("name", list(SPEC_ROWS))
+@pytest.mark.slow
 def test_quick_row_runs_with_finite_ratio(name):
     case = {c.name: c for c in all_cases()}[name]
     rows, failed = bench.run_case(case, _quick())
@@ -56,6 +57,7 @@ def test_cli_quick_prints_the_spec_rows(capsys):
     assert "ERROR" not in out
 
 
+@pytest.mark.slow
 def test_compile_child_failure_is_reported(tmp_path):
     with pytest.raises(RuntimeError, match="compile bench child"):
         compile_time.run_child("no-such-model", str(tmp_path))

@@ -34,6 +34,7 @@ def test_dump_dir_gets_readable_source(fresh_kernel_caches, monkeypatch):
     compile(src, str(files[0]), "exec")                  # valid Python
 
 
+@pytest.mark.slow
 def test_second_process_loads_compiled_kernels_from_disk(tmp_path):
     script = textwrap.dedent("""
         import numpy as np

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 SCRIPT = '''
@@ -52,6 +54,8 @@ print("OK gpu data parallel")
 '''
 
 
+@pytest.mark.gpu
+@pytest.mark.slow
 def test_two_cuda_places_equal_one_cpu_device_on_the_whole_batch():
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=str(ROOT))
     proc = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True,

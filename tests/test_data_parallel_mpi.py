@@ -4,6 +4,8 @@ prints OK. A hang fails the test through the timeout."""
 import pytest
 from mpirun import mpirun as run_mpi
 
+pytestmark = [pytest.mark.mpi, pytest.mark.slow]
+
 
 def mpirun(args, timeout=240, n=2):
     """(return code, stdout + stderr) of `mpiexec -n n python args...`; a hang fails."""

@@ -9,7 +9,7 @@ import pytest
 from mpirun import ROOT, mpi_env
 from mpirun import mpirun as run_mpi
 
-pytestmark = pytest.mark.mpi
+pytestmark = [pytest.mark.mpi, pytest.mark.slow]
 
 MPI_DIR = ROOT / "tests" / "mpi"
 TIMEOUT = 60

@@ -9,6 +9,7 @@ from numbaflow.examples import train_digits
 EPOCHS = 10  # the default is 20; 10 reaches the target with margin and keeps the test short
 
 
+@pytest.mark.slow
 def test_train_digits_reaches_target():
     result = train_digits.train(train_digits.parse_args(["--epochs", str(EPOCHS)]))
     history = result["history"]
@@ -17,6 +18,7 @@ def test_train_digits_reaches_target():
     assert result["test_acc"] >= train_digits.TARGET_ACC["mlp"]
 
 
+@pytest.mark.slow
 def test_train_digits_cnn_reaches_97_percent():
     # conv + batch_norm + relu + pool + fc (issue 3's CNN)
     result = train_digits.train(train_digits.parse_args(["--model", "cnn", "--epochs", "8"]))
@@ -24,6 +26,7 @@ def test_train_digits_cnn_reaches_97_percent():
     assert result["test_acc"] >= train_digits.TARGET_ACC["cnn"] == 0.97
 
 
+@pytest.mark.slow
 def test_train_digits_main_fused(capsys):
     # --fuse goes through CompiledProgram + fusion passes; the numbers must still train.
     assert train_digits.main(["--epochs", str(EPOCHS), "--fuse"]) == 0

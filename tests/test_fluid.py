@@ -41,6 +41,7 @@ def fit_a_line(opt=None):
     return main, startup, avg_cost
 
 
+@pytest.mark.slow
 def test_fit_a_line_trains():
     main, startup, avg_cost = fit_a_line()
     verify(main)
@@ -203,6 +204,7 @@ def blobs(n, seed):
     return x.astype("float32"), label.reshape(-1, 1).astype("int64")
 
 
+@pytest.mark.slow
 def test_softmax_classifier_with_cross_entropy_trains():
     main, startup = programs()
     with fluid.program_guard(main, startup):

@@ -118,6 +118,7 @@ def test_fused_training_matches_unfused(name):
     assert len(set(np.ravel(want_losses))) == 3                # the steps did train
 
 
+@pytest.mark.slow
 def test_one_kernel_per_type_and_dtype(monkeypatch):
     """float32 and float64 parameters under one Adam: two fused ops, two kernels."""
     main, startup = static.Program(), static.Program()
@@ -367,6 +368,8 @@ SIM_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.gpu
+@pytest.mark.slow
 def test_fused_kernels_on_simulated_gpu_match_cpu(tmp_path):
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1",
                NUMBAFLOW_CACHE_DIR=os.environ.get("NUMBAFLOW_CACHE_DIR", str(tmp_path)))

@@ -160,6 +160,8 @@ GPU_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.gpu
+@pytest.mark.slow
 def test_fused_on_simulated_gpu_equals_unfused_cpu(tmp_path):
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1",
                NUMBAFLOW_CACHE_DIR=os.environ.get("NUMBAFLOW_CACHE_DIR", str(tmp_path)))

@@ -8,8 +8,6 @@ import textwrap
 
 import pytest
 
-pytestmark = [pytest.mark.slow, pytest.mark.gpu]   # subprocesses on the CUDA simulator
-
 SCRIPT = textwrap.dedent("""
     import numpy as np
     import numbaflow as paddle
@@ -113,6 +111,8 @@ CNN_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.gpu
+@pytest.mark.slow
 def test_cnn_two_steps_on_simulated_cuda_place_match_cpu(tmp_path):
     """Issue 3: conv + batch_norm + relu + pool + fc, 2 steps on CUDAPlace(0) == CPU."""
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1",
@@ -122,6 +122,8 @@ def test_cnn_two_steps_on_simulated_cuda_place_match_cpu(tmp_path):
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout[-3000:] + r.stderr[-3000:]
 
 
+@pytest.mark.gpu
+@pytest.mark.slow
 def test_training_on_simulated_cuda_place_matches_cpu(tmp_path):
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1",
                NUMBAFLOW_CACHE_DIR=os.environ.get("NUMBAFLOW_CACHE_DIR", str(tmp_path)))

@@ -126,6 +126,7 @@ def test_adam_state_round_trips_into_a_fresh_scope(tmp_path):
 
 
 @pytest.mark.parametrize("opt", ["adam", "momentum"])
+@pytest.mark.slow
 def test_training_continues_identically_after_load(tmp_path, opt):
     main, startup, x, y, pred, loss = build(opt)
     exe = static.Executor(paddle.CPUPlace())

@@ -416,6 +416,7 @@ def test_batch_norm_op_checks_parameter_shapes():
 
 
 # ---------------------------------------------------------------- a small network trains
+@pytest.mark.slow
 def test_pool_fc_batch_norm_dropout_net_trains():
     rng = np.random.default_rng(0)
     n, classes = 240, 3

@@ -130,5 +130,6 @@ EXECUTION_STRATEGY = """
                                              (BUILD_STRATEGY, "OK (2,)"),
                                              (EXECUTION_STRATEGY, "OK 2 (2,)")],
                          ids=["with_data_parallel", "BuildStrategy", "ExecutionStrategy"])
+@pytest.mark.slow
 def test_paddle_example_runs_with_cpu_num_2(source, expected):
     assert expected in run_example(source)

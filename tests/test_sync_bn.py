@@ -249,6 +249,8 @@ GPU_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.gpu
+@pytest.mark.slow
 def test_gpu_kernels_on_the_simulator(tmp_path):
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1",
                NUMBAFLOW_CACHE_DIR=os.environ.get("NUMBAFLOW_CACHE_DIR", str(tmp_path)))

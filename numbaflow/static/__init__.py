@@ -28,6 +28,8 @@ __all__ = [
     "set_program_state",
     # metrics
     "accuracy", "auc",
+    # pictures
+    "draw",
     # submodules
     "nn",
 ]
@@ -71,6 +73,7 @@ def data(name: str, shape: Sequence[int | None], dtype: DTypeLike = "float32",
 
 
 from .io import load, load_inference_model, save, save_inference_model  # noqa: F401,E402
+from .draw import draw  # noqa: F401,E402
 from .program_state import load_program_state, set_program_state  # noqa: F401,E402
 
 

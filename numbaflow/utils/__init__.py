@@ -1,10 +1,13 @@
-"""numbaflow.utils: `unique_name` (the layer-name generator).
+"""numbaflow.utils: `unique_name` (the layer-name generator), `log` (the `numbaflow` logger,
+NUMBAFLOW_LOG_LEVEL) and `run_check` (the health check behind ``python -m numbaflow``).
 
 >>> from numbaflow.utils import unique_name
 >>> with unique_name.guard():
 ...     unique_name.generate('fc')
 'fc_0'
 """
-from . import unique_name  # noqa: F401
+from . import log, unique_name  # noqa: F401
 
-__all__ = ["unique_name"]
+# run_check trains a program, so it lives above this (base) layer, in numbaflow._health;
+# `import numbaflow` puts it here, as paddle.utils.run_check.
+__all__ = ["unique_name", "log", "run_check"]

@@ -1,49 +1,310 @@
 """Generated kernel modules on disk, keyed by the hash of their source.
 
 numba's `cache=True` needs a real source file, so every generated module is written
-once to ``<cache dir>/nfk_<hash>.py`` and imported from there; numba then keeps its
-compiled machine code next to it and a second process does not recompile. With
-``NUMBAFLOW_DUMP_DIR`` set, every module's source is also copied there for reading.
+once to ``<cache dir>/nfk_<hash>.py``; numba then keeps its compiled machine code for it
+(``__pycache__/nfk_<hash>.*.nbi|nbc``, or under NUMBA_CACHE_DIR) and a second process
+does not recompile. With ``NUMBAFLOW_DUMP_DIR`` set, every module's source is also
+copied there for reading.
+
+The trust rule: the cache directory must be private (see `numbaflow.config`), and what
+runs is always the source numbaflow generated in this process: a cached file is used only
+when its bytes are exactly that source (so its content hash matches its name), else it is
+rewritten, and the module is executed from the in-memory source, never re-read from disk.
+numba's files for an entry are checked to be whole pickles before numba loads them; an
+empty, truncated or corrupt entry is regenerated with one warning. Writes are fsync'd and
+atomic (temporary file + rename). The cache is capped (NUMBAFLOW_CACHE_SIZE_MB): when a new
+entry pushes it past the cap, the least recently used entries are removed.
 """
 import hashlib
-import importlib.util
+import io
+import logging
 import os
+import pickle
+import pickletools
 import sys
 import tempfile
 import threading
+import time
+import types
+import warnings
 
 from ... import config
 
-_modules = {}
+log = logging.getLogger("numbaflow.cache")
+
+PREFIX = "nfk_"
+_modules = {}           # digest -> module, for this process
 _lock = threading.Lock()
+_TMP_MAX_AGE_S = 3600   # temporary files older than this are leftovers of killed writes
 
 
-def _atomic_write(path, text):
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
+def _fsync_dir(path):
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass            # some filesystems cannot fsync a directory; the rename still happened
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path, text):
+    """Write `text` to `path` so that readers see the old file or the whole new one, and the
+    new one survives a power loss once this returns (file and directory fsync'd)."""
+    d = os.path.dirname(path)
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=".nf-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    _fsync_dir(d)
+
+
+def numba_cache_dir(cache_dir):
+    """Where numba keeps the compiled code of the modules in `cache_dir` (mirrors numba's
+    own choice: NUMBA_CACHE_DIR when set, else the directory's __pycache__)."""
+    from numba.core import config as numba_config
+    if numba_config.CACHE_DIR:
+        from numba.core.caching import _CacheLocator
+        probe = os.path.join(cache_dir, PREFIX + "x.py")
+        return os.path.join(numba_config.CACHE_DIR, _CacheLocator.get_suitable_cache_subpath(probe))
+    return os.path.join(cache_dir, "__pycache__")
+
+
+def _numba_files(numba_dir, digest=None):
+    """numba's index/data files in `numba_dir`, of one entry or of all numbaflow entries."""
+    prefix = PREFIX + digest + "." if digest else PREFIX
+    try:
+        names = os.listdir(numba_dir)
+    except OSError:
+        return []
+    return [os.path.join(numba_dir, n) for n in names
+            if n.startswith(prefix) and n.endswith((".nbi", ".nbc"))]
+
+
+def _whole_pickles(data, count):
+    """True when `data` is exactly `count` complete pickles (checked without unpickling)."""
+    f = io.BytesIO(data)
+    for _ in range(count):
+        if f.tell() >= len(data):
+            return False
+        for _op in pickletools.genops(f):   # stops after STOP; raises when cut short
+            pass
+    return f.tell() == len(data)
+
+
+def _numba_file_ok(path):
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return True     # removed meanwhile (another process evicting): numba copes with that
+    except OSError:
+        return False
+    try:
+        return _whole_pickles(data, 2 if path.endswith(".nbi") else 1)
+    except (ValueError, pickle.UnpicklingError, IndexError, EOFError):
+        return False
+
+
+def _check_numba_files(cache_dir, digest):
+    """Remove numba's files for this entry (with one warning) when any of them is damaged,
+    so numba recompiles instead of failing in unpickling on every later run."""
+    files = _numba_files(numba_cache_dir(cache_dir), digest)
+    bad = [p for p in files if not _numba_file_ok(p)]
+    if bad:
+        log.warning("numba's compiled code for kernel cache entry %s is empty, truncated or "
+                    "corrupt (%s); removing it, the kernel will be recompiled",
+                    PREFIX + digest, os.path.basename(bad[0]))
+        _remove(files)
+
+
+def _remove(paths):
+    for p in paths:
+        try:
+            os.unlink(p)
+        except OSError:
+            pass
+
+
+def _problem(path, data):
+    """Why the cached file `path` cannot be used for the source `data`, or None."""
+    try:
+        with open(path, "rb") as f:
+            have = f.read()
+    except FileNotFoundError:
+        return "missing"
+    except OSError as e:
+        return f"unreadable ({e.strerror})"
+    if have == data:
+        return None
+    if not have:
+        return "empty"
+    if data.startswith(have):
+        return "truncated"
+    return "does not match its name (its content hash differs): not numbaflow's"
+
+
+def _store(cache_dir, digest, source, data):
+    """Make ``nfk_<digest>.py`` hold exactly `source`; return the directory it is in."""
+    path = os.path.join(cache_dir, f"{PREFIX}{digest}.py")
+    problem = _problem(path, data)
+    if problem is None:
+        try:    # last use, for the LRU cap; mtime untouched (numba's stamp is the content)
+            os.utime(path, (time.time(), os.stat(path).st_mtime))
+        except OSError:
+            pass
+        return cache_dir, False
+    if problem != "missing":
+        log.warning("kernel cache entry %s is %s; regenerating it", path, problem)
+        _remove(_numba_files(numba_cache_dir(cache_dir), digest))
+    try:
+        atomic_write(path, source)
+    except OSError as e:
+        fallback = config.fallback_dir("kernels")
+        if os.path.abspath(fallback) == os.path.abspath(cache_dir):
+            raise
+        warnings.warn(f"numbaflow: cannot write to the kernel cache {cache_dir!r} ({e}); "
+                      f"using {fallback!r} for this kernel", RuntimeWarning, stacklevel=4)
+        config.private_dir(os.path.join(fallback, "__pycache__"))
+        return _store(fallback, digest, source, data)
+    return cache_dir, True
 
 
 def load_source(source, label="kernel"):
-    """Import `source` as a module (cached by hash in memory and on disk) and return it."""
-    digest = hashlib.sha256(source.encode()).hexdigest()[:20]
+    """Import `source` as a module (cached by hash in memory and on disk) and return it.
+
+    >>> mod = load_source("def f():\\n    return 3\\n")
+    >>> mod.f()
+    3
+    """
+    data = source.encode()
+    digest = hashlib.sha256(data).hexdigest()[:20]
     with _lock:
         mod = _modules.get(digest)
         if mod is not None:
             return mod
-        cache_dir = config.kernel_cache_dir()
-        path = os.path.join(cache_dir, f"nfk_{digest}.py")
-        if not os.path.exists(path):  # never rewrite: numba's index keys on the file's mtime
-            _atomic_write(path, source)
+        cache_dir, wrote = _store(config.kernel_cache_dir(), digest, source, data)
+        _check_numba_files(cache_dir, digest)
         dump_dir = config.dump_dir()
         if dump_dir:
-            os.makedirs(dump_dir, exist_ok=True)
-            _atomic_write(os.path.join(dump_dir, f"{label}_{digest}.py"), source)
-        name = f"numbaflow_generated.nfk_{digest}"
-        spec = importlib.util.spec_from_file_location(name, path)
-        mod = importlib.util.module_from_spec(spec)
+            atomic_write(os.path.join(dump_dir, f"{label}_{digest}.py"), source)
+        path = os.path.join(cache_dir, f"{PREFIX}{digest}.py")
+        name = f"numbaflow_generated.{PREFIX}{digest}"
+        mod = types.ModuleType(name)
+        mod.__file__ = path
         sys.modules[name] = mod
-        spec.loader.exec_module(mod)
+        # Run the source we generated (checked equal to the file numba stamps), not the file.
+        exec(compile(source, path, "exec"), mod.__dict__)
         _modules[digest] = mod
+        if wrote:
+            _evict(cache_dir, config.cache_size_limit(), keep=set(_modules))
         return mod
+
+
+# ---------------------------------------------------------------- size cap, info, clear
+
+def _entries(cache_dir):
+    """{digest: (last use, bytes, [paths])} for every entry in `cache_dir`."""
+    out = {}
+    try:
+        names = os.listdir(cache_dir)
+    except OSError:
+        return out
+    for n in names:
+        if n.startswith(PREFIX) and n.endswith(".py"):
+            p = os.path.join(cache_dir, n)
+            try:
+                st = os.stat(p)
+            except OSError:
+                continue
+            out[n[len(PREFIX):-3]] = [max(st.st_atime, st.st_mtime), st.st_size, [p]]
+    for p in _numba_files(numba_cache_dir(cache_dir)):
+        digest = os.path.basename(p)[len(PREFIX):].split(".", 1)[0]
+        try:
+            size = os.stat(p).st_size
+        except OSError:
+            continue
+        entry = out.setdefault(digest, [0.0, 0, []])    # numba files without a source: stale
+        entry[1] += size
+        entry[2].append(p)
+    return out
+
+
+def _stale_tmp(cache_dir):
+    """Temporary files left by writes that were killed (ours and numba's)."""
+    now = time.time()
+    out = []
+    for d in (cache_dir, numba_cache_dir(cache_dir)):
+        try:
+            names = os.listdir(d)
+        except OSError:
+            continue
+        for n in names:
+            if (n.startswith(".nf-") and n.endswith(".tmp")) or ".tmp." in n:
+                p = os.path.join(d, n)
+                try:
+                    if now - os.stat(p).st_mtime > _TMP_MAX_AGE_S:
+                        out.append(p)
+                except OSError:
+                    pass
+    return out
+
+
+def _evict(cache_dir, limit, keep=()):
+    """Remove least recently used entries (not those in `keep`) until the cache is at most
+    90% of `limit` bytes; return the number of entries removed."""
+    _remove(_stale_tmp(cache_dir))
+    entries = _entries(cache_dir)
+    total = sum(e[1] for e in entries.values())
+    if total <= limit:
+        return 0
+    removed = 0
+    for digest, (_, size, paths) in sorted(entries.items(), key=lambda kv: kv[1][0]):
+        if total <= 0.9 * limit:
+            break
+        if digest in keep:
+            continue
+        _remove(paths)
+        total -= size
+        removed += 1
+    log.info("kernel cache over its cap of %d MB: removed the %d least recently used entries",
+             limit // 2**20, removed)
+    return removed
+
+
+def info():
+    """The kernel cache as a dict: path, numba_path, entries, bytes, limit_bytes.
+
+    >>> info()["entries"] >= 0
+    True
+    """
+    cache_dir = config.kernel_cache_dir()
+    entries = _entries(cache_dir)
+    return {"path": cache_dir, "numba_path": numba_cache_dir(cache_dir),
+            "entries": len(entries), "bytes": sum(e[1] for e in entries.values()),
+            "limit_bytes": config.cache_size_limit()}
+
+
+def clear():
+    """Remove every cached kernel (numbaflow's sources and numba's code for them), and
+    forget this process's loaded modules; return (entries removed, bytes freed)."""
+    cache_dir = config.kernel_cache_dir()
+    with _lock:
+        entries = _entries(cache_dir)
+        for _, _, paths in entries.values():
+            _remove(paths)
+        _remove(_stale_tmp(cache_dir))
+        _modules.clear()
+    return len(entries), sum(e[1] for e in entries.values())

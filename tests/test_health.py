@@ -1,0 +1,126 @@
+"""The health check (`run_check`, `python -m numbaflow`) and the logging rules."""
+import ast
+import io
+import logging
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+import numbaflow
+from numbaflow import _health as health
+from numbaflow.utils import log
+
+
+def test_run_check_reports_and_trains():
+    out = io.StringIO()
+    assert numbaflow.utils.run_check(out=out) is True
+    text = out.getvalue()
+    import numba
+    import numpy
+    for needle in (f"numbaflow       {numbaflow.__version__}", f"numba {numba.__version__}",
+                   f"numpy {numpy.__version__}", "llvmlite ", "mpi4py ", "kernel cache",
+                   "mpiexec", "CUDA", "numba threads", "train on CPU    ok",
+                   "numbaflow works (CPU)"):
+        assert needle in text, (needle, text)
+
+
+def test_run_check_says_what_failed(monkeypatch):
+    def broken(place):
+        raise RuntimeError("kernel exploded")
+    monkeypatch.setattr(health, "_train", broken)
+    out = io.StringIO()
+    assert numbaflow.utils.run_check(out=out) is False
+    text = out.getvalue()
+    assert "train on CPU    FAILED: RuntimeError: kernel exploded" in text
+    assert "numbaflow FAILED on CPU" in text and "numbaflow works" not in text
+
+
+@pytest.mark.slow
+def test_python_m_numbaflow(tmp_path):
+    env = dict(os.environ, NUMBAFLOW_CACHE_DIR=str(tmp_path / "cache"))
+    r = subprocess.run([sys.executable, "-m", "numbaflow"], env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "numbaflow works (CPU)" in r.stdout and str(tmp_path / "cache") in r.stdout
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+def test_python_m_numbaflow_trains_on_the_simulated_gpu_too(tmp_path):
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", NUMBAFLOW_CACHE_DIR=str(tmp_path / "c"))
+    r = subprocess.run([sys.executable, "-m", "numbaflow"], env=env, capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "train on GPU    ok" in r.stdout and "numbaflow works (CPU, GPU)" in r.stdout
+
+
+@pytest.fixture
+def clean_logger():
+    logger = logging.getLogger("numbaflow")
+    saved = logger.level, list(logger.handlers), logger.propagate
+    yield logger
+    logger.setLevel(saved[0])
+    logger.handlers[:] = saved[1]
+    logger.propagate = saved[2]
+
+
+def test_log_level_from_env(monkeypatch, clean_logger):
+    monkeypatch.setenv("NUMBAFLOW_LOG_LEVEL", "debug")
+    assert log.configure_from_env() == logging.DEBUG
+    assert log.configure_from_env() == logging.DEBUG          # idempotent: one handler
+    assert clean_logger.level == logging.DEBUG
+    assert sum(isinstance(h, log._Handler) for h in clean_logger.handlers) == 1
+    monkeypatch.setenv("NUMBAFLOW_LOG_LEVEL", "loud")
+    with pytest.warns(RuntimeWarning, match="NUMBAFLOW_LOG_LEVEL='loud'"):
+        assert log.configure_from_env() is None
+
+
+@pytest.mark.slow
+def test_log_level_reaches_stderr_in_a_new_process(tmp_path):
+    code = "import logging, numbaflow; logging.getLogger('numbaflow.x').info('hello %d', 7)"
+    env = dict(os.environ, NUMBAFLOW_LOG_LEVEL="INFO", NUMBAFLOW_CACHE_DIR=str(tmp_path))
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0 and r.stderr.strip() == "numbaflow.x INFO: hello 7", r.stderr
+    env.pop("NUMBAFLOW_LOG_LEVEL")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.stderr == ""                  # INFO is quiet unless asked for
+
+
+def test_compile_notice_logs_once_only_when_long(caplog, clean_logger):
+    with caplog.at_level(logging.INFO, logger="numbaflow"):
+        with log.compile_notice("quick thing", after=0.5):
+            pass
+        with log.compile_notice("slow thing", after=0.05):
+            time.sleep(0.4)
+        time.sleep(0.1)
+    lines = [r.getMessage() for r in caplog.records if "compiling" in r.getMessage()]
+    assert len(lines) == 1 and "slow thing" in lines[0]
+
+
+def test_library_never_prints():
+    """No print() call in the library outside the command-line tools (examples, bench,
+    __main__, the health check), except where the caller asked for it (`if ...verbose:`,
+    as Paddle's LR schedulers' verbose=True)."""
+    root = os.path.dirname(numbaflow.__file__)
+    allowed = ("examples", "bench", "__main__.py", "_health.py")
+    offenders = []
+    for d, _, files in os.walk(root):
+        for f in files:
+            path = os.path.join(d, f)
+            if not f.endswith(".py") or any(a in os.path.relpath(path, root) for a in allowed):
+                continue
+            tree = ast.parse(open(path).read())
+            asked = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
+                     and "verbose" in ast.unparse(node.test)
+                     for stmt in node.body for n in ast.walk(stmt)}
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Call) and id(node) not in asked and (
+                        getattr(node.func, "id", None) == "print"
+                        or ast.unparse(node.func) == "sys.stdout.write"):
+                    offenders.append(f"{os.path.relpath(path, root)}:{node.lineno}")
+    assert offenders == []
