@@ -363,3 +363,28 @@ def test_a_repeated_run_takes_the_fast_path_but_every_change_is_still_checked(ex
         paddle.scale(loss, 2.0)
     assert exe._cache._repeat(main, {"X": x}, fetch, scope, exe._cache._last[3]) is None
     exe.run(main, feed={"X": x}, fetch_list=fetch, scope=scope)
+
+
+def test_the_first_run_of_a_plan_says_when_its_compile_is_long(monkeypatch, caplog):
+    # a first run still compiling after the notice delay logs ONE INFO line naming it
+    import functools
+    import logging
+    import time
+    from numbaflow.executor import plan as plan_mod
+    from numbaflow.utils import log as log_mod
+    monkeypatch.setattr(plan_mod, "compile_notice",
+                        functools.partial(log_mod.compile_notice, after=0.01))
+    main, startup, loss = seed_net()
+    exe, scope = static.Executor(), static.Scope()
+    exe.run(startup, scope=scope)
+    real_run = plan_mod.Plan._run
+
+    def slow_first_run(self, feed, iterations):
+        time.sleep(0.2)               # a compile that takes a while
+        return real_run(self, feed, iterations)
+    monkeypatch.setattr(plan_mod.Plan, "_run", slow_first_run)
+    with caplog.at_level(logging.INFO, logger="numbaflow"):
+        exe.run(main, feed={"X": np.ones((2, 1), np.float32)}, fetch_list=[loss], scope=scope)
+        exe.run(main, feed={"X": np.ones((2, 1), np.float32)}, fetch_list=[loss], scope=scope)
+    notices = [r for r in caplog.records if "first run" in r.getMessage()]
+    assert len(notices) == 1 and notices[0].levelno == logging.INFO

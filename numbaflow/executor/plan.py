@@ -26,6 +26,7 @@ import numpy as np
 from numba import njit
 
 from .. import config
+from ..utils.log import compile_notice
 from ..graph.program import infer_op
 from ..kernels.registry import COLLECTIVE, MAY_FAIL, ConcreteOp, get_op_def
 from .backend import HostBackend
@@ -430,7 +431,11 @@ class Plan:
         holds the scope's lock (so does `release`)."""
         # a CUDA place: its device is current in this thread for the whole run
         with self.scope._lock, self.backend.activate():
-            return self._run(feed_arrays, iterations)
+            if self.runs:
+                return self._run(feed_arrays, iterations)
+            # the first run compiles every kernel not yet in numba's disk cache
+            with compile_notice(f"the kernels of a {len(self.ops)}-op plan for its first run"):
+                return self._run(feed_arrays, iterations)
 
     def _run_steps(self, iterations):
         """The kernels, `iterations` times: on the scheduler, as units, or op by op.
