@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .kernels.gpu_trace import (TracedArray, TraceState, compute_capability,  # noqa: F401
+from .gpu_trace import (TracedArray, TraceState, compute_capability,  # noqa: F401
                                 traced_device)
 
 

@@ -180,6 +180,8 @@ BAD_LABEL_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
+@pytest.mark.gpu
 def test_bad_label_on_simulated_cuda_place_raises_like_cpu_and_keeps_parameters(tmp_path):
     """Issue 9: the kernel records the bad label on the device, the executor raises the
     CPU path's ValueError after the run and restores every persistable."""

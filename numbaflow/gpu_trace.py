@@ -112,8 +112,8 @@ def traced_device(launches, n_gpus=1):
     from numba.cuda.dispatcher import CUDADispatcher
     if config.ENABLE_CUDASIM:
         raise RuntimeError("gpu_check compiles for a real GPU: unset NUMBA_ENABLE_CUDASIM")
-    from ..executor import place
-    from . import gpu_errors
+    from .executor import place
+    from .kernels import gpu_errors
     state = TraceState(launches)
 
     def to_device(a, stream=0, copy=True, to=None):
