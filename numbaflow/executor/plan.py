@@ -28,7 +28,7 @@ from numba import njit
 from .. import config
 from ..utils.log import compile_notice
 from ..graph.program import infer_op
-from ..kernels.registry import COLLECTIVE, MAY_FAIL, ConcreteOp, get_op_def
+from ..kernels.registry import COLLECTIVE, MAY_FAIL, ConcreteOp, get_op_def, run_calls
 from .backend import HostBackend
 from .memory import assign_buffers, nbytes
 from .segments import compile_in_background, flatten
@@ -509,6 +509,9 @@ class Plan:
                 for v, handed in self._fetch_out]
 
 
+BACKUP_CHUNK = 8
+
+
 @njit(nogil=True, cache=True)
 def _copy_bytes(src, dst):
     """dst[k][:] = src[k] for each pair of byte views (one native call for every backup)."""
@@ -527,8 +530,14 @@ def _backup_call(backups, backend):
     if isinstance(backend, HostBackend):
         def as_bytes(a):
             return a.reshape(a.size).view(np.uint8)
-        return functools.partial(_copy_bytes, tuple(as_bytes(live) for live, _ in backups),
-                                 tuple(as_bytes(saved) for _, saved in backups))
+        # chunks of at most BACKUP_CHUNK pairs: numba compiles the copy once per tuple
+        # length, and a long tuple indexed at run time compiles slowly (256 parameters of
+        # a deep MLP took 18 s); 1..BACKUP_CHUNK lengths stay cheap and cached on disk
+        calls = tuple(functools.partial(
+            _copy_bytes, tuple(as_bytes(live) for live, _ in backups[i:i + BACKUP_CHUNK]),
+            tuple(as_bytes(saved) for _, saved in backups[i:i + BACKUP_CHUNK]))
+            for i in range(0, len(backups), BACKUP_CHUNK))
+        return calls[0] if len(calls) == 1 else functools.partial(run_calls, calls)
     return functools.partial(_device_backups, backend, tuple(backups))
 
 
