@@ -121,14 +121,17 @@ class PlanCache:
         for a, b in zip(fetch_list, fetch):
             if a is not b:
                 return None
-        arrays = {}
         for name, shape, dtype in specs:
             a = feed.get(name)
-            if type(a) is not np.ndarray or a.shape != shape or a.dtype != dtype or \
-                    not (a.flags.c_contiguous and a.flags.aligned):
+            if type(a) is not np.ndarray or a.shape != shape or \
+                    (a.dtype is not dtype and a.dtype != dtype):
                 return None
-            arrays[name] = a
-        return last[6], arrays
+            flags = a.flags
+            if not (flags.c_contiguous and flags.aligned):
+                return None
+        # every key is one of the names checked (as many keys as names): the feed itself
+        # is the {name: ndarray} the plan takes
+        return last[6], feed
 
 
 class Executor:
