@@ -391,6 +391,8 @@ def steps_per_s(feeds):
     assert k == n
     return n / (time.perf_counter() - t)
 steps_per_s(pre[:10] * (n // 10))                                   # warm up
+from numbaflow.executor.segments import wait_for_compiles
+wait_for_compiles()                     # the steady state: segments compiled
 base = steps_per_s(pre)
 loader = DataLoader(SpinBatches(n, 2.0), feed_list=[x, y], batch_size=None, num_workers=1,
                     return_list=False)
