@@ -1,6 +1,10 @@
 """What a 2-rank data-parallel MLP step spends outside its kernels (issue 13's profile).
 
-    mpiexec -n 2 python -m numbaflow.bench.dp_overheads
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 \
+        mpiexec -n 2 python -m numbaflow.bench.dp_overheads
+
+(one thread per rank, as dp/mlp_scaling: two ranks with two BLAS threads each on 2 cores
+only measure the oversubscription; without mpiexec it gives the 1-rank step)
 
 Rank 0 prints, per step of the MLP 784-512-512-10 (batch 128 per rank, SGD, one place per
 rank): the step, the per-run agreement collective (global batch + re-sync flag: one
