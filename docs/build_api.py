@@ -9,6 +9,7 @@ public modules; implementation packages (executor, graph, kernels, bench, ...) a
 out: their public names are documented where the public modules re-export them.
 """
 import argparse
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -39,12 +40,17 @@ def main(argv=None):
     import numbaflow
     pdoc.render.configure(docformat="google", footer_text=f"numbaflow {numbaflow.__version__}",
                           show_source=True)
+    output = Path(args.output).resolve()
+    # pdoc warns when a directory called numbaflow in the working directory is not the
+    # package imported (a source tree beside an installed copy): work from the parent of
+    # the package it documents
+    os.chdir(Path(numbaflow.__file__).resolve().parent.parent)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        pdoc.pdoc(*specs(), output_directory=Path(args.output))
+        pdoc.pdoc(*specs(), output_directory=output)
     for w in caught:
         print(f"warning: {w.category.__name__}: {w.message}", file=sys.stderr)
-    print(f"API reference written to {Path(args.output) / 'index.html'}"
+    print(f"API reference written to {output / 'index.html'}"
           + (f" ({len(caught)} warnings)" if caught else ""))
     return 1 if args.strict and caught else 0
 
