@@ -259,3 +259,43 @@ def test_exit_during_a_background_compile_is_clean():
     assert out.returncode == 0, out.stderr[-2000:]
     assert "exiting" in out.stdout and "Assertion" not in out.stderr, out.stderr[-2000:]
     assert time.perf_counter() - t0 < 240
+
+
+@pytest.mark.slow
+def test_a_fork_during_a_background_compile_can_compile():
+    """A process forked while segments compile in the background (a DataLoader worker)
+    can still compile numba code: the fork waits for numba's compiler lock."""
+    import subprocess
+    import sys
+    import textwrap
+    script = textwrap.dedent("""
+        import os, sys
+        import numpy as np
+        import numbaflow as paddle, numbaflow.static as static
+        from numbaflow.executor.plan import HOT_RUNS
+        main, startup = static.Program(), static.Program()
+        with static.program_guard(main, startup):
+            h = static.data("x", [None, 8], "float32")
+            for _ in range(24):
+                h = static.nn.fc(h, 8, activation="sigmoid")
+            loss = paddle.mean(h)
+            paddle.optimizer.SGD(0.01).minimize(loss)
+        exe = static.Executor(); exe.run(startup)
+        for _ in range(HOT_RUNS + 1):
+            exe.run(main, feed={"x": np.ones((4, 8), np.float32)}, fetch_list=[loss])
+        for _ in range(3):               # forks while the compile thread works
+            pid = os.fork()
+            if pid == 0:
+                from numba import njit
+                @njit
+                def f(x):
+                    return x + 1
+                os._exit(0 if f(1) == 2 else 1)
+            _, status = os.waitpid(pid, 0)
+            assert status == 0, status
+        print("forked children compiled", flush=True)
+    """)
+    env = dict(os.environ, NUMBAFLOW_CACHE_DIR=str(__import__("tempfile").mkdtemp()))
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=300, env=env)
+    assert out.returncode == 0 and "forked children compiled" in out.stdout, out.stderr[-2000:]

@@ -370,6 +370,22 @@ class _CompileThread:
 _compile_thread = _CompileThread()
 
 
+def _fork_between_compiles():
+    """A process forked while the compile thread holds numba's compiler lock would inherit
+    it held by a thread that does not exist there: its first numba compile would hang
+    (a forked DataLoader worker, mpiexec's supervisor fork). So a fork waits for the lock
+    (at most the current piece, well under a second) and both sides release it after."""
+    import os
+    from numba.core.compiler_lock import global_compiler_lock
+    lock = getattr(global_compiler_lock, "_lock", None)
+    if lock is not None and hasattr(os, "register_at_fork"):
+        os.register_at_fork(before=lock.acquire, after_in_parent=lock.release,
+                            after_in_child=lock.release)
+
+
+_fork_between_compiles()
+
+
 def wait_for_compiles():
     """Block until every background segment compile requested so far is done (benchmarks
     use it to time the steady state; runs never wait)."""
