@@ -210,13 +210,13 @@ class CompiledProgram:
     def _run(self, exe, feed, fetch_list, scope, return_numpy, return_merged):
         self._bind(exe, scope)
         k = self.exec_strategy_effective.num_iteration_per_run
-        feeds = _iteration_feeds(feed, k)
+        iterator = isinstance(feed, collections.abc.Iterator)
+        feeds = _iteration_feeds(feed, k)       # [feed] for a reused dict / list feed
         program = self._compiled_program(feeds[0], fetch_list)
         runner = self._runners.get(id(program))
         if runner is not None:
-            result = runner.run(feed if isinstance(feed, collections.abc.Iterator) else feeds[0],
-                                fetch_list, return_merged, k,
-                                feeds if isinstance(feed, collections.abc.Iterator) else None)
+            result = runner.run(feeds[0], fetch_list, return_merged, k,
+                                feeds if iterator else None)
             self._after_run(runner.last_plans[0])
         else:
             if any(isinstance(f, (list, tuple)) for f in feeds):
@@ -224,7 +224,7 @@ class CompiledProgram:
                                 "with_data_parallel over several places")
             # every feed is checked and every plan built before anything runs
             steps = [self._cache.plan_for(program, f, fetch_list, self._scope, self._options)
-                     for f in feeds[:1 if not isinstance(feed, collections.abc.Iterator) else k]]
+                     for f in feeds]
             with self._scope._lock:
                 if len(steps) == 1:
                     # a dict feed is reused: the K iterations are one plan run (looping

@@ -101,7 +101,7 @@ class DataParallelRunner:
         with self.scopes[0]._lock:
             if feeds is None:
                 return self._run_one(feed, fetch_list, return_merged, iterations)
-            saved = [snapshot_written(scope, self.programs[i])
+            saved = [snapshot_written(scope, self.programs[i].global_block().ops)
                      for i, scope in enumerate(self.scopes)]
             try:
                 for f in feeds:

@@ -550,11 +550,10 @@ def _nothing():
     pass
 
 
-def snapshot_written(scope, program):
-    """Host copies of the persistables `program` may write that `scope` holds, and the
-    names it does not hold yet: what `restore` needs to undo a failed multi-run step."""
-    names = {v.name for op in program.global_block().ops for v in op.output_vars()
-             if v.persistable}
+def snapshot_written(scope, ops):
+    """Host copies of the persistables `ops` may write that `scope` holds, and the names
+    it does not hold yet: what `restore` needs to undo a failed multi-run step."""
+    names = {v.name for op in ops for v in op.output_vars() if v.persistable}
     return ({n: scope.get(n) for n in names if n in scope._arrays},
             {n for n in names if n not in scope._arrays})
 
@@ -576,7 +575,7 @@ def run_transaction(steps):
     iterator feed): if any of them raises, every persistable they write is restored to
     its value before the first, then the error propagates. Returns the last fetch."""
     scope = steps[0][0].scope
-    state = snapshot_written(scope, _ProgramOf(steps))
+    state = snapshot_written(scope, [op for plan, _ in steps for op in plan.ops])
     try:
         for plan, arrays in steps:
             result = plan.run(arrays)
@@ -584,16 +583,6 @@ def run_transaction(steps):
         restore(scope, state)
         raise
     return result
-
-
-class _ProgramOf:
-    """The ops of several plans, seen as one program's block by snapshot_written."""
-
-    def __init__(self, steps):
-        self.ops = [op for plan, _ in steps for op in plan.ops]
-
-    def global_block(self):
-        return self
 
 
 def _same_memory(a, b):

@@ -324,6 +324,7 @@ class _CompileThread:
         self._lock = threading.Lock()
         self._open = []          # jobs submitted and not finished
         self._closed = False
+        atexit.register(self.close)     # (a no-op when no compile ever started)
 
     def submit(self, job):
         with self._lock:
@@ -335,7 +336,6 @@ class _CompileThread:
                 self._thread = threading.Thread(target=self._serve, daemon=True,
                                                 name="numbaflow-compile")
                 self._thread.start()
-                atexit.register(self.close)
             self._open.append(job)
         self._jobs.put(job)
         return job
