@@ -27,6 +27,7 @@ from ..graph.program import Parameter, Program, Variable, default_main_program
 from ..graph.serialize import (FORMAT_VERSION, FileFormatError, check_format,  # noqa: F401
                                program_from_dict, program_to_dict)
 from ..graph.verify import verify
+from ..formats import paddle_model
 from ..io import _arrays, _atomic
 
 if TYPE_CHECKING:
@@ -228,10 +229,11 @@ def _read_checkpoint(model_path, fn):
 
 
 # ---------------------------------------------------------------- inference models
-def _as_var_list(vs, what):
+def _as_var_list(vs, what, allow_empty=False):
     vs = list(vs) if isinstance(vs, (list, tuple)) else [vs]
-    if not vs:
-        raise ValueError(f"save_inference_model: {what} must not be empty")
+    if not vs and not allow_empty:
+        raise ValueError(f"save_inference_model: {what} must not be empty: name at least "
+                         f"one output Variable of the model")
     for v in vs:
         if not isinstance(v, Variable):
             raise TypeError(f"save_inference_model: {what} must hold Variables, got "
@@ -245,8 +247,10 @@ def _prune(program, feed_names, fetch_names):
     block = pruned.global_block()
     for n in list(feed_names) + list(fetch_names):
         if n not in block.vars:
-            raise ValueError(f"save_inference_model: {n!r} is not a forward variable of the "
-                             f"program (gradients and optimizer state cannot be fed or fetched)")
+            raise ValueError(f"save_inference_model: {n!r} is not a variable of the program "
+                             f"saved: pass program= the Program that built it (the one of "
+                             f"static.program_guard), or feed/fetch its forward variables "
+                             f"(gradients and optimizer state cannot be fed or fetched)")
     feeds = {block.vars[n] for n in feed_names}
     needed = {block.vars[n] for n in fetch_names}
     keep = set()
@@ -279,15 +283,34 @@ def _prune(program, feed_names, fetch_names):
     return pruned
 
 
-def _write_inference(model_file, params_file, feed_vars, fetch_vars, program, fn):
-    feed_vars = _as_var_list(feed_vars, "feed_vars")
+def _program_of(variables, program, fn):
+    """The program to save from: `program` if given, else the one the variables were built
+    in (a model built under program_guard is not the default main program)."""
+    if program is not None:
+        return _as_program(program, fn)
+    owners = {id(v.block.program): v.block.program for v in variables}
+    if len(owners) > 1:
+        raise ValueError(f"{fn}: feed_vars and fetch_vars come from {len(owners)} different "
+                         f"Programs; build the model in one program and pass it as program=")
+    return next(iter(owners.values()), None) or default_main_program()
+
+
+def _write_inference(model_file, params_file, feed_vars, fetch_vars, program, fn,
+                     format="numbaflow"):
+    feed_vars = _as_var_list(feed_vars, "feed_vars", allow_empty=True)
     fetch_vars = _as_var_list(fetch_vars, "fetch_vars")
-    program = _as_program(program, fn)
+    program = _program_of(feed_vars + fetch_vars, program, fn)
     feed_names = [v.name for v in feed_vars]
     fetch_names = [v.name for v in fetch_vars]
     pruned = _prune(program, feed_names, fetch_names)
     verify(pruned)
     params = _gather(_persistables(pruned), global_scope(), fn)
+    if format == "paddle":
+        desc = paddle_model.program_to_desc(pruned, feed_names, fetch_names)
+        save_id = _atomic.new_save_id()
+        _atomic.commit({model_file: lambda f: f.write(desc.SerializeToString()),
+                        params_file: lambda f: paddle_model.write_tensors(f, params)}, save_id)
+        return pruned
     save_id = _atomic.new_save_id()
     desc = json.dumps(program_to_dict(pruned, feed_names, fetch_names, save_id),
                       separators=(",", ":")).encode()
@@ -300,25 +323,48 @@ def _write_inference(model_file, params_file, feed_vars, fetch_vars, program, fn
 
 
 def _read_inference(model_file, params_file, fn):
+    """[program, feed names, fetch targets] of the inference model in the two files
+    (numbaflow's JSON + arrays, or Paddle's ProgramDesc + tensor stream); its parameters go
+    to the global scope once every one of them checks out."""
     with _atomic.resolve([model_file, params_file]) as (real, journal_id):
         for path in (model_file, params_file):
             if real[path] is None:
                 raise FileNotFoundError(f"{fn}: {path!r} does not exist; was the model saved "
                                         f"with save_inference_model?")
-        found, meta = _arrays.read_arrays(params_file, real[params_file])
         with open(real[model_file], "rb") as f:
-            raw = f.read()
-    desc = _parse_model(raw, model_file, meta.get("model_sha256"), params_file, fn)
-    ids = {desc.get("save_id"), meta.get("save_id")}
-    if len(ids) != 1 or journal_id is not None and ids != {journal_id}:
-        raise FileFormatError(f"{fn}: {model_file!r} and {params_file!r} are from different "
-                              f"saves; save the model again")
+            head = f.read(1)
+        if paddle_model.is_paddle_model(head):
+            raw = _read_bounded(model_file, real[model_file])
+            params_raw = _read_bounded(params_file, real[params_file])
+        else:
+            found, meta = _arrays.read_arrays(params_file, real[params_file])
+            raw = _read_bounded(model_file, real[model_file])
+    if paddle_model.is_paddle_model(head):
+        program, feeds, fetches, found = paddle_model.read_model(raw, params_raw, model_file,
+                                                                  params_file)
+        desc = {"program": program, "feed": feeds, "fetch": fetches}
+    else:
+        desc = _parse_model(raw, model_file, meta.get("model_sha256"), params_file, fn)
+        ids = {desc.get("save_id"), meta.get("save_id")}
+        if len(ids) != 1 or journal_id is not None and ids != {journal_id}:
+            raise FileFormatError(f"{fn}: {model_file!r} and {params_file!r} are from "
+                                  f"different saves; save the model again")
     block = desc["program"].global_block()
     _check_against(_persistables(desc["program"]), found, f"parameters file {params_file!r}")
     scope = global_scope()
     for v in _persistables(desc["program"]):
         scope.set(v.name, found[v.name])
     return [desc["program"], list(desc["feed"]), [block.var(n) for n in desc["fetch"]]]
+
+
+def _read_bounded(path, real_path):
+    """The bytes of a model file, refusing one too large to be a model before reading it."""
+    size = os.path.getsize(real_path)
+    if size > paddle_model.MAX_FILE_BYTES:
+        raise FileFormatError(f"file {path!r} is {size} bytes, more than any model this "
+                              f"reads ({paddle_model.MAX_FILE_BYTES}); not a model file?")
+    with open(real_path, "rb") as f:
+        return f.read()
 
 
 def _parse_model(raw, model_file, digest, params_file, fn):
@@ -352,24 +398,58 @@ def _prefix(path_prefix, fn):
         raise TypeError(f"{fn}: path_prefix must be a str, got {type(path_prefix).__name__}")
     path_prefix = os.fspath(path_prefix)
     if not os.path.basename(path_prefix) or os.path.isdir(path_prefix):
-        raise ValueError(f"{fn}: path_prefix {path_prefix!r} must be a file name prefix (it is "
-                         f"a directory); use e.g. {os.path.join(path_prefix, 'inference')!r}")
+        raise ValueError(f"{fn}: path_prefix {path_prefix!r} is a directory; it must be a file "
+                         f"name prefix{_dir_hint(path_prefix, fn)}")
     return path_prefix
+
+
+def _dir_hint(directory, fn):
+    """What to pass instead of the directory `directory`, from the files in it."""
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        names = []
+    prefixes = [n[:-len(".pdmodel")] for n in names if n.endswith(".pdmodel")]
+    if prefixes:
+        return f"; it holds the model {os.path.join(directory, prefixes[0])!r}: pass that"
+    if "__model__" in names and fn == "load_inference_model":
+        return (f"; it is a Paddle 1.x model directory: pass model_filename='__model__', "
+                f"params_filename='__params__' (or use fluid.io.load_inference_model)")
+    return f", e.g. {os.path.join(directory, 'inference')!r} for inference.pdmodel there"
+
+
+def _legacy_files(directory, model_filename, params_filename):
+    """Paddle 2.x's `load_inference_model(dir, exe, model_filename=, params_filename=)`:
+    the files of a model in `directory` (1.x names; '.pdmodel'/'.pdiparams' appended when
+    such a file exists)."""
+    out = []
+    for name, default, ext in ((model_filename, "__model__", ".pdmodel"),
+                               (params_filename, "__params__", ".pdiparams")):
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"load_inference_model: model_filename/params_filename must be "
+                            f"file names (str), got {type(name).__name__}")
+        path = os.path.join(directory, name or default)
+        out.append(path + ext if name and os.path.exists(path + ext) else path)
+    return out
 
 
 def save_inference_model(path_prefix: str, feed_vars: Variable | Sequence[Variable],
                          fetch_vars: Variable | Sequence[Variable], executor: Executor,
-                         program: Program | None = None, **kwargs: object) -> None:
+                         program: Program | None = None, format: str = "numbaflow",
+                         **kwargs: object) -> None:
     """Save the forward ops that compute `fetch_vars` from `feed_vars` to
     `path_prefix.pdmodel` and the parameters they read to `path_prefix.pdiparams`.
 
     Args:
         path_prefix (str): the path prefix of the two files (not a directory).
-        feed_vars (Variable or list of Variable): the model's inputs.
+        feed_vars (Variable or list of Variable): the model's inputs (may be empty).
         fetch_vars (Variable or list of Variable): the model's outputs.
         executor (Executor): accepted for Paddle compatibility (the global scope is read).
-        program (Program, optional): default the default main program.
-        **kwargs: `clip_extra` is accepted and ignored.
+        program (Program, optional): default the program the variables belong to.
+        format (str): "numbaflow" (JSON program + checked arrays file, committed as one
+            save) or "paddle" (Paddle's ProgramDesc protobuf + tensor stream, which
+            Paddle 2.x, Paddle Inference and paddle2onnx read).
+        **kwargs: `clip_extra` and `legacy_format` are accepted and ignored.
 
     Example:
         >>> import os, tempfile
@@ -383,23 +463,33 @@ def save_inference_model(path_prefix: str, feed_vars: Variable | Sequence[Variab
         ['infer.pdiparams', 'infer.pdmodel']
     """
     path_prefix = _prefix(path_prefix, "save_inference_model")
-    unknown = set(kwargs) - {"clip_extra"}
+    unknown = set(kwargs) - {"clip_extra", "legacy_format"}
     if unknown:
         raise TypeError(f"save_inference_model: unexpected arguments {sorted(unknown)}")
+    if format not in ("numbaflow", "paddle"):
+        raise ValueError(f"save_inference_model: format must be 'numbaflow' or 'paddle', got "
+                         f"{format!r}")
     _write_inference(path_prefix + ".pdmodel", path_prefix + ".pdiparams", feed_vars,
-                     fetch_vars, program, "save_inference_model")
+                     fetch_vars, program, "save_inference_model", format)
 
 
 def load_inference_model(path_prefix: str, executor: Executor,
                          **kwargs: object) -> list:
-    """Load a model saved by `save_inference_model`; its parameters go to the global scope.
+    """Load an inference model, numbaflow's or one Paddle 2.x saved (`.pdmodel` protobuf +
+    `.pdiparams`); its parameters go to the global scope.
 
     Args:
-        path_prefix (str): the prefix given to `save_inference_model`.
+        path_prefix (str): the prefix given to `save_inference_model`; with
+            model_filename / params_filename, the directory holding those files.
         executor (Executor): the executor that will run it.
+        **kwargs: model_filename, params_filename (Paddle's spelling for a model directory,
+            e.g. a 1.x model's '__model__' and '__params__').
 
     Returns:
         list: [program, feed_target_names, fetch_targets].
+
+    Raises:
+        FileFormatError: a damaged file, or an op or attribute numbaflow does not have.
 
     Example:
         >>> import os, tempfile
@@ -415,8 +505,19 @@ def load_inference_model(path_prefix: str, executor: Executor,
         >>> out.shape
         (2, 2)
     """
+    unknown = set(kwargs) - {"model_filename", "params_filename"}
+    if unknown:
+        raise TypeError(f"load_inference_model: unexpected arguments {sorted(unknown)}; it "
+                        f"takes path_prefix, executor and optionally model_filename= / "
+                        f"params_filename=")
     if kwargs:
-        raise TypeError(f"load_inference_model: unexpected arguments {sorted(kwargs)}")
+        if not isinstance(path_prefix, (str, os.PathLike)):
+            raise TypeError(f"load_inference_model: path_prefix must be a str, got "
+                            f"{type(path_prefix).__name__}")
+        model_file, params_file = _legacy_files(os.fspath(path_prefix),
+                                                kwargs.get("model_filename"),
+                                                kwargs.get("params_filename"))
+        return _read_inference(model_file, params_file, "load_inference_model")
     path_prefix = _prefix(path_prefix, "load_inference_model")
     return _read_inference(path_prefix + ".pdmodel", path_prefix + ".pdiparams",
                            "load_inference_model")
