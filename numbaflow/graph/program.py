@@ -353,7 +353,9 @@ class Program:
     # callables run with the scope before each run (learning-rate schedules set their
     # rate: optimizer/lr.py); a program that has some gets its own list
     _lr_hooks = ()
-
+    # the module that reads and writes persistables in a scope (static/program_state.py:
+    # the scope is above this layer); it backs state_dict / set_state_dict
+    _state_io = None
 
     _ids = itertools.count()
 
@@ -488,6 +490,45 @@ class Program:
         dst.insert_before(None, nops)
         new._bump()
         return new
+
+    def state_dict(self, mode: str = "all", scope: object = None) -> dict:
+        """The persistables' values, {name: ndarray copy} (Paddle's `Program.state_dict`).
+
+        Args:
+            mode (str): "param" (parameters), "opt" (the other persistables: optimizer
+                state, learning rate, batch-norm statistics) or "all".
+            scope (Scope, optional): default `static.global_scope()`.
+
+        Returns:
+            dict: {name: ndarray}; `paddle.save` writes it, `set_state_dict` takes it.
+
+        Example:
+            >>> x = static.data('x', [None, 3])
+            >>> y = static.nn.fc(x, size=2)
+            >>> _ = static.Executor(paddle.CPUPlace()).run(static.default_startup_program())
+            >>> sorted(static.default_main_program().state_dict())
+            ['fc_0.b_0', 'fc_0.w_0']
+        """
+        return self._state_io.program_state_dict(self, mode, scope)
+
+    def set_state_dict(self, state_dict: dict, scope: object = None) -> None:
+        """Set the persistables named in `state_dict` (Paddle's `Program.set_state_dict`):
+        every one is checked first (shape, dtype; a 0-D scalar fits a (1,) variable),
+        then set; warns naming the persistables it lacks and the keys it does not use.
+
+        Args:
+            state_dict (dict): {name: array}, e.g. `paddle.load('model.pdparams')`.
+            scope (Scope, optional): default `static.global_scope()`.
+
+        Example:
+            >>> x = static.data('x', [None, 3])
+            >>> y = static.nn.fc(x, size=2)
+            >>> static.default_main_program().set_state_dict(
+            ...     {'fc_0.w_0': np.ones((3, 2), 'float32'), 'fc_0.b_0': np.zeros(2, 'float32')})
+            >>> float(static.global_scope().get('fc_0.w_0').sum())
+            6.0
+        """
+        self._state_io.set_state(self, state_dict, scope, "set_state_dict")
 
 
 # ---------------------------------------------------------------- default programs

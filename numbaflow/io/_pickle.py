@@ -129,6 +129,33 @@ class _RestrictedUnpickler(pickle._Unpickler):
         raise pickle.UnpicklingError("persistent ids are not allowed")
 
 
+# protocols 2-3 cannot hold an object over 4 GiB: Paddle splits arrays over this many
+# bytes into flat slices and records how to re-join them under UNPACK_KEY
+_SPLIT_BYTES = 1 << 30
+
+
+def writer(arrays, protocol):
+    """A writer (for io/_atomic.commit) of {name: ndarray} as Paddle's `static.save` and
+    `paddle.save` write it: one pickled dict, big arrays split as Paddle splits them."""
+    out = {k: np.ascontiguousarray(a) for k, a in arrays.items()}
+    if protocol < 4:
+        info = {}
+        for key in [k for k, a in out.items() if a.nbytes > _SPLIT_BYTES]:
+            a = out.pop(key)
+            step = max(_SPLIT_BYTES // a.itemsize, 1)
+            flat = a.reshape(-1)
+            names = [f"{key}@@.{i}" for i in range((flat.size + step - 1) // step)]
+            for i, name in enumerate(names):
+                out[name] = flat[i * step:(i + 1) * step]
+            info[key] = {"OriginShape": a.shape, "slices": names}
+        if info:
+            out[UNPACK_KEY] = info
+
+    def write(f):
+        pickle.dump(out, f, protocol=protocol)
+    return write
+
+
 def is_pickle(head):
     """Whether the first bytes of a file are a pickle of protocol 2-4 (Paddle's)."""
     return len(head) >= 2 and head[0] == 0x80 and head[1] in (2, 3, 4)

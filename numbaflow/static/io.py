@@ -28,7 +28,7 @@ from ..graph.serialize import (FORMAT_VERSION, FileFormatError, check_format,  #
                                program_from_dict, program_to_dict)
 from ..graph.verify import verify
 from ..formats import paddle_model
-from ..io import _arrays, _atomic
+from ..io import _arrays, _atomic, _pickle
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -104,22 +104,30 @@ def _gather(variables, scope, fn):
 
 
 def _check_against(variables, found, what):
-    """ValueError listing every variable that `found` lacks or holds with another shape/dtype."""
-    problems = []
+    """{name: array} of `variables` from `found`, after checking each: ValueError listing
+    every variable that `found` lacks or holds with another shape/dtype. A one-element
+    array of shape () where the variable is (1,), or the reverse, is the same scalar
+    (Paddle >= 2.5 keeps scalars 0-D, numbaflow's optimizers (1,)): it is reshaped."""
+    problems, out = [], {}
     for v in variables:
         a = found.get(v.name)
         if a is None:
             problems.append(f"{v.name!r}: missing (expected shape {v.shape}, dtype {v.dtype})")
             continue
+        if a.size == 1 and a.ndim <= 1 and v.shape in ((), (1,), (-1,)):
+            a = a.reshape(() if v.shape == () else (1,))
         shape_ok = a.ndim == len(v.shape) and all(e in (-1, d) for e, d in zip(v.shape, a.shape))
         if not shape_ok or a.dtype != v.dtype:
             problems.append(f"{v.name!r}: expected shape {v.shape}, dtype {v.dtype}; found "
                             f"shape {tuple(a.shape)}, dtype {a.dtype}")
+        out[v.name] = a
     if problems:
-        raise ValueError(f"{what} does not match the program ({len(problems)} variable"
-                         f"{'s' if len(problems) > 1 else ''}):\n  " + "\n  ".join(problems) +
-                         "\nNothing was loaded. Load into the program that was saved (same "
-                         "layers and optimizer), or pass var_list= to load a subset.")
+        raise ValueError(f"{what} does not match the program ({len(problems)} of "
+                         f"{len(variables)} variables):\n  " + "\n  ".join(problems) +
+                         "\nNothing was loaded (the other variables match). Load into the "
+                         "program that was saved (same layers and optimizer), or pass "
+                         "var_list= to load a subset.")
+    return out
 
 
 # ---------------------------------------------------------------- checkpoints
@@ -134,8 +142,10 @@ def save(program: Program, model_path: str, protocol: int = 4, **configs: object
     Args:
         program (Program or CompiledProgram): whose persistables to save.
         model_path (str): the path prefix of the two files.
-        protocol (int): 2, 3 or 4, accepted for Paddle compatibility.
-        **configs: accepted for Paddle compatibility; ignored.
+        protocol (int): 2, 3 or 4: the pickle protocol of format="paddle" files.
+        **configs: `format="paddle"` writes Paddle's layout (a pickled dict of arrays per
+            file, which `paddle.static.load` reads, so training resumes in Paddle);
+            the default "numbaflow" writes checked arrays files. Others are ignored.
 
     Raises:
         RuntimeError: a persistable is not in the scope (run the startup program first).
@@ -155,6 +165,9 @@ def save(program: Program, model_path: str, protocol: int = 4, **configs: object
     if not isinstance(protocol, int) or not 2 <= protocol <= 4:
         raise ValueError(f"save: protocol must be 2, 3 or 4 (accepted for Paddle "
                          f"compatibility), got {protocol!r}")
+    fmt = configs.get("format", "numbaflow")
+    if fmt not in ("numbaflow", "paddle"):
+        raise ValueError(f"save: format must be 'numbaflow' or 'paddle', got {fmt!r}")
     model_path = _model_path(model_path, "save")
     scope = global_scope()
     for gather in scope._before_save:     # Reduce across MPI ranks: a collective
@@ -164,6 +177,10 @@ def save(program: Program, model_path: str, protocol: int = 4, **configs: object
     params = {v.name: arrays[v.name] for v in pers if isinstance(v, Parameter)}
     others = {v.name: arrays[v.name] for v in pers if not isinstance(v, Parameter)}
     save_id = _atomic.new_save_id()
+    if fmt == "paddle":
+        _atomic.commit({model_path + ".pdparams": _pickle.writer(params, protocol),
+                        model_path + ".pdopt": _pickle.writer(others, protocol)}, save_id)
+        return
     _atomic.commit({model_path + ".pdparams": _writer(params, "pdparams", save_id),
                     model_path + ".pdopt": _writer(others, "pdopt", save_id)}, save_id)
 
@@ -209,7 +226,7 @@ def load(program: Program, model_path: str, executor: Executor | None = None,
         if bad:
             raise TypeError(f"load: var_list must hold Variables or names, got {bad!r}")
     found, read = _read_checkpoint(model_path, "load")
-    _check_against(targets, found, f"checkpoint {model_path!r} (read {read})")
+    found = _check_against(targets, found, f"checkpoint {model_path!r} (read {read})")
     scope = global_scope()
     for v in targets:
         scope.set(v.name, found[v.name])
@@ -350,7 +367,8 @@ def _read_inference(model_file, params_file, fn):
             raise FileFormatError(f"{fn}: {model_file!r} and {params_file!r} are from "
                                   f"different saves; save the model again")
     block = desc["program"].global_block()
-    _check_against(_persistables(desc["program"]), found, f"parameters file {params_file!r}")
+    found = _check_against(_persistables(desc["program"]), found,
+                           f"parameters file {params_file!r}")
     scope = global_scope()
     for v in _persistables(desc["program"]):
         scope.set(v.name, found[v.name])

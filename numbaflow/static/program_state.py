@@ -4,21 +4,20 @@
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..executor.scope import global_scope
-from ..graph.program import Variable
-from ..io import _arrays, _atomic
-from .io import _as_program, _check_against, _model_path, _persistables, _read_checkpoint, \
-    _writer
+from ..graph.program import Parameter, Program, Variable
+from ..io import _arrays, _atomic, _pickle
+from .io import _as_program, _check_against, _gather, _model_path, _persistables, \
+    _read_checkpoint, _writer
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
-
-    from ..graph.program import Program
 
 
 def load_program_state(model_path: str,
@@ -80,20 +79,44 @@ def set_program_state(program: Program, state_dict: dict) -> None:
         >>> float(static.global_scope().get('fc_0.w_0').sum())
         6.0
     """
-    program = _as_program(program, "set_program_state")
+    set_state(_as_program(program, "set_program_state"), state_dict, None,
+              "set_program_state")
+
+
+def set_state(program, state_dict, scope, fn):
+    """Check then set the persistables of `program` found in `state_dict` (in `scope`,
+    default the global one); warn naming the absent ones and the unused keys."""
     if not isinstance(state_dict, dict):
-        raise TypeError(f"set_program_state: state_dict must be a dict of arrays, got "
+        raise TypeError(f"{fn}: state_dict must be a dict of arrays, got "
                         f"{type(state_dict).__name__}")
-    present = [v for v in _persistables(program) if v.name in state_dict]
-    found = {v.name: np.asarray(state_dict[v.name]) for v in present}
-    _check_against(present, found, "set_program_state: state_dict")
-    absent = [v.name for v in _persistables(program) if v.name not in state_dict]
+    pers = _persistables(program)
+    present = [v for v in pers if v.name in state_dict]
+    found = _check_against(present, {v.name: np.asarray(state_dict[v.name]) for v in present},
+                           f"{fn}: state_dict")
+    absent = [v.name for v in pers if v.name not in state_dict]
     if absent:
-        warnings.warn(f"set_program_state: state_dict has no value for {absent}; they keep "
-                      f"their current values", stacklevel=2)
-    scope = global_scope()
+        warnings.warn(f"{fn}: state_dict has no value for {absent}; they keep their current "
+                      f"values", stacklevel=3)
+    unused = sorted(set(state_dict) - {v.name for v in pers} - {_pickle.NAME_TABLE_KEY})
+    if unused:
+        warnings.warn(f"{fn}: the program has no persistable {unused}; those entries were "
+                      f"not used", stacklevel=3)
+    scope = global_scope() if scope is None else scope
     for v in present:
         scope.set(v.name, found[v.name])
+
+
+def program_state_dict(program, mode, scope):
+    """`Program.state_dict`: {name: ndarray copy} of the persistables `mode` selects."""
+    if mode not in ("all", "param", "opt"):
+        raise ValueError(f"state_dict: mode must be 'all', 'param' or 'opt', got {mode!r}")
+    pers = [v for v in _persistables(program)
+            if mode == "all" or isinstance(v, Parameter) == (mode == "param")]
+    scope = global_scope() if scope is None else scope
+    return {k: np.array(a) for k, a in _gather(pers, scope, "state_dict").items()}
+
+
+Program._state_io = sys.modules[__name__]
 
 
 def save_state(obj: dict, path: str, protocol: int = 4, **configs: object) -> None:
@@ -103,8 +126,9 @@ def save_state(obj: dict, path: str, protocol: int = 4, **configs: object) -> No
     Args:
         obj (dict): {name: array}.
         path (str): the file.
-        protocol (int): 2, 3 or 4, accepted for Paddle compatibility.
-        **configs: accepted for Paddle compatibility; ignored.
+        protocol (int): 2, 3 or 4: the pickle protocol of format="paddle".
+        **configs: `format="paddle"` writes Paddle's pickle (which `paddle.load` in
+            Paddle reads); others are accepted for Paddle compatibility and ignored.
 
     Raises:
         TypeError: obj is not a dict of numeric arrays.
@@ -127,8 +151,12 @@ def save_state(obj: dict, path: str, protocol: int = 4, **configs: object) -> No
     bad = [k for k, a in arrays.items() if a.dtype.hasobject]
     if bad:
         raise TypeError(f"save: values of {bad} are not numeric arrays")
+    fmt = configs.get("format", "numbaflow")
+    if fmt not in ("numbaflow", "paddle"):
+        raise ValueError(f"save: format must be 'numbaflow' or 'paddle', got {fmt!r}")
     save_id = _atomic.new_save_id()
-    _atomic.commit({os.fspath(path): _writer(arrays, "state", save_id)}, save_id)
+    _atomic.commit({os.fspath(path): _pickle.writer(arrays, protocol) if fmt == "paddle"
+                    else _writer(arrays, "state", save_id)}, save_id)
 
 
 def load_state(path: str, **configs: object) -> dict:
