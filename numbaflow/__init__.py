@@ -56,6 +56,7 @@ from .reader import batch  # noqa: F401,E402  (also binds the paddle.reader modu
 from .static.program_state import load_state as load, save_state as save  # noqa: F401,E402
 from . import io  # noqa: F401,E402  (paddle.io: Dataset, DataLoader, ...)
 from . import framework  # noqa: F401,E402
+from . import onnx  # noqa: F401,E402  (paddle.onnx.export; the onnx package loads on use)
 utils.log.configure_from_env()      # NUMBAFLOW_LOG_LEVEL
 from ._health import run_check as _run_check  # noqa: E402
 utils.run_check = _run_check         # paddle.utils.run_check (utils is a lower layer)

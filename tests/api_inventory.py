@@ -30,6 +30,7 @@ INTERNAL_SUBMODULES = {
     "numbaflow.gpu_check",            # a command (python -m numbaflow.gpu_check)
     "numbaflow.gpu_trace",            # its traced device layer
     "numbaflow.initializer",          # the same module object as numbaflow.nn.initializer
+    "numbaflow.formats",              # other frameworks' files, read by static.io
 }
 
 # Names a public module imports for its own use; they are not part of its API.

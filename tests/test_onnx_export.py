@@ -1,0 +1,89 @@
+"""ONNX export (`paddle.onnx.export`): onnxruntime runs the exported models with the
+outputs of real Paddle 2.6.2 (its MLP, CNN and transformer block, read from
+tests/fixtures/paddle/) and of numbaflow (a model built here)."""
+import os
+
+import numpy as np
+import pytest
+
+import numbaflow as paddle
+import numbaflow.nn.functional as F
+import numbaflow.static as static
+
+ort = pytest.importorskip("onnxruntime")
+onnx = pytest.importorskip("onnx")
+
+pytestmark = pytest.mark.usefixtures("fresh_graph_state")
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "paddle")
+
+
+def run_onnx(path, feed):
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    return sess.run(None, feed)
+
+
+@pytest.mark.parametrize("model", ["mlp", "cnn", "transformer"])
+def test_paddle_models_run_in_onnxruntime_with_paddles_outputs(model, tmp_path):
+    exe = static.Executor(paddle.CPUPlace())
+    program, feeds, fetches = static.load_inference_model(
+        os.path.join(FIXTURES, model, "infer"), exe)
+    path = paddle.onnx.export(program, [program.global_block().var(feeds[0])], fetches,
+                              str(tmp_path / "m.onnx"))
+    onnx.checker.check_model(onnx.load(path))
+    d = np.load(os.path.join(FIXTURES, model, "data.npz"))
+    got, = run_onnx(path, {"x": d["x"]})
+    np.testing.assert_allclose(got, d["out"], rtol=1e-5, atol=1e-6)
+
+
+def build():
+    main, startup = static.Program(), static.Program()
+    with static.program_guard(main, startup):
+        image = static.data("image", [None, 1, 8, 8], "float32")
+        h = static.nn.conv2d(image, 4, 3, padding=1, act="relu")
+        h = F.max_pool2d(h, 2, 2)
+        h = static.nn.batch_norm(h)
+        h = F.avg_pool2d(h, 2, 2, padding=1, exclusive=False)
+        h = paddle.flatten(h, 1)
+        h = paddle.reshape(h, [-1, 4, 9])
+        h = paddle.transpose(h, [0, 2, 1])
+        h = static.nn.fc(h, 3, num_flatten_dims=2, activation="tanh")
+        out = F.softmax(h * 2.0 + 1.0)
+        loss = paddle.mean(out)
+        paddle.optimizer.SGD(0.1).minimize(loss)
+    exe = static.Executor(paddle.CPUPlace())
+    exe.run(startup)
+    return exe, main, image, out
+
+
+def test_model_built_here_runs_in_onnxruntime_with_our_outputs(tmp_path):
+    exe, main, image, out = build()
+    x = np.random.default_rng(0).normal(size=(3, 1, 8, 8)).astype("float32")
+    exe.run(main, feed={"image": x}, fetch_list=[])         # a training step first
+    want, = exe.run(main.clone(for_test=True), feed={"image": x}, fetch_list=[out])
+    # Paddle's spelling: a path prefix, input_spec / output_spec; no program: theirs
+    path = paddle.onnx.export(None, str(tmp_path / "net"), input_spec=[image],
+                              output_spec=[out])
+    assert path == str(tmp_path / "net.onnx")
+    got, = run_onnx(path, {"image": x})
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_ops_without_a_mapping_are_named(tmp_path):
+    main, startup = static.Program(), static.Program()
+    with static.program_guard(main, startup):
+        x = static.data("x", [None, 3], "float32")
+        y = paddle.argmax(paddle.nn.functional.relu(x), axis=1)
+    with pytest.raises(NotImplementedError, match=r"no ONNX mapping.*\['arg_max'\]"):
+        paddle.onnx.export(main, [x], [y], str(tmp_path / "m.onnx"))
+    assert not os.path.exists(tmp_path / "m.onnx")
+
+
+def test_attribute_values_onnx_cannot_express_are_named(tmp_path):
+    exe, main, image, out = build()
+    pool = next(op for op in main.global_block().ops if op.type == "pool2d")
+    main.global_block().set_attr(pool, "adaptive", True)
+    with pytest.raises(NotImplementedError, match=r"op \d+ \(pool2d\): adaptive pooling"):
+        paddle.onnx.export(main, [image], [out], str(tmp_path / "m.onnx"))
+    with pytest.raises(ValueError, match="opset"):
+        paddle.onnx.export(main, [image], [out], str(tmp_path / "m.onnx"), opset_version=9)
