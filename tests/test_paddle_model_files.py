@@ -191,8 +191,20 @@ def test_unimplemented_attribute_is_refused_naming_it(tmp_path):
 
 def test_unimplemented_input_is_refused_naming_it(tmp_path):
     def edit(desc):
-        op = op_of(desc, "scale")
-        slot = next(v for v in op.inputs if v.parameter == "ScaleTensor")
-        slot.arguments.append("fc_0.b_0")
-    with pytest.raises(FileFormatError, match="scale.*'ScaleTensor'"):
+        op_of(desc, "elementwise_add").inputs.add(parameter="AxisTensor",
+                                                  arguments=["fc_0.b_0"])
+    with pytest.raises(FileFormatError, match="elementwise_add.*input 'AxisTensor'"):
         load_edited(tmp_path, "mlp", edit)
+
+
+def test_scale_with_a_scale_tensor_runs_as_paddles(tmp_path):
+    """Paddle's scale reads its factor from ScaleTensor when one is given."""
+    def edit(desc):
+        op = op_of(desc, "scale")
+        next(v for v in op.inputs if v.parameter == "ScaleTensor").arguments.append("fc_1.b_0")
+    program, feeds, fetches = load_edited(tmp_path, "mlp", edit)
+    factor = static.global_scope().get("fc_1.b_0")
+    assert factor.shape == (1,) and abs(factor[0]) > 1e-3
+    d = data("mlp")
+    np.testing.assert_allclose(run(program, feeds, fetches, d["x"]), d["out"] * factor[0],
+                               rtol=1e-5, atol=1e-7)

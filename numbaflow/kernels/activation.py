@@ -73,19 +73,25 @@ unary("gelu", _gelu, _gelu_grad, attrs={"approximate": False})
 
 
 # scale: Out = scale * X + bias (or scale * (X + bias)); its gradient is itself a scale.
-def _scale_body(a, x):
+# A ScaleTensor input (one element, Paddle's) takes the place of the `scale` attribute.
+def _scale_body(a, x, s=None):
+    k = a["scale"] if s is None else s
     if a["bias_after_scale"]:
-        return x * a["scale"] + a["bias"]
-    return (x + a["bias"]) * a["scale"]
+        return x * k + a["bias"]
+    return (x + a["bias"]) * k
 
 
 def _scale_grad(g):
-    g.append("scale", {"X": g.dout("Out")}, {"Out": g.dx("X")},
+    st = g.fwd("ScaleTensor")
+    g.append("scale", {"X": g.dout("Out"), **({"ScaleTensor": st} if st is not None else {})},
+             {"Out": g.dx("X")},
              {"scale": g.attrs["scale"], "bias": 0.0, "bias_after_scale": True})
 
 
-elementwise_op("scale", ("X",), _scale_body, grad=_scale_grad,
-               attrs={"scale": 1.0, "bias": 0.0, "bias_after_scale": True})
+elementwise_op("scale", ("X", Slot("ScaleTensor", optional=True, no_grad=True)), _scale_body,
+               grad=_scale_grad, attrs={"scale": 1.0, "bias": 0.0, "bias_after_scale": True},
+               doc="Out = s * X + bias (bias_after_scale) or s * (X + bias), s = ScaleTensor "
+                   "(one element) when given, else the `scale` attribute")
 
 
 # assign: a copy; cast: a copy into another dtype. Both differentiate to themselves.

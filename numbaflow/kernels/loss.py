@@ -256,20 +256,62 @@ def _swce_views(cop, shape_slot):
     return (A, R, C), cop.attrs["soft_label"], cop.attrs["ignore_index"]
 
 
+# use_softmax=False (Paddle's): Logits already hold probabilities; Softmax is a copy and
+# Loss = -log(Logits[Label]) (or -sum(Label * log(Logits))). Host numpy: a rare mode.
+def _hard_index(lab, R, ignore):
+    valid = lab != ignore
+    bad = valid & ((lab < 0) | (lab >= R))
+    if bad.any():
+        row = int(np.flatnonzero(bad.reshape(-1))[0])
+        raise ValueError(f"softmax_with_cross_entropy: label {int(lab.reshape(-1)[row])} "
+                         f"(row {row}) is outside [0, {R}) and is not ignore_index")
+    return valid, np.where(valid, lab, 0)[:, None, :]
+
+
+def probs_xent(x, lab, sm, loss, soft, ignore):
+    sm[...] = x
+    if soft:
+        loss[...] = -(lab * np.log(x)).sum(axis=1)
+        return
+    valid, idx = _hard_index(lab, x.shape[1], ignore)
+    loss[...] = np.where(valid, -np.log(np.take_along_axis(x, idx, 1)[:, 0, :]), 0.0)
+
+
+def probs_xent_grad(lab, sm, d, dx, soft, ignore):
+    if soft:
+        dx[...] = -lab / sm * d[:, None, :]
+        return
+    valid, idx = _hard_index(lab, sm.shape[1], ignore)
+    dx[...] = 0.0
+    picked = np.take_along_axis(sm, idx, 1)[:, 0, :]
+    np.put_along_axis(dx, idx, np.where(valid, -d / picked, 0.0)[:, None, :], 1)
+
+
 def _swce_cpu(cop):
     arc, soft, ignore = _swce_views(cop, "Logits")
     row = (arc[0], arc[2])
+    probs = not cop.attrs["use_softmax"]
 
     def bind(ins, outs):
         x, lab = ins["Logits"][0].reshape(arc), ins["Label"][0]
         sm, loss = outs["Softmax"][0].reshape(arc), outs["Loss"][0].reshape(row)
+        if probs:
+            return functools.partial(probs_xent, x, lab.reshape(arc if soft else row), sm, loss,
+                                     soft, ignore)
         if soft:
             return functools.partial(swce_soft, x, lab.reshape(arc), sm, loss)
         return functools.partial(swce_hard, x, lab.reshape(row), sm, loss, ignore)
     return bind
 
 
+def _no_gpu_probs(cop):
+    if not cop.attrs["use_softmax"]:
+        raise NotImplementedError(f"{cop.type}: use_softmax=False has no GPU kernel; run "
+                                  f"the program on the CPU")
+
+
 def _swce_gpu(cop):
+    _no_gpu_probs(cop)
     arc, soft, ignore = _swce_views(cop, "Logits")
     row = (arc[0], arc[2])
 
@@ -291,7 +333,9 @@ def _swce_grad_rule(g):
                  {"Label": g.fwd("Label"), "Softmax": g.fwd("Softmax"),
                   "Loss@GRAD": g.dout("Loss")},
                  {"Logits@GRAD": g.dx("Logits")}, dict(g.attrs))
-    if g.dout("Softmax") is not None:     # Softmax used downstream too (return_softmax)
+    if g.dout("Softmax") is not None and not g.attrs["use_softmax"]:    # Softmax = Logits
+        g.append("assign", {"X": g.dout("Softmax")}, {"Out": g.dx("Logits")})
+    elif g.dout("Softmax") is not None:     # Softmax used downstream too (return_softmax)
         g.append("softmax_grad", {"Out": g.fwd("Softmax"), "Out@GRAD": g.dout("Softmax")},
                  {"X@GRAD": g.dx("Logits")}, {"axis": int(g.attrs["axis"])})
 
@@ -303,10 +347,14 @@ def _swce_grad_infer(ctx):
 def _swce_grad_cpu(cop):
     arc, soft, ignore = _swce_views(cop, "Softmax")
     row = (arc[0], arc[2])
+    probs = not cop.attrs["use_softmax"]
 
     def bind(ins, outs):
         lab, sm = ins["Label"][0], ins["Softmax"][0].reshape(arc)
         d, dx = ins["Loss@GRAD"][0].reshape(row), outs["Logits@GRAD"][0].reshape(arc)
+        if probs:
+            return functools.partial(probs_xent_grad, lab.reshape(arc if soft else row), sm, d,
+                                     dx, soft, ignore)
         if soft:
             return functools.partial(swce_soft_grad, lab.reshape(arc), sm, d, dx)
         return functools.partial(swce_hard_grad, lab.reshape(row), sm, d, dx, ignore)
@@ -314,6 +362,7 @@ def _swce_grad_cpu(cop):
 
 
 def _swce_grad_gpu(cop):
+    _no_gpu_probs(cop)
     arc, soft, ignore = _swce_views(cop, "Softmax")
     row = (arc[0], arc[2])
 
@@ -328,7 +377,7 @@ def _swce_grad_gpu(cop):
     return bind
 
 
-_SWCE_ATTRS = {"soft_label": False, "ignore_index": -100, "axis": -1}
+_SWCE_ATTRS = {"soft_label": False, "ignore_index": -100, "axis": -1, "use_softmax": True}
 register_op(OpDef(
     "softmax_with_cross_entropy", (Slot("Logits"), Slot("Label", no_grad=True)),
     (Slot("Softmax"), Slot("Loss")), _swce_infer, _swce_cpu, gpu=_swce_gpu,
@@ -336,7 +385,8 @@ register_op(OpDef(
     grad=_swce_grad_rule, traits=frozenset((MAY_FAIL,)),
     doc="Softmax = softmax(Logits, axis); Loss = -log_softmax(Logits)[Label] (hard labels, "
         "class axis kept with size 1; 0 where Label == ignore_index) or "
-        "-sum(Label * log_softmax(Logits)) (soft labels)"))
+        "-sum(Label * log_softmax(Logits)) (soft labels). use_softmax=False: Logits are "
+        "probabilities, Softmax = Logits, Loss = -log(Logits[Label]) (CPU only)"))
 register_op(OpDef(
     "softmax_with_cross_entropy_grad", (Slot("Label"), Slot("Softmax"), Slot("Loss@GRAD")),
     (Slot("Logits@GRAD"),), _swce_grad_infer, _swce_grad_cpu, gpu=_swce_grad_gpu,

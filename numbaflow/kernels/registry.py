@@ -209,6 +209,21 @@ def run_op(op_type, inputs, attrs=None, device="cpu"):
             for s in opdef.outputs if outs.get(s.name)}
 
 
+def check_declared(opdef, inputs, attrs):
+    """ValueError naming any input slot or attribute `opdef` does not declare: an op never
+    runs with an input or attribute it would silently ignore."""
+    slots = {s.name for s in opdef.inputs}
+    for k, v in inputs.items():
+        if k not in slots and v is not None and not (isinstance(v, (list, tuple)) and not v):
+            raise ValueError(f"{opdef.type}: input {k!r} is not implemented (the op reads "
+                             f"{sorted(slots)}); it would be ignored, so it is refused")
+    for k in attrs:
+        if k not in opdef.attrs:
+            raise ValueError(f"{opdef.type}: attribute {k!r} is not implemented (the op "
+                             f"honours {sorted(opdef.attrs)}); it would be ignored, so it "
+                             f"is refused")
+
+
 def build_cpu_kernel(op_type, inputs, attrs=None):
     """Specialise `op_type` to `inputs`; return (thunk, {slot: [output arrays]}).
 
@@ -224,6 +239,7 @@ def build_kernel(op_type, inputs, attrs=None, device="cpu"):
     factory = opdef.cpu if device == "cpu" else opdef.gpu
     if factory is None:
         raise NotImplementedError(f"op {op_type!r} has no {device} kernel")
+    check_declared(opdef, inputs, attrs or {})
     full_attrs = dict(opdef.attrs)
     full_attrs.update(attrs or {})
     ins = {}
