@@ -13,7 +13,7 @@ import pytest
 
 import numbaflow as paddle
 import numbaflow.static as static
-from numbaflow.formats import paddle_model, paddle_proto
+from numbaflow.formats import paddle_model, paddle_proto  # noqa: F401
 from numbaflow.graph.serialize import FileFormatError
 
 pytestmark = pytest.mark.usefixtures("fresh_graph_state")
@@ -93,8 +93,10 @@ def test_writes_paddle_format_that_reads_back_equal(tmp_path):
     want, = exe.run(main.clone(for_test=True), feed={"image": x}, fetch_list=[out])
     # no program=: the program the variables belong to (built under program_guard)
     static.save_inference_model(str(tmp_path / "m"), [image], [out], exe, format="paddle")
-    with open(tmp_path / "m.pdmodel", "rb") as f:
-        assert paddle_model.is_paddle_model(f.read(1))
+    desc = paddle_proto.ProgramDesc()       # Paddle's protobuf, feed and fetch ops included
+    desc.ParseFromString((tmp_path / "m.pdmodel").read_bytes())
+    assert [op.type for op in desc.blocks[0].ops][::len(desc.blocks[0].ops) - 1] == \
+        ["feed", "fetch"]
     with static.scope_guard(static.Scope()):
         program, feeds, fetches = static.load_inference_model(str(tmp_path / "m"), exe)
         np.testing.assert_allclose(run(program, feeds, fetches, x), want, rtol=1e-6)

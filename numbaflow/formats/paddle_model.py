@@ -146,6 +146,41 @@ def _attr_value(a, where):
                           f"are not supported)")
 
 
+def _conform(value, default, name, where):
+    """`value` of attribute `name` as the OpDef's default types it; FileFormatError when the
+    file gives another kind of value (a damaged file, or another op's attribute)."""
+    def bad(expected):
+        return FileFormatError(f"{where}: attribute {name!r} is {value!r}; numbaflow's op "
+                               f"expects {expected}")
+    if name in _DTYPE_ATTRS and isinstance(value, int) and not isinstance(value, bool):
+        if value not in _DTYPES:
+            raise bad("a data type numbaflow has (VarType.Type)")
+        return _DTYPES[value]
+    if default is None or isinstance(default, np.dtype):
+        return value
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise bad("a bool")
+    elif isinstance(default, int):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise bad("an int")
+    elif isinstance(default, float):
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            raise bad("a number")
+        value = float(value)
+    elif isinstance(default, str):
+        if not isinstance(value, str):
+            raise bad("a str")
+    elif isinstance(default, (list, tuple)):
+        if not isinstance(value, list):
+            raise bad("a list")
+        kinds = {type(v) for v in default}
+        if kinds and value and not {type(v) for v in value} <= kinds | (
+                {int} if float in kinds else set()):
+            raise bad(f"a list of {sorted(k.__name__ for k in kinds)}")
+    return value
+
+
 def parse_program_desc(raw, path):
     """The ProgramDesc message in `raw` (the bytes of `path`)."""
     desc = pp.ProgramDesc()
@@ -192,24 +227,18 @@ def _translate(op, where):
                                   f"numbaflow's {op.type}; it writes {sorted(slots_out)}")
         outputs[v.parameter] = list(v.arguments)
     for a in op.attrs:
-        value = _attr_value(a, where) if a.name not in _NEUTRAL_ATTRS or \
-            a.name in opdef.attrs else None
+        value = _attr_value(a, where)
         if a.name in opdef.attrs:
-            if a.name in _DTYPE_ATTRS and isinstance(value, int) and \
-                    isinstance(opdef.attrs[a.name], (np.dtype, str, type(None))):
-                if value not in _DTYPES:
-                    raise FileFormatError(f"{where}: attribute {a.name!r} is data type "
-                                          f"{value}, which numbaflow does not have")
-                value = _DTYPES[value]
-            attrs[a.name] = value
+            attrs[a.name] = _conform(value, opdef.attrs[a.name], a.name, where)
             continue
         allowed = _NEUTRAL_ATTRS.get(a.name, ())
-        if a.name in _NEUTRAL_ATTRS and (allowed is None or _attr_value(a, where) in allowed):
+        if a.name in _NEUTRAL_ATTRS and (allowed is None or not isinstance(value, list)
+                                         and value in allowed):
             continue
         raise FileFormatError(
-            f"{where}: attribute {a.name!r} = {_attr_value(a, where)!r} is not implemented by "
-            f"numbaflow's {op.type} (it honours {sorted(opdef.attrs)}); running the model "
-            f"without it would compute something else")
+            f"{where}: attribute {a.name!r} = {value!r} is not implemented by numbaflow's "
+            f"{op.type} (it honours {sorted(opdef.attrs)}); running the model without it "
+            f"would compute something else")
     return inputs, outputs, attrs
 
 
@@ -259,12 +288,15 @@ def program_from_desc(desc, path):
             # outputs, e.g. layer_norm's Mean, with other ranks); `verify` checks the rest
             block.append_op(op.type, {k: lookup(v) for k, v in inputs.items()},
                             {k: lookup(v) for k, v in outputs.items()}, attrs)
-        except FileFormatError:
+        except (FileFormatError, MemoryError):
             raise
-        except (ValueError, TypeError) as e:
-            raise FileFormatError(f"{where}: {e}") from None
+        except Exception as e:       # shape inference meeting values no real model has
+            raise FileFormatError(f"{where}: {type(e).__name__}: {e}") from None
     feed_names = [feeds[c] for c in sorted(feeds)]
     fetch_names = [fetches[c] for c in sorted(fetches)]
+    if not fetch_names:
+        raise FileFormatError(f"file {path!r} has no fetch op: not an inference model, or "
+                              f"truncated")
     for n in feed_names + fetch_names:
         if n not in block.vars:
             raise FileFormatError(f"file {path!r}: feed/fetch variable {n!r} is not declared")
@@ -286,12 +318,6 @@ def read_model(model_raw, params_raw, model_path, params_path):
                                                 model_path)
     names = sorted(v.name for v in program.list_vars() if v.persistable and not v.is_data)
     return program, feeds, fetches, read_tensors(params_raw, names, params_path)
-
-
-def is_paddle_model(head):
-    """Whether the first bytes of a model file are a protobuf ProgramDesc (field 1,
-    `blocks`, length-delimited) rather than numbaflow's JSON."""
-    return head[:1] == b"\x0a"
 
 
 # ---------------------------------------------------------------- Program -> ProgramDesc

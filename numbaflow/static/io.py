@@ -348,15 +348,17 @@ def _read_inference(model_file, params_file, fn):
             if real[path] is None:
                 raise FileNotFoundError(f"{fn}: {path!r} does not exist; was the model saved "
                                         f"with save_inference_model?")
-        with open(real[model_file], "rb") as f:
-            head = f.read(1)
-        if paddle_model.is_paddle_model(head):
+        with open(real[model_file], "rb") as f, open(real[params_file], "rb") as g:
+            # numbaflow's files: a JSON program or an .npz; anything else is read (and
+            # checked) as Paddle's, so a damaged Paddle file gets Paddle's messages
+            paddle = f.read(1) != b"{" and g.read(2) != b"PK"
+        if paddle:
             raw = _read_bounded(model_file, real[model_file])
             params_raw = _read_bounded(params_file, real[params_file])
         else:
             found, meta = _arrays.read_arrays(params_file, real[params_file])
             raw = _read_bounded(model_file, real[model_file])
-    if paddle_model.is_paddle_model(head):
+    if paddle:
         program, feeds, fetches, found = paddle_model.read_model(raw, params_raw, model_file,
                                                                   params_file)
         desc = {"program": program, "feed": feeds, "fetch": fetches}
