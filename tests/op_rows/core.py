@@ -85,6 +85,10 @@ for _op, _maker, _fn, _attrs, _id in [
         ("assign", uniform(X34), lambda x, a: x, {}, None)]:
     row(_op, {"X": _maker}, unary(_fn), _id or _op, attrs=_attrs)
 
+# Paddle's ScaleTensor (one element) replaces the `scale` attribute
+row("scale", {"X": uniform(X34), "ScaleTensor": uniform((1,), 0.5, 2.0)},
+    lambda ins, a: {"Out": (ins["X"] * ins["ScaleTensor"] + 0.5).astype(ins["X"].dtype)},
+    "scale-scale_tensor", attrs={"scale": 9.0, "bias": 0.5}, grad_inputs=("X",))
 row("assign", {"X": ints(X34, -5, 5)}, lambda ins, a: {"Out": ins["X"].copy()}, "assign-int64",
     dtypes=("float64",))
 row("cast", {"X": uniform(X34)}, unary(lambda x, a: x, "float64"), "cast-f32_to_f64",
