@@ -8,6 +8,7 @@ import pytest
 import numbaflow as paddle
 import numbaflow.static as static
 from numbaflow.kernels.registry import run_op
+from numbaflow.utils import unique_name
 
 pytestmark = pytest.mark.usefixtures("fresh_graph_state")
 
@@ -97,3 +98,81 @@ def test_scale_tensor_replaces_the_scale_attribute_forward_and_backward():
                    fetch_list=[grads[0][1], out])
     np.testing.assert_allclose(o, x * 3.0 + 0.5, rtol=1e-6)
     np.testing.assert_allclose(g, 2 * (x * 3.0 + 0.5) * 3.0, rtol=1e-6)
+
+
+def test_scale_tensor_survives_the_fusion_passes():
+    main, startup = static.Program(), static.Program()
+    with static.program_guard(main, startup):
+        x = static.data("x", [None, 3], "float32")
+        w = paddle.create_parameter([3], "float32", name="w")
+        s = static.data("s", [1], "float32")
+        h = paddle.nn.functional.relu(x + w)
+        out = main.global_block().create_var("out", (-1, 3), "float32")
+        main.global_block().append_op("scale", {"X": [h], "ScaleTensor": [s]},
+                                      {"Out": [out]}, {"scale": 7.0, "bias": 0.5})
+        y = paddle.tanh(out)
+        paddle.optimizer.SGD(0.1).minimize(paddle.mean(y))
+    exe = static.Executor(paddle.CPUPlace())
+    exe.run(startup)
+    xs = np.random.default_rng(0).normal(size=(4, 3)).astype("float32")
+    w0 = static.global_scope().get("w").copy()
+    bs = static.BuildStrategy()
+    bs.fuse_elewise_add_act_ops = bs.enable_auto_fusion = bs.fuse_all_optimizer_ops = True
+    got, = exe.run(static.CompiledProgram(main, build_strategy=bs),
+                   feed={"x": xs, "s": np.array([3.0], "float32")}, fetch_list=[y])
+    want = np.tanh(np.maximum(xs + w0, 0) * 3.0 + 0.5)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    grad = ((1 - want ** 2) / want.size * 3.0 * ((xs + w0) > 0)).sum(0)
+    np.testing.assert_allclose(static.global_scope().get("w"), w0 - 0.1 * grad, rtol=1e-5,
+                               atol=1e-7)
+
+
+def adam_programs():
+    """numbaflow's Adam (adam + two scale ops per parameter) and the same updates as
+    Paddle's programs write them: adam with Beta1PowOut/Beta2PowOut in place."""
+    programs = []
+    for paddle_style in (False, True):
+        main, startup = static.Program(), static.Program()
+        with static.program_guard(main, startup), unique_name.guard():
+            x = static.data("x", [None, 4], "float32")
+            h = static.nn.fc(x, 3, activation="tanh")
+            loss = paddle.mean(static.nn.fc(h, 1))
+            paddle.optimizer.Adam(0.05).minimize(loss)
+        block = main.global_block()
+        if paddle_style:
+            pows = [op for op in block.ops if op.type == "scale" and
+                    op.input("X")[0].endswith(("beta1_pow_acc_0", "beta2_pow_acc_0"))]
+            for op in block.ops:
+                if op.type == "adam":
+                    block.set_output(op, "Beta1PowOut", op.inputs["Beta1Pow"])
+                    block.set_output(op, "Beta2PowOut", op.inputs["Beta2Pow"])
+            assert len(pows) == 8
+            block.remove_ops(pows)
+        programs.append((main, startup, loss))
+    return programs
+
+
+@pytest.mark.parametrize("fuse", [False, True])
+def test_adam_beta_pow_outputs_update_as_the_scale_ops_do(fuse):
+    (ref, ref_start, ref_loss), (main, start, loss) = adam_programs()
+    feeds = [{"x": np.random.default_rng(i).normal(size=(5, 4)).astype("float32")}
+             for i in range(3)]
+    results, init = [], None
+    for program, startup, fetch in ((ref, ref_start, ref_loss), (main, start, loss)):
+        with static.scope_guard(static.Scope()):
+            exe = static.Executor(paddle.CPUPlace())
+            exe.run(startup)
+            if init is None:
+                init = ref.state_dict()
+            ref.set_state_dict(init)            # both start from the same values
+            if program is main and fuse:
+                bs = static.BuildStrategy()
+                bs.fuse_all_optimizer_ops = True
+                program = static.CompiledProgram(program, build_strategy=bs)
+            losses = [exe.run(program, feed=f, fetch_list=[fetch])[0] for f in feeds]
+            results.append((losses, ref.state_dict()))
+    (want_losses, want), (got_losses, got) = results
+    np.testing.assert_allclose(got_losses, want_losses, rtol=1e-6)
+    assert got["fc_0.w_0_beta1_pow_acc_0"].tolist() == pytest.approx([0.9 ** 4])
+    for k in want:
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-6, err_msg=k)

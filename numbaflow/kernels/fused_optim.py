@@ -55,6 +55,12 @@ def fused_type_of(op_type):
 FUSED_TYPES = set()
 
 
+def _body_outputs(base):
+    """The output slots `base`'s body computes (adam's optional Beta1PowOut/Beta2PowOut
+    are written by a step of its own kernel, not by the body: a fused op has none)."""
+    return base.outputs[:len(S.trace(base.body, dict(base.attrs), len(base.inputs)))]
+
+
 def fused_optimizer_op(base_type):
     """Register `fused_<base_type>`: the update `base_type` over any number of parameters."""
     base = get_op_def(base_type)
@@ -67,7 +73,7 @@ def fused_optimizer_op(base_type):
         return tuple(Slot(s.name, s.optional, True, s.no_grad) for s in slots)
     FUSED_TYPES.add(fused)
     return register_op(OpDef(
-        type=fused, inputs=dup(base.inputs), outputs=dup(base.outputs),
+        type=fused, inputs=dup(base.inputs), outputs=dup(_body_outputs(base)),
         infer=functools.partial(_infer, base), cpu=functools.partial(_factory, base, "cpu"),
         gpu=functools.partial(_factory, base, "gpu"), attrs=dict(base.attrs),
         traits=frozenset((OPTIMIZER, NO_GRAD)),
@@ -92,13 +98,13 @@ def _infer(base, ctx):
         if len(dts) > 1:
             raise ctx.error(f"slot {name} mixes dtypes {sorted(map(str, dts))}; fuse "
                             f"parameters of one dtype per {fused} op")
-    result = {s.name: [] for s in base.outputs}
+    result = {s.name: [] for s in _body_outputs(base)}
     fulls = []
     for i in range(n):
         sub = InferContext(base.type, ctx.attrs, {k: [ctx.inputs(k)[i]] for k in present},
                            {k: [ctx.name(k, i)] for k in present})
         out = base.infer(sub)
-        for s in base.outputs:
+        for s in _body_outputs(base):
             info = out.get(s.name)
             if info is not None:
                 result[s.name].append(info)
@@ -130,10 +136,10 @@ def _same_shape(a, b):
 def _factory(base, device, cop):
     """OpDef.cpu / .gpu: specialise the fused update to the concrete shapes."""
     ins = [s.name for s in base.inputs if cop.in_infos.get(s.name)]
-    outs = [s.name for s in base.outputs if cop.out_infos.get(s.name)]
+    outs = [s.name for s in _body_outputs(base) if cop.out_infos.get(s.name)]
     n = len(cop.in_infos["Param"])
     traced = S.trace(base.body, cop.attrs, len(ins))
-    wanted = tuple(traced[k] for k, s in enumerate(base.outputs) if s.name in outs)
+    wanted = tuple(traced[k] for k, s in enumerate(_body_outputs(base)) if s.name in outs)
     scalar = tuple(all(_size(i.shape) == 1 for i in cop.in_infos[k]) for k in ins)
     sizes = [numel(i.shape) for i in cop.out_infos["ParamOut"]]
     in_dt = tuple(np.dtype(cop.in_infos[k][0].dtype).name for k in ins)

@@ -4,7 +4,7 @@ in place (ParamOut is Param), so an update allocates nothing.
 """
 from . import scalar as S
 from .elementwise import elementwise_op
-from .registry import NO_GRAD, OPTIMIZER
+from .registry import NO_GRAD, OPTIMIZER, ConcreteOp, Slot, get_op_def, sequence
 
 _TRAITS = (OPTIMIZER, NO_GRAD)
 
@@ -38,11 +38,49 @@ def _adam(a, p, g, lr, m1, m2, b1p, b2p):
     return p_new, m1_new, m2_new
 
 
-elementwise_op(
+_ADAM = elementwise_op(
     "adam", ("Param", "Grad", "LearningRate", "Moment1", "Moment2", "Beta1Pow", "Beta2Pow"),
     _adam, outputs=("ParamOut", "Moment1Out", "Moment2Out"),
     attrs={"beta1": 0.9, "beta2": 0.999, "epsilon": 1e-8},
     inplace={"ParamOut": "Param", "Moment1Out": "Moment1", "Moment2Out": "Moment2"},
     traits=_TRAITS,
-    doc="Adam as in Paddle: bias correction through Beta1Pow/Beta2Pow (updated by "
-        "separate scale ops after the update)")
+    doc="Adam as in Paddle: bias correction through Beta1Pow/Beta2Pow; with Paddle's "
+        "optional Beta1PowOut/Beta2PowOut the op also writes Beta1Pow * beta1 and "
+        "Beta2Pow * beta2 there after the update (numbaflow's Adam appends scale ops "
+        "instead)")
+
+
+def _with_beta_pows(opdef):
+    """Add Paddle's optional Beta1PowOut / Beta2PowOut outputs to `opdef` (an elementwise
+    op, whose outputs all take the parameter's shape): after the elementwise update, a
+    `scale` kernel writes BetaPow * beta into each one given (in place when it is BetaPow
+    itself, as in Paddle's programs)."""
+    pows = (("Beta1PowOut", "Beta1Pow", "beta1"), ("Beta2PowOut", "Beta2Pow", "beta2"))
+    opdef.outputs += tuple(Slot(out, optional=True) for out, _, _ in pows)
+    opdef.inplace.update({out: src for out, src, _ in pows})
+    infer = opdef.infer
+
+    def infer_pows(ctx):
+        result = infer(ctx)
+        result.update({out: ctx.input(src) for out, src, _ in pows})
+        return result
+
+    def factory(base, device):
+        def make(cop):
+            bind = base(cop)
+            scale = get_op_def("scale")
+            scales = {out: (scale.cpu if device == "cpu" else scale.gpu)(ConcreteOp(
+                "scale", {**scale.attrs, "scale": cop.attrs[beta]}, {"X": cop.in_infos[src]},
+                {"Out": cop.in_infos[src]})) for out, src, beta in pows if cop.out_infos.get(out)}
+
+            def bind_all(ins, outs):
+                return sequence([bind(ins, outs)] + [
+                    scales[out]({"X": ins[src]}, {"Out": outs[out]})
+                    for out, src, _ in pows if out in scales and outs.get(out)])
+            return bind_all
+        return make
+    opdef.infer = infer_pows
+    opdef.cpu, opdef.gpu = factory(opdef.cpu, "cpu"), factory(opdef.gpu, "gpu")
+
+
+_with_beta_pows(_ADAM)

@@ -39,7 +39,8 @@ def _grad_act(op):
         return None
     if op.type.endswith("_grad") and op.type[:-5] in ACTIVATIONS:
         return op.type[:-5]
-    if op.type == "scale" and op.role == BACKWARD and op.attrs["bias"] == 0.0:
+    if op.type == "scale" and op.role == BACKWARD and op.attrs["bias"] == 0.0 and \
+            "ScaleTensor" not in op.inputs:     # the fused kernel knows the attribute only
         return "scale"
     return None
 

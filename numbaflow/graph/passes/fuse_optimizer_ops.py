@@ -69,6 +69,12 @@ class FuseAllOptimizerOps(Pass):
                 self.refuse(f"{op.type} op updating {op.input('Param')}",
                             f"there is no fused kernel for {op.type}")
                 continue
+            extra = set(op.outputs) - {s.name for s in
+                                       get_op_def(fused_type_of(op.type)).outputs}
+            if extra:       # e.g. adam's Beta1PowOut (Paddle's programs)
+                self.refuse(f"{op.type} op updating {op.input('Param')}",
+                            f"{fused_type_of(op.type)} has no output {sorted(extra)}")
+                continue
             # the key's slot names keep ops with different optional slots apart
             dtypes = tuple((k, str(vs[0].dtype)) for k, vs in sorted(op.inputs.items()))
             key = (op.type, repr(sorted(op.attrs.items())), dtypes)
