@@ -210,3 +210,17 @@ def test_scale_with_a_scale_tensor_runs_as_paddles(tmp_path):
     d = data("mlp")
     np.testing.assert_allclose(run(program, feeds, fetches, d["x"]), d["out"] * factor[0],
                                rtol=1e-5, atol=1e-7)
+
+
+def test_fluid_save_without_main_program_uses_the_targets_program(tmp_path):
+    """Issue 18: a model built under program_guard, saved without main_program=."""
+    import numbaflow.fluid as fluid
+    exe, main, image, out = build_cnn()
+    x = np.random.default_rng(0).normal(size=(2, 1, 8, 8)).astype("float32")
+    want, = exe.run(main.clone(for_test=True), feed={"image": x}, fetch_list=[out])
+    fluid.io.save_inference_model(str(tmp_path), ["image"], [out], exe)
+    with pytest.raises(ValueError, match="not variables of the program saved"):
+        fluid.io.save_inference_model(str(tmp_path), ["img"], [out], exe)
+    with static.scope_guard(static.Scope()):
+        program, feeds, fetches = fluid.io.load_inference_model(str(tmp_path), exe)
+        np.testing.assert_allclose(run(program, feeds, fetches, x), want, rtol=1e-6)

@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from ..graph.program import default_main_program
-from ..static.io import _as_program, _read_inference, _write_inference, load, save
+from ..graph.program import Variable, default_main_program
+from ..static.io import _program_of, _read_inference, _write_inference, load, save
 from ..io import DataLoader  # noqa: F401
 from ..reader import (batch, buffered, cache, chain, compose, firstn, map_readers,  # noqa: F401
                       shuffle, xmap_readers)
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from ..executor.executor import Executor
-    from ..graph.program import Program, Variable
+    from ..graph.program import Program
 
 __all__ = ["save_inference_model", "load_inference_model", "save_persistables",
            "load_persistables", "save", "load", "DataLoader", "batch", "shuffle", "buffered",
@@ -69,15 +69,21 @@ def save_inference_model(dirname: str, feeded_var_names: str | Sequence[str],
         >>> feed_names
         ['x']
     """
-    program = _as_program(main_program, "save_inference_model")
     names = [feeded_var_names] if isinstance(feeded_var_names, str) else list(feeded_var_names)
     bad = [n for n in names if not isinstance(n, str)]
     if bad:
         raise TypeError(f"save_inference_model: feeded_var_names must be names (str), got "
                         f"{bad!r}")
-    block = program.global_block()
-    feed_vars = [block.var(n) for n in names]
     targets = target_vars if isinstance(target_vars, (list, tuple)) else [target_vars]
+    # no main_program: the program the targets were built in (not always the default one)
+    program = _program_of([t for t in targets if isinstance(t, Variable)], main_program,
+                          "save_inference_model")
+    block = program.global_block()
+    missing = [n for n in names if n not in block.vars]
+    if missing:
+        raise ValueError(f"save_inference_model: feeded_var_names {missing} are not variables "
+                         f"of the program saved; pass main_program= the Program that built them")
+    feed_vars = [block.var(n) for n in names]
     model_file, params_file = _files(dirname, model_filename, params_filename,
                                      "save_inference_model")
     _write_inference(model_file, params_file, feed_vars, list(targets), program,
