@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from ..graph.program import Variable, default_main_program
+from ..graph.program import Variable as _Variable, default_main_program
 from ..static.io import _program_of, _read_inference, _write_inference, load, save
 from ..io import DataLoader  # noqa: F401
 from ..reader import (batch, buffered, cache, chain, compose, firstn, map_readers,  # noqa: F401
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from ..executor.executor import Executor
-    from ..graph.program import Program
+    from ..graph.program import Program, Variable
 
 __all__ = ["save_inference_model", "load_inference_model", "save_persistables",
            "load_persistables", "save", "load", "DataLoader", "batch", "shuffle", "buffered",
@@ -76,7 +76,7 @@ def save_inference_model(dirname: str, feeded_var_names: str | Sequence[str],
                         f"{bad!r}")
     targets = target_vars if isinstance(target_vars, (list, tuple)) else [target_vars]
     # no main_program: the program the targets were built in (not always the default one)
-    program = _program_of([t for t in targets if isinstance(t, Variable)], main_program,
+    program = _program_of([t for t in targets if isinstance(t, _Variable)], main_program,
                           "save_inference_model")
     block = program.global_block()
     missing = [n for n in names if n not in block.vars]
