@@ -145,12 +145,14 @@ def test_paddle_format_checkpoint_reads_back(tmp_path):
 @pytest.mark.slow
 @pytest.mark.skipif(not PADDLE_PYTHON, reason="set NUMBAFLOW_PADDLE_PYTHON to a Paddle 2.6 "
                     "interpreter to run real Paddle")
-@pytest.mark.parametrize("model", ["mlp", "cnn"])
-def test_checkpoint_written_here_resumes_in_paddle(model, tmp_path):
+@pytest.mark.parametrize("model, protocol", [("mlp", 4), ("cnn", 2)])
+def test_checkpoint_written_here_resumes_in_paddle(model, protocol, tmp_path, monkeypatch):
+    from numbaflow.io import _pickle
+    monkeypatch.setattr(_pickle, "_SPLIT_BYTES", 64)       # protocol 2: big arrays split
     exe, main, loss = build(model)
     static.load(main, os.path.join(FIXTURES, model, "ckpt"), exe)   # Paddle's 3 steps
     got, feed, _ = step(exe, main, loss, model)                        # a 4th step here
-    static.save(main, str(tmp_path / "ckpt"), format="paddle")
+    static.save(main, str(tmp_path / "ckpt"), protocol=protocol, format="paddle")
     d = np.load(os.path.join(FIXTURES, model, "data.npz"))
     np.savez(tmp_path / "feed.npz", **feed)                   # a 5th step: here and Paddle
     got5, = exe.run(main, feed=feed, fetch_list=[loss])
@@ -159,3 +161,23 @@ def test_checkpoint_written_here_resumes_in_paddle(model, tmp_path):
                     str(tmp_path / "out.npz")], check=True, capture_output=True, timeout=300)
     assert_matches_paddles_step(model, got5, np.load(tmp_path / "out.npz"))
     assert d["step_loss"] == pytest.approx(float(got), rel=1e-5)
+
+
+def test_protocol_2_splits_big_arrays_as_paddle_does(tmp_path, monkeypatch):
+    """Protocols 2-3 cannot pickle an object over 4 GiB: Paddle splits big arrays into
+    slices listed under `UnpackBigParamInfor@@`; the split is shrunk here to 64 bytes."""
+    import pickle
+
+    from numbaflow.io import _pickle
+    monkeypatch.setattr(_pickle, "_SPLIT_BYTES", 64)
+    exe, main, loss = build("mlp")
+    before = main.state_dict()
+    static.save(main, str(tmp_path / "ck"), protocol=2, format="paddle")
+    with open(tmp_path / "ck.pdparams", "rb") as f:
+        raw = pickle.load(f)       # plain pickle: what Paddle's loader sees
+    info = raw["UnpackBigParamInfor@@"]["fc_0.w_0"]     # 4x8 float32 = 128 bytes
+    assert info["OriginShape"] == (4, 8) and len(info["slices"]) == 2
+    with static.scope_guard(static.Scope()):
+        static.load(main, str(tmp_path / "ck"), exe)
+        for k, a in before.items():
+            np.testing.assert_array_equal(static.global_scope().get(k), a)

@@ -134,11 +134,12 @@ class _RestrictedUnpickler(pickle._Unpickler):
 _SPLIT_BYTES = 1 << 30
 
 
-def writer(arrays, protocol):
+def writer(arrays, protocol, split=True):
     """A writer (for io/_atomic.commit) of {name: ndarray} as Paddle's `static.save` and
-    `paddle.save` write it: one pickled dict, big arrays split as Paddle splits them."""
+    `paddle.save` write it: one pickled dict, big arrays split as Paddle splits them
+    (`split=False` for `.pdopt`, which Paddle neither splits nor re-joins)."""
     out = {k: np.ascontiguousarray(a) for k, a in arrays.items()}
-    if protocol < 4:
+    if protocol < 4 and split:
         info = {}
         for key in [k for k, a in out.items() if a.nbytes > _SPLIT_BYTES]:
             a = out.pop(key)

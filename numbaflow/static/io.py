@@ -179,7 +179,8 @@ def save(program: Program, model_path: str, protocol: int = 4, **configs: object
     save_id = _atomic.new_save_id()
     if fmt == "paddle":
         _atomic.commit({model_path + ".pdparams": _pickle.writer(params, protocol),
-                        model_path + ".pdopt": _pickle.writer(others, protocol)}, save_id)
+                        model_path + ".pdopt": _pickle.writer(others, protocol, split=False)},
+                       save_id)
         return
     _atomic.commit({model_path + ".pdparams": _writer(params, "pdparams", save_id),
                     model_path + ".pdopt": _writer(others, "pdopt", save_id)}, save_id)
