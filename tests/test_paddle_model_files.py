@@ -19,7 +19,7 @@ from numbaflow.graph.serialize import FileFormatError
 pytestmark = pytest.mark.usefixtures("fresh_graph_state")
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "paddle")
-MODELS = ["mlp", "cnn", "transformer"]
+MODELS = ["mlp", "cnn", "transformer", "concat"]
 PADDLE_PYTHON = os.environ.get("NUMBAFLOW_PADDLE_PYTHON")
 needs_paddle = pytest.mark.skipif(not PADDLE_PYTHON, reason="set NUMBAFLOW_PADDLE_PYTHON to "
                                   "a Paddle 2.6 interpreter to run real Paddle")
@@ -224,3 +224,13 @@ def test_fluid_save_without_main_program_uses_the_targets_program(tmp_path):
     with static.scope_guard(static.Scope()):
         program, feeds, fetches = fluid.io.load_inference_model(str(tmp_path), exe)
         np.testing.assert_allclose(run(program, feeds, fetches, x), want, rtol=1e-6)
+
+
+def test_axis_tensor_not_made_by_a_constant_is_refused(tmp_path):
+    """The concat fixture's AxisTensor comes from a fill_constant (folded into `axis`);
+    without that producer its value is known only at run time: refused, not axis 0."""
+    def edit(desc):
+        ops = desc.blocks[0].ops
+        ops.remove(next(op for op in ops if op.type == "fill_constant"))
+    with pytest.raises(FileFormatError, match="concat.*input 'AxisTensor'"):
+        load_edited(tmp_path, "concat", edit)

@@ -45,7 +45,13 @@ _NEUTRAL_ATTRS = {
     "padding_algorithm": {"EXPLICIT"}, "data_format": {"NCHW", "AnyLayout"},
     "fuse_relu": {False}, "fuse_with_relu": {False}, "exhaustive_search": {False},
     "workspace_size_MB": None, "use_addto": {False}, "force_fp32_output": {False},
+    "force_cpu": None, "place_type": None,        # fill_constant's placement
+    "str_value": None,       # fill_constant's value as text: read into `value` (_translate)
 }
+# Inputs that carry an attribute's value as a one-element tensor; when a fill_constant of
+# the program makes that tensor, its value is folded into the attribute (numbaflow fixes
+# shapes before a run, so concat's axis must be known then).
+_TENSOR_ATTRS = {("concat", "AxisTensor"): "axis"}
 _NEUTRAL_OUTPUTS = {"XShape"}      # reshape2/transpose2/... keep the input's shape here
 # attributes holding a dtype: a VarType.Type number in the file, a numpy dtype here
 _DTYPE_ATTRS = {"dtype", "in_dtype", "out_dtype"}
@@ -239,7 +245,32 @@ def _translate(op, where):
             f"{where}: attribute {a.name!r} = {value!r} is not implemented by numbaflow's "
             f"{op.type} (it honours {sorted(opdef.attrs)}); running the model without it "
             f"would compute something else")
+    text = next((a.s for a in op.attrs if a.name == "str_value"), "")
+    if op.type == "fill_constant" and text:      # Paddle: str_value, when set, is the value
+        try:
+            attrs["value"] = float(text)
+        except ValueError:
+            raise FileFormatError(f"{where}: attribute 'str_value' = {text!r} is not a "
+                                  f"number") from None
     return inputs, outputs, attrs
+
+
+def _fold_constants(op, constants):
+    """`op`, or a copy with each _TENSOR_ATTRS input made by a fill_constant (value in
+    `constants`) turned into its attribute."""
+    folds = [(v, _TENSOR_ATTRS[(op.type, v.parameter)]) for v in op.inputs
+             if (op.type, v.parameter) in _TENSOR_ATTRS and len(v.arguments) == 1
+             and v.arguments[0] in constants]
+    if not folds:
+        return op
+    new = type(op)()
+    new.CopyFrom(op)
+    for v, attr in folds:
+        value = constants[v.arguments[0]]
+        del next(x for x in new.inputs if x.parameter == v.parameter).arguments[:]
+        a = next((a for a in new.attrs if a.name == attr), None) or new.attrs.add(name=attr)
+        a.type, a.i = pp.ATTR_TYPES["INT"], int(value)
+    return new
 
 
 def program_from_desc(desc, path):
@@ -247,7 +278,7 @@ def program_from_desc(desc, path):
     block_desc = desc.blocks[0]
     program = Program()
     block = program.global_block()
-    feeds, fetches = {}, {}
+    feeds, fetches, constants = {}, {}, {}
     for vd in block_desc.vars:
         if vd.type.type in (FEED, FETCH):
             continue
@@ -276,7 +307,10 @@ def program_from_desc(desc, path):
                 raise FileFormatError(f"{where} must name one variable and a new 'col'")
             table[col] = names[0]
             continue
+        op = _fold_constants(op, constants)
         inputs, outputs, attrs = _translate(op, where)
+        if op.type == "fill_constant" and list(attrs.get("shape", [])) in ([1], []):
+            constants[outputs["Out"][0]] = attrs["value"]
 
         def lookup(names, where=where):
             missing = [n for n in names if n not in block.vars]
