@@ -23,7 +23,7 @@ def run_onnx(path, feed):
     return sess.run(None, feed)
 
 
-@pytest.mark.parametrize("model", ["mlp", "cnn", "transformer"])
+@pytest.mark.parametrize("model", ["mlp", "cnn", "transformer", "concat"])
 def test_paddle_models_run_in_onnxruntime_with_paddles_outputs(model, tmp_path):
     exe = static.Executor(paddle.CPUPlace())
     program, feeds, fetches = static.load_inference_model(
