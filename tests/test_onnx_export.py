@@ -69,13 +69,33 @@ def test_model_built_here_runs_in_onnxruntime_with_our_outputs(tmp_path):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
+def test_more_ops_run_in_onnxruntime_with_our_outputs(tmp_path):
+    main, startup = static.Program(), static.Program()
+    with static.program_guard(main, startup):
+        x = static.data("x", [None, 6], "float32")
+        a, b = paddle.split(paddle.clip(x, -0.5, 0.7), [2, 4], axis=1)
+        c = paddle.concat([paddle.pow(a, 2.0), paddle.unsqueeze(paddle.sum(b, axis=1), 1)], 1)
+        idx = paddle.argmax(c, axis=1)
+        scaled = paddle.cast(idx, "float32") * 0.5
+    exe = static.Executor(paddle.CPUPlace())
+    xs = np.random.default_rng(3).normal(size=(5, 6)).astype("float32")
+    want = exe.run(main, feed={"x": xs}, fetch_list=[c, idx, scaled])
+    path = paddle.onnx.export(main, [x], [c, idx, scaled], str(tmp_path / "m.onnx"))
+    got = run_onnx(path, {"x": xs})
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-6)
+        assert g.dtype == w.dtype
+
+
 def test_ops_without_a_mapping_are_named(tmp_path):
     main, startup = static.Program(), static.Program()
     with static.program_guard(main, startup):
         x = static.data("x", [None, 3], "float32")
-        y = paddle.argmax(paddle.nn.functional.relu(x), axis=1)
-    with pytest.raises(NotImplementedError, match=r"no ONNX mapping.*\['arg_max'\]"):
-        paddle.onnx.export(main, [x], [y], str(tmp_path / "m.onnx"))
+        label = static.data("label", [None, 1], "int64")
+        y = F.cross_entropy(paddle.nn.functional.relu(x), label)
+    with pytest.raises(NotImplementedError,
+                       match=r"no ONNX mapping.*\['softmax_with_cross_entropy'\]"):
+        paddle.onnx.export(main, [x, label], [y], str(tmp_path / "m.onnx"))
     assert not os.path.exists(tmp_path / "m.onnx")
 
 

@@ -275,6 +275,43 @@ def _sum(g, op):
     g.node("Sum", [v.name for v in op.inputs["X"]], [_out(op)])
 
 
+def _clip(g, op):
+    x = _in(op, "X")
+    g.node("Clip", [x.name, g.const(op.attrs["min"], x.dtype), g.const(op.attrs["max"], x.dtype)],
+           [_out(op)])
+
+
+def _pow(g, op):
+    x = _in(op, "X")
+    g.node("Pow", [x.name, g.const(op.attrs["factor"], x.dtype)], [_out(op)])
+
+
+def _arg_max(g, op):
+    x = _in(op, "X").name
+    axis = int(op.attrs["axis"])
+    if op.attrs["flatten"]:
+        x, axis = g.node("Reshape", [x, g.ints([-1])]), 0
+    out = _out(op)
+    dt = np.dtype(op.attrs["dtype"])
+    idx = g.node("ArgMax", [x], None if dt != np.int64 else [out], axis=axis,
+                 keepdims=int(bool(op.attrs["keepdims"])))
+    if dt != np.int64:
+        g.node("Cast", [idx], [out], to=g.h.np_dtype_to_tensor_dtype(dt))
+
+
+def _split(g, op):
+    x = _in(op, "X")
+    axis = op.attrs["axis"] % len(x.shape)
+    dim, outs = x.shape[axis], [v.name for v in op.outputs["Out"]]
+    sections = list(op.attrs["sections"]) or ([dim // len(outs)] * len(outs) if dim >= 0
+                                              else [])
+    if -1 in sections and dim >= 0:
+        sections[sections.index(-1)] = dim - (sum(sections) + 1)
+    if not sections or -1 in sections:
+        raise Unsupported(f"split of an unknown dim {dim} into {op.attrs}")
+    g.node("Split", [x.name, g.ints(sections)], outs, axis=axis)
+
+
 _MAP = {**{k: _elementwise for k in _ELEMENTWISE}, **{k: _unary for k in _UNARY},
         **{k: _reduce for k in _REDUCE},
         "square": _square, "leaky_relu": _leaky_relu, "gelu": _gelu, "scale": _scale,
@@ -284,7 +321,8 @@ _MAP = {**{k: _elementwise for k in _ELEMENTWISE}, **{k: _unary for k in _UNARY}
         "reshape2": _reshape2, "transpose2": _transpose2, "flatten_contiguous_range": _flatten,
         "slice": _slice, "squeeze2": lambda g, op: _squeeze(g, op, "Squeeze"),
         "unsqueeze2": lambda g, op: _squeeze(g, op, "Unsqueeze"), "concat": _concat,
-        "dropout": _dropout, "cast": _cast, "lookup_table_v2": _lookup, "sum": _sum}
+        "dropout": _dropout, "cast": _cast, "lookup_table_v2": _lookup, "sum": _sum,
+        "clip": _clip, "pow": _pow, "arg_max": _arg_max, "split": _split}
 
 
 def _value_info(onnx, v):
