@@ -45,13 +45,13 @@ from .dtypes import bool_ as bool, float32, float64, int32, int64  # noqa: F401
 from .executor import CPUPlace, CUDAPlace  # noqa: F401
 from .executor.place import cuda_available, is_compiled_with_cuda  # noqa: F401
 from .param_attr import ParamAttr  # noqa: F401
-from .tensor_math import (abs, add, argmax, assign, cast, clip, concat, divide,  # noqa: F401
+from .tensor import (abs, add, argmax, assign, cast, clip, concat, divide,  # noqa: F401
                           exp, flatten, full, log, matmul, max, maximum, mean, min, minimum,
                           multiply, pow, reshape, scale, split, sqrt, square, squeeze, subtract,
                           sum, tanh, transpose, unsqueeze)
-from .tensor_math import (create_parameter, full_like, ones, ones_like, zeros,  # noqa: F401
+from .tensor import (create_parameter, full_like, ones, ones_like, zeros,  # noqa: F401
                           zeros_like)
-from . import nn, optimizer, static, metric, utils, initializer, fluid  # noqa: F401,E402
+from . import nn, optimizer, static, metric, utils, initializer, fluid, tensor  # noqa: F401,E402
 from .reader import batch  # noqa: F401,E402  (also binds the paddle.reader module)
 from .static.program_state import load_state as load, save_state as save  # noqa: F401,E402
 from . import io  # noqa: F401,E402  (paddle.io: Dataset, DataLoader, ...)
@@ -79,7 +79,7 @@ __all__ = [
     "batch", "save", "load",
     # submodules
     "dtypes", "fluid", "framework", "initializer", "io", "metric", "nn", "optimizer",
-    "reader", "static", "utils",
+    "reader", "static", "tensor", "utils",
 ]
 
 

@@ -26,7 +26,7 @@ INTERNAL_SUBMODULES = {
     "numbaflow.compiler", "numbaflow.config", "numbaflow.dtypes", "numbaflow.executor",
     "numbaflow.graph",
     "numbaflow.kernels", "numbaflow.layer_helper", "numbaflow.param_attr",
-    "numbaflow.tensor_math", "numbaflow.testing", "numbaflow.bench", "numbaflow.examples",
+    "numbaflow.testing", "numbaflow.bench", "numbaflow.examples",
     "numbaflow.gpu_check",            # a command (python -m numbaflow.gpu_check)
     "numbaflow.gpu_trace",            # its traced device layer
     "numbaflow.initializer",          # the same module object as numbaflow.nn.initializer

@@ -67,8 +67,8 @@ def one_hot(input: Variable, depth: int, allow_out_of_range: bool = False) -> Va
         >>> fluid.one_hot(ids, depth=4).shape
         (-1, 4)
     """
-    from .. import tensor_math
-    return layers.one_hot(tensor_math.unsqueeze(input, [-1]), depth, allow_out_of_range)
+    from .. import tensor
+    return layers.one_hot(tensor.unsqueeze(input, [-1]), depth, allow_out_of_range)
 
 
 _NOT_SUPPORTED = {

@@ -81,7 +81,7 @@ class Variable:
                 f"stop_gradient({self.stop_gradient})")
 
     # operator overloads build ops through the public math functions (add, matmul, ...),
-    # which live above the graph layer: numbaflow.tensor_math hands them in when it is
+    # which live above the graph layer: numbaflow.tensor hands them in when it is
     # imported (`use_math_functions`), so this layer never imports upward
     _math_functions = None
 

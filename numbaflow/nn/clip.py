@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .. import tensor_math as M
+from .. import tensor as M
 from ..graph.program import OPTIMIZE
 
 if TYPE_CHECKING:

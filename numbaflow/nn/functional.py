@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .. import tensor_math as M
+from .. import tensor as M
 from ..graph.program import Variable
 from ..layer_helper import LayerHelper
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..graph.program import Variable
 from ..layer_helper import LayerHelper
-from ..tensor_math import _activation
+from ..tensor import _activation
 
 __all__ = ["fc", "batch_norm", "conv2d", "embedding"]
 

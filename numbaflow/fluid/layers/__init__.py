@@ -11,11 +11,11 @@ import numbers
 from typing import TYPE_CHECKING
 
 from ... import dtypes, metric, static
-from ... import tensor_math as M
+from ... import tensor as M
 from ...graph.program import Variable
 from ...layer_helper import LayerHelper
 from ...nn import functional as F
-from ...tensor_math import _activation
+from ...tensor import _activation
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

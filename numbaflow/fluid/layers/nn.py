@@ -4,11 +4,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ... import static
-from ... import tensor_math as M
+from ... import tensor as M
 from ...graph.program import Variable
 from ...layer_helper import LayerHelper
 from ...nn.initializer import Constant
-from ...tensor_math import _activation
+from ...tensor import _activation
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
