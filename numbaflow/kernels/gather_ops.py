@@ -96,16 +96,18 @@ def _gather_grad_cpu(cop):
         outs["X@GRAD"][0].reshape(xv))
 
 
-def _scatter_gpu(name, index_slot, views):
+def _scatter_gpu(name, views, per_element):
+    """The GPU grad factory: zero dX, then atomically add Out@GRAD at the Index positions
+    (Index is 1-D for gather, shaped like Out@GRAD for take_along_axis)."""
     def factory(cop):
         xv, ov = views(cop)
 
         def bind(ins, outs):
-            k = _gpu_kernels()
-            dx = outs["X@GRAD" if "X@GRAD" in outs else "Input@GRAD"][0]
+            dx = next(iter(outs.values()))[0]
+            idx = ins["Index"][0].reshape(ov) if per_element else ins["Index"][0]
             return gpu_util.sequence([
                 gpu_util.fill_thunk(dx, 0.0),
-                gpu_util.launch_flat(getattr(k, name), int(np.prod(ov)), ins[index_slot][0],
+                gpu_util.launch_flat(getattr(_gpu_kernels(), name), int(np.prod(ov)), idx,
                                      ins["Out@GRAD"][0].reshape(ov), dx.reshape(xv))])
         return bind
     return factory
@@ -122,7 +124,7 @@ register_op(OpDef("gather", (Slot("X"), Slot("Index", no_grad=True)), (Slot("Out
                   doc="Out = X's slices at positions Index (1-D) along `axis`"))
 register_op(OpDef("gather_grad", (Slot("X"), Slot("Index"), Slot("Out@GRAD")),
                   (Slot("X@GRAD"),), lambda ctx: {"X@GRAD": ctx.input("X")},
-                  _gather_grad_cpu, gpu=_scatter_gpu("gather_grad", "Index", _gather_views),
+                  _gather_grad_cpu, gpu=_scatter_gpu("gather_grad", _gather_views, False),
                   attrs={"axis": 0}, traits=frozenset((NO_GRAD,)),
                   doc="X@GRAD = Out@GRAD's slices added at positions Index, zeros elsewhere"))
 
@@ -208,7 +210,7 @@ register_op(OpDef("take_along_axis", (Slot("Input"), Slot("Index", no_grad=True)
                   doc="Result[..i..] = Input at position Index[..i..] along `Axis`"))
 register_op(OpDef("take_along_axis_grad", (Slot("Input"), Slot("Index"), Slot("Out@GRAD")),
                   (Slot("Input@GRAD"),), lambda ctx: {"Input@GRAD": ctx.input("Input")},
-                  _take_grad_cpu, gpu=_scatter_gpu("take_along_grad", "Index", _take_views),
+                  _take_grad_cpu, gpu=_scatter_gpu("take_along_grad", _take_views, True),
                   attrs={"Axis": 0}, traits=frozenset((NO_GRAD,)),
                   doc="Input@GRAD = Out@GRAD added at the Index positions, zeros elsewhere"))
 

@@ -208,3 +208,134 @@ def create_parameter(shape: Sequence[int], dtype: DTypeLike, name: str | None = 
     return helper.create_parameter(attr, shape, dtypes.convert_dtype(dtype), is_bias,
                                    default_initializer)
 
+
+
+def _number(v, fn, arg):
+    if isinstance(v, Variable):
+        raise TypeError(f"{fn}: {arg} must be a Python number in a static graph (the length "
+                        f"of the result is fixed when the program is built), got Variable "
+                        f"{v.name}")
+    if not isinstance(v, numbers.Number) or isinstance(v, bool):
+        raise TypeError(f"{fn}: {arg} must be a number, got {type(v).__name__}")
+    return v
+
+
+def arange(start: float = 0, end: float | None = None, step: float = 1,
+           dtype: DTypeLike | None = None, name: str | None = None) -> Variable:
+    """start, start + step, ... below end, as numpy's arange (op `range`); with one
+    argument, 0 .. start - 1. Integer dtypes count exactly in integers.
+
+    Args:
+        start (int or float): the first value (the end when `end` is None).
+        end (int or float, optional): the bound, not included.
+        step (int or float): the spacing, not 0.
+        dtype (str, optional): int64 when start, end and step are ints, else float32.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: 1-D, stop_gradient=True.
+
+    Raises:
+        ValueError: step is 0.
+
+    Example:
+        >>> paddle.arange(5).shape, str(paddle.arange(5).dtype)
+        ((5,), 'int64')
+        >>> paddle.arange(0.0, 1.0, 0.25).shape
+        (4,)
+    """
+    if end is None:
+        start, end = 0, start
+    for v, arg in ((start, "start"), (end, "end"), (step, "step")):
+        _number(v, "arange", arg)
+    if step == 0:
+        raise ValueError("arange: step must not be 0")
+    if dtype is None:
+        ints = all(isinstance(v, numbers.Integral) for v in (start, end, step))
+        dtype = "int64" if ints else "float32"
+    dt = dtypes.convert_dtype(dtype)
+    helper = LayerHelper("arange", name)
+    out = helper.create_tmp(dt, stop_gradient=True)
+    helper.append_op("range", outputs={"Out": out},
+                     attrs={"start": start, "end": end, "step": step, "dtype": str(dt)})
+    return out
+
+
+def linspace(start: float, stop: float, num: int, dtype: DTypeLike | None = None,
+             name: str | None = None) -> Variable:
+    """`num` evenly spaced values from start to stop, both included (op `linspace`).
+
+    Args:
+        start (float): the first value.
+        stop (float): the last value.
+        num (int): how many, >= 1.
+        dtype (str, optional): default float32.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: shape (num,), stop_gradient=True.
+
+    Example:
+        >>> paddle.linspace(0.0, 1.0, 5).shape
+        (5,)
+    """
+    _number(start, "linspace", "start"), _number(stop, "linspace", "stop")
+    if not isinstance(num, numbers.Integral) or num < 1:
+        raise ValueError(f"linspace: num must be an int >= 1, got {num!r}")
+    dt = dtypes.convert_dtype(dtype or "float32")
+    helper = LayerHelper("linspace", name)
+    out = helper.create_tmp(dt, stop_gradient=True)
+    helper.append_op("linspace", outputs={"Out": out},
+                     attrs={"start": float(start), "stop": float(stop), "num": int(num),
+                            "dtype": str(dt)})
+    return out
+
+
+def _triangle(x, diagonal, lower, fn, name):
+    _var(x, fn)
+    if x.ndim < 2:
+        raise ValueError(f"{fn}: x must have at least 2 dims, got {x.name} of shape {x.shape}")
+    if not isinstance(diagonal, numbers.Integral) or isinstance(diagonal, bool):
+        raise TypeError(f"{fn}: diagonal must be an int, got {diagonal!r}")
+    return LayerHelper(fn, name).simple("tril_triu", {"X": x},
+                                        {"diagonal": int(diagonal), "lower": lower})
+
+
+def tril(x: Variable, diagonal: int = 0, name: str | None = None) -> Variable:
+    """The lower triangle of each matrix (last two dims) of x, zeros above
+    (op `tril_triu`): elements with col - row <= diagonal are kept.
+
+    Args:
+        x (Variable): rank >= 2.
+        diagonal (int): 0 the main diagonal, > 0 above it, < 0 below.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's shape and dtype.
+
+    Example:
+        >>> x = static.data('x', [None, 4, 4])
+        >>> paddle.tril(x).shape
+        (-1, 4, 4)
+    """
+    return _triangle(x, diagonal, True, "tril", name)
+
+
+def triu(x: Variable, diagonal: int = 0, name: str | None = None) -> Variable:
+    """The upper triangle of each matrix (last two dims) of x, zeros below
+    (op `tril_triu`): elements with col - row >= diagonal are kept. A causal mask is
+    `paddle.triu(paddle.full([T, T], -1e9), 1)`.
+
+    Args:
+        x (Variable): rank >= 2.
+        diagonal (int): 0 the main diagonal, > 0 above it, < 0 below.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's shape and dtype.
+
+    Example:
+        >>> paddle.triu(paddle.ones([3, 3]), diagonal=1).shape
+        (3, 3)
+    """
+    return _triangle(x, diagonal, False, "triu", name)

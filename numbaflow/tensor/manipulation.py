@@ -1,12 +1,14 @@
 """paddle.tensor.manipulation: dtype, shape and layout changes, joins and splits."""
 from __future__ import annotations
 
+import numbers
 from typing import TYPE_CHECKING
 
 from .. import dtypes
 from ..graph.program import Variable
 from ..layer_helper import LayerHelper
 from ._helpers import _rank1, _var
+from .creation import full
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -207,3 +209,221 @@ def _slice_op(op_type, x, attrs):
     """`slice` / `strided_slice` of x with `attrs` (Variable.__getitem__ builds them)."""
     return LayerHelper(op_type).simple(op_type, {"Input": x}, attrs)
 
+
+
+def _int_list(v, fn, arg):
+    if isinstance(v, Variable):
+        raise TypeError(f"{fn}: {arg} must be a list of ints in a static graph, got "
+                        f"Variable {v.name}")
+    vals = [v] if isinstance(v, numbers.Integral) else list(v)
+    if not all(isinstance(d, numbers.Integral) and not isinstance(d, bool) for d in vals):
+        raise TypeError(f"{fn}: {arg} must be a list of ints, got {v!r}")
+    return [int(d) for d in vals]
+
+
+def expand_as(x: Variable, y: Variable, name: str | None = None) -> Variable:
+    """x broadcast to y's shape (op `expand_as_v2`; y's values are not read). The
+    gradient sums back down to x's shape.
+
+    Args:
+        x (Variable): the input; its dims are 1 or y's.
+        y (Variable): gives the shape, rank >= x's.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: y's shape, x's dtype.
+
+    Example:
+        >>> x = static.data('x', [1, 3])
+        >>> y = static.data('y', [None, 3])
+        >>> paddle.expand_as(x, y).shape
+        (-1, 3)
+    """
+    _var(x, "expand_as"), _var(y, "expand_as", "y")
+    if y.ndim < x.ndim:
+        raise ValueError(f"expand_as: y {y.name} {y.shape} must have at least the rank of "
+                         f"x {x.name} {x.shape}")
+    out = LayerHelper("expand_as", name).simple(
+        "expand_as_v2", {"X": x, "Y": y}, {"target_shape": list(y.shape)}, dtype=x.dtype)
+    out.stop_gradient = x.stop_gradient
+    return out
+
+
+def expand(x: Variable, shape: Sequence[int], name: str | None = None) -> Variable:
+    """x broadcast to `shape` (op `expand_as_v2` against a constant of that shape); -1
+    keeps x's dim. The gradient sums back down to x's shape.
+
+    Args:
+        x (Variable): the input; its dims are 1 or the target's.
+        shape (list of int): the target, rank >= x's.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: the expanded tensor.
+
+    Example:
+        >>> x = static.data('x', [None, 1])
+        >>> paddle.expand(x, [-1, 4]).shape
+        (-1, 4)
+    """
+    _var(x, "expand")
+    shape = _int_list(shape, "expand", "shape")
+    if len(shape) < x.ndim:
+        raise ValueError(f"expand: shape {shape} must have at least the rank of x {x.name} "
+                         f"{x.shape}")
+    lead = len(shape) - x.ndim
+    target = [x.shape[i - lead] if d == -1 and i >= lead else d for i, d in enumerate(shape)]
+    if any(d < 1 and d != -1 for d in target) or any(d == -1 for d in target[:lead]):
+        raise ValueError(f"expand: shape {shape} must be positive (-1 only where x {x.shape} "
+                         f"has a dim to keep)")
+    # an unknown dim (x's batch) broadcasts from the constant's 1
+    like = full([1 if d == -1 else d for d in target], 0.0, x.dtype)
+    return expand_as(x, like, name)
+
+
+def stack(x: Sequence[Variable], axis: int = 0, name: str | None = None) -> Variable:
+    """Join equally shaped Variables along a new axis (`unsqueeze2` each, then `concat`).
+
+    Args:
+        x (list of Variable): the inputs, one shape and dtype.
+        axis (int): where the new axis goes (-(rank+1) .. rank).
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: rank + 1, len(x) along `axis`.
+
+    Example:
+        >>> a = static.data('a', [None, 3])
+        >>> b = static.data('b', [None, 3])
+        >>> paddle.stack([a, b], axis=1).shape
+        (-1, 2, 3)
+    """
+    xs = list(x)
+    if not xs:
+        raise ValueError("stack: needs at least one input")
+    for i, v in enumerate(xs):
+        _var(v, "stack", f"x[{i}]")
+        if v.shape != xs[0].shape or v.dtype != xs[0].dtype:
+            raise ValueError(f"stack: x[{i}] {v.name} {v.shape} {v.dtype} must have the shape "
+                             f"and dtype of x[0] {xs[0].shape} {xs[0].dtype}")
+    r = xs[0].ndim + 1
+    if not -r <= axis < r:
+        raise ValueError(f"stack: axis {axis} is out of range [{-r}, {r}) for inputs of rank "
+                         f"{r - 1}")
+    return concat([unsqueeze(v, axis % r) for v in xs], axis % r, name)
+
+
+def tile(x: Variable, repeat_times: Sequence[int], name: str | None = None) -> Variable:
+    """x repeated `repeat_times[i]` times along each dim i (as numpy's tile): built as
+    `unsqueeze2` + `expand_as_v2` + `reshape2`, so the gradient sums the copies.
+
+    Args:
+        x (Variable): the input; at most one unknown (-1) dim.
+        repeat_times (list of int): per dim, >= 1 (shorter lists apply to the last dims).
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: the tiled tensor.
+
+    Example:
+        >>> x = static.data('x', [2, 3])
+        >>> paddle.tile(x, [2, 1]).shape
+        (4, 3)
+    """
+    _var(x, "tile")
+    reps = _int_list(repeat_times, "tile", "repeat_times")
+    if any(r < 1 for r in reps):
+        raise ValueError(f"tile: repeat_times {reps} must all be >= 1")
+    r = max(len(reps), x.ndim)
+    reps = [1] * (r - len(reps)) + reps
+    dims = [1] * (r - x.ndim) + list(x.shape)
+    if dims.count(-1) > 1:
+        raise ValueError(f"tile: x {x.name} {x.shape} may have at most one unknown dim")
+    # (d0, d1, ..) -> (1, d0, 1, d1, ..) -> (r0, d0, r1, d1, ..) -> (r0*d0, r1*d1, ..)
+    pairs = reshape(x, dims) if r > x.ndim else x
+    pairs = unsqueeze(pairs, [2 * i for i in range(r)])
+    pairs = expand(pairs, [v for rep in reps for v in (rep, -1)])
+    return reshape(pairs, [-1 if d == -1 else d * rep for d, rep in zip(dims, reps)], name)
+
+
+def gather(x: Variable, index: Variable, axis: int | None = None,
+           name: str | None = None) -> Variable:
+    """The slices of x at positions `index` along `axis` (op `gather`); differentiable in
+    x (repeated positions add up). An index outside [-n, n) raises when the program runs.
+
+    Args:
+        x (Variable): the input.
+        index (Variable): 1-D (or 0-D, which drops the axis) int32 / int64 positions.
+        axis (int, optional): default 0.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's shape with len(index) along `axis`.
+
+    Example:
+        >>> x = static.data('x', [None, 5])
+        >>> idx = static.data('idx', [3], 'int64')
+        >>> paddle.gather(x, idx, axis=1).shape
+        (-1, 3)
+    """
+    _var(x, "gather"), _var(index, "gather", "index")
+    ax = 0 if axis is None else int(axis)
+    if not -_rank1(x) <= ax < _rank1(x):
+        raise ValueError(f"gather: axis {axis} is out of range for {x.name} {x.shape}")
+    ax %= _rank1(x)
+    if index.ndim > 1:
+        raise ValueError(f"gather: index {index.name} must be 1-D or 0-D, got {index.shape}")
+    idx = reshape(index, [1]) if index.ndim == 0 else index
+    out = LayerHelper("gather", name).simple("gather", {"X": x, "Index": idx}, {"axis": ax})
+    return squeeze(out, [ax]) if index.ndim == 0 else out
+
+
+def _broadcast_dim(a, d, arr, indices):
+    if a == d or d == 1:
+        return a
+    if a == 1:
+        return d
+    if -1 in (a, d):
+        return a if d == -1 else d
+    raise ValueError(f"take_along_axis: arr {arr.name} {arr.shape} and indices "
+                     f"{indices.name} {indices.shape} do not broadcast")
+
+
+def take_along_axis(arr: Variable, indices: Variable, axis: int,
+                    broadcast: bool = True) -> Variable:
+    """arr's elements at `indices` along `axis` (op `take_along_axis`, as numpy's);
+    differentiable in arr. With broadcast, the other dims of arr and indices broadcast.
+
+    Args:
+        arr (Variable): the input.
+        indices (Variable): int positions, arr's rank.
+        axis (int): the axis to take along.
+        broadcast (bool): broadcast the dims other than `axis` first.
+
+    Returns:
+        Variable: indices' (broadcast) shape, arr's dtype.
+
+    Example:
+        >>> x = static.data('x', [None, 5])
+        >>> idx = static.data('idx', [None, 2], 'int64')
+        >>> paddle.take_along_axis(x, idx, axis=1).shape
+        (-1, 2)
+    """
+    _var(arr, "take_along_axis", "arr"), _var(indices, "take_along_axis", "indices")
+    if arr.ndim != indices.ndim:
+        raise ValueError(f"take_along_axis: indices {indices.name} {indices.shape} must have "
+                         f"the rank of arr {arr.name} {arr.shape}")
+    if not -_rank1(arr) <= axis < _rank1(arr):
+        raise ValueError(f"take_along_axis: axis {axis} is out of range for {arr.shape}")
+    ax = int(axis) % _rank1(arr)
+    if broadcast:
+        target = [-1 if i == ax else _broadcast_dim(a, d, arr, indices)
+                  for i, (a, d) in enumerate(zip(arr.shape, indices.shape))]
+        if any(t != a for i, (t, a) in enumerate(zip(target, arr.shape)) if i != ax):
+            arr = expand(arr, target)
+        if any(t != d for i, (t, d) in enumerate(zip(target, indices.shape)) if i != ax):
+            indices = expand(indices, target)
+    out = LayerHelper("take_along_axis").simple(
+        "take_along_axis", {"Input": arr, "Index": indices}, {"Axis": ax}, out_slot="Result")
+    out.stop_gradient = arr.stop_gradient
+    return out

@@ -378,8 +378,8 @@ def min(x: Variable, axis: int | Sequence[int] | None = None, keepdim: bool = Fa
     return _reduce("reduce_min", "min", x, axis, keepdim, name)
 
 
-exp, log, sqrt, square, abs, tanh = (_unary(t) for t in ("exp", "log", "sqrt", "square",
-                                                           "abs", "tanh"))
+exp, log, sqrt, square, abs, tanh, rsqrt, erf = (
+    _unary(t) for t in ("exp", "log", "sqrt", "square", "abs", "tanh", "rsqrt", "erf"))
 
 
 def clip(x: Variable, min: float | None = None, max: float | None = None,
@@ -409,3 +409,36 @@ def clip(x: Variable, min: float | None = None, max: float | None = None,
         raise ValueError(f"clip: min ({lo}) must be <= max ({hi})")
     return LayerHelper("clip", name).simple("clip", {"X": _var(x, "clip")}, {"min": lo, "max": hi})
 
+
+
+def cumsum(x: Variable, axis: int | None = None, dtype: DTypeLike | None = None,
+           name: str | None = None) -> Variable:
+    """Running sum along `axis`, of the flattened x when axis is None (op `cumsum`);
+    integers sum exactly in their dtype.
+
+    Args:
+        x (Variable): the input.
+        axis (int, optional): the axis; None flattens x (a 1-D result).
+        dtype (str, optional): cast x to this dtype first.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's shape (1-D when axis is None).
+
+    Example:
+        >>> x = static.data('x', [None, 4])
+        >>> paddle.cumsum(x, axis=1).shape
+        (-1, 4)
+    """
+    _var(x, "cumsum")
+    if dtype is not None and dtypes.convert_dtype(dtype) != x.dtype:
+        x = cast(x, dtype)
+    if axis is not None:
+        if not isinstance(axis, numbers.Integral) or isinstance(axis, bool):
+            raise TypeError(f"cumsum: axis must be an int or None, got {axis!r}")
+        if not -_rank1(x) <= axis < _rank1(x):
+            raise ValueError(f"cumsum: axis {axis} is out of range for {x.name} of shape "
+                             f"{x.shape}")
+    return LayerHelper("cumsum", name).simple(
+        "cumsum", {"X": x}, {"axis": -1 if axis is None else int(axis),
+                             "flatten": axis is None, "exclusive": False, "reverse": False})
