@@ -1,6 +1,6 @@
 """paddle.tensor: the tensor functions of the top-level API (paddle.add, paddle.triu, ...),
-grouped by family as in Paddle: `creation`, `math`, `manipulation`, `search`, `linalg`,
-`random`. Each function validates its arguments and appends registered ops.
+grouped by family as in Paddle: `creation`, `math`, `logic`, `manipulation`, `search`,
+`linalg`, `random`. Each function validates its arguments and appends registered ops.
 
 Example:
     >>> x = static.data('x', [None, 3])
@@ -12,28 +12,39 @@ from __future__ import annotations
 import sys
 
 from ..graph.program import Variable as _Variable
-from .creation import (assign, create_parameter, full, full_like, ones, ones_like,  # noqa: F401
-                       zeros, zeros_like)
-from .linalg import matmul  # noqa: F401
-from .manipulation import (_slice_op, cast, concat, flatten, reshape, split,  # noqa: F401
-                           squeeze, transpose, unsqueeze)
-from .math import (_activation, abs, add, clip, divide, exp, log, max, maximum,  # noqa: F401
-                   mean, min, minimum, multiply, pow, scale, sqrt, square, subtract, sum, tanh)
-from .search import argmax  # noqa: F401
+from .creation import (arange, assign, create_parameter, full, full_like, linspace,  # noqa: F401
+                       ones, ones_like, tril, triu, zeros, zeros_like)
+from .linalg import bmm, einsum, matmul  # noqa: F401
+from .logic import (equal, greater_equal, greater_than, less_equal,  # noqa: F401
+                    less_than, not_equal)
+from .manipulation import (_slice_op, cast, concat, expand, expand_as, flatten,  # noqa: F401
+                           gather, reshape, split, squeeze, stack, take_along_axis, tile,
+                           transpose, unsqueeze)
+from .math import (_activation, abs, add, clip, cumsum, divide, erf, exp, log,  # noqa: F401
+                   max, maximum, mean, min, minimum, multiply, pow, rsqrt, scale, sqrt,
+                   square, subtract, sum, tanh)
+from .random import multinomial, normal, rand, randn, uniform  # noqa: F401
+from .search import argmax, argsort, masked_fill, sort, topk, where  # noqa: F401
 
 __all__ = [
     # creation
-    "assign", "create_parameter", "full", "full_like", "ones", "ones_like", "zeros",
-    "zeros_like",
+    "arange", "assign", "create_parameter", "full", "full_like", "linspace", "ones",
+    "ones_like", "tril", "triu", "zeros", "zeros_like",
     # linalg
-    "matmul",
+    "bmm", "einsum", "matmul",
+    # logic
+    "equal", "greater_equal", "greater_than", "less_equal", "less_than", "not_equal",
     # manipulation
-    "cast", "concat", "flatten", "reshape", "split", "squeeze", "transpose", "unsqueeze",
+    "cast", "concat", "expand", "expand_as", "flatten", "gather", "reshape", "split",
+    "squeeze", "stack", "take_along_axis", "tile", "transpose", "unsqueeze",
     # math
-    "abs", "add", "clip", "divide", "exp", "log", "max", "maximum", "mean", "min", "minimum",
-    "multiply", "pow", "scale", "sqrt", "square", "subtract", "sum", "tanh",
+    "abs", "add", "clip", "cumsum", "divide", "erf", "exp", "log", "max", "maximum", "mean",
+    "min", "minimum", "multiply", "pow", "rsqrt", "scale", "sqrt", "square", "subtract", "sum",
+    "tanh",
+    # random
+    "multinomial", "normal", "rand", "randn", "uniform",
     # search
-    "argmax",
+    "argmax", "argsort", "masked_fill", "sort", "topk", "where",
 ]
 
 # Variable's operators (+, -, *, /, **, @, unary -, x[...]) call the functions of this package
