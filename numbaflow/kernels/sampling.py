@@ -65,8 +65,8 @@ def _infer(ctx):
 class _Draws:
     """The op's generator and the run: draw uniforms, pick indices, check the weights."""
 
-    def __init__(self, attrs, p2, out2):
-        self.rng = np.random.default_rng(int(attrs["seed"]) or None)
+    def __init__(self, rng, attrs, p2, out2):
+        self.rng = rng
         self.replacement = bool(attrs["replacement"])
         self.p2, self.out2 = p2, out2
         self.u2 = np.empty(out2.shape, np.float64)
@@ -82,7 +82,10 @@ class _Draws:
 
 def _cpu(cop):
     C, n = cop.input("X").shape[-1], int(cop.attrs["num_samples"])
-    return lambda ins, outs: _Draws(cop.attrs, ins["X"][0].reshape(-1, C),
+    # one stream per specialised op: the executor may bind again (new fed arrays) and
+    # the stream must go on, not restart
+    rng = np.random.default_rng(int(cop.attrs["seed"]) or None)
+    return lambda ins, outs: _Draws(rng, cop.attrs, ins["X"][0].reshape(-1, C),
                                     outs["Out"][0].reshape(-1, n))
 
 
