@@ -1,9 +1,9 @@
 """Tensor-API ops of Paddle 2.x that a transformer needs: where, expand_as_v2, tril_triu,
-range, linspace, cumsum and the unary rsqrt, erf, silu, relu6.
+range, linspace, cumsum, pad (constant) and the unary rsqrt, erf, silu, relu6.
 
 where, expand_as_v2 and the unary ops are elementwise: declared by scalar bodies, so the
-loop templates (CPU and CUDA) and the fusion pass handle them. tril_triu, range, linspace
-and cumsum need the element's position, so they have their own njit / cuda.jit loops.
+loop templates (CPU and CUDA) and the fusion pass handle them. tril_triu, range, linspace,
+cumsum and pad need the element's position, so they have their own njit / cuda.jit loops.
 Integer results (range of ints, cumsum of ints) are computed in the integer dtype:
 exact, as numpy's.
 """
@@ -262,6 +262,77 @@ register_op(OpDef("cumsum", (Slot("X"),), (Slot("Out"),), _cumsum_infer, _cumsum
                   attrs={"axis": -1, "flatten": False, "exclusive": False, "reverse": False},
                   doc="Out = running sum of X along `axis` (of the flattened X with "
                       "flatten=True); integers sum exactly"))
+
+
+# ---------------------------------------------------------------- pad (constant)
+def _pad_pairs(attrs, ndim):
+    p = [int(v) for v in attrs["paddings"]]
+    return [(p[2 * i], p[2 * i + 1]) for i in range(ndim)]
+
+
+def _pad_infer(ctx):
+    x = ctx.input("X")
+    if len(ctx.attr("paddings")) != 2 * len(x.shape):
+        raise ctx.error(f"paddings {ctx.attr('paddings')} must have 2 entries per dim of X "
+                        f"{ctx.name('X')} {tuple(x.shape)}")
+    pairs = _pad_pairs(ctx.attrs, len(x.shape))
+    if any(b < 0 or a < 0 for b, a in pairs):
+        raise ctx.error(f"paddings {ctx.attr('paddings')} must be >= 0")
+    return {"Out": VarInfo(tuple(-1 if d == -1 else d + b + a
+                                 for d, (b, a) in zip(x.shape, pairs)), x.dtype)}
+
+
+def _pad_inner(shape, pairs):
+    """The walk of X's block inside Out: per dim (first, count, step)."""
+    return [(b, d, 1) for d, (b, _) in zip(shape, pairs)]
+
+
+def _fill_then_copy(out, value, view, x):
+    out.fill(value)
+    np.copyto(view, x)
+
+
+def _pad_cpu(cop):
+    shape = tuple(cop.input("X").shape)
+    inner = tuple(slice(b, b + d) for b, d, _ in _pad_inner(shape, _pad_pairs(cop.attrs,
+                                                                             len(shape))))
+
+    def bind(ins, outs):
+        out = outs["Out"][0]
+        return functools.partial(_fill_then_copy, out, cop.attrs["pad_value"], out[inner],
+                                 ins["X"][0])
+    return bind
+
+
+def _pad_gpu(cop):
+    shape = tuple(cop.input("X").shape)
+    walk = _pad_inner(shape, _pad_pairs(cop.attrs, len(shape)))
+    oshape = tuple(d + b + a for d, (b, a) in zip(shape, _pad_pairs(cop.attrs, len(shape))))
+    ostr = gpu_util._cstrides(oshape)
+    off = sum(b * c for (b, _, _), c in zip(walk, ostr))
+
+    def bind(ins, outs):
+        out = outs["Out"][0]
+        return gpu_util.sequence([
+            gpu_util.fill_thunk(out, cop.attrs["pad_value"]),
+            gpu_util.strided_copy_thunk(ins["X"][0], out, shape, gpu_util._cstrides(shape),
+                                        ostr, 0, off)])
+    return bind
+
+
+def _pad_rule(g):
+    # the gradient is the slice of Out@GRAD where X sits
+    pairs = _pad_pairs(g.attrs, len(g.fwd("X").shape))
+    g.append("slice", {"Input": g.dout("Out")}, {"Out": g.dx("X")},
+             {"axes": list(range(len(pairs))), "starts": [b for b, _ in pairs],
+              "ends": [-a if a else 2 ** 31 - 1 for _, a in pairs], "decrease_axis": [],
+              "infer_flags": []})
+
+
+register_op(OpDef("pad", (Slot("X"),), (Slot("Out"),), _pad_infer, _pad_cpu, gpu=_pad_gpu,
+                  attrs={"paddings": [], "pad_value": 0.0}, grad=_pad_rule,
+                  doc="Out = X with paddings[2i] / paddings[2i+1] elements of pad_value "
+                      "before / after it along dim i"))
 
 
 # ---------------------------------------------------------------- GPU kernels

@@ -48,6 +48,42 @@ class ClipGradByGlobalNorm:
                     for p, g in params_grads]
 
 
+class ClipGradByNorm:
+    """Scale each gradient on its own by clip_norm / max(norm(g), clip_norm), its L2 norm
+    at most clip_norm afterwards. Give it to an optimizer as `grad_clip`.
+
+    Args:
+        clip_norm (float): the largest norm of one gradient (> 0).
+
+    Raises:
+        ValueError: clip_norm <= 0.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> loss = paddle.mean(static.nn.fc(x, size=1))
+        >>> opt = paddle.optimizer.SGD(0.1, grad_clip=paddle.nn.ClipGradByNorm(1.0))
+        >>> _ = opt.minimize(loss)
+    """
+
+    def __init__(self, clip_norm: float) -> None:
+        if clip_norm <= 0:
+            raise ValueError(f"ClipGradByNorm: clip_norm must be > 0, got {clip_norm}")
+        self.clip_norm = float(clip_norm)
+
+    def __call__(self, params_grads: list[tuple[Variable, Variable]]
+                 ) -> list[tuple[Variable, Variable]]:
+        if not params_grads:
+            return params_grads
+        program = params_grads[0][0].block.program
+        out = []
+        with program._role_guard(OPTIMIZE):
+            for p, g in params_grads:
+                norm = M.sqrt(M.sum(M.square(g)))
+                clip = M.full([], self.clip_norm, dtype=g.dtype)
+                out.append((p, M.multiply(g, M.divide(clip, M.maximum(norm, clip)))))
+        return out
+
+
 def _sum(vs):
     from ..layer_helper import LayerHelper
     return LayerHelper("sum").simple("sum", {"X": vs})

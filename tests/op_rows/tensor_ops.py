@@ -114,3 +114,15 @@ row("relu6", {"X": distinct((3, 4), 0.05, 0.7)},
 row("multinomial", {"X": lambda rng: np.eye(5)[rng.integers(0, 5, 4)] * 3.0},
     lambda ins, a: {"Out": ins["X"].argmax(-1)[:, None].astype(np.int64)},
     "multinomial-certain", attrs={"seed": 3})
+
+
+# ---------------------------------------------------------------- pad
+def pad_ref(ins, a):
+    p = a["paddings"]
+    return {"Out": np.pad(ins["X"], [(p[2 * i], p[2 * i + 1]) for i in range(ins["X"].ndim)],
+                          constant_values=a["pad_value"])}
+
+
+row("pad", {"X": uniform((2, 3))}, pad_ref, "pad-2d", attrs={"paddings": [1, 0, 2, 3],
+                                                              "pad_value": 0.5})
+row("pad", {"X": uniform((2, 3, 2))}, pad_ref, "pad-3d", attrs={"paddings": [0, 0, 1, 1, 0, 2]})
