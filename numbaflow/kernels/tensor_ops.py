@@ -1,5 +1,5 @@
 """Tensor-API ops of Paddle 2.x that a transformer needs: where, expand_as_v2, tril_triu,
-range, linspace, cumsum, pad (constant) and the unary rsqrt, erf, silu, relu6.
+range, linspace, cumsum, pad (constant) and the unary rsqrt, erf, silu, relu6, sign.
 
 where, expand_as_v2 and the unary ops are elementwise: declared by scalar bodies, so the
 loop templates (CPU and CUDA) and the fusion pass handle them. tril_triu, range, linspace,
@@ -59,6 +59,7 @@ def _sigmoid(x):
 
 unary("silu", lambda a, x: x * _sigmoid(x),
       lambda a, x, d: d * _sigmoid(x) * (1.0 + x * (1.0 - _sigmoid(x))))
+unary("sign", lambda a, x: S.sign(x))       # no gradient (0 almost everywhere)
 unary("relu6", lambda a, x: S.minimum(S.maximum(x, 0.0), a["threshold"]),
       lambda a, x, d: S.where(x > 0.0, S.where(x < a["threshold"], d, 0.0), 0.0),
       attrs={"threshold": 6.0})

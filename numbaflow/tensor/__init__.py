@@ -22,7 +22,7 @@ from .manipulation import (_slice_op, cast, concat, expand, expand_as, flatten, 
                            transpose, unsqueeze)
 from .math import (_activation, abs, add, clip, cumsum, divide, erf, exp, log,  # noqa: F401
                    max, maximum, mean, min, minimum, multiply, pow, rsqrt, scale, sqrt,
-                   square, subtract, sum, tanh)
+                   sign, square, subtract, sum, tanh)
 from .random import multinomial, normal, rand, randn, uniform  # noqa: F401
 from .search import argmax, argsort, masked_fill, sort, topk, where  # noqa: F401
 
@@ -39,8 +39,8 @@ __all__ = [
     "squeeze", "stack", "take_along_axis", "tile", "transpose", "unsqueeze",
     # math
     "abs", "add", "clip", "cumsum", "divide", "erf", "exp", "log", "max", "maximum", "mean",
-    "min", "minimum", "multiply", "pow", "rsqrt", "scale", "sqrt", "square", "subtract", "sum",
-    "tanh",
+    "min", "minimum", "multiply", "pow", "rsqrt", "scale", "sign", "sqrt", "square",
+    "subtract", "sum", "tanh",
     # random
     "multinomial", "normal", "rand", "randn", "uniform",
     # search

@@ -378,8 +378,8 @@ def min(x: Variable, axis: int | Sequence[int] | None = None, keepdim: bool = Fa
     return _reduce("reduce_min", "min", x, axis, keepdim, name)
 
 
-exp, log, sqrt, square, abs, tanh, rsqrt, erf = (
-    _unary(t) for t in ("exp", "log", "sqrt", "square", "abs", "tanh", "rsqrt", "erf"))
+exp, log, sqrt, square, abs, tanh, rsqrt, erf, sign = (
+    _unary(t) for t in ("exp", "log", "sqrt", "square", "abs", "tanh", "rsqrt", "erf", "sign"))
 
 
 def clip(x: Variable, min: float | None = None, max: float | None = None,

@@ -101,6 +101,8 @@ row("rsqrt", {"X": uniform((3, 4), 0.3, 2.0)}, ref_unary(lambda x, a: 1.0 / np.s
 row("erf", {"X": uniform((3, 4), -2.0, 2.0)}, ref_unary(lambda x, a: erf(x)))
 row("silu", {"X": uniform((3, 4), -3.0, 3.0)},
     ref_unary(lambda x, a: x / (1.0 + np.exp(-x))))
+row("sign", {"X": lambda rng: np.array([[-2.0, 0.0, 0.5], [3.0, -0.1, 0.0]])},
+    ref_unary(lambda x, a: np.sign(x)), grad_inputs=())
 row("relu6", {"X": distinct((4, 5), 0.05, 0.7)},
     ref_unary(lambda x, a: np.clip(x, 0.0, a["threshold"])))
 row("relu6", {"X": distinct((3, 4), 0.05, 0.7)},

@@ -579,7 +579,8 @@ from .nn import _scalar_1d  # noqa: E402
 from .tensor import *  # noqa: E402,F401,F403
 from .learning_rate_scheduler import *  # noqa: E402,F401,F403
 from .metric_op import auc  # noqa: E402,F401
-from . import learning_rate_scheduler, metric_op, nn, tensor  # noqa: E402,F401
+from .control_flow import *  # noqa: E402,F401,F403
+from . import control_flow, device, learning_rate_scheduler, metric_op, nn, tensor  # noqa: E402,F401
 
 
 def _elementwise_doc(fn, formula):
@@ -626,4 +627,4 @@ _elementwise_doc(elementwise_pow, "x ** y")
 
 
 __all__ += (["elementwise_max", "elementwise_min", "elementwise_pow", "auc"] + nn.__all__
-            + tensor.__all__ + learning_rate_scheduler.__all__)
+            + tensor.__all__ + learning_rate_scheduler.__all__ + control_flow.__all__)
