@@ -96,7 +96,7 @@ def _gather_grad_cpu(cop):
         outs["X@GRAD"][0].reshape(xv))
 
 
-def _scatter_gpu(name, views, per_element):
+def _scatter_gpu(name, views, per_element, dout):
     """The GPU grad factory: zero dX, then atomically add Out@GRAD at the Index positions
     (Index is 1-D for gather, shaped like Out@GRAD for take_along_axis)."""
     def factory(cop):
@@ -108,7 +108,7 @@ def _scatter_gpu(name, views, per_element):
             return gpu_util.sequence([
                 gpu_util.fill_thunk(dx, 0.0),
                 gpu_util.launch_flat(getattr(_gpu_kernels(), name), int(np.prod(ov)), idx,
-                                     ins["Out@GRAD"][0].reshape(ov), dx.reshape(xv))])
+                                     ins[dout][0].reshape(ov), dx.reshape(xv))])
         return bind
     return factory
 
@@ -124,7 +124,8 @@ register_op(OpDef("gather", (Slot("X"), Slot("Index", no_grad=True)), (Slot("Out
                   doc="Out = X's slices at positions Index (1-D) along `axis`"))
 register_op(OpDef("gather_grad", (Slot("X"), Slot("Index"), Slot("Out@GRAD")),
                   (Slot("X@GRAD"),), lambda ctx: {"X@GRAD": ctx.input("X")},
-                  _gather_grad_cpu, gpu=_scatter_gpu("gather_grad", _gather_views, False),
+                  _gather_grad_cpu, gpu=_scatter_gpu("gather_grad", _gather_views, False,
+                                                     "Out@GRAD"),
                   attrs={"axis": 0}, traits=frozenset((NO_GRAD,)),
                   doc="X@GRAD = Out@GRAD's slices added at positions Index, zeros elsewhere"))
 
@@ -194,12 +195,12 @@ def _take_grad_cpu(cop):
     xv, iv = _take_views(cop)
     return lambda ins, outs: functools.partial(
         take_along_grad_kernel, ins["Index"][0].reshape(iv),
-        ins["Out@GRAD"][0].reshape(iv), outs["Input@GRAD"][0].reshape(xv))
+        ins["Result@GRAD"][0].reshape(iv), outs["Input@GRAD"][0].reshape(xv))
 
 
 def _take_rule(g):
     g.append("take_along_axis_grad", {"Input": g.fwd("Input"), "Index": g.fwd("Index"),
-                                      "Out@GRAD": g.dout("Result")},
+                                      "Result@GRAD": g.dout("Result")},
              {"Input@GRAD": g.dx("Input")}, dict(g.attrs))
 
 
@@ -208,11 +209,13 @@ register_op(OpDef("take_along_axis", (Slot("Input"), Slot("Index", no_grad=True)
                   _take_cpu, gpu=_take_gpu, attrs={"Axis": 0}, grad=_take_rule,
                   traits=frozenset((MAY_FAIL,)),
                   doc="Result[..i..] = Input at position Index[..i..] along `Axis`"))
-register_op(OpDef("take_along_axis_grad", (Slot("Input"), Slot("Index"), Slot("Out@GRAD")),
-                  (Slot("Input@GRAD"),), lambda ctx: {"Input@GRAD": ctx.input("Input")},
-                  _take_grad_cpu, gpu=_scatter_gpu("take_along_grad", _take_views, True),
+register_op(OpDef("take_along_axis_grad",
+                  (Slot("Input"), Slot("Index"), Slot("Result@GRAD")), (Slot("Input@GRAD"),),
+                  lambda ctx: {"Input@GRAD": ctx.input("Input")},
+                  _take_grad_cpu, gpu=_scatter_gpu("take_along_grad", _take_views, True,
+                                                   "Result@GRAD"),
                   attrs={"Axis": 0}, traits=frozenset((NO_GRAD,)),
-                  doc="Input@GRAD = Out@GRAD added at the Index positions, zeros elsewhere"))
+                  doc="Input@GRAD = Result@GRAD added at the Index positions, zeros elsewhere"))
 
 
 # ---------------------------------------------------------------- argsort
@@ -241,7 +244,7 @@ def _argsort_rule(g):
     if g.dout("Out") is None:
         return
     g.append("take_along_axis_grad", {"Input": g.fwd("X"), "Index": g.fwd("Indices"),
-                                      "Out@GRAD": g.dout("Out")},
+                                      "Result@GRAD": g.dout("Out")},
              {"Input@GRAD": g.dx("X")}, {"Axis": g.attrs["axis"]})
 
 

@@ -337,6 +337,6 @@ def mse_loss(input: Variable, label: Variable, reduction: str = "mean",
 # CNN-era layers live in their own modules; nn.functional is their public home.
 from .functional_nn import avg_pool2d, batch_norm, dropout, embedding, max_pool2d  # noqa: E402,F401
 from .functional_conv import conv2d  # noqa: E402,F401
-from .functional_transformer import (adaptive_avg_pool2d, label_smooth, layer_norm,  # noqa: E402,F401
-                                     linear, normalize, one_hot, pad, relu6,
-                                     scaled_dot_product_attention, silu)
+from .functional_transformer import (  # noqa: E402,F401
+    adaptive_avg_pool2d, label_smooth, layer_norm, linear, normalize, one_hot, pad, relu6,
+    scaled_dot_product_attention, silu)

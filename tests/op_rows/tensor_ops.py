@@ -127,4 +127,5 @@ def pad_ref(ins, a):
 
 row("pad", {"X": uniform((2, 3))}, pad_ref, "pad-2d", attrs={"paddings": [1, 0, 2, 3],
                                                               "pad_value": 0.5})
-row("pad", {"X": uniform((2, 3, 2))}, pad_ref, "pad-3d", attrs={"paddings": [0, 0, 1, 1, 0, 2]})
+row("pad", {"X": uniform((2, 3, 2))}, pad_ref, "pad-3d",
+    attrs={"paddings": [0, 0, 1, 1, 0, 2]})

@@ -580,7 +580,8 @@ from .tensor import *  # noqa: E402,F401,F403
 from .learning_rate_scheduler import *  # noqa: E402,F401,F403
 from .metric_op import auc  # noqa: E402,F401
 from .control_flow import *  # noqa: E402,F401,F403
-from . import control_flow, device, learning_rate_scheduler, metric_op, nn, tensor  # noqa: E402,F401
+from . import (control_flow, device, learning_rate_scheduler, metric_op, nn,  # noqa: E402,F401
+               tensor)
 
 
 def _elementwise_doc(fn, formula):
