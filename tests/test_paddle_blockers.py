@@ -126,3 +126,24 @@ def test_customized_loss_grad_of_shape_1_on_one_device():
 def test_static_amp_refuses_clearly():
     with pytest.raises(NotImplementedError, match="float32"):
         paddle.static.amp.decorate(paddle.optimizer.SGD(0.1))
+
+
+def test_one_cycle_and_reduce_on_plateau_follow_paddle():
+    import json
+    from pathlib import Path
+    want = json.loads((Path(__file__).parent / "fixtures" / "paddle_lr.json").read_text())
+    for name in ("one_cycle_cos", "one_cycle_linear_3"):
+        s = paddle.optimizer.lr.OneCycleLR(**want[name]["kwargs"])
+        got = []
+        for _ in want[name]["lrs"]:
+            got.append(s())
+            s.step()
+        np.testing.assert_allclose(got, want[name]["lrs"], rtol=1e-12, err_msg=name)
+    p = want["plateau"]
+    s = paddle.optimizer.lr.ReduceOnPlateau(**p["kwargs"])
+    got = []
+    for m in p["metrics"]:
+        s.step(m)
+        got.append(s())
+    np.testing.assert_allclose(got, p["lrs"], rtol=1e-12)
+    assert min(got) < 1.0                          # it did reduce

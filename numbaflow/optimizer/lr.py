@@ -19,7 +19,7 @@ import numpy as np
 __all__ = ["LRScheduler", "NoamDecay", "PiecewiseDecay", "NaturalExpDecay",
            "InverseTimeDecay", "PolynomialDecay", "LinearWarmup", "ExponentialDecay",
            "MultiStepDecay", "StepDecay", "LambdaDecay", "MultiplicativeDecay",
-           "CosineAnnealingDecay"]
+           "CosineAnnealingDecay", "OneCycleLR", "ReduceOnPlateau"]
 
 
 def _number(v, what, cls):
