@@ -147,3 +147,45 @@ def test_one_cycle_and_reduce_on_plateau_follow_paddle():
         got.append(s())
     np.testing.assert_allclose(got, p["lrs"], rtol=1e-12)
     assert min(got) < 1.0                          # it did reduce
+
+
+@pytest.mark.parametrize("thres", [False, True])
+def test_exponential_moving_average(thres):
+    main, startup = static.Program(), static.Program()
+    with static.program_guard(main, startup):
+        x = static.data("x", [None, 3])
+        loss = paddle.mean(paddle.square(static.nn.fc(x, size=1)))
+        paddle.optimizer.SGD(0.1).minimize(loss)
+        step = fluid.layers.autoincreased_step_counter() if thres else None
+        ema = static.ExponentialMovingAverage(0.9, thres_steps=step)
+        ema.update()
+    exe = static.Executor(paddle.CPUPlace())
+    exe.run(startup)
+    scope = static.global_scope()
+    names = [p.name for p in main.all_parameters()]
+    avg, pw = {n: 0.0 for n in names}, 1.0
+    rng = np.random.default_rng(0)
+    for i in range(4):
+        exe.run(main, feed={"x": rng.random((4, 3), dtype=np.float32)})
+        t = float(np.asarray(scope.get(step.name)).reshape(-1)[0]) if thres else None
+        d = min(0.9, (1 + t) / (10 + t)) if thres else 0.9
+        for n in names:
+            avg[n] = d * avg[n] + (1 - d) * np.array(scope.get(n))
+        pw *= d
+    trained = {n: np.array(scope.get(n)) for n in names}
+    with ema.apply(exe):
+        for n in names:
+            np.testing.assert_allclose(scope.get(n), avg[n] / (1 - pw), rtol=1e-5, atol=1e-7)
+    for n in names:
+        np.testing.assert_array_equal(scope.get(n), trained[n])
+
+
+def test_input_spec():
+    spec = static.InputSpec([None, 784], "float32", "x")
+    assert spec.shape == (-1, 784) and spec.dtype == np.float32 and spec.name == "x"
+    assert spec.batch(8).shape == (8, -1, 784) and spec.batch(8).unbatch() == spec
+    assert static.InputSpec.from_numpy(np.ones((2, 3), "int64")).shape == (2, 3)
+    with static.program_guard(static.Program(), static.Program()):
+        v = static.data("img", [None, 3, 8, 8])
+        assert static.InputSpec.from_tensor(v) == static.InputSpec([None, 3, 8, 8],
+                                                                   name="img")

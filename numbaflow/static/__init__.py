@@ -14,13 +14,14 @@ from ..graph import (Graph, Operator, Parameter, Program, Variable,  # noqa: F40
 from ..graph.program import default_main_program as _main
 from ..tensor import create_parameter  # noqa: F401  (paddle.static.create_parameter)
 from . import amp, nn  # noqa: F401
+from .ema import ExponentialMovingAverage, InputSpec  # noqa: F401
 from ..compiler import CompiledProgram, ParallelExecutor  # noqa: F401,E402
 
 __all__ = [
     # programs and variables
     "Program", "Variable", "Parameter", "Operator", "Graph", "data", "program_guard",
     "default_main_program", "default_startup_program", "append_backward", "gradients",
-    "create_parameter",
+    "create_parameter", "InputSpec", "ExponentialMovingAverage",
     # running
     "Executor", "CompiledProgram", "ParallelExecutor", "BuildStrategy", "ExecutionStrategy",
     "CPUPlace", "CUDAPlace", "cpu_places", "cuda_places", "Scope", "global_scope",

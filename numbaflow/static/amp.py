@@ -42,6 +42,13 @@ def fp16_guard() -> None:
 
     Raises:
         NotImplementedError: always.
+
+    Example:
+        >>> try:
+        ...     static.amp.fp16_guard()
+        ... except NotImplementedError as e:
+        ...     print(type(e).__name__)
+        NotImplementedError
     """
     raise NotImplementedError(_WHY)
 
@@ -55,6 +62,13 @@ class AutoMixedPrecisionLists:
 
     Raises:
         NotImplementedError: always.
+
+    Example:
+        >>> try:
+        ...     static.amp.AutoMixedPrecisionLists()
+        ... except NotImplementedError as e:
+        ...     print(type(e).__name__)
+        NotImplementedError
     """
 
     def __init__(self, *args: object, **kwargs: object) -> None:

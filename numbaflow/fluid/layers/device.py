@@ -1,7 +1,8 @@
 """fluid.layers.device (Paddle 1.x): the places a program can run on."""
 from __future__ import annotations
 
-from ...executor import cpu_places, cuda_places
+from ...executor import cpu_places as _cpu_places
+from ...executor import cuda_places as _cuda_places
 
 __all__ = ["get_places"]
 
@@ -22,7 +23,7 @@ def get_places(device_count: int | None = None, device_type: str | None = None) 
         2
     """
     if device_type is None or str(device_type).upper() == "CPU":
-        return cpu_places(device_count)
+        return _cpu_places(device_count)
     if str(device_type).upper() in ("CUDA", "GPU"):
-        return cuda_places(None if device_count is None else list(range(device_count)))
+        return _cuda_places(None if device_count is None else list(range(device_count)))
     raise ValueError(f"get_places: device_type must be 'CPU' or 'CUDA', got {device_type!r}")
