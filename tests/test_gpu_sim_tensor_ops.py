@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 OPS = ("where", "expand_as_v2", "tril_triu", "range", "linspace", "cumsum", "rsqrt", "erf",
-       "silu", "relu6", "pad", "gather", "take_along_axis", "argsort", "multinomial")
+       "silu", "relu6", "sign", "pad", "squared_l2_norm", "gather", "take_along_axis", "argsort", "multinomial")
 
 SCRIPT = textwrap.dedent("""
     import sys

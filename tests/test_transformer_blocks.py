@@ -132,6 +132,9 @@ def test_gradient_clipping_caps_each_or_all_norms(clip):
             paddle.nn.ClipGradByGlobalNorm(0.5)
         pg = static.append_backward(loss)
         clipped_pg = grad_clip(pg)
+    # the global norm reads every gradient in one squared_l2_norm op
+    n_norm_ops = [op.type for op in main.global_block().ops].count("squared_l2_norm")
+    assert n_norm_ops == (len(pg) if clip == "norm" else 1)
     exe = static.Executor(paddle.CPUPlace())
     exe.run(startup)
     got = exe.run(main, feed={"x": u(4, 3)},

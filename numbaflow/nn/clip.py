@@ -39,7 +39,12 @@ class ClipGradByGlobalNorm:
             return params_grads
         program = params_grads[0][0].block.program
         with program._role_guard(OPTIMIZE):
-            sq = [M.sum(M.square(g)) for _, g in params_grads]
+            # one squared_l2_norm op per dtype reads every gradient in one pass
+            by_dtype = {}
+            for _, g in params_grads:
+                by_dtype.setdefault(g.dtype, []).append(g)
+            sq = [_squared_l2_norm(gs) for gs in by_dtype.values()]
+            sq = [s if s.dtype == sq[0].dtype else M.cast(s, sq[0].dtype) for s in sq]
             total = sq[0] if len(sq) == 1 else _sum(sq)
             norm = M.sqrt(total)
             clip = M.full([], self.clip_norm, dtype=norm.dtype)
@@ -78,10 +83,15 @@ class ClipGradByNorm:
         out = []
         with program._role_guard(OPTIMIZE):
             for p, g in params_grads:
-                norm = M.sqrt(M.sum(M.square(g)))
+                norm = M.sqrt(_squared_l2_norm([g]))
                 clip = M.full([], self.clip_norm, dtype=g.dtype)
                 out.append((p, M.multiply(g, M.divide(clip, M.maximum(norm, clip)))))
         return out
+
+
+def _squared_l2_norm(gs):
+    from ..layer_helper import LayerHelper
+    return LayerHelper("squared_l2_norm").simple("squared_l2_norm", {"X": list(gs)})
 
 
 def _sum(vs):

@@ -129,3 +129,14 @@ row("pad", {"X": uniform((2, 3))}, pad_ref, "pad-2d", attrs={"paddings": [1, 0, 
                                                               "pad_value": 0.5})
 row("pad", {"X": uniform((2, 3, 2))}, pad_ref, "pad-3d",
     attrs={"paddings": [0, 0, 1, 1, 0, 2]})
+
+
+# ---------------------------------------------------------------- squared_l2_norm (norm_ops.py)
+def sq_norm_ref(ins, a):
+    xs = ins["X"]
+    return {"Out": np.array(sum(np.sum(x.astype(np.float64) ** 2) for x in xs), xs[0].dtype)}
+
+
+row("squared_l2_norm", {"X": [uniform((3, 4)), uniform((5,)), uniform(())]}, sq_norm_ref,
+    "squared_l2_norm-three")
+row("squared_l2_norm", {"X": [uniform((2, 3))]}, sq_norm_ref, "squared_l2_norm-one")
