@@ -15,17 +15,12 @@ from typing import TYPE_CHECKING
 from .. import tensor as M
 from ..graph.program import Variable
 from ..layer_helper import LayerHelper
+from ..tensor._helpers import _var
 from .functional_nn import _check_p, avg_pool2d, dropout
 from .initializer import Constant
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
-
-
-def _var(x, fn, arg="x"):
-    if not isinstance(x, Variable):
-        raise TypeError(f"{fn}: {arg} must be a Variable, got {type(x).__name__}")
-    return x
 
 
 # ---------------------------------------------------------------- layer_norm

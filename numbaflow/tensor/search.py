@@ -10,6 +10,8 @@ from .. import dtypes
 from ..graph.program import Variable
 from ..layer_helper import LayerHelper
 from ._helpers import _var
+from .creation import full
+from .math import _const_like
 
 if TYPE_CHECKING:
     from numpy.typing import DTypeLike
@@ -153,16 +155,14 @@ def topk(x: Variable, k: int, axis: int | None = None, largest: bool = True,
 
 
 def _operand(v, like, helper, fn, arg):
-    """v itself, or a Python number as a shape-(1,) constant of `like`'s dtype."""
+    """v itself, or a Python number as a shape-(1,) constant of `like`'s dtype (int64 or
+    float32, as the number, when both operands are numbers)."""
     if isinstance(v, Variable):
         return v
     if isinstance(v, numbers.Number):
-        dt = like.dtype if like is not None else dtypes.convert_dtype(
-            "int64" if isinstance(v, numbers.Integral) else "float32")
-        c = helper.create_tmp(dt, stop_gradient=True)
-        helper.append_op("fill_constant", outputs={"Out": c},
-                         attrs={"shape": [1], "value": float(v), "dtype": str(dt)})
-        return c
+        if like is None:
+            return full([1], v, "int64" if isinstance(v, numbers.Integral) else "float32")
+        return _const_like(v, like, helper)
     raise TypeError(f"{fn}: {arg} must be a Variable or a number, got {type(v).__name__}")
 
 
