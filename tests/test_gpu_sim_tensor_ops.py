@@ -59,8 +59,9 @@ SCRIPT = textwrap.dedent("""
         for dtype in case.dtypes:
             arrays = make_inputs(case, dtype)
             out = compare(f"{{case.id}}-{{dtype}}", case.op, arrays, case.attrs)
-            if np.dtype(dtype).kind == "f" and all(a.dtype.kind in "fb" or k == "Index"
-                                                   for k, a in arrays.items()):
+            kinds = {{k: (a[0] if isinstance(a, list) else a).dtype.kind
+                      for k, a in arrays.items()}}
+            if all(v in "fb" or k == "Index" for k, v in kinds.items()):
                 grad_of(case.op, arrays, out, case.full_attrs(), f"{{case.id}}-{{dtype}}")
 
     u = lambda *s: rng.uniform(-1, 1, s)
