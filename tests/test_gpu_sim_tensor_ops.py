@@ -72,6 +72,8 @@ SCRIPT = textwrap.dedent("""
         ("take_along_axis", {{"Input": u(60, 20),
                               "Index": rng.integers(0, 20, (60, 30))}}, {{"Axis": 1}}),
         ("range", {{}}, {{"start": 3, "end": 900, "step": 2, "dtype": "int64"}}),
+        ("argsort", {{"X": rng.integers(0, 5, (40, 30)).astype(float)}}, {{"descending": True}}),
+        ("linspace", {{}}, {{"start": -2.0, "stop": 5.0, "num": 301}}),
     ]
     EXTRA[2][1]["Index"] = rng.integers(-30, 30, 70)
     for op, arrays, attrs in EXTRA:

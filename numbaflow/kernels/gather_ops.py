@@ -5,7 +5,8 @@ same positions `Index` (1-D) for every (outer, inner) lane; take_along_axis pick
 `Index[o, i, j]` per element (Index has X's shape except along the axis); argsort is
 a stable sort whose gradient is take_along_axis's. Gradients scatter-add Out@GRAD back
 (an index drawn twice gets both). An index outside [-n, n) raises on the CPU; a GPU
-kernel cannot raise, so there it reads / writes nothing (0 in the output).
+kernel cannot raise, so there it reads / writes nothing (0 in the output). The GPU
+argsort gives each element its rank in the stable order (one thread per element).
 """
 import functools
 
@@ -248,9 +249,20 @@ def _argsort_rule(g):
              {"Input@GRAD": g.dx("X")}, {"Axis": g.attrs["axis"]})
 
 
+def _argsort_gpu(cop):
+    shape = cop.input("X").shape
+    v = _view(shape, int(cop.attrs["axis"]) % len(shape)) if shape else (1, 1, 1)
+    desc = bool(cop.attrs["descending"])
+
+    def bind(ins, outs):
+        return gpu_util.launch_flat(_gpu_kernels().argsort, int(np.prod(v)),
+                                    ins["X"][0].reshape(v), desc, outs["Out"][0].reshape(v),
+                                    outs["Indices"][0].reshape(v))
+    return bind
+
+
 register_op(OpDef("argsort", (Slot("X"),), (Slot("Out"), Slot("Indices")), _argsort_infer,
-                  _argsort_cpu,
-                  gpu=lambda cop: functools.partial(gpu_util.host_staged, _argsort_cpu(cop)),
+                  _argsort_cpu, gpu=_argsort_gpu,
                   attrs={"axis": -1, "descending": False}, grad=_argsort_rule,
                   doc="Out, Indices = X sorted along `axis` (stable) and the positions"))
 
@@ -297,5 +309,22 @@ def _gpu_kernels():
             if 0 <= k < n:
                 cuda.atomic.add(dx3, (o, k, j), d3[o, i, j])
 
+    @cuda.jit(cache=True)
+    def argsort(x3, descending, out3, idx3):
+        # one thread per element: its place in the stable order is the number of elements
+        # of its lane that come before it (O(n) per element, no scratch memory)
+        n, inner = x3.shape[1], x3.shape[2]
+        for t in range(cuda.grid(1), x3.size, cuda.gridsize(1)):
+            o, i, j = t // (n * inner), (t // inner) % n, t % inner
+            v = x3[o, i, j]
+            rank = 0
+            for k in range(n):
+                w = x3[o, k, j]
+                before = w > v if descending else w < v
+                if before or (w == v and k < i):
+                    rank += 1
+            out3[o, rank, j] = v
+            idx3[o, rank, j] = i
+
     return gpu_util._NS(gather=gather, gather_grad=gather_grad, take_along=take_along,
-                        take_along_grad=take_along_grad)
+                        take_along_grad=take_along_grad, argsort=argsort)

@@ -186,8 +186,18 @@ def _linspace_cpu(cop):
                                                float(a["stop"]), outs["Out"][0])
 
 
+def _linspace_gpu(cop):
+    a = cop.attrs
+
+    def bind(ins, outs):
+        out = outs["Out"][0]
+        return gpu_util.launch_flat(_gpu_kernels().linspace, out.size, float(a["start"]),
+                                    float(a["stop"]), out)
+    return bind
+
+
 register_op(OpDef("linspace", (), (Slot("Out"),), _linspace_infer, _linspace_cpu,
-                  gpu=lambda cop: functools.partial(gpu_util.host_staged, _linspace_cpu(cop)),
+                  gpu=_linspace_gpu,
                   attrs={"start": 0.0, "stop": 1.0, "num": 1, "dtype": "float32"},
                   traits=frozenset((NO_GRAD,)),
                   doc="Out = num evenly spaced values from start to stop, both included"))
@@ -356,6 +366,13 @@ def _gpu_kernels():
             out[i] = start + i * step
 
     @cuda.jit(cache=True)
+    def linspace(start, stop, out):
+        n = out.shape[0]
+        step = (stop - start) / (n - 1) if n > 1 else 0.0
+        for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+            out[i] = start + step * i if i < (n + 1) // 2 else stop - step * (n - 1 - i)
+
+    @cuda.jit(cache=True)
     def cumsum(x3, exclusive, reverse, out3):
         # one thread per (outer, inner) lane scans its n elements
         n, inner = x3.shape[1], x3.shape[2]
@@ -371,4 +388,4 @@ def _gpu_kernels():
                     acc += x3[o, i, j]
                     out3[o, i, j] = acc
 
-    return gpu_util._NS(tril_triu=tril_triu, range=range_, cumsum=cumsum)
+    return gpu_util._NS(tril_triu=tril_triu, range=range_, linspace=linspace, cumsum=cumsum)
