@@ -118,8 +118,21 @@ def test_adaptive_avg_pool2d():
     x = u(2, 3, 4, 6)
     check(lambda a: F.adaptive_avg_pool2d(a, [2, 3]), [x],
           x.reshape(2, 3, 2, 2, 3, 2).mean((3, 5)))
-    with pytest.raises(NotImplementedError, match="divide"):
-        F.adaptive_avg_pool2d(static.data("a", [1, 3, 5, 5]), 2)
+    # unequal bins (Paddle's floor / ceil edges), NCHW and NHWC
+    y = u(1, 2, 5, 7)
+
+    def ref(a, oh, ow):
+        out = np.zeros(a.shape[:2] + (oh, ow))
+        for i in range(oh):
+            for j in range(ow):
+                hs, he = i * a.shape[2] // oh, -(-(i + 1) * a.shape[2] // oh)
+                ws, we = j * a.shape[3] // ow, -(-(j + 1) * a.shape[3] // ow)
+                out[:, :, i, j] = a[:, :, hs:he, ws:we].mean((2, 3))
+        return out
+    check(lambda a: F.adaptive_avg_pool2d(a, [2, 3]), [y], ref(y, 2, 3))
+    yt = y.transpose(0, 2, 3, 1).copy()
+    check(lambda a: F.adaptive_avg_pool2d(a, 3, data_format="NHWC"), [yt],
+          ref(y, 3, 3).transpose(0, 2, 3, 1))
 
 
 @pytest.mark.parametrize("clip", ["norm", "global"])
