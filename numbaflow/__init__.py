@@ -45,13 +45,9 @@ from .dtypes import bool_ as bool, float32, float64, int32, int64  # noqa: F401
 from .executor import CPUPlace, CUDAPlace  # noqa: F401
 from .executor.place import cuda_available, is_compiled_with_cuda  # noqa: F401
 from .param_attr import ParamAttr  # noqa: F401
-from .tensor_math import (abs, add, argmax, assign, cast, clip, concat, divide,  # noqa: F401
-                          exp, flatten, full, log, matmul, max, maximum, mean, min, minimum,
-                          multiply, pow, reshape, scale, split, sqrt, square, squeeze, subtract,
-                          sum, tanh, transpose, unsqueeze)
-from .tensor_math import (create_parameter, full_like, ones, ones_like, zeros,  # noqa: F401
-                          zeros_like)
-from . import nn, optimizer, static, metric, utils, initializer, fluid  # noqa: F401,E402
+from .tensor import *  # noqa: F401,F403  (paddle.add, paddle.triu, ...: tensor.__all__)
+from .tensor import __all__ as _tensor_all
+from . import nn, optimizer, static, metric, utils, initializer, fluid, tensor  # noqa: F401,E402
 from .reader import batch  # noqa: F401,E402  (also binds the paddle.reader module)
 from .static.program_state import load_state as load, save_state as save  # noqa: F401,E402
 from . import io  # noqa: F401,E402  (paddle.io: Dataset, DataLoader, ...)
@@ -66,13 +62,8 @@ __version__ = "0.1.0"
 __all__ = [
     # places, parameters, dtypes
     "CPUPlace", "CUDAPlace", "ParamAttr", "bool", "float32", "float64", "int32", "int64",
-    # math
-    "abs", "add", "argmax", "assign", "cast", "clip", "concat", "divide", "exp", "flatten",
-    "full", "log", "matmul", "max", "maximum", "mean", "min", "minimum", "multiply", "pow",
-    "reshape", "scale", "split", "sqrt", "square", "squeeze", "subtract", "sum", "tanh",
-    "transpose", "unsqueeze",
-    # creation
-    "zeros", "ones", "zeros_like", "ones_like", "full_like", "create_parameter",
+    # the tensor functions (numbaflow.tensor)
+    *_tensor_all,
     # modes, seed, device
     "enable_static", "disable_static", "in_dynamic_mode", "seed", "set_device", "get_device",
     "cuda_available", "is_compiled_with_cuda",
@@ -80,7 +71,7 @@ __all__ = [
     "batch", "save", "load",
     # submodules
     "dtypes", "fluid", "framework", "initializer", "io", "metric", "nn", "optimizer",
-    "reader", "static", "utils",
+    "reader", "static", "tensor", "utils",
 ]
 
 

@@ -11,7 +11,8 @@ uint8 = np.dtype("uint8")          # dropout masks
 SUPPORTED = (float32, float64, int32, int64, bool_, uint8)
 FLOATING = (float32, float64)
 
-_ALIASES = {"float": float32, "double": float64, "int": int32, "long": int64,
+# "int" is numpy's (and so Paddle's) default int: int64 on Linux
+_ALIASES = {"float": float32, "double": float64, "int": int64, "long": int64,
             "fp32": float32, "fp64": float64, "bool": bool_, "uint8": uint8}
 
 

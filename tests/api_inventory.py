@@ -12,12 +12,14 @@ import inspect
 # (`numbaflow.io`, ...) is documented too, unless it is listed in INTERNAL_SUBMODULES;
 # a new public module deeper down must be added here.
 PUBLIC_MODULES = [
-    "numbaflow", "numbaflow.static", "numbaflow.static.nn", "numbaflow.nn",
+    "numbaflow", "numbaflow.static", "numbaflow.static.nn", "numbaflow.static.amp",
+    "numbaflow.nn",
     "numbaflow.nn.functional", "numbaflow.nn.initializer", "numbaflow.optimizer",
     "numbaflow.fluid", "numbaflow.fluid.layers", "numbaflow.fluid.optimizer",
     "numbaflow.fluid.io", "numbaflow.fluid.initializer", "numbaflow.fluid.clip",
     "numbaflow.fluid.regularizer", "numbaflow.fluid.backward", "numbaflow.distributed",
     "numbaflow.metric", "numbaflow.utils", "numbaflow.utils.unique_name",
+    "numbaflow.fluid.layers.device",
 ]
 
 # Implementation modules reachable as attributes of a public module: their public
@@ -26,7 +28,7 @@ INTERNAL_SUBMODULES = {
     "numbaflow.compiler", "numbaflow.config", "numbaflow.dtypes", "numbaflow.executor",
     "numbaflow.graph",
     "numbaflow.kernels", "numbaflow.layer_helper", "numbaflow.param_attr",
-    "numbaflow.tensor_math", "numbaflow.testing", "numbaflow.bench", "numbaflow.examples",
+    "numbaflow.testing", "numbaflow.bench", "numbaflow.examples",
     "numbaflow.gpu_check",            # a command (python -m numbaflow.gpu_check)
     "numbaflow.gpu_trace",            # its traced device layer
     "numbaflow.initializer",          # the same module object as numbaflow.nn.initializer

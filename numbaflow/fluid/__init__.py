@@ -20,7 +20,7 @@ from . import (backward, clip, initializer, io, layers, optimizer,  # noqa: F401
 from ..compiler import CompiledProgram, ParallelExecutor  # noqa: F401
 from .data_feeder import DataFeeder  # noqa: F401
 from . import compiler, core, executor, nets  # noqa: F401,E402
-from .core import LoDTensor, Tensor, is_compiled_with_cuda  # noqa: F401,E402
+from .core import LoDTensor, Tensor, create_lod_tensor, is_compiled_with_cuda  # noqa: F401,E402
 from ..static.nn import embedding  # noqa: F401,E402  (fluid.embedding: lookup_table_v2)
 
 __all__ = [
@@ -29,7 +29,7 @@ __all__ = [
     "Executor", "CompiledProgram", "ParallelExecutor", "BuildStrategy", "ExecutionStrategy",
     "CPUPlace", "CUDAPlace", "Scope", "global_scope", "scope_guard", "save", "load",
     "in_dygraph_mode", "DataFeeder", "cpu_places", "cuda_places", "embedding", "one_hot",
-    "LoDTensor", "Tensor", "is_compiled_with_cuda",
+    "LoDTensor", "Tensor", "create_lod_tensor", "is_compiled_with_cuda",
     # submodules
     "backward", "clip", "initializer", "io", "layers", "optimizer", "regularizer",
     "unique_name", "compiler", "core", "executor", "nets",
@@ -67,8 +67,8 @@ def one_hot(input: Variable, depth: int, allow_out_of_range: bool = False) -> Va
         >>> fluid.one_hot(ids, depth=4).shape
         (-1, 4)
     """
-    from .. import tensor_math
-    return layers.one_hot(tensor_math.unsqueeze(input, [-1]), depth, allow_out_of_range)
+    from .. import tensor
+    return layers.one_hot(tensor.unsqueeze(input, [-1]), depth, allow_out_of_range)
 
 
 _NOT_SUPPORTED = {

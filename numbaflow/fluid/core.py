@@ -106,3 +106,45 @@ class VarDesc:
         INT64 = dtypes.convert_dtype("int64")
         FP32 = dtypes.convert_dtype("float32")
         FP64 = dtypes.convert_dtype("float64")
+
+
+def create_lod_tensor(data: object, recursive_seq_lens: list, place: object) -> LoDTensor:
+    """A LoDTensor holding `data` (an array, or a list of per-sequence lists). numbaflow
+    has no variable-length sequences, so the lengths may only describe the trivial LoD:
+    none ([]), or one level whose sequences are single rows ([[1, 1, ...]]).
+
+    Args:
+        data (array-like or list of lists): the values; a list of sequences is
+            concatenated row-wise (each id becomes a row of shape [1]).
+        recursive_seq_lens (list of list of int): the sequence lengths per level.
+        place (Place): accepted for Paddle compatibility.
+
+    Returns:
+        LoDTensor: the tensor.
+
+    Raises:
+        ValueError: the lengths do not add up to the rows.
+        NotImplementedError: a sequence longer than one row (real LoD).
+
+    Example:
+        >>> t = fluid.create_lod_tensor(np.arange(3).reshape(3, 1), [[1, 1, 1]],
+        ...                             fluid.CPUPlace())
+        >>> t.shape()
+        [3, 1]
+    """
+    if isinstance(data, list) and data and isinstance(data[0], (list, tuple)):
+        data = np.concatenate([np.asarray(seq).reshape(-1, 1) for seq in data])
+    arr = np.asarray(data)
+    levels = [list(map(int, lens)) for lens in (recursive_seq_lens or [])]
+    for lens in levels:
+        if sum(lens) != arr.shape[0] and levels[-1] is lens:
+            raise ValueError(f"create_lod_tensor: the sequence lengths {lens} add up to "
+                             f"{sum(lens)}, but data has {arr.shape[0]} rows")
+        if any(n != 1 for n in lens):
+            raise NotImplementedError(
+                f"create_lod_tensor: sequence lengths {lens} describe variable-length "
+                f"sequences (LoD), which numbaflow does not have; pad the sequences to "
+                f"one length and feed a dense array")
+    t = LoDTensor()
+    t.set(arr, place)
+    return t

@@ -81,7 +81,7 @@ class Variable:
                 f"stop_gradient({self.stop_gradient})")
 
     # operator overloads build ops through the public math functions (add, matmul, ...),
-    # which live above the graph layer: numbaflow.tensor_math hands them in when it is
+    # which live above the graph layer: numbaflow.tensor hands them in when it is
     # imported (`use_math_functions`), so this layer never imports upward
     _math_functions = None
 
@@ -100,6 +100,12 @@ class Variable:
     def __rpow__(self, o): return self._math("pow", o, self)
     def __matmul__(self, o): return self._math("matmul", self, o)
     def __neg__(self): return self._math("scale", self, scale=-1.0)
+    # comparisons give bool Variables, as in Paddle (== and != stay identity: Variables
+    # are dict keys and list members throughout the graph code)
+    def __lt__(self, o): return self._math("less_than", self, o)
+    def __le__(self, o): return self._math("less_equal", self, o)
+    def __gt__(self, o): return self._math("greater_than", self, o)
+    def __ge__(self, o): return self._math("greater_equal", self, o)
     __hash__ = object.__hash__
 
     def __getitem__(self, item: Any) -> Variable:

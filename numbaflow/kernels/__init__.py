@@ -15,3 +15,4 @@ from . import indexing, layer_norm, logistic_loss  # noqa: F401,E402
 from . import optim_extra  # noqa: F401,E402
 from . import lamb  # noqa: F401,E402
 from . import auc  # noqa: F401,E402
+from . import tensor_ops, gather_ops, sampling, norm_ops  # noqa: F401,E402

@@ -5,6 +5,6 @@ gradient clipping.
 >>> init = paddle.nn.initializer.Normal(std=0.01)
 """
 from . import functional, initializer  # noqa: F401
-from .clip import ClipGradByGlobalNorm  # noqa: F401
+from .clip import ClipGradByGlobalNorm, ClipGradByNorm  # noqa: F401
 
-__all__ = ["ClipGradByGlobalNorm", "functional", "initializer"]
+__all__ = ["ClipGradByGlobalNorm", "ClipGradByNorm", "functional", "initializer"]

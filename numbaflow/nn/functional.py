@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .. import tensor_math as M
+from .. import tensor as M
 from ..graph.program import Variable
 from ..layer_helper import LayerHelper
 
@@ -19,7 +19,9 @@ if TYPE_CHECKING:
 
 __all__ = ["relu", "sigmoid", "tanh", "gelu", "leaky_relu", "softmax", "log_softmax",
            "softmax_with_cross_entropy", "cross_entropy", "square_error_cost", "mse_loss",
-           "conv2d", "max_pool2d", "avg_pool2d", "batch_norm", "dropout", "embedding"]
+           "conv2d", "max_pool2d", "avg_pool2d", "batch_norm", "dropout", "embedding",
+           "adaptive_avg_pool2d", "label_smooth", "layer_norm", "linear", "normalize",
+           "one_hot", "pad", "relu6", "scaled_dot_product_attention", "silu"]
 
 
 def _var(x, fn, arg="x"):
@@ -335,3 +337,6 @@ def mse_loss(input: Variable, label: Variable, reduction: str = "mean",
 # CNN-era layers live in their own modules; nn.functional is their public home.
 from .functional_nn import avg_pool2d, batch_norm, dropout, embedding, max_pool2d  # noqa: E402,F401
 from .functional_conv import conv2d  # noqa: E402,F401
+from .functional_transformer import (  # noqa: E402,F401
+    adaptive_avg_pool2d, label_smooth, layer_norm, linear, normalize, one_hot, pad, relu6,
+    scaled_dot_product_attention, silu)

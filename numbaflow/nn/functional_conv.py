@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from ..graph.program import Variable
 from ..layer_helper import LayerHelper
-from ..tensor_math import _activation
+from ..tensor import _activation
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

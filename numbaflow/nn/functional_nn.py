@@ -11,7 +11,7 @@ from __future__ import annotations
 import numbers
 from typing import TYPE_CHECKING
 
-from .. import tensor_math as M
+from .. import tensor as M
 from ..graph.program import Variable
 from ..kernels.creation import next_op_seed
 from ..layer_helper import LayerHelper

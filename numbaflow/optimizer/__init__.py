@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from ..graph.program import Operator, Parameter, Program
     from ..nn.clip import ClipGradByGlobalNorm
 
-__all__ = ["Optimizer", "SGD", "Momentum", "Adam", "L2Decay",
+__all__ = ["Optimizer", "SGD", "Momentum", "Adam", "L1Decay", "L2Decay",
            "SGDOptimizer", "MomentumOptimizer", "AdamOptimizer",
            "Adagrad", "RMSProp", "Adamax", "AdamW", "Lamb", "lr"]
 
@@ -36,6 +36,21 @@ class L2Decay:
 
     Example:
         >>> opt = paddle.optimizer.SGD(0.1, weight_decay=paddle.optimizer.L2Decay(1e-4))
+    """
+
+    def __init__(self, coeff: float = 0.0) -> None:
+        self.coeff = float(coeff)
+
+
+class L1Decay:
+    """grad += coeff * sign(param) (Paddle's L1Decay regularizer), for `weight_decay` or a
+    parameter's `ParamAttr(regularizer=...)`.
+
+    Args:
+        coeff (float): the coefficient.
+
+    Example:
+        >>> opt = paddle.optimizer.SGD(0.1, weight_decay=paddle.optimizer.L1Decay(1e-4))
     """
 
     def __init__(self, coeff: float = 0.0) -> None:
@@ -83,7 +98,8 @@ class Optimizer:
                             f"{type(learning_rate).__name__}")
         if isinstance(learning_rate, numbers.Number) and learning_rate < 0:
             raise ValueError(f"learning_rate must be >= 0, got {learning_rate}")
-        if weight_decay is not None and not isinstance(weight_decay, (numbers.Number, L2Decay)):
+        if weight_decay is not None and not isinstance(weight_decay, (numbers.Number, L2Decay,
+                                                                      L1Decay)):
             raise TypeError(f"weight_decay must be a float or L2Decay, got "
                             f"{type(weight_decay).__name__}")
         if grad_clip is not None and not callable(grad_clip):
@@ -187,9 +203,14 @@ class Optimizer:
         reg = param.regularizer if param.regularizer is not None else self.regularization
         if reg is None or reg.coeff == 0.0:
             return grad
+        src = param
+        if isinstance(reg, L1Decay):
+            src = block.create_var(unique_name.generate(f"{param.name}_sign"), param.shape,
+                                   param.dtype)
+            block.append_op("sign", {"X": param}, {"Out": src})
         decay = block.create_var(unique_name.generate(f"{param.name}_decay"), param.shape,
                                  param.dtype)
-        block.append_op("scale", {"X": param}, {"Out": decay}, {"scale": reg.coeff})
+        block.append_op("scale", {"X": src}, {"Out": decay}, {"scale": reg.coeff})
         new_grad = block.create_var(unique_name.generate(f"{grad.name}_regularized"),
                                     grad.shape, grad.dtype)
         block.append_op("sum", {"X": [grad, decay]}, {"Out": new_grad})

@@ -19,7 +19,7 @@ import numpy as np
 __all__ = ["LRScheduler", "NoamDecay", "PiecewiseDecay", "NaturalExpDecay",
            "InverseTimeDecay", "PolynomialDecay", "LinearWarmup", "ExponentialDecay",
            "MultiStepDecay", "StepDecay", "LambdaDecay", "MultiplicativeDecay",
-           "CosineAnnealingDecay"]
+           "CosineAnnealingDecay", "OneCycleLR", "ReduceOnPlateau"]
 
 
 def _number(v, what, cls):
@@ -287,3 +287,99 @@ class CosineAnnealingDecay(LRScheduler):
     def _get_closed_form_lr(self):
         return self.eta_min + (self.base_lr - self.eta_min) * \
             (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
+
+
+class OneCycleLR(LRScheduler):
+    """The one-cycle policy (Paddle's formulas): from max_learning_rate / divide_factor up
+    to max_learning_rate over phase_pct of total_steps, then down to end_learning_rate
+    (three_phase: back to the initial rate first), by cosine or linear annealing."""
+
+    def __init__(self, max_learning_rate, total_steps, divide_factor=25.0,
+                 end_learning_rate=0.0001, phase_pct=0.3, anneal_strategy="cos",
+                 three_phase=False, last_epoch=-1, verbose=False):
+        peak = _number(max_learning_rate, "max_learning_rate", "OneCycleLR")
+        if not isinstance(total_steps, int) or total_steps <= 0:
+            raise ValueError(f"OneCycleLR: total_steps must be a positive int, got "
+                             f"{total_steps!r}")
+        if not 0.0 <= float(phase_pct) <= (0.5 if three_phase else 1.0):
+            raise ValueError(f"OneCycleLR: phase_pct must be in [0, "
+                             f"{0.5 if three_phase else 1}], got {phase_pct}")
+        if anneal_strategy not in ("cos", "linear"):
+            raise ValueError(f"OneCycleLR: anneal_strategy must be 'cos' or 'linear', got "
+                             f"{anneal_strategy!r}")
+        self.total_steps, self.anneal_strategy = total_steps, anneal_strategy
+        initial = peak / _number(divide_factor, "divide_factor", "OneCycleLR")
+        low = _number(end_learning_rate, "end_learning_rate", "OneCycleLR")
+        up = phase_pct * total_steps - 1
+        if three_phase:
+            ends = [0, up, 2 * phase_pct * total_steps - 2, total_steps - 1]
+            self._lrs = [initial, peak, initial, low]
+        else:
+            ends = [0, up, total_steps - 1]
+            self._lrs = [initial, peak, low]
+        self._ends = ends
+        super().__init__(initial, last_epoch, verbose)
+
+    def get_lr(self):
+        step = self.last_epoch
+        if step > self.total_steps:
+            raise ValueError(f"OneCycleLR: step {step} is past total_steps "
+                             f"{self.total_steps}")
+        for i in range(len(self._lrs) - 1):
+            start, end = self._ends[i], self._ends[i + 1]
+            if step <= end or i == len(self._lrs) - 2:
+                pct = (step - start) / (end - start) if end != start else 1.0
+                a, b = self._lrs[i], self._lrs[i + 1]
+                if self.anneal_strategy == "cos":
+                    return b + (a - b) / 2.0 * (math.cos(math.pi * pct) + 1)
+                return (b - a) * pct + a
+        return self._lrs[-1]
+
+
+class ReduceOnPlateau(LRScheduler):
+    """Multiply the rate by `factor` when the metric given to `step(metrics)` has not
+    improved for more than `patience` steps (Paddle's rule, with threshold, cooldown and
+    min_lr)."""
+
+    def __init__(self, learning_rate, mode="min", factor=0.1, patience=10, threshold=1e-4,
+                 threshold_mode="rel", cooldown=0, min_lr=0, epsilon=1e-8, verbose=False):
+        if mode not in ("min", "max") or threshold_mode not in ("rel", "abs"):
+            raise ValueError(f"ReduceOnPlateau: mode must be 'min' or 'max' and threshold_mode "
+                             f"'rel' or 'abs', got {mode!r}, {threshold_mode!r}")
+        if not 0.0 < factor < 1.0:
+            raise ValueError(f"ReduceOnPlateau: factor must be in (0, 1), got {factor}")
+        self.mode, self.factor, self.patience = mode, float(factor), int(patience)
+        self.threshold, self.threshold_mode = float(threshold), threshold_mode
+        self.cooldown, self.min_lr, self.epsilon = int(cooldown), float(min_lr), float(epsilon)
+        self.cooldown_counter, self.best, self.num_bad_epochs = 0, None, 0
+        self.base_lr = self.last_lr = _number(learning_rate, "learning_rate",
+                                              "ReduceOnPlateau")
+        self.last_epoch, self.verbose = 0, verbose
+
+    def step(self, metrics, epoch=None):
+        """Record this epoch's metric (a number or a one-element array)."""
+        self.last_epoch = self.last_epoch + 1 if epoch is None else int(epoch)
+        m = np.asarray(metrics, dtype=np.float64)
+        if m.size != 1:
+            raise ValueError(f"ReduceOnPlateau: metrics must have one element, got shape "
+                             f"{m.shape}; reduce it first (e.g. paddle.mean)")
+        m = float(m.reshape(-1)[0])
+        if self.cooldown_counter > 0:
+            self.cooldown_counter -= 1
+            return
+        if self.best is None or self._is_better(m, self.best):
+            self.best, self.num_bad_epochs = m, 0
+        else:
+            self.num_bad_epochs += 1
+        if self.num_bad_epochs > self.patience:
+            self.cooldown_counter, self.num_bad_epochs = self.cooldown, 0
+            new_lr = max(self.last_lr * self.factor, self.min_lr)
+            if self.last_lr - new_lr > self.epsilon:
+                self.last_lr = new_lr
+                if self.verbose:
+                    print(f"Epoch {self.last_epoch}: ReduceOnPlateau set learning rate to "
+                          f"{self.last_lr}.")
+
+    def _is_better(self, current, best):
+        margin = best * self.threshold if self.threshold_mode == "rel" else self.threshold
+        return current < best - margin if self.mode == "min" else current > best + margin

@@ -12,13 +12,16 @@ from ..graph import (Graph, Operator, Parameter, Program, Variable,  # noqa: F40
                      append_backward, default_main_program, default_startup_program,
                      gradients, program_guard)
 from ..graph.program import default_main_program as _main
-from . import nn  # noqa: F401
+from ..tensor import create_parameter  # noqa: F401  (paddle.static.create_parameter)
+from . import amp, nn  # noqa: F401
+from .ema import ExponentialMovingAverage, InputSpec  # noqa: F401
 from ..compiler import CompiledProgram, ParallelExecutor  # noqa: F401,E402
 
 __all__ = [
     # programs and variables
     "Program", "Variable", "Parameter", "Operator", "Graph", "data", "program_guard",
     "default_main_program", "default_startup_program", "append_backward", "gradients",
+    "create_parameter", "InputSpec", "ExponentialMovingAverage",
     # running
     "Executor", "CompiledProgram", "ParallelExecutor", "BuildStrategy", "ExecutionStrategy",
     "CPUPlace", "CUDAPlace", "cpu_places", "cuda_places", "Scope", "global_scope",
@@ -31,7 +34,7 @@ __all__ = [
     # pictures
     "draw",
     # submodules
-    "nn",
+    "amp", "nn",
 ]
 
 if TYPE_CHECKING:
@@ -55,7 +58,8 @@ def data(name: str, shape: Sequence[int | None], dtype: DTypeLike = "float32",
 
     Raises:
         TypeError: name is not a non-empty str.
-        ValueError: a dim below -1.
+        ValueError: a dim below -1, or `name` is taken by another variable (declaring
+            the same input again returns it).
 
     Example:
         >>> x = static.data(name='x', shape=[None, 784], dtype='float32')
@@ -68,8 +72,15 @@ def data(name: str, shape: Sequence[int | None], dtype: DTypeLike = "float32",
     if any(d < -1 for d in shape):
         raise ValueError(f"data {name!r}: dims must be >= 0, or None/-1 for any size; got {shape}")
     block = _main().global_block()
-    return block.create_var(name, shape, dtypes.convert_dtype(dtype), stop_gradient=True,
-                            is_data=True)
+    dt = dtypes.convert_dtype(dtype)
+    old = block.vars.get(name)
+    if old is not None and old.is_data and old.shape == tuple(shape) and old.dtype == dt:
+        return old      # declared again (Paddle returns the existing input)
+    if old is not None:
+        raise ValueError(f"data {name!r}: the program already has a variable of that name "
+                         f"({old.shape}, {old.dtype}); declaring it again needs the same "
+                         f"shape and dtype, got {tuple(shape)} {dt}")
+    return block.create_var(name, shape, dt, stop_gradient=True, is_data=True)
 
 
 from .io import load, load_inference_model, save, save_inference_model  # noqa: F401,E402

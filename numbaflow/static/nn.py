@@ -1,4 +1,5 @@
-"""numbaflow.static.nn: layers that create parameters (fc, conv2d, batch_norm, embedding).
+"""numbaflow.static.nn: layers that create parameters (fc, conv2d, batch_norm, embedding,
+layer_norm).
 
 >>> x = static.data('x', [None, 4])
 >>> static.nn.fc(x, size=2).shape
@@ -12,9 +13,9 @@ import numpy as np
 
 from ..graph.program import Variable
 from ..layer_helper import LayerHelper
-from ..tensor_math import _activation
+from ..tensor import _activation
 
-__all__ = ["fc", "batch_norm", "conv2d", "embedding"]
+__all__ = ["fc", "batch_norm", "conv2d", "embedding", "layer_norm"]
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -88,3 +89,4 @@ def fc(x: Variable | Sequence[Variable], size: int, num_flatten_dims: int = 1,
 from ..nn.functional_nn import static_batch_norm as batch_norm  # noqa: E402,F401
 from ..nn.functional_nn import static_embedding as embedding  # noqa: E402,F401
 from ..nn.functional_conv import static_conv2d as conv2d  # noqa: E402,F401
+from ..nn.functional_transformer import static_layer_norm as layer_norm  # noqa: E402,F401

@@ -11,11 +11,11 @@ import numbers
 from typing import TYPE_CHECKING
 
 from ... import dtypes, metric, static
-from ... import tensor_math as M
+from ... import tensor as M
 from ...graph.program import Variable
 from ...layer_helper import LayerHelper
 from ...nn import functional as F
-from ...tensor_math import _activation
+from ...tensor import _activation
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -579,7 +579,9 @@ from .nn import _scalar_1d  # noqa: E402
 from .tensor import *  # noqa: E402,F401,F403
 from .learning_rate_scheduler import *  # noqa: E402,F401,F403
 from .metric_op import auc  # noqa: E402,F401
-from . import learning_rate_scheduler, metric_op, nn, tensor  # noqa: E402,F401
+from .control_flow import *  # noqa: E402,F401,F403
+from . import (control_flow, device, learning_rate_scheduler, metric_op, nn,  # noqa: E402,F401
+               tensor)
 
 
 def _elementwise_doc(fn, formula):
@@ -626,4 +628,4 @@ _elementwise_doc(elementwise_pow, "x ** y")
 
 
 __all__ += (["elementwise_max", "elementwise_min", "elementwise_pow", "auc"] + nn.__all__
-            + tensor.__all__ + learning_rate_scheduler.__all__)
+            + tensor.__all__ + learning_rate_scheduler.__all__ + control_flow.__all__)

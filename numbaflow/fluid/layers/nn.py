@@ -4,11 +4,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ... import static
-from ... import tensor_math as M
+from ... import tensor as M
 from ...graph.program import Variable
 from ...layer_helper import LayerHelper
-from ...nn.initializer import Constant
-from ...tensor_math import _activation
+from ...tensor import _activation
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -116,57 +115,6 @@ def topk(input: Variable, k: int, name: str | None = None) -> tuple[Variable, Va
     values, indices = helper.create_tmp(input.dtype), helper.create_tmp("int64", True)
     helper.append_op("top_k", {"X": input}, {"Out": values, "Indices": indices}, {"k": k})
     return values, indices
-
-
-def layer_norm(input: Variable, scale: bool = True, shift: bool = True,
-               begin_norm_axis: int = 1, epsilon: float = 1e-05, param_attr: object = None,
-               bias_attr: object = None, act: str | None = None,
-               name: str | None = None) -> Variable:
-    """Normalise each sample over the dims from begin_norm_axis on, then a learned
-    per-element scale (init 1) and shift (init 0), then `act` (op layer_norm).
-
-    Args:
-        input (Variable): the input.
-        scale (bool): learn a scale `layer_norm_N.w_0`.
-        shift (bool): learn a shift `layer_norm_N.b_0`.
-        begin_norm_axis (int): the first normalised dim (1 .. rank - 1).
-        epsilon (float): added to the variance.
-        param_attr (ParamAttr, optional): the scale's attributes.
-        bias_attr (ParamAttr, optional): the shift's attributes.
-        act (str, optional): an activation applied last.
-        name (str, optional): a prefix for the names.
-
-    Returns:
-        Variable: input's shape.
-
-    Example:
-        >>> x = fluid.layers.data('x', [4, 6])
-        >>> fluid.layers.layer_norm(x, begin_norm_axis=2).shape
-        (-1, 4, 6)
-    """
-    _var(input, "layer_norm")
-    if not 1 <= begin_norm_axis < input.ndim:
-        raise ValueError(f"layer_norm: begin_norm_axis must be in [1, {input.ndim - 1}] for "
-                         f"{input.name} of shape {input.shape}, got {begin_norm_axis}")
-    right_dims = input.shape[begin_norm_axis:]
-    if -1 in right_dims:
-        raise ValueError(f"layer_norm: the normalised dims {right_dims} of {input.name} must "
-                         f"be known")
-    right = 1
-    for d in right_dims:
-        right *= d
-    helper = LayerHelper("layer_norm", name)
-    ins = {"X": input}
-    if scale:
-        ins["Scale"] = helper.create_parameter(param_attr, [right], input.dtype,
-                                               default_initializer=Constant(1.0))
-    if shift:
-        ins["Bias"] = helper.create_parameter(bias_attr, [right], input.dtype, is_bias=True)
-    y = helper.create_tmp(input.dtype)
-    mean, var = helper.create_tmp(input.dtype, True), helper.create_tmp(input.dtype, True)
-    helper.append_op("layer_norm", ins, {"Y": y, "Mean": mean, "Variance": var},
-                     {"epsilon": float(epsilon), "begin_norm_axis": int(begin_norm_axis)})
-    return _activation(y, act)
 
 
 def sigmoid_cross_entropy_with_logits(x: Variable, label: Variable, ignore_index: int = -100,
@@ -480,3 +428,6 @@ def reduce_min(input: Variable, dim: int | Sequence[int] | None = None, keep_dim
         (1,)
     """
     return _scalar_1d(M.min(input, dim, keep_dim, name))
+
+
+from ...nn.functional_transformer import static_layer_norm as layer_norm  # noqa: E402,F401

@@ -5,7 +5,7 @@ import numbers
 from typing import TYPE_CHECKING
 
 from ... import dtypes
-from ... import tensor_math as M
+from ... import tensor as M
 from ...graph.program import Variable, default_startup_program
 from ...layer_helper import LayerHelper
 from ...utils import unique_name

@@ -1,0 +1,422 @@
+"""Transformer building blocks of paddle.nn.functional (Paddle 2.6 signatures): layer_norm,
+linear, scaled_dot_product_attention, one_hot, pad, normalize, label_smooth, silu, relu6,
+adaptive_avg_pool2d; and static.nn.layer_norm (the layer with its own parameters).
+
+Each is built from registered ops. Attention is written as the ops a fusion pass can
+recognise: `matmul_v2` with trans_y (K read transposed in place), a `scale`, an additive
+mask, one `softmax` over the last axis, optional `dropout`, `matmul_v2` with V.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from typing import TYPE_CHECKING
+
+from .. import tensor as M
+from ..graph.program import Variable
+from ..layer_helper import LayerHelper
+from ..tensor._helpers import _var
+from .functional_nn import _check_p, avg_pool2d, dropout
+from .initializer import Constant
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+
+# ---------------------------------------------------------------- layer_norm
+def _layer_norm(helper, x, begin, epsilon, scale, bias):
+    y = helper.create_tmp(x.dtype)
+    mean, var = helper.create_tmp(x.dtype, True), helper.create_tmp(x.dtype, True)
+    ins = {"X": x}
+    if scale is not None:
+        ins["Scale"] = scale
+    if bias is not None:
+        ins["Bias"] = bias
+    helper.append_op("layer_norm", ins, {"Y": y, "Mean": mean, "Variance": var},
+                     {"epsilon": float(epsilon), "begin_norm_axis": int(begin)})
+    return y
+
+
+def _normalised_size(x, begin, fn):
+    if not 1 <= begin < max(x.ndim, 2):
+        raise ValueError(f"{fn}: the normalised dims must leave at least the first dim of "
+                         f"{x.name} {x.shape}; begin_norm_axis {begin} is out of [1, "
+                         f"{x.ndim - 1}]")
+    right = x.shape[begin:]
+    if -1 in right:
+        raise ValueError(f"{fn}: the normalised dims {right} of {x.name} must be known")
+    return math.prod(right)
+
+
+def layer_norm(x: Variable, normalized_shape: int | Sequence[int],
+               weight: Variable | None = None, bias: Variable | None = None,
+               epsilon: float = 1e-05, name: str | None = None) -> Variable:
+    """Normalise over the last len(normalized_shape) dims, then `* weight + bias` (op
+    `layer_norm`, one op forward and one backward).
+
+    Args:
+        x (Variable): the input.
+        normalized_shape (int or list of int): x's trailing dims to normalise over.
+        weight (Variable, optional): the scale, of normalized_shape (or its product).
+        bias (Variable, optional): the shift, like weight.
+        epsilon (float): added to the variance.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's shape and dtype.
+
+    Example:
+        >>> x = static.data('x', [None, 8, 16])
+        >>> F.layer_norm(x, 16).shape
+        (-1, 8, 16)
+    """
+    _var(x, "layer_norm")
+    shape = [normalized_shape] if isinstance(normalized_shape, numbers.Integral) \
+        else list(normalized_shape)
+    if list(x.shape[x.ndim - len(shape):]) != [int(d) for d in shape]:
+        raise ValueError(f"layer_norm: normalized_shape {shape} must be the trailing dims of "
+                         f"x {x.name} {x.shape}")
+    begin = x.ndim - len(shape)
+    size = _normalised_size(x, begin, "layer_norm")
+    params = []
+    for p, arg in ((weight, "weight"), (bias, "bias")):
+        if p is not None:
+            _var(p, "layer_norm", arg)
+            if math.prod(p.shape) != size:
+                raise ValueError(f"layer_norm: {arg} {p.name} {p.shape} must have "
+                                 f"{size} elements (normalized_shape {shape})")
+            p = M.reshape(p, [size]) if p.ndim != 1 else p
+        params.append(p)
+    return _layer_norm(LayerHelper("layer_norm", name), x, begin, epsilon, *params)
+
+
+def static_layer_norm(input: Variable, scale: bool = True, shift: bool = True,
+                      begin_norm_axis: int = 1, epsilon: float = 1e-05,
+                      param_attr: object = None, bias_attr: object = None,
+                      act: str | None = None, name: str | None = None) -> Variable:
+    """Normalise each sample over the dims from begin_norm_axis on, then a learned
+    per-element scale (init 1) and shift (init 0), then `act` (op layer_norm).
+
+    Args:
+        input (Variable): the input.
+        scale (bool): learn a scale `layer_norm_N.w_0`.
+        shift (bool): learn a shift `layer_norm_N.b_0`.
+        begin_norm_axis (int): the first normalised dim (1 .. rank - 1).
+        epsilon (float): added to the variance.
+        param_attr (ParamAttr, optional): the scale's attributes.
+        bias_attr (ParamAttr, optional): the shift's attributes.
+        act (str, optional): an activation applied last.
+        name (str, optional): a prefix for the names.
+
+    Returns:
+        Variable: input's shape.
+
+    Example:
+        >>> x = static.data('x', [None, 4, 6])
+        >>> static.nn.layer_norm(x, begin_norm_axis=2).shape
+        (-1, 4, 6)
+    """
+    _var(input, "layer_norm", "input")
+    right = _normalised_size(input, begin_norm_axis, "layer_norm")
+    helper = LayerHelper("layer_norm", name)
+    w = helper.create_parameter(param_attr, [right], input.dtype,
+                                default_initializer=Constant(1.0)) if scale else None
+    b = helper.create_parameter(bias_attr, [right], input.dtype, is_bias=True) \
+        if shift else None
+    return M._activation(_layer_norm(helper, input, begin_norm_axis, epsilon, w, b), act)
+
+
+# ---------------------------------------------------------------- linear, attention
+def linear(x: Variable, weight: Variable, bias: Variable | None = None,
+           name: str | None = None) -> Variable:
+    """x @ weight + bias (ops `matmul_v2`, `elementwise_add`); weight is [in, out].
+
+    Args:
+        x (Variable): [..., in].
+        weight (Variable): [in, out].
+        bias (Variable, optional): [out].
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: [..., out].
+
+    Example:
+        >>> x = static.data('x', [None, 4])
+        >>> w = paddle.create_parameter([4, 2], 'float32')
+        >>> F.linear(x, w).shape
+        (-1, 2)
+    """
+    out = M.matmul(_var(x, "linear"), _var(weight, "linear", "weight"), name=name)
+    return out if bias is None else M.add(out, _var(bias, "linear", "bias"))
+
+
+def scaled_dot_product_attention(query: Variable, key: Variable, value: Variable,
+                                 attn_mask: Variable | None = None, dropout_p: float = 0.0,
+                                 is_causal: bool = False, training: bool = True,
+                                 name: str | None = None) -> Variable:
+    """softmax(Q K^T / sqrt(d) + mask) V per batch and head, Paddle's layout
+    [batch, seq_len, num_heads, head_dim]. Lowered to `transpose2`, `matmul_v2`
+    (trans_y), `scale`, the mask (an `elementwise_add`), one `softmax`, `dropout` on the
+    weights when training with dropout_p > 0, and `matmul_v2`.
+
+    Args:
+        query (Variable): [B, Tq, H, D].
+        key (Variable): [B, Tk, H, D].
+        value (Variable): [B, Tk, H, Dv].
+        attn_mask (Variable, optional): added to the scores, broadcast to [B, H, Tq, Tk];
+            a bool mask keeps the True positions (the others get -1e9).
+        dropout_p (float): the dropout probability of the attention weights.
+        is_causal (bool): position i attends to positions <= i only (Tq, Tk known).
+        training (bool): apply dropout.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: [B, Tq, H, Dv].
+
+    Example:
+        >>> q = static.data('q', [None, 5, 2, 8])
+        >>> F.scaled_dot_product_attention(q, q, q, is_causal=True).shape
+        (-1, 5, 2, 8)
+    """
+    for v, arg in ((query, "query"), (key, "key"), (value, "value")):
+        _var(v, "scaled_dot_product_attention", arg)
+        if v.ndim != 4:
+            raise ValueError(f"scaled_dot_product_attention: {arg} must be [batch, seq_len, "
+                             f"num_heads, head_dim], got {v.name} {v.shape}")
+    p = _check_p(dropout_p, "scaled_dot_product_attention", "dropout_p")
+    q, k, v = (M.transpose(t, [0, 2, 1, 3]) for t in (query, key, value))
+    scores = M.scale(M.matmul(q, k, transpose_y=True), 1.0 / math.sqrt(query.shape[-1]))
+    if is_causal:
+        tq, tk = query.shape[1], key.shape[1]
+        if -1 in (tq, tk):
+            raise ValueError("scaled_dot_product_attention: is_causal needs known sequence "
+                             f"lengths, got query {query.shape} and key {key.shape}")
+        causal = M.triu(M.full([tq, tk], -1e9, scores.dtype), 1)
+        scores = M.add(scores, causal)
+    if attn_mask is not None:
+        _var(attn_mask, "scaled_dot_product_attention", "attn_mask")
+        if attn_mask.dtype.kind == "b":
+            scores = M.where(attn_mask, scores, -1e9)
+        else:
+            scores = M.add(scores, attn_mask)
+    weights = LayerHelper("softmax").simple("softmax", {"X": scores}, {"axis": -1})
+    if p > 0.0 and training:
+        weights = dropout(weights, p)
+    return M.transpose(M.matmul(weights, v), [0, 2, 1, 3], name=name)
+
+
+# ---------------------------------------------------------------- small functions
+def silu(x: Variable, name: str | None = None) -> Variable:
+    """x * sigmoid(x) (op `silu`).
+
+    Args:
+        x (Variable): the input.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's shape and dtype.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> F.silu(x).shape
+        (-1, 3)
+    """
+    return LayerHelper("silu", name).simple("silu", {"X": _var(x, "silu")})
+
+
+def relu6(x: Variable, name: str | None = None) -> Variable:
+    """min(max(x, 0), 6) (op `relu6`).
+
+    Args:
+        x (Variable): the input.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's shape and dtype.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> F.relu6(x).shape
+        (-1, 3)
+    """
+    return LayerHelper("relu6", name).simple("relu6", {"X": _var(x, "relu6")},
+                                             {"threshold": 6.0})
+
+
+def one_hot(x: Variable, num_classes: int, name: str | None = None) -> Variable:
+    """float32 one-hot rows: x's shape + [num_classes] (op `one_hot` on x with a trailing
+    dim of 1). An index outside [0, num_classes) raises when the program runs.
+
+    Args:
+        x (Variable): int32 / int64 class indices, any shape.
+        num_classes (int): the depth.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: float32.
+
+    Example:
+        >>> ids = static.data('ids', [None, 5], 'int64')
+        >>> F.one_hot(ids, 10).shape
+        (-1, 5, 10)
+    """
+    _var(x, "one_hot")
+    if not isinstance(num_classes, numbers.Integral) or num_classes < 1:
+        raise ValueError(f"one_hot: num_classes must be an int >= 1, got {num_classes!r}")
+    helper = LayerHelper("one_hot", name)
+    out = helper.create_tmp("float32", stop_gradient=True)
+    helper.append_op("one_hot", {"X": M.unsqueeze(x, [-1])}, {"Out": out},
+                     {"depth": int(num_classes), "dtype": "float32",
+                      "allow_out_of_range": False})
+    return out
+
+
+def pad(x: Variable, pad: Sequence[int], mode: str = "constant", value: float = 0.0,
+        data_format: str = "NCHW", name: str | None = None) -> Variable:
+    """Pad x with `value` (op `pad`; mode 'constant' only). With 2 * rank entries, `pad`
+    gives (before, after) for every dim in order; otherwise, for a 3-, 4- or 5-D x, it
+    gives (before, after) pairs for the spatial dims of `data_format`, the last dim first
+    (Paddle's order: [left, right, top, bottom, ...]).
+
+    Args:
+        x (Variable): the input.
+        pad (list of int): the amounts, >= 0.
+        mode (str): 'constant'.
+        value (float): the fill.
+        data_format (str): 'NCL', 'NLC', 'NCHW', 'NHWC', 'NCDHW' or 'NDHWC'.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: the padded tensor.
+
+    Example:
+        >>> x = static.data('x', [None, 3, 4, 4])
+        >>> F.pad(x, [1, 1, 2, 0]).shape
+        (-1, 3, 6, 6)
+    """
+    _var(x, "pad")
+    if mode != "constant":
+        raise NotImplementedError(f"pad: mode {mode!r} is not supported; only 'constant'")
+    amounts = [int(p) for p in pad]
+    if len(amounts) == 2 * x.ndim:
+        pairs = amounts
+    else:
+        spatial = len(data_format) - 2
+        if x.ndim != len(data_format) or len(amounts) != 2 * spatial:
+            raise ValueError(f"pad: pad {amounts} must have 2 * rank ({2 * x.ndim}) entries, "
+                             f"or 2 per spatial dim of data_format {data_format!r} for x "
+                             f"{x.name} {x.shape}")
+        first = 1 if data_format[1] != "C" else 2      # the first spatial dim
+        pairs = [0, 0] * x.ndim
+        for i in range(spatial):       # pad's pair i is the spatial dim counted from the end
+            d = first + spatial - 1 - i
+            pairs[2 * d:2 * d + 2] = amounts[2 * i:2 * i + 2]
+    if any(p < 0 for p in pairs):
+        raise ValueError(f"pad: amounts must be >= 0, got {amounts}")
+    return LayerHelper("pad", name).simple("pad", {"X": x},
+                                           {"paddings": pairs, "pad_value": float(value)})
+
+
+def normalize(x: Variable, p: float = 2, axis: int = 1, epsilon: float = 1e-12,
+              name: str | None = None) -> Variable:
+    """x / max(||x||_p along axis, epsilon).
+
+    Args:
+        x (Variable): the input.
+        p (float): the norm's order (> 0).
+        axis (int): the axis the norm runs over.
+        epsilon (float): the smallest divisor.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's shape.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> F.normalize(x, axis=-1).shape
+        (-1, 3)
+    """
+    _var(x, "normalize")
+    if p <= 0:
+        raise ValueError(f"normalize: p must be > 0, got {p}")
+    if p == 2:
+        norm = M.sqrt(M.sum(M.square(x), axis=axis, keepdim=True))
+    else:
+        norm = M.pow(M.sum(M.pow(M.abs(x), float(p)), axis=axis, keepdim=True), 1.0 / p)
+    return M.divide(x, M.maximum(norm, M.full([1], epsilon, x.dtype)), name=name)
+
+
+def label_smooth(label: Variable, prior_dist: Variable | None = None, epsilon: float = 0.1,
+                 name: str | None = None) -> Variable:
+    """(1 - epsilon) * label + epsilon * prior (uniform 1/num_classes by default).
+
+    Args:
+        label (Variable): one-hot (or soft) labels, classes on the last axis.
+        prior_dist (Variable, optional): [1, num_classes].
+        epsilon (float): the smoothing weight in [0, 1].
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: label's shape.
+
+    Example:
+        >>> y = static.data('y', [None, 10])
+        >>> F.label_smooth(y, epsilon=0.1).shape
+        (-1, 10)
+    """
+    _var(label, "label_smooth", "label")
+    eps = _check_p(epsilon, "label_smooth", "epsilon")
+    if prior_dist is None:
+        return M.scale(label, 1.0 - eps, eps / label.shape[-1], name=name)
+    return M.add(M.scale(label, 1.0 - eps), M.scale(prior_dist, eps), name=name)
+
+
+def adaptive_avg_pool2d(x: Variable, output_size: int | Sequence[int],
+                        data_format: str = "NCHW", name: str | None = None) -> Variable:
+    """Average pooling to a fixed output size with Paddle's adaptive bins (cell (i, j)
+    averages rows floor(i*H/oh) .. ceil((i+1)*H/oh) and likewise columns). When the
+    output size divides the input size the bins are equal windows: one `pool2d` op;
+    otherwise one `slice` + `reduce_mean` per cell, joined by `concat`.
+
+    Args:
+        x (Variable): (N, C, H, W) or (N, H, W, C), H and W known.
+        output_size (int or pair): the output's H and W (None keeps that dim).
+        data_format (str): 'NCHW' or 'NHWC'.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: (N, C, oh, ow) or (N, oh, ow, C).
+
+    Example:
+        >>> x = static.data('x', [None, 3, 8, 8])
+        >>> F.adaptive_avg_pool2d(x, 2).shape, F.adaptive_avg_pool2d(x, 3).shape
+        ((-1, 3, 2, 2), (-1, 3, 3, 3))
+    """
+    _var(x, "adaptive_avg_pool2d")
+    if x.ndim != 4 or data_format not in ("NCHW", "NHWC"):
+        raise ValueError(f"adaptive_avg_pool2d: x must be 4-D and data_format 'NCHW' or "
+                         f"'NHWC', got {x.name} {x.shape}, {data_format!r}")
+    ah, aw = (2, 3) if data_format == "NCHW" else (1, 2)
+    hw = (x.shape[ah], x.shape[aw])
+    outs = [output_size] * 2 if isinstance(output_size, numbers.Integral) else \
+        list(output_size)
+    outs = [d if o is None else int(o) for o, d in zip(outs, hw)]
+    if -1 in hw or any(o < 1 for o in outs):
+        raise ValueError(f"adaptive_avg_pool2d: needs a known input size (got {list(hw)}) "
+                         f"and output sizes >= 1 (got {outs})")
+    if all(d % o == 0 for o, d in zip(outs, hw)):
+        kernel = [d // o for o, d in zip(outs, hw)]
+        return avg_pool2d(x, kernel, kernel, data_format=data_format, name=name)
+
+    def bins(n, o):
+        return [(i * n // o, -(-(i + 1) * n // o)) for i in range(o)]
+
+    rows = []
+    for hs, he in bins(hw[0], outs[0]):
+        cells = []
+        for ws, we in bins(hw[1], outs[1]):
+            idx = [slice(None)] * 4
+            idx[ah], idx[aw] = slice(hs, he), slice(ws, we)
+            cells.append(M.mean(x[tuple(idx)], axis=[ah, aw], keepdim=True))
+        rows.append(M.concat(cells, axis=aw))
+    return M.concat(rows, axis=ah, name=name)

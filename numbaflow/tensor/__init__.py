@@ -1,0 +1,51 @@
+"""paddle.tensor: the tensor functions of the top-level API (paddle.add, paddle.triu, ...),
+grouped by family as in Paddle: `creation`, `math`, `logic`, `manipulation`, `search`,
+`linalg`, `random`. Each function validates its arguments and appends registered ops.
+
+Example:
+    >>> x = static.data('x', [None, 3])
+    >>> paddle.tensor.add(x, x).shape
+    (-1, 3)
+"""
+from __future__ import annotations
+
+import sys
+
+from ..graph.program import Variable as _Variable
+from .creation import (arange, assign, create_parameter, full, full_like, linspace,  # noqa: F401
+                       ones, ones_like, tril, triu, zeros, zeros_like)
+from .linalg import bmm, einsum, matmul  # noqa: F401
+from .logic import (equal, greater_equal, greater_than, less_equal,  # noqa: F401
+                    less_than, not_equal)
+from .manipulation import (_slice_op, cast, concat, expand, expand_as, flatten,  # noqa: F401
+                           gather, reshape, split, squeeze, stack, take_along_axis, tile,
+                           transpose, unsqueeze)
+from .math import (_activation, abs, add, clip, cumsum, divide, erf, exp, log,  # noqa: F401
+                   max, maximum, mean, min, minimum, multiply, pow, rsqrt, scale, sqrt,
+                   sign, square, subtract, sum, tanh)
+from .random import multinomial, normal, rand, randn, uniform  # noqa: F401
+from .search import argmax, argsort, masked_fill, sort, topk, where  # noqa: F401
+
+__all__ = [
+    # creation
+    "arange", "assign", "create_parameter", "full", "full_like", "linspace", "ones",
+    "ones_like", "tril", "triu", "zeros", "zeros_like",
+    # linalg
+    "bmm", "einsum", "matmul",
+    # logic
+    "equal", "greater_equal", "greater_than", "less_equal", "less_than", "not_equal",
+    # manipulation
+    "cast", "concat", "expand", "expand_as", "flatten", "gather", "reshape", "split",
+    "squeeze", "stack", "take_along_axis", "tile", "transpose", "unsqueeze",
+    # math
+    "abs", "add", "clip", "cumsum", "divide", "erf", "exp", "log", "max", "maximum", "mean",
+    "min", "minimum", "multiply", "pow", "rsqrt", "scale", "sign", "sqrt", "square",
+    "subtract", "sum", "tanh",
+    # random
+    "multinomial", "normal", "rand", "randn", "uniform",
+    # search
+    "argmax", "argsort", "masked_fill", "sort", "topk", "where",
+]
+
+# Variable's operators (+, -, *, /, **, @, unary -, x[...]) call the functions of this package
+_Variable._math_functions = sys.modules[__name__]

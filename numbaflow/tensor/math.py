@@ -1,0 +1,444 @@
+"""paddle.tensor.math: elementwise arithmetic, activations, reductions, clip.
+
+Each function validates its arguments and appends one registered op (sometimes two);
+Python scalars mix with Variables as in Paddle (`x * 2.0` is a `scale` op).
+"""
+from __future__ import annotations
+
+import numbers
+from typing import TYPE_CHECKING
+
+from .. import dtypes
+from ..graph.program import Variable
+from ..layer_helper import LayerHelper
+from ._helpers import _rank1, _var
+from .manipulation import cast
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from numpy.typing import DTypeLike
+
+
+_UNARY_DOC = """Elementwise {op} of x (op `{op}`).
+
+Args:
+    x (Variable): the input.
+    name (str, optional): a prefix for the output's name.
+
+Returns:
+    Variable: x's shape and dtype.
+
+Example:
+    >>> x = static.data('x', [None, 3])
+    >>> paddle.{op}(x).shape
+    (-1, 3)
+"""
+
+
+def _unary(op_type: str) -> Callable[..., Variable]:
+    def fn(x: Variable, name: str | None = None) -> Variable:
+        return LayerHelper(op_type, name).simple(op_type, {"X": _var(x, op_type)})
+    fn.__name__ = op_type
+    fn.__doc__ = _UNARY_DOC.format(op=op_type)
+    return fn
+
+
+_ACTIVATIONS = ("relu", "sigmoid", "tanh", "gelu", "leaky_relu", "softmax", "log_softmax",
+                "exp", "sqrt", "square", "abs")
+
+
+def _activation(x, act, helper=None):
+    """Apply activation `act` (a name) to x; with `helper`, the output is named after the
+    layer (fc's activation output is `fc_0.tmp_2`, as in Paddle)."""
+    if act is None:
+        return x
+    if act not in _ACTIVATIONS:
+        raise ValueError(f"unknown activation {act!r}; use one of {', '.join(_ACTIVATIONS)}")
+    return (helper or LayerHelper(act)).simple(act, {"X": x})
+
+
+def _binary(op_type, x, y, name=None):
+    helper = LayerHelper(op_type, name)
+    if isinstance(x, numbers.Number) and isinstance(y, Variable):
+        x = _const_like(x, y, helper)
+    elif isinstance(y, numbers.Number) and isinstance(x, Variable):
+        y = _const_like(y, x, helper)
+    _var(x, op_type, "x"), _var(y, op_type, "y")
+    if x.dtype != y.dtype:
+        raise TypeError(f"{op_type}: x ({x.name}, {x.dtype}) and y ({y.name}, {y.dtype}) must "
+                        f"have the same dtype; cast one with paddle.cast")
+    return helper.simple(op_type, {"X": x, "Y": y}, {"axis": -1})
+
+
+def _const_like(value, like, helper):
+    """A shape-(1,) constant of `like`'s dtype (for scalar-on-the-left arithmetic)."""
+    c = helper.create_tmp(like.dtype, stop_gradient=True)
+    helper.append_op("fill_constant", outputs={"Out": c},
+                     attrs={"shape": [1], "value": float(value), "dtype": str(like.dtype)})
+    return c
+
+
+def scale(x: Variable, scale: float = 1.0, bias: float = 0.0, bias_after_scale: bool = True,
+          act: str | None = None, name: str | None = None) -> Variable:
+    """scale * x + bias (or scale * (x + bias)), then the activation `act` (op `scale`).
+
+    Args:
+        x (Variable): the input.
+        scale (float): the factor.
+        bias (float): the offset.
+        bias_after_scale (bool): add `bias` after scaling (default) or before.
+        act (str, optional): an activation name such as 'relu'.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's shape and dtype.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> paddle.scale(x, scale=2.0, bias=1.0).shape
+        (-1, 3)
+    """
+    out = LayerHelper("scale", name).simple(
+        "scale", {"X": _var(x, "scale")},
+        {"scale": float(scale), "bias": float(bias), "bias_after_scale": bool(bias_after_scale)})
+    return _activation(out, act)
+
+
+def add(x: Variable | float, y: Variable | float, name: str | None = None) -> Variable:
+    """x + y, elementwise with numpy broadcasting (op `elementwise_add`). A number on
+    either side gives a `scale` op.
+
+    Args:
+        x (Variable or float): the first operand; a Python number becomes a constant.
+        y (Variable or float): the second operand, of x's dtype.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: the broadcast shape of x and y.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> b = static.data('b', [3])
+        >>> paddle.add(x, b).shape
+        (-1, 3)
+    """
+    if isinstance(y, numbers.Number) and isinstance(x, Variable):
+        return scale(x, 1.0, float(y), name=name)
+    if isinstance(x, numbers.Number) and isinstance(y, Variable):
+        return scale(y, 1.0, float(x), name=name)
+    return _binary("elementwise_add", x, y, name)
+
+
+def subtract(x: Variable | float, y: Variable | float, name: str | None = None) -> Variable:
+    """x - y, elementwise with numpy broadcasting (op `elementwise_sub`). A number on
+    either side gives a `scale` op.
+
+    Args:
+        x (Variable or float): the first operand; a Python number becomes a constant.
+        y (Variable or float): the second operand, of x's dtype.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: the broadcast shape of x and y.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> b = static.data('b', [3])
+        >>> paddle.subtract(x, b).shape
+        (-1, 3)
+    """
+    if isinstance(y, numbers.Number) and isinstance(x, Variable):
+        return scale(x, 1.0, -float(y), name=name)
+    if isinstance(x, numbers.Number) and isinstance(y, Variable):
+        return scale(y, -1.0, float(x), name=name)
+    return _binary("elementwise_sub", x, y, name)
+
+
+def multiply(x: Variable | float, y: Variable | float, name: str | None = None) -> Variable:
+    """x * y, elementwise with numpy broadcasting (op `elementwise_mul`). A number on
+    either side gives a `scale` op.
+
+    Args:
+        x (Variable or float): the first operand; a Python number becomes a constant.
+        y (Variable or float): the second operand, of x's dtype.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: the broadcast shape of x and y.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> b = static.data('b', [3])
+        >>> paddle.multiply(x, b).shape
+        (-1, 3)
+    """
+    if isinstance(y, numbers.Number) and isinstance(x, Variable):
+        return scale(x, float(y), name=name)
+    if isinstance(x, numbers.Number) and isinstance(y, Variable):
+        return scale(y, float(x), name=name)
+    return _binary("elementwise_mul", x, y, name)
+
+
+def divide(x: Variable | float, y: Variable | float, name: str | None = None) -> Variable:
+    """x / y, elementwise with numpy broadcasting (op `elementwise_div`). A number y
+    gives a `scale` op.
+
+    Args:
+        x (Variable or float): the first operand; a Python number becomes a constant.
+        y (Variable or float): the second operand, of x's dtype.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: the broadcast shape of x and y.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> b = static.data('b', [3])
+        >>> paddle.divide(x, b).shape
+        (-1, 3)
+    """
+    if isinstance(y, numbers.Number) and isinstance(x, Variable):
+        return scale(x, 1.0 / float(y), name=name)
+    return _binary("elementwise_div", x, y, name)
+
+
+def pow(x: Variable, y: Variable | float, name: str | None = None) -> Variable:
+    """x ** y elementwise: op `pow` for a number y, else `elementwise_pow` (broadcasting).
+
+    Args:
+        x (Variable): the input.
+        y (Variable or float): the exponent.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: the broadcast shape of x and y.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> paddle.pow(x, 2.0).shape
+        (-1, 3)
+    """
+    if isinstance(y, numbers.Number) and isinstance(x, Variable):
+        return LayerHelper("pow", name).simple("pow", {"X": x}, {"factor": float(y)})
+    return _binary("elementwise_pow", x, y, name)
+
+
+def maximum(x: Variable | float, y: Variable | float, name: str | None = None) -> Variable:
+    """max(x, y), elementwise with numpy broadcasting (op `elementwise_max`).
+
+    Args:
+        x (Variable or float): the first operand; a Python number becomes a constant.
+        y (Variable or float): the second operand, of x's dtype.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: the broadcast shape of x and y.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> b = static.data('b', [3])
+        >>> paddle.maximum(x, b).shape
+        (-1, 3)
+    """
+    return _binary("elementwise_max", x, y, name)
+
+
+def minimum(x: Variable | float, y: Variable | float, name: str | None = None) -> Variable:
+    """min(x, y), elementwise with numpy broadcasting (op `elementwise_min`).
+
+    Args:
+        x (Variable or float): the first operand; a Python number becomes a constant.
+        y (Variable or float): the second operand, of x's dtype.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: the broadcast shape of x and y.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> b = static.data('b', [3])
+        >>> paddle.minimum(x, b).shape
+        (-1, 3)
+    """
+    return _binary("elementwise_min", x, y, name)
+
+
+def _reduce(op_type, layer, x, axis, keepdim, name):
+    _var(x, layer)
+    if axis is None or (isinstance(axis, (list, tuple)) and len(axis) == 0):
+        attrs = {"dim": [0], "keep_dim": bool(keepdim), "reduce_all": True}
+    else:
+        dims = [axis] if isinstance(axis, numbers.Integral) else \
+            list(axis) if isinstance(axis, (list, tuple)) else [axis]
+        for d in dims:
+            if not isinstance(d, numbers.Integral) or isinstance(d, bool):
+                raise TypeError(f"{layer}: axis must be an int or a list of ints, got {axis!r}")
+        dims = [int(d) for d in dims]
+        for d in dims:
+            if not -_rank1(x) <= d < _rank1(x):
+                raise ValueError(f"{layer}: axis {d} is out of range for {x.name} of shape "
+                                 f"{x.shape}")
+        attrs = {"dim": dims, "keep_dim": bool(keepdim),
+                 "reduce_all": len({d % _rank1(x) for d in dims}) == x.ndim}
+    return LayerHelper(layer, name).simple(op_type, {"X": x}, attrs)
+
+
+def mean(x: Variable, axis: int | Sequence[int] | None = None, keepdim: bool = False,
+         name: str | None = None) -> Variable:
+    """Mean over `axis` (op `reduce_mean`); all axes by default, giving a 0-D result.
+
+    Args:
+        x (Variable): the input.
+        axis (int or list of int, optional): the axes to reduce; None for all.
+        keepdim (bool): keep the reduced axes with size 1.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's dtype, the reduced shape.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> paddle.mean(x).shape, paddle.mean(x, axis=1).shape
+        ((), (-1,))
+        >>> paddle.mean(x, axis=0, keepdim=True).shape
+        (1, 3)
+    """
+    return _reduce("reduce_mean", "mean", x, axis, keepdim, name)
+
+
+def sum(x: Variable, axis: int | Sequence[int] | None = None, dtype: DTypeLike | None = None,
+        keepdim: bool = False, name: str | None = None) -> Variable:
+    """Sum over `axis` (op `reduce_sum`); all axes by default, giving a 0-D result.
+
+    Args:
+        x (Variable): the input.
+        axis (int or list of int, optional): the axes to reduce; None for all.
+        dtype (str or numpy dtype, optional): cast the result to this dtype.
+        keepdim (bool): keep the reduced axes with size 1.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's dtype, the reduced shape.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> paddle.sum(x).shape, paddle.sum(x, axis=1).shape
+        ((), (-1,))
+        >>> paddle.sum(x, axis=0, keepdim=True).shape
+        (1, 3)
+    """
+    out = _reduce("reduce_sum", "sum", x, axis, keepdim, name)
+    return cast(out, dtype) if dtype is not None and dtypes.convert_dtype(dtype) != x.dtype else out
+
+
+def max(x: Variable, axis: int | Sequence[int] | None = None, keepdim: bool = False,
+        name: str | None = None) -> Variable:
+    """Maximum over `axis` (op `reduce_max`); all axes by default, giving a 0-D result.
+
+    Args:
+        x (Variable): the input.
+        axis (int or list of int, optional): the axes to reduce; None for all.
+        keepdim (bool): keep the reduced axes with size 1.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's dtype, the reduced shape.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> paddle.max(x).shape, paddle.max(x, axis=1).shape
+        ((), (-1,))
+        >>> paddle.max(x, axis=0, keepdim=True).shape
+        (1, 3)
+    """
+    return _reduce("reduce_max", "max", x, axis, keepdim, name)
+
+
+def min(x: Variable, axis: int | Sequence[int] | None = None, keepdim: bool = False,
+        name: str | None = None) -> Variable:
+    """Minimum over `axis` (op `reduce_min`); all axes by default, giving a 0-D result.
+
+    Args:
+        x (Variable): the input.
+        axis (int or list of int, optional): the axes to reduce; None for all.
+        keepdim (bool): keep the reduced axes with size 1.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's dtype, the reduced shape.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> paddle.min(x).shape, paddle.min(x, axis=1).shape
+        ((), (-1,))
+        >>> paddle.min(x, axis=0, keepdim=True).shape
+        (1, 3)
+    """
+    return _reduce("reduce_min", "min", x, axis, keepdim, name)
+
+
+exp, log, sqrt, square, abs, tanh, rsqrt, erf, sign = (
+    _unary(t) for t in ("exp", "log", "sqrt", "square", "abs", "tanh", "rsqrt", "erf", "sign"))
+
+
+def clip(x: Variable, min: float | None = None, max: float | None = None,
+         name: str | None = None) -> Variable:
+    """Limit every element of x to [min, max] (op `clip`).
+
+    Args:
+        x (Variable): the input.
+        min (float, optional): the lower bound; None for none.
+        max (float, optional): the upper bound; None for none.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's shape and dtype.
+
+    Raises:
+        ValueError: min > max.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> paddle.clip(x, min=0.0, max=1.0).shape
+        (-1, 3)
+    """
+    lo = float("-inf") if min is None else float(min)
+    hi = float("inf") if max is None else float(max)
+    if lo > hi:
+        raise ValueError(f"clip: min ({lo}) must be <= max ({hi})")
+    return LayerHelper("clip", name).simple("clip", {"X": _var(x, "clip")}, {"min": lo, "max": hi})
+
+
+
+def cumsum(x: Variable, axis: int | None = None, dtype: DTypeLike | None = None,
+           name: str | None = None) -> Variable:
+    """Running sum along `axis`, of the flattened x when axis is None (op `cumsum`);
+    integers sum exactly in their dtype.
+
+    Args:
+        x (Variable): the input.
+        axis (int, optional): the axis; None flattens x (a 1-D result).
+        dtype (str, optional): cast x to this dtype first.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's shape (1-D when axis is None).
+
+    Example:
+        >>> x = static.data('x', [None, 4])
+        >>> paddle.cumsum(x, axis=1).shape
+        (-1, 4)
+    """
+    _var(x, "cumsum")
+    if dtype is not None and dtypes.convert_dtype(dtype) != x.dtype:
+        x = cast(x, dtype)
+    if axis is not None:
+        if not isinstance(axis, numbers.Integral) or isinstance(axis, bool):
+            raise TypeError(f"cumsum: axis must be an int or None, got {axis!r}")
+        if not -_rank1(x) <= axis < _rank1(x):
+            raise ValueError(f"cumsum: axis {axis} is out of range for {x.name} of shape "
+                             f"{x.shape}")
+    return LayerHelper("cumsum", name).simple(
+        "cumsum", {"X": x}, {"axis": -1 if axis is None else int(axis),
+                             "flatten": axis is None, "exclusive": False, "reverse": False})
