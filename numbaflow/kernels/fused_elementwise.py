@@ -209,6 +209,10 @@ class Group:
             for k, slot in enumerate(st.opdef.outputs):
                 for r in st.outs.get(slot.name, []):
                     syms[r] = _lift(res[k])
+                    if self.values[r].dtype.kind in "iu":
+                        # an integer value wraps at its width here as it would when
+                        # stored unfused (registers hold int64)
+                        syms[r] = S.cast(syms[r], self.values[r].dtype)
         outputs = [syms[r] for r in out_refs]
         used, kept = inputs_used(outputs), []
         for key, leaf in leaves.items():
@@ -245,7 +249,8 @@ def _bind_with(device, cop):
     outputs, leaves = g.trace(kouts)
     kernel_class = ElementwiseKernel if device == "cpu" else _cuda_kernel
     kern = kernel_class(outputs, [shape for _, shape in leaves],
-                        [g.out_shape(r) for r in kouts], g.full, g.float_dtype())
+                        [g.out_shape(r) for r in kouts], g.full, g.float_dtype(),
+                        [g.values[r].dtype for r, _ in leaves])
     subs = [st for st in (g.head, g.tail) if st is not None]
     sub_binds = [(st, getattr(st.opdef, device)(st.concrete(g.values))) for st in subs]
 
