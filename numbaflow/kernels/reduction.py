@@ -164,6 +164,7 @@ def _reduce_gpu(cop):
     shape = cop.input("X").shape
     axes = reduce_axes(shape, cop.attrs)
     arc = arc_view(shape, axes)
+    ints = cop.input("X").dtype.kind in "biu" and kind in (SUM, MEAN)
 
     def bind(ins, outs):
         from numba import cuda
@@ -179,13 +180,41 @@ def _reduce_gpu(cop):
             view = arc
         x3, out2 = x.reshape(view), out.reshape(view[0], view[2])
         k = gpu_util.common()
-        if view[2] >= COLS_MIN_C and view[1] > 0:    # reduce_cols reads x3[a, 0, c]
+        if ints:          # exact: one thread per output, an int64 accumulator
+            calls.append(gpu_util.launch_flat(_int_gpu(), view[0] * view[2], x3,
+                                              out2, kind))
+        elif view[2] >= COLS_MIN_C and view[1] > 0:    # reduce_cols reads x3[a, 0, c]
             calls.append(gpu_util.launch_flat(k.reduce_cols, view[0] * view[2], x3, out2, kind))
         else:
             calls.append(gpu_util.launch_rows(k.reduce_rows, view[0] * view[2], view[1], x3, out2,
                                               kind))
         return gpu_util.sequence(calls)
     return bind
+
+
+@gpu_util.lazy
+def _int_gpu():
+    """sum_cols_int, the GPU twin of sum_arc_int (integers are rare on the GPU: simple, not
+    tuned). `cuda` is a module global, as in gpu_util.common: the simulator swaps it."""
+    global cuda
+    from numba import cuda
+
+    @cuda.jit(cache=True)
+    def sum_cols_int(x3, out2, kind):
+        A, R, C = x3.shape
+        for o in range(cuda.grid(1), A * C, cuda.gridsize(1)):
+            a = o // C
+            c = o - a * C
+            s = np.int64(0)     # (a bare 0 would take x's width in the simulator)
+            for r in range(R):
+                s += x3[a, r, c]
+            if kind == MEAN and R > 0:
+                q = s // R
+                if q * R != s and s < 0:
+                    q += 1
+                s = q
+            out2[a, c] = s
+    return sum_cols_int
 
 
 def _reduce_grad_rule(g):
