@@ -134,3 +134,15 @@ def test_integer_division_by_zero_raises(dt, fuse):
     y[1, 2, 3] = 1
     out, = _EXE.run(prog, feed={"x": x, "y": y}, fetch_list=[f["div"]])
     np.testing.assert_array_equal(out, x)
+
+
+def test_sum_dtype_argument_is_honoured():
+    """paddle.sum(int32, dtype='int32') stays int32 (the int64 default must not leak)."""
+    main, startup = static.Program(), static.Program()
+    with static.program_guard(main, startup):
+        x = static.data("x", [3], "int32")
+        s32, s64, sf = paddle.sum(x, dtype="int32"), paddle.sum(x), paddle.sum(x, dtype="float64")
+    assert (s32.dtype, s64.dtype, sf.dtype) == (np.int32, np.int64, np.float64)
+    got = _EXE.run(main, feed={"x": np.array([1, 2, 3], np.int32)}, fetch_list=[s32, s64, sf])
+    assert [g.dtype for g in got] == [np.int32, np.int64, np.float64]
+    assert [int(g) for g in got] == [6, 6, 6]
