@@ -34,7 +34,7 @@ def program(dt, fuse=False):
                  "min": paddle.minimum(x, y), "relu": paddle.nn.functional.relu(x),
                  "div": paddle.divide(x, y), "sum": paddle.sum(x),
                  "sum_ax": paddle.sum(x, axis=[0, 2]), "sum_1": paddle.sum(x, axis=1),
-                 "mean_1": paddle.mean(x, axis=1)}
+                 "mean_1": paddle.mean(x, axis=1), "pow2": paddle.pow(x, 2.0)}
             # a fusable chain: (x * y + x) / y, all integers
             f["chain"] = paddle.divide(x * y + x, y)
         prog = main
@@ -64,7 +64,7 @@ def reference(dt, x, y):
                 "affine": (i64 * 3 + 1).astype(dt), "max": np.maximum(x, y),
                 "min": np.minimum(x, y), "relu": np.maximum(x, 0).astype(dt),
                 "div": trunc_div(x, y), "sum": i64.sum(), "sum_ax": i64.sum(axis=(0, 2)),
-                "sum_1": sum_1, "mean_1": mean_1.astype(dt),
+                "sum_1": sum_1, "mean_1": mean_1.astype(dt), "pow2": x * x,
                 "chain": trunc_div(x * y + x, y)}
 
 

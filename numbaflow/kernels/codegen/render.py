@@ -91,6 +91,14 @@ def _integral(value):
         return False
 
 
+def _whole_power(exponent):
+    """A constant exponent that keeps an integer power integer (whole and >= 0), or a
+    traced one (its kind decides)."""
+    if exponent.op != "const":
+        return True
+    return _integral(exponent.value) and float(exponent.value) >= 0
+
+
 def render(outputs, input_exprs, prefix="t", in_dtypes=None):
     """Return (lines, output_exprs) computing `outputs` (Syms) from `input_exprs`.
 
@@ -118,6 +126,8 @@ def render(outputs, input_exprs, prefix="t", in_dtypes=None):
                 kinds[k] = "f"
             elif sym.op == "where":
                 kinds[k] = _join(kind_of(sym.args[1]), kind_of(sym.args[2]))
+            elif sym.op == "pow" and not _whole_power(sym.args[1]):
+                kinds[k] = "f"
             elif sym.op == "div":
                 a, b = (kind_of(x) for x in sym.args)
                 ints = _join(a, b) == "i" and all(
@@ -151,8 +161,7 @@ def render(outputs, input_exprs, prefix="t", in_dtypes=None):
                 args = [emit(sym.args[0])] + [operand(a, context) for a in sym.args[1:]]
             elif sym.op == "pow":      # an integer power only for a whole exponent >= 0
                 e = sym.args[1]
-                whole = e.op == "const" and _integral(e.value) and float(e.value) >= 0
-                args = [emit(sym.args[0]), operand(e, context if whole else "f")]
+                args = [emit(sym.args[0]), operand(e, context if _whole_power(e) else "f")]
             else:
                 args = [operand(a, context) for a in sym.args]
             if sym.op == "div" and typed and context == "i":
