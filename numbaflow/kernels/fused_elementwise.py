@@ -37,8 +37,8 @@ from .codegen.cpu import ElementwiseKernel
 from .codegen.render import inputs_used
 from .elementwise import _cuda_kernel, align
 from .registry import run_calls
-from .registry import (ELEMENTWISE, NO_GRAD, ConcreteOp, InferContext, OpDef, Slot, VarInfo,
-                       broadcast_shapes, get_op_def, register_op)
+from .registry import (DIVIDES, ELEMENTWISE, NO_GRAD, ConcreteOp, InferContext, OpDef, Slot,
+                       VarInfo, broadcast_shapes, get_op_def, register_op)
 
 REF_KINDS = ("x", "out", "tmp")
 HEADS = ("mul", "matmul_v2")                       # may come first: the BLAS call
@@ -224,6 +224,13 @@ class Group:
                 kept.append(key)
         return outputs, kept, checks
 
+    def divides(self):
+        """Which sub-ops divide integers (for the kernel's ZeroDivisionError), or None."""
+        subs = [f"{st.opdef.type} (sub-op {n})" for n, st in enumerate(self.steps)
+                if st.opdef.type in DIVIDES
+                and any(self.values[r].dtype.kind in "iub" for r in st.in_refs)]
+        return f"{' or '.join(subs)} of this fused_elementwise" if subs else None
+
     def _nan_checks(self, syms):
         """[(Sym, message)]: every float value a step computes, in program order, for
         NUMBAFLOW_CHECK_NAN_INF inside the kernel (an Inf that a later sub-op makes finite
@@ -273,6 +280,8 @@ def _bind_with(device, cop):
         if check not in kernels:
             outputs, leaves, checks = g.trace(kouts, check)
             extra = {"checks": checks} if checks else {}
+            if device == "cpu" and g.divides():
+                extra["divides"] = g.divides()
             kernels[check] = leaves, kernel_class(
                 outputs, [shape for _, shape in leaves], [g.out_shape(r) for r in kouts],
                 g.full, g.float_dtype(), [g.values[r].dtype for r, _ in leaves], **extra)

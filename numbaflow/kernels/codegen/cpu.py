@@ -53,7 +53,7 @@ def broadcast_strides(in_shapes, full_shape):
 
 
 def kernel_source(outputs, n_in, ndim, inner_kinds, float_dtype, parallel, in_dtypes=None,
-                  checks=()):
+                  checks=(), divides=None):
     """Source of one elementwise kernel module (a single function named `kernel`).
 
     The inner loop runs over per-row slices indexed from 0: numba then knows every
@@ -64,6 +64,8 @@ def kernel_source(outputs, n_in, ndim, inner_kinds, float_dtype, parallel, in_dt
     checks: [(Sym, message)] values that must be finite (NUMBAFLOW_CHECK_NAN_INF inside a
     fused kernel): the kernel raises FloatingPointError(message) for the first one, in
     this order, that is NaN or Inf anywhere.
+    divides: what divides integers here, for the ZeroDivisionError (a fused kernel names
+    its sub-ops; None: the op itself, which the executor names).
     """
     loads = [f"x{i}[jj]" if inner_kinds[i] else f"s{i}" for i in range(n_in)]
     checked = [sym for sym, _ in checks]
@@ -115,7 +117,8 @@ def kernel_source(outputs, n_in, ndim, inner_kinds, float_dtype, parallel, in_dt
         src.append(f"            if not math.isfinite({e}):")
         src.append(f"                err[{1 + k}] = 1")
     if idiv:
-        src += ["    if err[0]:", f"        raise ZeroDivisionError({ZERO_DIVISION_MESSAGE!r})"]
+        message = f"{divides}: {ZERO_DIVISION_MESSAGE}" if divides else ZERO_DIVISION_MESSAGE
+        src += ["    if err[0]:", f"        raise ZeroDivisionError({message!r})"]
     for k, (_, message) in enumerate(checks):
         src += [f"    if err[{1 + k}]:", f"        raise FloatingPointError({message!r})"]
     return "\n".join(src) + "\n"
@@ -124,13 +127,14 @@ def kernel_source(outputs, n_in, ndim, inner_kinds, float_dtype, parallel, in_dt
 _compiled_kernels = {}
 
 
-def _compiled(outputs, n_in, ndim, inner_kinds, float_dtype, parallel, in_dtypes, checks):
+def _compiled(outputs, n_in, ndim, inner_kinds, float_dtype, parallel, in_dtypes, checks,
+              divides):
     key = (_SymKey.of(outputs), n_in, ndim, inner_kinds, float_dtype, parallel, in_dtypes,
-           _SymKey.of([sym for sym, _ in checks]), tuple(m for _, m in checks))
+           _SymKey.of([sym for sym, _ in checks]), tuple(m for _, m in checks), divides)
     fn = _compiled_kernels.get(key)
     if fn is None:
         src = kernel_source(outputs, n_in, ndim, inner_kinds, float_dtype, parallel,
-                            in_dtypes, checks)
+                            in_dtypes, checks, divides)
         fn = _compiled_kernels[key] = cache.load_source(src, label="elementwise").kernel
     return fn
 
@@ -160,11 +164,12 @@ class ElementwiseKernel:
     outputs: traced Syms, one per produced output; out_shapes: the aligned shape each
     output is written at (the full iteration shape, or a broadcast input's shape);
     in_dtypes: the inputs' dtypes (None: every input float, the old contract);
-    checks: [(Sym, message)] values checked for NaN/Inf inside the loop (kernel_source).
+    checks: [(Sym, message)] values checked for NaN/Inf inside the loop, divides: what
+    divides integers (both: kernel_source).
     """
 
     def __init__(self, outputs, in_shapes, out_shapes, full_shape, float_dtype,
-                 in_dtypes=None, checks=()):
+                 in_dtypes=None, checks=(), divides=None):
         self.full_shape = tuple(full_shape)
         self.out_shapes = [tuple(s) for s in out_shapes]
         self.size = int(np.prod(self.full_shape)) if self.full_shape else 1
@@ -185,7 +190,7 @@ class ElementwiseKernel:
             dts = None if in_dtypes is None else tuple(np.dtype(d).name for d in in_dtypes)
             self.kernel = _compiled(tuple(computed), len(in_shapes),
                                     len(shape), inner_kinds, np.dtype(float_dtype).name,
-                                    parallel, dts, tuple(checks))
+                                    parallel, dts, tuple(checks), divides)
 
     def bind(self, ins, outs):
         """Return a zero-argument callable computing `outs` from `ins` (all contiguous)."""
