@@ -31,14 +31,14 @@ ERROR_MESSAGES = {   # code -> (op type, the CPU kernel's message)
 class DeviceError(ValueError):
     """A kernel's bad-data error read back from the device; `op_type` says which op."""
 
+    def __init__(self, message, op_type):
+        super().__init__(message)
+        self.op_type = op_type
+
 
 class DeviceZeroDivisionError(DeviceError, ZeroDivisionError):
     """An integer division by zero on the device: a ZeroDivisionError as on the CPU (and a
     DeviceError, a ValueError, as every device-recorded error)."""
-
-    def __init__(self, message, op_type):
-        super().__init__(message)
-        self.op_type = op_type
 
 
 _error_records = {}     # device id -> its int64[4] error record (device memory)
