@@ -79,8 +79,18 @@ def extra_cases():
         ("elementwise_add", {"X": u(4096, 4096), "Y": u(4096)}, {}),
         ("relu", {"X": u(4096, 4096)}, {}),
     ]
-    return cases + [(op, {k: v.astype(np.float64) for k, v in a.items()}, at)
-                    for op, a, at in cases[:2]]
+    i = lambda *s: rng.integers(1, 100, s).astype(np.int32)  # noqa: E731
+    ints = [   # integer arithmetic (exact, a zero divisor recorded): the typed templates
+        ("elementwise_div", {"X": i(64, 33), "Y": i(64, 33)}, {}),
+        ("elementwise_div", {"X": i(64, 33), "Y": i(33)}, {}),
+        ("elementwise_div", {"X": i(3, 4, 5), "Y": i(3, 1, 5)}, {}),
+        ("scale", {"X": i(64, 33)}, {"scale": 3.0, "bias": 1.0}),
+        ("reduce_sum", {"X": i(2, 100)}, {"dim": [1]}),
+        ("reduce_mean", {"X": i(3, 5, 40)}, {"dim": [0, 2]}),
+    ]
+    ints += [(op, {k: v.astype(np.int64) for k, v in a.items()}, at) for op, a, at in ints]
+    return cases + ints + [(op, {k: v.astype(np.float64) for k, v in a.items()}, at)
+                           for op, a, at in cases[:2]]
 
 
 def _programs():

@@ -92,13 +92,29 @@ def _wait(pid, read_fd, tag):
         sig = os.WTERMSIG(status)
         if ABORT not in marks:
             _say(tag, f"this rank was killed by {_signal_name(sig)}")
+            _abort_job(128 + sig)
         os._exit(128 + sig)
     code = os.waitstatus_to_exitcode(status)
     if CLEAN in marks or ABORT in marks:
         os._exit(code)
     _say(tag, f"this rank ended by os._exit({code}) (or a crash in native code) without "
               f"finishing: no Python exit handler ran")
+    _abort_job(code or 1)
     os._exit(code or 1)
+
+
+def _abort_job(code):
+    """Ask the process manager to end the whole job, as MPI_Abort does: the PMI-1 `abort`
+    command on the launcher's PMI socket (Hydra's PMI_FD, inherited from the launcher).
+    Exiting non-zero is not enough across hosts: Hydra then ends the job only when the
+    ranks on the same host notice (tests/test_multihost.py: a rank killed on the other
+    host left its partner waiting in a collective)."""
+    fd = os.environ.get("PMI_FD", "")
+    if fd.isdigit():
+        try:
+            os.write(int(fd), f"cmd=abort exitcode={code}\n".encode())
+        except OSError:
+            pass
 
 
 def _forward(pid, signum):

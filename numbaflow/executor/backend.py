@@ -7,7 +7,7 @@ import logging
 import numpy as np
 
 from ..kernels.gpu_util import host_staged
-from ..kernels.registry import MAY_FAIL, get_op_def
+from ..kernels.registry import may_fail
 
 log = logging.getLogger("numbaflow")
 
@@ -85,14 +85,14 @@ class CudaBackend:
         the record only when an op of `ops` can fail: one 32-byte copy per run."""
         key = id(ops)
         if key not in self._may_fail:
-            self._may_fail[key] = any(get_op_def(op.type).has(MAY_FAIL) for op in ops)
+            self._may_fail[key] = any(may_fail(op) for op in ops)
         if not self._may_fail[key]:
             return
         from ..kernels.gpu_errors import DeviceError, raise_device_error
         try:
             raise_device_error()
         except DeviceError as e:
-            err = ValueError(str(e))
+            err = (ZeroDivisionError if isinstance(e, ZeroDivisionError) else ValueError)(str(e))
             err.failed_op = next((op for op in ops if op.type == e.op_type), None)
             raise err from None
 

@@ -28,7 +28,7 @@ from numba import njit
 from .. import config
 from ..utils.log import compile_notice
 from ..graph.program import infer_op
-from ..kernels.registry import COLLECTIVE, MAY_FAIL, ConcreteOp, get_op_def, run_calls
+from ..kernels.registry import COLLECTIVE, ConcreteOp, get_op_def, may_fail, run_calls
 from .backend import HostBackend
 from .memory import assign_buffers, nbytes
 from .segments import compile_in_background, flatten
@@ -247,7 +247,7 @@ class Plan:
         # a run that is one compiled call can only happen whole when no kernel in it may
         # raise and no persistable is fed (copied in before it)
         self._indivisible = (host and not check and self.feed_slots == []
-                             and not any(get_op_def(op.type).has(MAY_FAIL) for op in self.ops))
+                             and not any(may_fail(op) for op in self.ops))
         # fetched arrays handed over as they are (host temporaries) or copied out
         self._fetch_out = [(v, host and v in self.handoff) for v in self.fetch_vars]
         threads = 1 if self.options.sequential else self.options.num_threads
@@ -365,7 +365,7 @@ class Plan:
         if self.scheduler is None and self.units is not None:
             ops = [self.ops[j] for j in self.units[i].ops]
             # a compiled segment covers several ops: the one that can fail on bad data
-            return e, next((op for op in ops if get_op_def(op.type).has(MAY_FAIL)), ops[0])
+            return e, next((op for op in ops if may_fail(op)), ops[0])
         return e, self.ops[i]
 
     def _refs(self, v):

@@ -92,7 +92,8 @@ def elementwise_op(type, inputs, body, outputs=("Out",), attrs=None, grad=None,
                                   if s.name in out_like else full)
         fdt = _float_dtype([i.dtype for i in present(cop.in_infos)] +
                            [i.dtype for v in cop.out_infos.values() for i in v])
-        kern = kernel_class(wanted, aligned, out_shapes, full, fdt)
+        kern = kernel_class(wanted, aligned, out_shapes, full, fdt,
+                            [i.dtype for i in present(cop.in_infos)])
 
         def bind(ins, outs):
             flat_in = [a for s in inputs for a in ins.get(s.name, [])]

@@ -31,13 +31,14 @@ import functools
 
 import numpy as np
 
+from .. import config
 from . import scalar as S
 from .codegen.cpu import ElementwiseKernel
 from .codegen.render import inputs_used
 from .elementwise import _cuda_kernel, align
 from .registry import run_calls
-from .registry import (ELEMENTWISE, NO_GRAD, ConcreteOp, InferContext, OpDef, Slot, VarInfo,
-                       broadcast_shapes, get_op_def, register_op)
+from .registry import (DIVIDES, ELEMENTWISE, NO_GRAD, ConcreteOp, InferContext, OpDef, Slot,
+                       VarInfo, broadcast_shapes, get_op_def, register_op)
 
 REF_KINDS = ("x", "out", "tmp")
 HEADS = ("mul", "matmul_v2")                       # may come first: the BLAS call
@@ -185,10 +186,11 @@ class Group:
         return [r for st in self.steps for rs in st.outs.values() for r in rs
                 if r[0] == "out" or r in tail_reads]
 
-    def trace(self, out_refs):
+    def trace(self, out_refs, check=False):
         """Compose the steps' scalar bodies into one DAG computing `out_refs`.
 
-        Returns (output Syms, [(ref, aligned shape)] of the kernel's inputs). An input is
+        Returns (output Syms, [(ref, aligned shape)] of the kernel's inputs, NaN/Inf
+        checks: [(Sym, message)] of every step's float result when `check`). An input is
         an X or a head output; the same one enters twice when two sub-ops align it
         differently; inputs no output depends on (add_grad's X and Y only give shapes) are
         dropped, since a broadcast one would stop the template from collapsing dimensions.
@@ -209,13 +211,40 @@ class Group:
             for k, slot in enumerate(st.opdef.outputs):
                 for r in st.outs.get(slot.name, []):
                     syms[r] = _lift(res[k])
+                    if self.values[r].dtype.kind in "iu":
+                        # an integer value wraps at its width here as it would when
+                        # stored unfused (registers hold int64)
+                        syms[r] = S.cast(syms[r], self.values[r].dtype)
         outputs = [syms[r] for r in out_refs]
-        used, kept = inputs_used(outputs), []
+        checks = self._nan_checks(syms) if check else []
+        used, kept = inputs_used(outputs + [sym for sym, _ in checks]), []
         for key, leaf in leaves.items():
             if leaf.value in used:
                 leaf.value = len(kept)        # the leaves are this trace's own Syms
                 kept.append(key)
-        return outputs, kept
+        return outputs, kept, checks
+
+    def divides(self):
+        """Which sub-ops divide integers (for the kernel's ZeroDivisionError), or None."""
+        subs = [f"{st.opdef.type} (sub-op {n})" for n, st in enumerate(self.steps)
+                if st.opdef.type in DIVIDES
+                and any(self.values[r].dtype.kind in "iub" for r in st.in_refs)]
+        return f"{' or '.join(subs)} of this fused_elementwise" if subs else None
+
+    def _nan_checks(self, syms):
+        """[(Sym, message)]: every float value a step computes, in program order, for
+        NUMBAFLOW_CHECK_NAN_INF inside the kernel (an Inf that a later sub-op makes finite
+        never reaches an output, so checking the outputs alone misses it)."""
+        out = []
+        for n, st in enumerate(self.steps):
+            for slot, refs in st.outs.items():
+                for r in refs:
+                    if self.values[r].dtype.kind == "f":
+                        what = f"Out[{r[1]}]" if r[0] == "out" else "an intermediate value"
+                        out.append((syms[r], f"NUMBAFLOW_CHECK_NAN_INF: op {st.opdef.type} "
+                                             f"(sub-op {n} of this fused_elementwise) produced "
+                                             f"a NaN or Inf in {slot}, {what} of the group"))
+        return out
 
     def out_shape(self, ref):
         """The aligned shape the kernel writes `ref` at (smaller when summed down)."""
@@ -239,17 +268,30 @@ def _lift(v):
 
 def _bind_with(device, cop):
     """Kernel factory (OpDef.cpu / .gpu): the head's own kernel, then ONE kernel generated
-    from the composed bodies (CPU or CUDA template), then the tail's own kernel."""
+    from the composed bodies (CPU or CUDA template), then the tail's own kernel. With
+    NUMBAFLOW_CHECK_NAN_INF on when the op is bound, the CPU kernel also checks every
+    sub-op's float result (a second kernel, made on first use)."""
     g = Group(cop.attrs["ops"], cop.in_infos["X"])
     kouts = g.kernel_outputs()
-    outputs, leaves = g.trace(kouts)
     kernel_class = ElementwiseKernel if device == "cpu" else _cuda_kernel
-    kern = kernel_class(outputs, [shape for _, shape in leaves],
-                        [g.out_shape(r) for r in kouts], g.full, g.float_dtype())
+    kernels = {}
+
+    def generated(check):
+        if check not in kernels:
+            outputs, leaves, checks = g.trace(kouts, check)
+            extra = {"checks": checks} if checks else {}
+            if device == "cpu" and g.divides():
+                extra["divides"] = g.divides()
+            kernels[check] = leaves, kernel_class(
+                outputs, [shape for _, shape in leaves], [g.out_shape(r) for r in kouts],
+                g.full, g.float_dtype(), [g.values[r].dtype for r, _ in leaves], **extra)
+        return kernels[check]
+
     subs = [st for st in (g.head, g.tail) if st is not None]
     sub_binds = [(st, getattr(st.opdef, device)(st.concrete(g.values))) for st in subs]
 
     def bind(ins, outs):
+        leaves, kern = generated(device == "cpu" and config.check_nan_inf())
         bufs = {("x", i): a for i, a in enumerate(ins["X"])}
         bufs.update((("out", j), a) for j, a in enumerate(outs.get("Out", [])))
         for r, info in g.values.items():      # values only the head or tail touches

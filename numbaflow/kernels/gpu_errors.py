@@ -10,7 +10,9 @@ one recorded may be another row than the CPU's first, with the same message othe
 """
 import numpy as np
 
-ERR_SWCE, ERR_XENT, ERR_ACCURACY, ERR_LOOKUP, ERR_LOOKUP_GRAD = 1, 2, 3, 4, 5
+from .codegen.render import ZERO_DIVISION_MESSAGE
+
+ERR_SWCE, ERR_XENT, ERR_ACCURACY, ERR_LOOKUP, ERR_LOOKUP_GRAD, ERR_INT_DIV = 1, 2, 3, 4, 5, 6
 ERROR_MESSAGES = {   # code -> (op type, the CPU kernel's message)
     ERR_SWCE: ("softmax_with_cross_entropy", "softmax_with_cross_entropy: label {value} "
                "(row {pos}) is outside [0, {bound}) and is not ignore_index"),
@@ -21,6 +23,8 @@ ERROR_MESSAGES = {   # code -> (op type, the CPU kernel's message)
                  "is outside [0, {bound}), the rows of W"),
     ERR_LOOKUP_GRAD: ("lookup_table_v2_grad", "lookup_table_v2_grad: id {value} (position "
                       "{pos} of Ids) is outside [0, {bound}), the rows of W"),
+    # any generated kernel dividing integers (elementwise_div, or one fused from it)
+    ERR_INT_DIV: ("elementwise_div", ZERO_DIVISION_MESSAGE),
 }
 
 
@@ -30,6 +34,11 @@ class DeviceError(ValueError):
     def __init__(self, message, op_type):
         super().__init__(message)
         self.op_type = op_type
+
+
+class DeviceZeroDivisionError(DeviceError, ZeroDivisionError):
+    """An integer division by zero on the device: a ZeroDivisionError as on the CPU (and a
+    DeviceError, a ValueError, as every device-recorded error)."""
 
 
 _error_records = {}     # device id -> its int64[4] error record (device memory)
@@ -62,4 +71,5 @@ def raise_device_error():
         return
     rec.copy_to_device(np.zeros(4, np.int64))
     op_type, text = ERROR_MESSAGES[int(h[0])]
-    raise DeviceError(text.format(value=int(h[1]), pos=int(h[2]), bound=int(h[3])), op_type)
+    kind = DeviceZeroDivisionError if h[0] == ERR_INT_DIV else DeviceError
+    raise kind(text.format(value=int(h[1]), pos=int(h[2]), bound=int(h[3])), op_type)

@@ -1,8 +1,10 @@
 """Reductions (reduce_sum/mean/max/min, arg_max) and softmax / log_softmax.
 
 Kernels view the input as (A, R, C): R is the reduced (or softmax) extent, A the dims
-before it and C the dims after. Reducing a non-contiguous set of axes falls back to
-numpy's ufunc reductions on the same buffers.
+before it and C the dims after. Reducing a non-contiguous set of axes first gathers the
+reduced axes last (a strided copy into a bind-time scratch buffer, as on the GPU).
+Integer sums and means accumulate exactly in int64 (`sum_arc_int`); reduce_sum of a
+smaller integer or bool returns int64, as numpy and Paddle do.
 
 GPU kernels (`_gk`): one block per (a, c) row reduces x[a, :, c] with a shared-memory
 tree (gpu_util.row_reduce); reductions with a wide C instead give each thread one (a, c)
@@ -39,6 +41,32 @@ def reduce_arc(x, out, kind):
                 for r in range(R):
                     s += x[a, r, c]
                 out[a, c] = s / R if kind == MEAN else s
+
+
+@njit(nogil=True, cache=True)
+def sum_arc_int(x, out, kind):
+    """reduce_sum / reduce_mean of integers: an exact int64 accumulator (numpy's sum of
+    int32 is int64; through float64 a sum of int64 loses everything past 53 bits); the
+    mean truncates toward zero, as Paddle's integer division does."""
+    A, R, C = x.shape
+    for a in range(A):
+        for c in range(C):
+            s = 0
+            for r in range(R):
+                s += x[a, r, c]
+            if kind == MEAN and R > 0:
+                q = s // R
+                if q * R != s and s < 0:
+                    q += 1
+                s = q
+            out[a, c] = s
+
+
+def sum_dtype(dtype):
+    """The dtype reduce_sum returns for an input of `dtype`: smaller integers and bool
+    sum into int64, as in numpy and Paddle (an int32 sum that overflows is not wrapped)."""
+    dtype = np.dtype(dtype)
+    return np.dtype(np.int64) if dtype.kind in "biu" else dtype
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
@@ -98,11 +126,8 @@ def _reduce_infer(ctx):
         shape = tuple(1 if d in axes else n for d, n in enumerate(x.shape))
     else:
         shape = tuple(n for d, n in enumerate(x.shape) if d not in axes)
-    return {"Out": VarInfo(shape, x.dtype)}
-
-
-_NP_REDUCE = {SUM: np.add.reduce, MEAN: np.add.reduce, MAX: np.maximum.reduce,
-              MIN: np.minimum.reduce}
+    dtype = sum_dtype(x.dtype) if ctx.op_type == "reduce_sum" else x.dtype
+    return {"Out": VarInfo(shape, dtype)}
 
 
 def _reduce_cpu(cop):
@@ -111,17 +136,27 @@ def _reduce_cpu(cop):
     axes = reduce_axes(shape, cop.attrs)
     arc = arc_view(shape, axes)
 
+    ints = cop.input("X").dtype.kind in "biu" and kind in (SUM, MEAN)
+
     def bind(ins, outs):
         x, out = ins["X"][0], outs["Out"][0]
-        if arc is not None:
-            return functools.partial(reduce_arc, x.reshape(arc), out.reshape(arc[0], arc[2]), kind)
-        kept = out.reshape([n for d, n in enumerate(shape) if d not in axes])
-        fn = functools.partial(_NP_REDUCE[kind], x, axis=axes, out=kept)
-        if kind != MEAN:
-            return fn
-        n = numel([shape[d] for d in axes])
-        return functools.partial(_then_scale, fn, kept, 1.0 / n)
+        if arc is None:     # gather the reduced axes last (a copy): then reduce rows
+            kept = [d for d in range(len(shape)) if d not in axes]
+            x = np.ascontiguousarray(np.transpose(x, kept + list(axes)))
+            view = (numel([shape[d] for d in kept]), numel([shape[d] for d in axes]), 1)
+        else:
+            view = arc
+        fn = functools.partial(sum_arc_int if ints else reduce_arc, x.reshape(view),
+                               out.reshape(view[0], view[2]), kind)
+        if arc is None:     # the gather must happen on every run, not once at bind
+            return functools.partial(_gathered, fn, ins["X"][0], x, kept + list(axes))
+        return fn
     return bind
+
+
+def _gathered(fn, src, scratch, perm):
+    np.copyto(scratch, np.transpose(src, perm))
+    fn()
 
 
 def _reduce_gpu(cop):
@@ -129,6 +164,7 @@ def _reduce_gpu(cop):
     shape = cop.input("X").shape
     axes = reduce_axes(shape, cop.attrs)
     arc = arc_view(shape, axes)
+    ints = cop.input("X").dtype.kind in "biu" and kind in (SUM, MEAN)
 
     def bind(ins, outs):
         from numba import cuda
@@ -144,7 +180,10 @@ def _reduce_gpu(cop):
             view = arc
         x3, out2 = x.reshape(view), out.reshape(view[0], view[2])
         k = gpu_util.common()
-        if view[2] >= COLS_MIN_C and view[1] > 0:    # reduce_cols reads x3[a, 0, c]
+        if ints:          # exact: one thread per output, an int64 accumulator
+            calls.append(gpu_util.launch_flat(_int_gpu(), view[0] * view[2], x3,
+                                              out2, kind))
+        elif view[2] >= COLS_MIN_C and view[1] > 0:    # reduce_cols reads x3[a, 0, c]
             calls.append(gpu_util.launch_flat(k.reduce_cols, view[0] * view[2], x3, out2, kind))
         else:
             calls.append(gpu_util.launch_rows(k.reduce_rows, view[0] * view[2], view[1], x3, out2,
@@ -153,9 +192,29 @@ def _reduce_gpu(cop):
     return bind
 
 
-def _then_scale(fn, arr, s):
-    fn()
-    arr *= s
+@gpu_util.lazy
+def _int_gpu():
+    """sum_cols_int, the GPU twin of sum_arc_int (integers are rare on the GPU: simple, not
+    tuned). `cuda` is a module global, as in gpu_util.common: the simulator swaps it."""
+    global cuda
+    from numba import cuda
+
+    @cuda.jit(cache=True)
+    def sum_cols_int(x3, out2, kind):
+        A, R, C = x3.shape
+        for o in range(cuda.grid(1), A * C, cuda.gridsize(1)):
+            a = o // C
+            c = o - a * C
+            s = np.int64(0)     # (a bare 0 would take x's width in the simulator)
+            for r in range(R):
+                s += x3[a, r, c]
+            if kind == MEAN and R > 0:
+                q = s // R
+                if q * R != s and s < 0:
+                    q += 1
+                s = q
+            out2[a, c] = s
+    return sum_cols_int
 
 
 def _reduce_grad_rule(g):

@@ -83,6 +83,19 @@ def get_op_def(op_type):
                          (f"; did you mean {close}?" if close else "")) from None
 
 
+# Ops whose generated kernel divides when given integers: a zero divisor raises
+# ZeroDivisionError on the CPU and sets the device's error record on a GPU.
+DIVIDES = ("elementwise_div", "fused_elementwise")
+
+
+def may_fail(op):
+    """True when the graph op `op` can raise on bad data: a MAY_FAIL op, or an integer
+    division (DIVIDES over integer inputs)."""
+    if get_op_def(op.type).has(MAY_FAIL):
+        return True
+    return op.type in DIVIDES and any(np.dtype(v.dtype).kind in "iu" for v in op.input_vars())
+
+
 def all_op_types():
     return sorted(_REGISTRY)
 

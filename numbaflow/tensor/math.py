@@ -295,7 +295,8 @@ def mean(x: Variable, axis: int | Sequence[int] | None = None, keepdim: bool = F
         name (str, optional): a prefix for the output's name.
 
     Returns:
-        Variable: x's dtype, the reduced shape.
+        Variable: x's dtype (int64 for bool and integers narrower than 64 bits, as numpy
+        and Paddle), the reduced shape.
 
     Example:
         >>> x = static.data('x', [None, 3])
@@ -329,7 +330,7 @@ def sum(x: Variable, axis: int | Sequence[int] | None = None, dtype: DTypeLike |
         (1, 3)
     """
     out = _reduce("reduce_sum", "sum", x, axis, keepdim, name)
-    return cast(out, dtype) if dtype is not None and dtypes.convert_dtype(dtype) != x.dtype else out
+    return cast(out, dtype) if dtype is not None and dtypes.convert_dtype(dtype) != out.dtype else out
 
 
 def max(x: Variable, axis: int | Sequence[int] | None = None, keepdim: bool = False,

@@ -16,7 +16,7 @@ from numba import njit
 
 from . import cache
 from ..registry import run_calls
-from .render import inputs_used, render
+from .render import IDIV_SOURCE, ZERO_DIVISION_MESSAGE, inputs_used, render, uses_idiv
 
 PARALLEL_MIN_SIZE = 1 << 20   # below this, waking the (passive) OpenMP workers, ~30 us, costs more than it saves
 BLOCK = 1 << 14               # elements per parallel task along the inner dimension
@@ -52,15 +52,27 @@ def broadcast_strides(in_shapes, full_shape):
     return shape, strides, inner_kinds
 
 
-def kernel_source(outputs, n_in, ndim, inner_kinds, float_dtype, parallel):
+def kernel_source(outputs, n_in, ndim, inner_kinds, float_dtype, parallel, in_dtypes=None,
+                  checks=(), divides=None):
     """Source of one elementwise kernel module (a single function named `kernel`).
 
     The inner loop runs over per-row slices indexed from 0: numba then knows every
     index is non-negative (no wraparound select), so LLVM emits contiguous vector loads.
     Broadcast (stride-0) inputs are loaded once per row.
+
+    in_dtypes: the inputs' dtypes (integer arithmetic stays integer, see render.py).
+    checks: [(Sym, message)] values that must be finite (NUMBAFLOW_CHECK_NAN_INF inside a
+    fused kernel): the kernel raises FloatingPointError(message) for the first one, in
+    this order, that is NaN or Inf anywhere.
+    divides: what divides integers here, for the ZeroDivisionError (a fused kernel names
+    its sub-ops; None: the op itself, which the executor names).
     """
     loads = [f"x{i}[jj]" if inner_kinds[i] else f"s{i}" for i in range(n_in)]
-    body, out_exprs = render(outputs, loads)
+    checked = [sym for sym, _ in checks]
+    body, exprs = render(list(outputs) + checked, loads, in_dtypes=in_dtypes)
+    out_exprs, check_exprs = exprs[:len(outputs)], exprs[len(outputs):]
+    idiv = uses_idiv(body)
+    n_err = 1 + len(checks)        # err[0]: a zero divisor; err[1 + k]: check k failed
     used = inputs_used(outputs)
     out_args = [f"out{k}" for k in range(len(outputs))]
     in_args = [f"in{i}" for i in range(n_in)]
@@ -70,13 +82,17 @@ def kernel_source(outputs, n_in, ndim, inner_kinds, float_dtype, parallel):
         "import numpy as np",
         "from numba import njit, prange",
         f"_F = np.{np.dtype(float_dtype).name}",
-        "",
+        IDIV_SOURCE if idiv else "",
         f"@njit(parallel={parallel}, nogil=True, cache=True, error_model='numpy')",
         f"def kernel(shape, strides, nblk, block, {', '.join(out_args + in_args)}):",
         f"    inner = shape[{ndim - 1}]",
         "    nrows = 1",
         f"    for d in range({ndim - 1}):",
         "        nrows *= shape[d]",
+    ]
+    if idiv or checks:      # flags written by the loop, raised after it (see _idiv)
+        src.append(f"    err = np.zeros({n_err}, np.int64)")
+    src += [
         f"    for t in {loop}(nrows * nblk):",
         "        r = t // nblk",
         "        j0 = (t - r * nblk) * block",
@@ -97,17 +113,28 @@ def kernel_source(outputs, n_in, ndim, inner_kinds, float_dtype, parallel):
     src += ["        for jj in range(n):"]
     src += [f"            {line}" for line in body]
     src += [f"            y{k}[jj] = {e}" for k, e in enumerate(out_exprs)]
+    for k, e in enumerate(check_exprs):
+        src.append(f"            if not math.isfinite({e}):")
+        src.append(f"                err[{1 + k}] = 1")
+    if idiv:
+        message = f"{divides}: {ZERO_DIVISION_MESSAGE}" if divides else ZERO_DIVISION_MESSAGE
+        src += ["    if err[0]:", f"        raise ZeroDivisionError({message!r})"]
+    for k, (_, message) in enumerate(checks):
+        src += [f"    if err[{1 + k}]:", f"        raise FloatingPointError({message!r})"]
     return "\n".join(src) + "\n"
 
 
 _compiled_kernels = {}
 
 
-def _compiled(outputs, n_in, ndim, inner_kinds, float_dtype, parallel):
-    key = (_SymKey.of(outputs), n_in, ndim, inner_kinds, float_dtype, parallel)
+def _compiled(outputs, n_in, ndim, inner_kinds, float_dtype, parallel, in_dtypes, checks,
+              divides):
+    key = (_SymKey.of(outputs), n_in, ndim, inner_kinds, float_dtype, parallel, in_dtypes,
+           _SymKey.of([sym for sym, _ in checks]), tuple(m for _, m in checks), divides)
     fn = _compiled_kernels.get(key)
     if fn is None:
-        src = kernel_source(outputs, n_in, ndim, inner_kinds, float_dtype, parallel)
+        src = kernel_source(outputs, n_in, ndim, inner_kinds, float_dtype, parallel,
+                            in_dtypes, checks, divides)
         fn = _compiled_kernels[key] = cache.load_source(src, label="elementwise").kernel
     return fn
 
@@ -135,10 +162,14 @@ class ElementwiseKernel:
     """A traced body specialised to concrete shapes and dtypes; `bind` makes a thunk.
 
     outputs: traced Syms, one per produced output; out_shapes: the aligned shape each
-    output is written at (the full iteration shape, or a broadcast input's shape).
+    output is written at (the full iteration shape, or a broadcast input's shape);
+    in_dtypes: the inputs' dtypes (None: every input float, the old contract);
+    checks: [(Sym, message)] values checked for NaN/Inf inside the loop, divides: what
+    divides integers (both: kernel_source).
     """
 
-    def __init__(self, outputs, in_shapes, out_shapes, full_shape, float_dtype):
+    def __init__(self, outputs, in_shapes, out_shapes, full_shape, float_dtype,
+                 in_dtypes=None, checks=(), divides=None):
         self.full_shape = tuple(full_shape)
         self.out_shapes = [tuple(s) for s in out_shapes]
         self.size = int(np.prod(self.full_shape)) if self.full_shape else 1
@@ -154,11 +185,12 @@ class ElementwiseKernel:
         self.block = min(BLOCK, inner) if inner > 0 else 1
         self.nblk = -(-inner // self.block) if inner > 0 else 0
         self.kernel = None
-        if computed:
+        if computed or checks:
             parallel = self.size >= PARALLEL_MIN_SIZE
+            dts = None if in_dtypes is None else tuple(np.dtype(d).name for d in in_dtypes)
             self.kernel = _compiled(tuple(computed), len(in_shapes),
                                     len(shape), inner_kinds, np.dtype(float_dtype).name,
-                                    parallel)
+                                    parallel, dts, tuple(checks), divides)
 
     def bind(self, ins, outs):
         """Return a zero-argument callable computing `outs` from `ins` (all contiguous)."""

@@ -18,17 +18,33 @@ import numpy as np
 from ..gpu_util import configured, launch_dims
 from . import cache
 from .cpu import _SymKey, broadcast_strides
-from .render import inputs_used, render
+from .render import inputs_used, render, uses_idiv
+
+# integer / on the device: a zero divisor records ERR_INT_DIV in the device's error record
+# (kernels cannot raise; gpu_errors.py), which the executor raises after the run
+_IDIV_SOURCE = """
+@cuda.jit(device=True)
+def _idiv(a, b, err):
+    if b == 0:
+        cuda.atomic.compare_and_swap(err, 0, {code})
+        return a - a
+    if b == -1:
+        return -a
+    q = a // b
+    if q * b != a and (a < 0) != (b < 0):
+        q += 1
+    return q
+"""
 
 
-
-def kernel_source(outputs, n_in, ndim, float_dtype):
+def kernel_source(outputs, n_in, ndim, float_dtype, in_dtypes=None):
     """The general kernel: offsets from decomposing i over the collapsed shape."""
     used = inputs_used(outputs)
     loads = [f"in{i}[b{i}]" for i in range(n_in)]
-    body, out_exprs = render(outputs, loads)
+    body, out_exprs = render(outputs, loads, in_dtypes=in_dtypes)
     args = [f"out{k}" for k in range(len(outputs))] + [f"in{i}" for i in range(n_in)]
-    src = _header(float_dtype) + [
+    args += ["err"] if uses_idiv(body) else []
+    src = _header(float_dtype, uses_idiv(body)) + [
         f"def kernel(shape, strides, size, {', '.join(args)}):",
         "    for i in range(cuda.grid(1), size, cuda.gridsize(1)):",
         "        rem = i",
@@ -45,9 +61,11 @@ def kernel_source(outputs, n_in, ndim, float_dtype):
     return "\n".join(src) + "\n"
 
 
-def _header(float_dtype):
+def _header(float_dtype, idiv=False):
+    from ..gpu_errors import ERR_INT_DIV
     return ["import math", "import numpy as np", "from numba import cuda",
-            f"_F = np.{np.dtype(float_dtype).name}", "", "@cuda.jit(cache=True)"]
+            f"_F = np.{np.dtype(float_dtype).name}",
+            _IDIV_SOURCE.format(code=ERR_INT_DIV) if idiv else "", "@cuda.jit(cache=True)"]
 
 
 FULL, COLUMN, ROW, SCALAR = "f", "c", "r", "s"
@@ -70,17 +88,20 @@ def fast_kinds(shape, strides):
     return None if None in kinds else kinds
 
 
-def fast_kernel_source(outputs, kinds, float_dtype):
-    """The division-free kernel for `kinds` (see `fast_kinds`): kernel(size, C, outs, ins)."""
+def fast_kernel_source(outputs, kinds, float_dtype, in_dtypes=None):
+    """The division-free kernel for `kinds` (see `fast_kinds`): kernel(size, C, outs, ins)
+    (and the device's error record last when it divides integers)."""
     used = inputs_used(outputs)
     loads = {FULL: "in{0}[i]", COLUMN: "in{0}[c]", ROW: "in{0}[r]", SCALAR: "s{0}"}
-    body, out_exprs = render(outputs, [loads[k].format(i) for i, k in enumerate(kinds)])
+    body, out_exprs = render(outputs, [loads[k].format(i) for i, k in enumerate(kinds)],
+                             in_dtypes=in_dtypes)
     args = [f"out{k}" for k in range(len(outputs))] + [f"in{i}" for i in range(len(kinds))]
+    args += ["err"] if uses_idiv(body) else []
     track_c = any(kinds[i] in (COLUMN, ROW) for i in used)
     track_r = any(kinds[i] == ROW for i in used)
     # all index arithmetic unsigned (size and C are passed as uint64): numba then emits
     # no negative-index wraparound per access, and the loop is a bare compare and add
-    src = _header(float_dtype) + [
+    src = _header(float_dtype, uses_idiv(body)) + [
         f"def kernel(size, C, {', '.join(args)}):",
         "    i = np.uint64(cuda.grid(1))",
         "    step = np.uint64(cuda.gridsize(1))",
@@ -107,14 +128,16 @@ def fast_kernel_source(outputs, kinds, float_dtype):
 _kernels = {}
 
 
-def _compiled(outputs, n_in, ndim, float_dtype, kinds=None):
-    key = (_SymKey.of(outputs), n_in, ndim, float_dtype, kinds)
-    fn = _kernels.get(key)
-    if fn is None:
-        src = kernel_source(outputs, n_in, ndim, float_dtype) if kinds is None else \
-            fast_kernel_source(outputs, kinds, float_dtype)
-        fn = _kernels[key] = cache.load_source(src, label="cuda_elementwise").kernel
-    return fn
+def _compiled(outputs, n_in, ndim, float_dtype, kinds=None, in_dtypes=None):
+    """(kernel, whether it takes the device's error record last)."""
+    key = (_SymKey.of(outputs), n_in, ndim, float_dtype, kinds, in_dtypes)
+    got = _kernels.get(key)
+    if got is None:
+        src = kernel_source(outputs, n_in, ndim, float_dtype, in_dtypes) if kinds is None \
+            else fast_kernel_source(outputs, kinds, float_dtype, in_dtypes)
+        got = _kernels[key] = (cache.load_source(src, label="cuda_elementwise").kernel,
+                               "_idiv(" in src)
+    return got
 
 
 _REDUCE_SRC = """
@@ -151,7 +174,8 @@ class CudaElementwiseKernel:
     """The GPU twin of `cpu.ElementwiseKernel`: same constructor, `bind` takes device
     arrays (C-contiguous) and returns a thunk that launches the kernel(s)."""
 
-    def __init__(self, outputs, in_shapes, out_shapes, full_shape, float_dtype):
+    def __init__(self, outputs, in_shapes, out_shapes, full_shape, float_dtype,
+                 in_dtypes=None):
         from numba import cuda
         self.full_shape = tuple(full_shape)
         self.out_shapes = [tuple(s) for s in out_shapes]
@@ -165,8 +189,9 @@ class CudaElementwiseKernel:
             self.lead = (self.shape, self.strides, self.size)
         else:
             self.lead = (np.uint64(self.size), np.uint64(shape[-1]))
-        self.kernel = _compiled(tuple(outputs), len(in_shapes), len(shape),
-                                np.dtype(float_dtype).name, self.kinds)
+        dts = None if in_dtypes is None else tuple(np.dtype(d).name for d in in_dtypes)
+        self.kernel, self.takes_err = _compiled(tuple(outputs), len(in_shapes), len(shape),
+                                                np.dtype(float_dtype).name, self.kinds, dts)
         self.reduce = cache.load_source(_REDUCE_SRC, label="cuda_reduce").reduce_to
 
     def bind(self, ins, outs):
@@ -186,6 +211,9 @@ class CudaElementwiseKernel:
         blocks, threads = _launch_dims(self.size)
         launch = configured(self.kernel, blocks, threads)
         args = (*self.lead, *kernel_outs, *flat_in)
+        if self.takes_err:
+            from ..gpu_errors import error_record
+            args += (error_record(),)
 
         def thunk():
             launch(*args)

@@ -39,13 +39,109 @@ def render_cast(expr, dtype):
     return f"np.{np.dtype(dtype).name}({expr})"
 
 
-def render(outputs, input_exprs, prefix="t"):
+# Integer arithmetic stays integer (Paddle's integer kernels; numpy's for + - * and
+# max/min): a float constant meeting an integer operand is rendered as an integer
+# literal when it is integral (`x * 1.0 + 1.0` on int64 must not pass through float64,
+# which holds only 53 bits), and `/` of two integers is `_idiv`: truncation toward zero
+# (C, Paddle) with a typed error on a zero divisor instead of numpy's silent 0 / INT_MIN.
+_INT_KINDS = "iub"
+_FLOAT_FUNCS = ("exp", "log", "sqrt", "tanh", "erf")
+_BOOL_OPS = ("gt", "ge", "lt", "le", "eq", "ne")
+
+IDIV_SOURCE = """
+@njit(inline='always', nogil=True)
+def _idiv(a, b, err):
+    # integer a / b truncated toward zero (C, Paddle); b == 0 flags err[0] (raised after
+    # the loop: a raise inside a prange loop would make it serial)
+    if b == 0:
+        err[0] = 1
+        return a - a
+    if b == -1:
+        return -a          # wraps at INT_MIN as numpy does (a // -1 would give 0)
+    q = a // b
+    if q * b != a and (a < 0) != (b < 0):
+        q += 1
+    return q
+"""
+ZERO_DIVISION_MESSAGE = ("integer division by zero: the divisor holds a 0 (Paddle raises here "
+                         "too); replace zeros first, e.g. where(y == 0, 1, y), or divide floats")
+
+
+def _kind(dt):
+    """'i' (integer or bool), 'f' (float) or None (a Python constant: it takes the kind of
+    what it meets, as numpy's weak scalars do)."""
+    if dt is None:
+        return None
+    return "i" if np.dtype(dt).kind in _INT_KINDS else "f"
+
+
+def _join(*kinds):
+    known = [k for k in kinds if k is not None]
+    if not known:
+        return None
+    return "f" if "f" in known else "i"
+
+
+def _integral(value):
+    if isinstance(value, (bool, np.bool_)):
+        return False
+    try:
+        return float(value).is_integer()
+    except (TypeError, OverflowError):
+        return False
+
+
+def _whole_power(exponent):
+    """A constant exponent that keeps an integer power integer (whole and >= 0), or a
+    traced one (its kind decides)."""
+    if exponent.op != "const":
+        return True
+    return _integral(exponent.value) and float(exponent.value) >= 0
+
+
+def render(outputs, input_exprs, prefix="t", in_dtypes=None):
     """Return (lines, output_exprs) computing `outputs` (Syms) from `input_exprs`.
 
     `input_exprs[i]` is the source expression that loads input i (e.g. ``in0[b0 + j]``);
-    only inputs the body uses are loaded.
+    only inputs the body uses are loaded. With `in_dtypes` (one per input), integer
+    operands keep integer arithmetic (see above); a body that divides integers then
+    calls `_idiv(a, b, err)`, and the template must define `_idiv` (IDIV_SOURCE) and an
+    int64 array `err`.
     """
-    lines, names = [], {}
+    lines, names, kinds = [], {}, {}
+    typed = in_dtypes is not None
+
+    def kind_of(sym):
+        k = id(sym)
+        if k not in kinds:
+            if sym.op == "in":
+                kinds[k] = _kind(in_dtypes[sym.value]) if typed else "f"
+            elif sym.op == "const":
+                kinds[k] = None
+            elif sym.op == "cast":
+                kinds[k] = _kind(sym.value)
+            elif sym.op in _BOOL_OPS:
+                kinds[k] = "i"
+            elif sym.op in _FLOAT_FUNCS:
+                kinds[k] = "f"
+            elif sym.op == "where":
+                kinds[k] = _join(kind_of(sym.args[1]), kind_of(sym.args[2]))
+            elif sym.op == "pow" and not _whole_power(sym.args[1]):
+                kinds[k] = "f"
+            elif sym.op == "div":
+                a, b = (kind_of(x) for x in sym.args)
+                ints = _join(a, b) == "i" and all(
+                    kind_of(x) == "i" or _integral(x.value) for x in sym.args)
+                kinds[k] = "i" if ints else "f"
+            else:
+                kinds[k] = _join(*(kind_of(a) for a in sym.args))
+        return kinds[k]
+
+    def operand(sym, context):
+        """A constant rendered for the kind of what it meets."""
+        if sym.op == "const" and typed and context == "i" and _integral(sym.value):
+            return repr(int(sym.value))
+        return emit(sym)
 
     def emit(sym):
         key = id(sym)
@@ -59,7 +155,19 @@ def render(outputs, input_exprs, prefix="t"):
         elif sym.op == "cast":
             expr = render_cast(emit(sym.args[0]), sym.value)
         else:
-            expr = _FORMATS[sym.op].format(*[emit(a) for a in sym.args])
+            context = kind_of(sym) if sym.op not in _BOOL_OPS else _join(
+                *(kind_of(a) for a in sym.args))
+            if sym.op == "where":
+                args = [emit(sym.args[0])] + [operand(a, context) for a in sym.args[1:]]
+            elif sym.op == "pow":      # an integer power only for a whole exponent >= 0
+                e = sym.args[1]
+                args = [emit(sym.args[0]), operand(e, context if _whole_power(e) else "f")]
+            else:
+                args = [operand(a, context) for a in sym.args]
+            if sym.op == "div" and typed and context == "i":
+                expr = f"_idiv({args[0]}, {args[1]}, err)"
+            else:
+                expr = _FORMATS[sym.op].format(*args)
         name = f"{prefix}{len(lines)}"
         lines.append(f"{name} = {expr}")
         names[key] = name
@@ -67,6 +175,11 @@ def render(outputs, input_exprs, prefix="t"):
 
     out_exprs = [emit(o) for o in outputs]
     return lines, out_exprs
+
+
+def uses_idiv(lines):
+    """True when rendered `lines` divide integers (the template then needs `_idiv`)."""
+    return any("_idiv(" in line for line in lines)
 
 
 def inputs_used(outputs):
