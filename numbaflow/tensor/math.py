@@ -295,8 +295,7 @@ def mean(x: Variable, axis: int | Sequence[int] | None = None, keepdim: bool = F
         name (str, optional): a prefix for the output's name.
 
     Returns:
-        Variable: x's dtype (int64 for bool and integers narrower than 64 bits, as numpy
-        and Paddle), the reduced shape.
+        Variable: x's dtype, the reduced shape.
 
     Example:
         >>> x = static.data('x', [None, 3])
@@ -320,7 +319,8 @@ def sum(x: Variable, axis: int | Sequence[int] | None = None, dtype: DTypeLike |
         name (str, optional): a prefix for the output's name.
 
     Returns:
-        Variable: x's dtype, the reduced shape.
+        Variable: x's dtype (int64 for bool and integers narrower than 64 bits, as numpy
+        and Paddle), the reduced shape.
 
     Example:
         >>> x = static.data('x', [None, 3])
