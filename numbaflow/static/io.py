@@ -51,8 +51,8 @@ def _read_arrays(path, real_path=None):
 def _read_group(paths, fn):
     """Read the arrays files of one save: ({path: (arrays, meta)} of those present, id).
     Files from different saves (a torn save, or files mixed by hand) raise ValueError."""
-    with _atomic.resolve(paths) as (real, journal_id):
-        got = {p: _arrays.read_arrays(p, r) for p, r in real.items() if r is not None}
+    got, journal_id = _atomic.read_group(paths, _arrays.read_arrays)
+    got = {p: g for p, g in got.items() if g is not None}
     ids = {p: meta.get("save_id") for p, (_, meta) in got.items()}
     expected = journal_id if journal_id is not None else next(iter(ids.values()), None)
     if any(i != expected for i in ids.values()):
@@ -300,14 +300,17 @@ def _write_inference(model_file, params_file, feed_vars, fetch_vars, program, fn
 
 
 def _read_inference(model_file, params_file, fn):
-    with _atomic.resolve([model_file, params_file]) as (real, journal_id):
-        for path in (model_file, params_file):
-            if real[path] is None:
-                raise FileNotFoundError(f"{fn}: {path!r} does not exist; was the model saved "
-                                        f"with save_inference_model?")
-        found, meta = _arrays.read_arrays(params_file, real[params_file])
-        with open(real[model_file], "rb") as f:
-            raw = f.read()
+    def read(path, real):
+        if path == params_file:
+            return _arrays.read_arrays(path, real)
+        with open(real, "rb") as f:
+            return f.read()
+    got, journal_id = _atomic.read_group([model_file, params_file], read)
+    for path in (model_file, params_file):
+        if got[path] is None:
+            raise FileNotFoundError(f"{fn}: {path!r} does not exist; was the model saved "
+                                    f"with save_inference_model?")
+    (found, meta), raw = got[params_file], got[model_file]
     desc = _parse_model(raw, model_file, meta.get("model_sha256"), params_file, fn)
     ids = {desc.get("save_id"), meta.get("save_id")}
     if len(ids) != 1 or journal_id is not None and ids != {journal_id}:

@@ -12,8 +12,8 @@ when its bytes are exactly that source (so its content hash matches its name), e
 rewritten, and the module is executed from the in-memory source, never re-read from disk.
 numba's files for an entry are checked to be whole pickles before numba loads them; an
 empty, truncated or corrupt entry is regenerated with one warning. Writes are fsync'd and
-atomic (temporary file + rename). The cache is capped (NUMBAFLOW_CACHE_SIZE_MB): when a new
-entry pushes it past the cap, the least recently used entries are removed.
+atomic (`utils._atomic_file.atomic_write`). The cache is capped (NUMBAFLOW_CACHE_SIZE_MB):
+when a new entry pushes it past the cap, the least recently used entries are removed.
 """
 import hashlib
 import io
@@ -22,13 +22,13 @@ import os
 import pickle
 import pickletools
 import sys
-import tempfile
 import threading
 import time
 import types
 import warnings
 
 from ... import config
+from ...utils._atomic_file import atomic_write
 
 log = logging.getLogger("numbaflow.cache")
 
@@ -36,39 +36,6 @@ PREFIX = "nfk_"
 _modules = {}           # digest -> module, for this process
 _lock = threading.Lock()
 _TMP_MAX_AGE_S = 3600   # temporary files older than this are leftovers of killed writes
-
-
-def _fsync_dir(path):
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass            # some filesystems cannot fsync a directory; the rename still happened
-    finally:
-        os.close(fd)
-
-
-def atomic_write(path, text):
-    """Write `text` to `path` so that readers see the old file or the whole new one, and the
-    new one survives a power loss once this returns (file and directory fsync'd)."""
-    d = os.path.dirname(path)
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=".nf-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    _fsync_dir(d)
 
 
 def numba_cache_dir(cache_dir):
@@ -252,7 +219,8 @@ def _stale_tmp(cache_dir):
         except OSError:
             continue
         for n in names:
-            if (n.startswith(".nf-") and n.endswith(".tmp")) or ".tmp." in n:
+            # ours: `.<name>.<pid>-<hex>.tmp` (utils._atomic_file); numba's: `<name>.tmp.<hex>`
+            if (n.startswith(".") and n.endswith(".tmp")) or ".tmp." in n:
                 p = os.path.join(d, n)
                 try:
                     if now - os.stat(p).st_mtime > _TMP_MAX_AGE_S:
