@@ -1,0 +1,157 @@
+"""Full disks and unwritable directories (issue 17 item 3, and CACHE_SIZE_MB=inf of item 6).
+
+A write that fails with ENOSPC (simulated in-process: the one atomic-write helper, or
+numba's cache writer, raising OSError 28) under NUMBAFLOW_DUMP_DIR, NUMBAFLOW_CACHE_DIR or
+numba's cache for our kernels moves that directory to a private one, or turns caching
+off, with one warning: the run goes on and computes the right values. (A save that does
+not fit raises and keeps the old files: tests/test_io.py.)"""
+import errno
+import hashlib
+import math
+import os
+import uuid
+import warnings
+
+import numpy as np
+import pytest
+from numba.core import caching
+
+import numbaflow as paddle
+import numbaflow.static as static
+from numbaflow import config
+from numbaflow.kernels.codegen import cache
+from numbaflow.utils import _atomic_file
+
+pytestmark = pytest.mark.usefixtures("fresh_graph_state")
+
+
+@pytest.fixture
+def cache_dir(monkeypatch, tmp_path):
+    """A fresh, empty kernel cache for this test; nothing loaded in this process."""
+    monkeypatch.setattr(cache, "_modules", {})
+    monkeypatch.setattr(cache, "_numba_write_failed", set())
+    d = tmp_path / "kernels"
+    monkeypatch.setenv("NUMBAFLOW_CACHE_DIR", str(d))
+    monkeypatch.delenv("NUMBAFLOW_DUMP_DIR", raising=False)
+    return d
+
+
+def jit_source():
+    """An njit(cache=True) kernel new to this process; f(x) = 2x + 1."""
+    return (f"# test {uuid.uuid4().hex}\nfrom numba import njit\n\n\n@njit(cache=True)\n"
+            f"def f(x):\n    return x * 2 + 1\n")
+
+
+def disk_full_under(monkeypatch, directory):
+    """Every atomic write into `directory` fails as on a full disk."""
+    real = _atomic_file.write_new
+
+    def write_new(path, write):
+        if os.path.abspath(path).startswith(str(directory)):
+            raise OSError(errno.ENOSPC, "No space left on device", path)
+        return real(path, write)
+    monkeypatch.setattr(_atomic_file, "write_new", write_new)
+
+
+def our_warnings(caught, words):
+    return [w for w in caught if words in str(w.message)]
+
+
+def test_full_dump_dir_moves_the_dump_with_one_warning(cache_dir, tmp_path, monkeypatch):
+    dump = tmp_path / "dump"
+    monkeypatch.setenv("NUMBAFLOW_DUMP_DIR", str(dump))
+    disk_full_under(monkeypatch, dump)
+    sources = [jit_source() for _ in range(3)]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert [cache.load_source(s, label="k").f(i) for i, s in enumerate(sources)] == [1, 3, 5]
+    assert len(our_warnings(caught, "No space left")) == 1, [str(w.message) for w in caught]
+    moved = config.dump_dir()
+    assert moved != str(dump)
+    dumped = {open(os.path.join(moved, f)).read() for f in os.listdir(moved)}
+    assert set(sources) <= dumped
+
+
+def test_dump_skipped_when_the_fallback_is_full_too(cache_dir, tmp_path, monkeypatch):
+    dump = tmp_path / "dump"
+    monkeypatch.setenv("NUMBAFLOW_DUMP_DIR", str(dump))
+    disk_full_under(monkeypatch, dump)
+    disk_full_under(monkeypatch, config.fallback_dir("dump"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert cache.load_source(jit_source(), label="k").f(4) == 9
+        assert cache.load_source(jit_source(), label="k").f(5) == 11
+    assert len(our_warnings(caught, "No space left")) == 1
+
+
+def test_full_kernel_cache_moves_with_one_warning(cache_dir, monkeypatch):
+    cache_dir.mkdir()
+    disk_full_under(monkeypatch, cache_dir)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert cache.load_source(jit_source()).f(1) == 3
+        assert cache.load_source(jit_source()).f(2) == 5
+    assert len(our_warnings(caught, "No space left")) == 1
+
+
+def numba_disk_full(monkeypatch):
+    def full(self, name, data):
+        raise OSError(errno.ENOSPC, "No space left on device", name)
+    monkeypatch.setattr(caching.IndexDataCacheFile, "_save_data", full)
+
+
+def test_full_numba_cache_turns_caching_off_with_one_warning(cache_dir, monkeypatch):
+    numba_disk_full(monkeypatch)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")     # Python's own: a message once per place
+        assert cache.load_source(jit_source()).f(1) == 3
+        assert cache.load_source(jit_source()).f(2) == 5
+    assert len(our_warnings(caught, "numba's compiled-code cache")) == 1
+
+
+def test_a_program_runs_on_a_full_numba_cache(cache_dir, monkeypatch):
+    tried = []
+    monkeypatch.setattr(caching.IndexDataCacheFile, "_save_data",
+                        lambda self, name, data: (tried.append(name), os.strerror(0),
+                                                  _raise_enospc(name)))
+    x = static.data("x", [None, 3], "float32")
+    y = paddle.nn.functional.relu(x * 3.0 + 0.5)
+    exe = static.Executor(paddle.CPUPlace())
+    a = np.random.default_rng(0).standard_normal((4, 3)).astype("float32")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        got, = exe.run(feed={"x": a}, fetch_list=[y])
+    np.testing.assert_allclose(got, np.maximum(a * 3.0 + 0.5, 0), rtol=1e-6)
+    assert tried, "the run compiled nothing new: the test does not test"
+    assert our_warnings(caught, "numba's compiled-code cache")
+
+
+def _raise_enospc(name):
+    raise OSError(errno.ENOSPC, "No space left on device", name)
+
+
+def test_cache_size_inf_means_no_cap(cache_dir, monkeypatch):
+    monkeypatch.setenv("NUMBAFLOW_CACHE_SIZE_MB", "inf")
+    assert config.cache_size_limit() == math.inf
+    for i in range(3):
+        assert cache.load_source(jit_source()).f(i) == 2 * i + 1   # was: OverflowError
+    assert cache.info()["limit_bytes"] == math.inf
+    assert cache.info()["entries"] == 3 and cache._evict(str(cache_dir), math.inf) == 0
+    monkeypatch.setenv("NUMBAFLOW_CACHE_SIZE_MB", "nan")
+    with pytest.warns(RuntimeWarning, match="inf for no cap"):
+        assert config.cache_size_limit() == config.DEFAULT_CACHE_SIZE_MB * 2 ** 20
+
+
+def test_the_kernel_cache_and_the_checkpoints_share_one_atomic_write(cache_dir, monkeypatch,
+                                                                     tmp_path):
+    used = []
+    real = _atomic_file.write_new
+    monkeypatch.setattr(_atomic_file, "write_new",
+                        lambda path, write: (used.append(os.path.basename(path)),
+                                             real(path, write))[1])
+    src = jit_source()
+    cache.load_source(src)
+    name = "nfk_" + hashlib.sha256(src.encode()).hexdigest()[:20] + ".py"
+    assert any(u.startswith(f".{name}.") for u in used)
+    paddle.save({"w": np.zeros(2)}, str(tmp_path / "s.pdparams"))
+    assert any(u.startswith(".s.pdparams.") for u in used)
