@@ -9,6 +9,8 @@ import errno
 import hashlib
 import math
 import os
+import subprocess
+import sys
 import uuid
 import warnings
 
@@ -155,3 +157,25 @@ def test_the_kernel_cache_and_the_checkpoints_share_one_atomic_write(cache_dir, 
     assert any(u.startswith(f".{name}.") for u in used)
     paddle.save({"w": np.zeros(2)}, str(tmp_path / "s.pdparams"))
     assert any(u.startswith(".s.pdparams.") for u in used)
+
+
+@pytest.mark.slow
+def test_an_unusable_numba_cache_dir_does_not_fail_a_run(tmp_path):
+    # numba then keeps the code of numbaflow's kernels beside their sources (its own
+    # fallback: the kernel cache's private __pycache__)
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(paddle.__file__)))
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(blocker / "numba"),
+               NUMBAFLOW_CACHE_DIR=str(tmp_path / "kernels"),
+               PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
+    code = ("import numpy as np, numbaflow as paddle, numbaflow.static as static\n"
+            "x = static.data('x', [None, 3], 'float32')\n"
+            "y = paddle.nn.functional.relu(x * 3.0 + 0.25)\n"
+            "a = np.arange(-6, 6, dtype='float32').reshape(4, 3)\n"
+            "got, = static.Executor(paddle.CPUPlace()).run(feed={'x': a}, fetch_list=[y])\n"
+            "print(np.allclose(got, np.maximum(a * 3 + 0.25, 0)))\n")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0 and r.stdout.strip().endswith("True"), r.stdout + r.stderr
+    assert any(n.endswith(".nbi") for n in os.listdir(tmp_path / "kernels" / "__pycache__"))
