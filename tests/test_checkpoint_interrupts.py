@@ -196,9 +196,29 @@ def test_ctrl_c_at_every_point_of_a_save_where_python_can_deliver_it(tmp_path, k
     assert outcome["old"] > 0 and outcome["new"] > 0
 
 
+def real_sigint():
+    """A real SIGINT to this process: Python's handler raises KeyboardInterrupt at the
+    next point where it checks for signals (here: right after os.kill returns)."""
+    os.kill(os.getpid(), signal.SIGINT)
+
+
+def raise_interrupt():
+    raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("interrupt", [raise_interrupt, real_sigint], ids=["raise", "SIGINT"])
 @pytest.mark.parametrize("op", ["open", "fsync", "replace", "unlink", "close"])
-def test_ctrl_c_before_and_after_every_system_call_of_a_save(tmp_path, monkeypatch, op):
-    case = Case("checkpoint", str(tmp_path))
+def test_ctrl_c_before_and_after_every_system_call_of_a_save(tmp_path, monkeypatch, op,
+                                                            interrupt):
+    old_handler = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        syscall_sweep(Case("checkpoint", str(tmp_path)), monkeypatch, op, interrupt)
+    finally:
+        signal.signal(signal.SIGINT, old_handler)
+
+
+def syscall_sweep(case, monkeypatch, op, interrupt):
+    """Interrupt before / after the n-th call of os.<op> of a save, n = 1, 2, ..."""
     real = getattr(os, op)
     k = 0
     case.save(k)
@@ -212,10 +232,10 @@ def test_ctrl_c_before_and_after_every_system_call_of_a_save(tmp_path, monkeypat
             def trapped(*a, **kw):
                 calls[0] += 1
                 if calls[0] == n and not after:
-                    raise KeyboardInterrupt
+                    interrupt()
                 out = real(*a, **kw)
                 if calls[0] == n and after:
-                    raise KeyboardInterrupt
+                    interrupt()
                 return out
             monkeypatch.setattr(os, op, trapped)
             try:
