@@ -176,3 +176,10 @@ def test_a_save_path_whose_parent_is_a_file_says_so(tmp_path):
     with pytest.raises(NotADirectoryError, match=r"afile' is a file, not a directory"):
         static.save(static.default_main_program(), str(tmp_path / "afile" / "sub" / "m"))
     assert (tmp_path / "afile").read_text() == ""
+
+
+def test_fluid_piecewise_decay_has_the_same_checks():
+    with pytest.raises(ValueError, match=r"piecewise_decay: boundaries must be in increasing"):
+        fluid.layers.piecewise_decay(boundaries=[200, 100], values=[0.1, 0.01, 0.001])
+    with pytest.raises(TypeError, match=r"piecewise_decay: values must be numbers"):
+        fluid.layers.piecewise_decay(boundaries=[100], values=[0.1, "0.01"])
