@@ -174,8 +174,12 @@ def test_an_unusable_numba_cache_dir_does_not_fail_a_run(tmp_path):
             "y = paddle.nn.functional.relu(x * 3.0 + 0.25)\n"
             "a = np.arange(-6, 6, dtype='float32').reshape(4, 3)\n"
             "got, = static.Executor(paddle.CPUPlace()).run(feed={'x': a}, fetch_list=[y])\n"
+            "from numbaflow.kernels.codegen import cache\n"
+            "print(cache.info()['numba_path'])\n"
             "print(np.allclose(got, np.maximum(a * 3 + 0.25, 0)))\n")
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                        timeout=600)
     assert r.returncode == 0 and r.stdout.strip().endswith("True"), r.stdout + r.stderr
+    # the cache's integrity checks and size cap look where numba really wrote
+    assert r.stdout.split()[-2] == str(tmp_path / "kernels" / "__pycache__")
     assert any(n.endswith(".nbi") for n in os.listdir(tmp_path / "kernels" / "__pycache__"))

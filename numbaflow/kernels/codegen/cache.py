@@ -41,12 +41,19 @@ _TMP_MAX_AGE_S = 3600   # temporary files older than this are leftovers of kille
 
 def numba_cache_dir(cache_dir):
     """Where numba keeps the compiled code of the modules in `cache_dir` (mirrors numba's
-    own choice: NUMBA_CACHE_DIR when set, else the directory's __pycache__)."""
+    own choice: NUMBA_CACHE_DIR when set and usable, else the directory's __pycache__)."""
     from numba.core import config as numba_config
     if numba_config.CACHE_DIR:
         from numba.core.caching import _CacheLocator
         probe = os.path.join(cache_dir, PREFIX + "x.py")
-        return os.path.join(numba_config.CACHE_DIR, _CacheLocator.get_suitable_cache_subpath(probe))
+        path = os.path.join(numba_config.CACHE_DIR,
+                            _CacheLocator.get_suitable_cache_subpath(probe))
+        try:        # numba's test of the directory (it falls back silently when it fails)
+            os.makedirs(path, exist_ok=True)
+            if os.access(path, os.W_OK | os.X_OK):
+                return path
+        except OSError:
+            pass
     return os.path.join(cache_dir, "__pycache__")
 
 
