@@ -62,7 +62,7 @@ def test_a_value_the_dtype_cannot_hold_raises_naming_variable_sample_and_value(f
     with pytest.raises(ValueError) as e:
         feed([GOOD, GOOD, bad])
     msg = str(e.value)
-    assert f"sample #2 of {var!r}" in msg and shown in msg and "lossy_cast=True" in msg, msg
+    assert f"sample #2 of {var!r}" in msg and shown in msg and ("batch #0" in msg) == (feed is loader_feeds) and "lossy_cast=True" in msg, msg
 
 
 @pytest.mark.parametrize("feed", [loader_feeds, feeder_feed])
@@ -183,3 +183,17 @@ def test_fluid_piecewise_decay_has_the_same_checks():
         fluid.layers.piecewise_decay(boundaries=[200, 100], values=[0.1, 0.01, 0.001])
     with pytest.raises(TypeError, match=r"piecewise_decay: values must be numbers"):
         fluid.layers.piecewise_decay(boundaries=[100], values=[0.1, "0.01"])
+
+
+def test_from_generator_batches_follow_the_feed_rules_and_name_the_batch():
+    x, y = feed_vars()
+    batches = [[np.ones((2, 2)), np.array([[1], [2]])],
+               [np.ones((2, 2)), np.array([[3], [1.7]])]]
+    strict = paddle.io.DataLoader.from_generator(feed_list=[x, y], use_double_buffer=False)
+    strict.set_batch_generator(lambda: iter(batches))
+    with pytest.raises(ValueError, match=r"DataLoader batch #1: sample #1 of 'y' holds 1.7"):
+        list(strict())
+    lossy = paddle.io.DataLoader.from_generator(feed_list=[x, y], use_double_buffer=False,
+                                                lossy_cast=True)
+    lossy.set_batch_generator(lambda: iter(batches))
+    assert [f["y"][:, 0].tolist() for f in lossy()] == [[1, 2], [3, 1]]

@@ -299,8 +299,8 @@ class DataLoader:
                                         self.worker_init_fn, self.timeout)
 
     def __iter__(self):
-        feeds = (_as_feed(b, self.feed_vars, self.return_list, "DataLoader", self.lossy_cast)
-                 for b in self._batches())
+        feeds = (_as_feed(b, self.feed_vars, self.return_list, f"DataLoader batch #{i}",
+                          self.lossy_cast) for i, b in enumerate(self._batches()))
         items = _grouped(feeds, self.num_places, self.drop_last)
         if not self.use_buffer_reader:
             return items
@@ -437,8 +437,8 @@ class GeneratorLoader:
         source = self._source
 
         def convert():
-            for b in source():
-                yield _as_feed(b, self.feed_vars, self.return_list, "DataLoader",
+            for i, b in enumerate(source()):
+                yield _as_feed(b, self.feed_vars, self.return_list, f"DataLoader batch #{i}",
                                self.lossy_cast)
         if self.use_multiprocess:
             feeds = _workers.streamed([convert], None, None, 0, self.capacity)
