@@ -183,3 +183,72 @@ def test_an_unusable_numba_cache_dir_does_not_fail_a_run(tmp_path):
     # the cache's integrity checks and size cap look where numba really wrote
     assert r.stdout.split()[-2] == str(tmp_path / "kernels" / "__pycache__")
     assert any(n.endswith(".nbi") for n in os.listdir(tmp_path / "kernels" / "__pycache__"))
+
+
+@pytest.fixture
+def full_disk(tmp_path):
+    """A 256 KiB tmpfs mounted at tmp_path/full (root only; skipped elsewhere)."""
+    mnt = tmp_path / "full"
+    mnt.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k,mode=0700", "tmpfs", str(mnt)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here (needs root): {r.stderr.strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def fill(directory):
+    """Write into `directory` until the file system has not one byte left."""
+    fd = os.open(os.path.join(directory, "filler"), os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        for chunk in (65536, 4096, 512, 1):
+            try:
+                while True:
+                    os.write(fd, b"\0" * chunk)
+            except OSError as e:
+                assert e.errno == errno.ENOSPC
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.slow
+def test_a_real_full_disk_under_every_directory_numbaflow_writes(full_disk, tmp_path):
+    for d in ("dump", "kernels", "numba"):
+        (full_disk / d).mkdir(mode=0o700)
+    fill(full_disk)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(paddle.__file__)))
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(full_disk / "numba"),
+               NUMBAFLOW_CACHE_DIR=str(full_disk / "kernels"),
+               NUMBAFLOW_DUMP_DIR=str(full_disk / "dump"),
+               PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
+    code = ("import numpy as np, numbaflow as paddle, numbaflow.static as static\n"
+            "x = static.data('x', [None, 3], 'float32')\n"
+            "y = paddle.nn.functional.relu(x * 3.0 + 0.75)\n"
+            "a = np.arange(-6, 6, dtype='float32').reshape(4, 3)\n"
+            "got, = static.Executor(paddle.CPUPlace()).run(feed={'x': a}, fetch_list=[y])\n"
+            "print(np.allclose(got, np.maximum(a * 3 + 0.75, 0)))\n")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0 and r.stdout.strip().endswith("True"), r.stdout + r.stderr
+    for what in (str(full_disk / "dump"), str(full_disk / "kernels")):
+        assert r.stderr.count(f"cannot write to {what!r}") == 1, r.stderr
+
+
+@pytest.mark.slow
+def test_a_save_that_does_not_fit_a_real_disk_raises_and_keeps_the_old_files(full_disk):
+    x = static.data("x", [None, 3], "float32")
+    static.nn.fc(x, 4)
+    main = static.default_main_program()
+    static.Executor(paddle.CPUPlace()).run(static.default_startup_program())
+    prefix = str(full_disk / "m")
+    static.save(main, prefix)
+    old = {f: (full_disk / f).read_bytes() for f in ("m.pdparams", "m.pdopt")}
+    fill(full_disk)
+    with pytest.raises(OSError) as e:
+        static.save(main, prefix)
+    assert e.value.errno == errno.ENOSPC
+    assert {f: (full_disk / f).read_bytes() for f in old} == old
+    assert sorted(os.listdir(full_disk)) == ["filler", "m.pdopt", "m.pdparams"]
