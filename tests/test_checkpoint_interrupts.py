@@ -269,6 +269,12 @@ WRITER = textwrap.dedent("""
         if where == "after-commit" and str(dst).endswith(".commit"):
             os.kill(os.getpid(), signal.SIGSTOP)
     os.replace = replace
+    if where == "loop":                # save 2, 3, 4, ... until killed
+        os.replace = real
+        k = 2
+        while True:
+            case.save(k)
+            k += 1
     case.save(2)
 """)
 
@@ -324,3 +330,41 @@ def test_load_does_not_wait_for_a_stopped_writer_and_saves_still_serialise(tmp_p
         if writer.poll() is None:
             writer.kill()
             writer.wait()
+
+
+def test_a_load_ignores_a_writers_lock(tmp_path):
+    """The fast form of the test above: another open file description of the directory
+    holds the writers' (exclusive) lock, as a stopped save would; a load does not wait."""
+    fcntl = pytest.importorskip("fcntl")
+    case = Case("checkpoint", str(tmp_path))
+    case.save(1)
+    fd = os.open(str(tmp_path), os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        got, t = in_thread(case.loaded, timeout=30)
+        assert not t.is_alive(), "static.load waited for the writers' lock"
+        assert got == 1
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.slow
+def test_lock_free_loads_beside_a_writer_saving_nonstop_see_whole_saves(tmp_path):
+    case = Case("checkpoint", str(tmp_path))
+    case.save(1)
+    env = dict(os.environ, TESTS_DIR=os.path.dirname(__file__),
+               PYTHONPATH=os.pathsep.join([os.path.dirname(os.path.dirname(paddle.__file__)),
+                                           os.environ.get("PYTHONPATH", "")]))
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path), "loop"], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        seen = [case.loaded()]       # each load: one value everywhere (Case.loaded checks)
+        deadline = time.monotonic() + 120
+        while len(set(seen)) < 20 and time.monotonic() < deadline:
+            assert writer.poll() is None, writer.communicate()[0]
+            seen.append(case.loaded())
+        assert len(set(seen)) >= 20, "the writer did not save often enough to test"
+        assert seen == sorted(seen)                # never an older save after a newer one
+    finally:
+        writer.kill()
+        writer.wait()
