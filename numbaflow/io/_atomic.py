@@ -84,7 +84,8 @@ def _is_leftover(name, paths):
 
 @contextlib.contextmanager
 def _locked_dir(directory, exclusive):
-    """The directory's fd, flock'ed (exclusive for saves, shared for loads) when possible;
+    """The directory's fd, flock'ed (exclusive for saves; shared for a load only after
+    `_READ_ATTEMPTS` rounds that a save kept moving the files) when possible;
     None where the directory cannot be opened (no read permission, Windows): then there is
     neither a lock nor a directory fsync."""
     try:
