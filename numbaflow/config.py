@@ -3,7 +3,7 @@
 | variable | meaning |
 |---|---|
 | ``NUMBAFLOW_CACHE_DIR`` | generated-kernel cache (default: platform cache dir + ``/kernels``) |
-| ``NUMBAFLOW_CACHE_SIZE_MB`` | cap on that cache; least recently used go first (default 1024) |
+| ``NUMBAFLOW_CACHE_SIZE_MB`` | cap on that cache, LRU out first (default 1024; ``inf``: no cap) |
 | ``NUMBAFLOW_DUMP_DIR`` | also write every generated kernel's source here, for reading |
 | ``NUMBAFLOW_CHECK_NAN_INF`` | ``1``: name the first op that produces a NaN or Inf |
 | ``NUMBAFLOW_LOG_LEVEL`` | level of the ``numbaflow`` logger (see ``numbaflow.utils.log``) |
@@ -13,6 +13,7 @@ writable by anyone else (the code in it is executed), and every directory must b
 A directory that fails is replaced by a private one under the temporary directory, with one
 warning, instead of failing every run.
 """
+import math
 import os
 import stat
 import tempfile
@@ -104,6 +105,24 @@ def _resolve(kind, requested, check, what, variable):
         return path
 
 
+def abandon_dir(kind, failed, error, variable):
+    """A write into `failed`, the directory in use for `kind`, failed with `error` (a full
+    disk, a directory made read-only meanwhile): use a private temporary directory for
+    the rest of the process, with one warning, and return it; None when `failed` already
+    is that fallback (the caller then does without)."""
+    with _lock:
+        fallback = fallback_dir(kind)
+        if os.path.abspath(fallback) == os.path.abspath(failed):
+            return None
+        for key, path in list(_resolved.items()):
+            if key[0] == kind and path == failed:
+                _resolved[key] = fallback
+    warnings.warn(f"numbaflow: cannot write to {failed!r} ({error}); using the private "
+                  f"directory {fallback!r} instead for this process (free space there or set "
+                  f"{variable} to another directory)", RuntimeWarning, stacklevel=3)
+    return fallback
+
+
 def kernel_cache_dir():
     """Where generated kernel modules (and numba's compiled code for them) live, created 0700.
 
@@ -125,17 +144,21 @@ def _kernel_dir_reason(path):
 
 
 def cache_size_limit():
-    """The kernel cache's cap in bytes (NUMBAFLOW_CACHE_SIZE_MB, default 1024 MB)."""
+    """The kernel cache's cap in bytes (NUMBAFLOW_CACHE_SIZE_MB, default 1024 MB; ``inf``:
+    no cap, returned as math.inf)."""
     raw = os.environ.get("NUMBAFLOW_CACHE_SIZE_MB", "")
     if raw:
         try:
             mb = float(raw)
+            if mb == math.inf:
+                return math.inf
             if mb > 0:
                 return int(mb * 1024 * 1024)
         except ValueError:
             pass
         warnings.warn(f"numbaflow: NUMBAFLOW_CACHE_SIZE_MB={raw!r} is not a positive number of "
-                      f"megabytes; using {DEFAULT_CACHE_SIZE_MB}", RuntimeWarning, stacklevel=2)
+                      f"megabytes (or inf for no cap); using {DEFAULT_CACHE_SIZE_MB}",
+                      RuntimeWarning, stacklevel=2)
     return DEFAULT_CACHE_SIZE_MB * 1024 * 1024
 
 

@@ -35,6 +35,13 @@ class ParamAttr:
                  need_clip: bool = True) -> None:
         if name is not None and not isinstance(name, str):
             raise TypeError(f"ParamAttr.name must be a str, got {type(name).__name__}")
+        if initializer is not None and not hasattr(initializer, "_init_op"):
+            hint = (" (a name is not enough: pass the object, e.g. "
+                    "initializer=paddle.nn.initializer.XavierUniform() or Constant(0.0))"
+                    if isinstance(initializer, str) else "")
+            raise TypeError(f"ParamAttr: initializer must be an Initializer such as "
+                            f"paddle.nn.initializer.XavierUniform(), got "
+                            f"{type(initializer).__name__} {initializer!r}{hint}")
         self.name = name
         self.initializer = initializer
         self.learning_rate = float(learning_rate)

@@ -135,7 +135,7 @@ def test_data_feeder_errors(programs):
     x = fluid.layers.data(name="x", shape=[3], dtype="float32")
     y = fluid.layers.data(name="y", shape=[1], dtype="float32")
     feeder = fluid.DataFeeder([x, y], fluid.CPUPlace())
-    with pytest.raises(ValueError, match="sample #1 has 1 fields"):
+    with pytest.raises(ValueError, match="sample #1 has 1 field; expected a tuple of 2"):
         feeder.feed([(np.zeros(3), 1.0), (np.zeros(3),)])
     with pytest.raises(ValueError, match="'x' is declared with shape"):
         feeder.feed([(np.zeros(4), 1.0)])

@@ -47,23 +47,26 @@ def read_arrays(path, real_path=None, keep_name_table=False):
     bytes are elsewhere, e.g. a committed save's temp file). A Paddle pickle gives meta
     {"kind": "paddle"}. FileNotFoundError if absent; FileFormatError if not readable."""
     real_path = real_path or path
+    # opened once: a save may rename a temp file into place meanwhile (loads take no lock)
     with open(real_path, "rb") as f:
         head = f.read(4)
         if _pickle.is_pickle(head):
             f.seek(0)
             obj = _pickle.load_pickle(f.read(), path)
             return _pickle.paddle_state(obj, path, keep_name_table), {"kind": "paddle"}
-    if not head:
-        raise FileFormatError(f"file {path!r} is empty (an interrupted copy or save?)")
-    if head != b"PK\x03\x04":
-        raise FileFormatError(f"file {path!r} is not a numbaflow arrays file (an .npz) nor a "
-                              f"Paddle checkpoint (a pickle of protocol 2-4)")
-    try:
-        return _read_npz(path, real_path)
-    except (FileFormatError, MemoryError):
-        raise
-    except Exception as e:    # zipfile, numpy and json errors of a damaged file
-        raise FileFormatError(f"file {path!r} is damaged ({type(e).__name__}: {e})") from None
+        if not head:
+            raise FileFormatError(f"file {path!r} is empty (an interrupted copy or save?)")
+        if head != b"PK\x03\x04":
+            raise FileFormatError(f"file {path!r} is not a numbaflow arrays file (an .npz) nor "
+                                  f"a Paddle checkpoint (a pickle of protocol 2-4)")
+        f.seek(0)
+        try:
+            return _read_npz(path, f)
+        except (FileFormatError, MemoryError):
+            raise
+        except Exception as e:    # zipfile, numpy and json errors of a damaged file
+            raise FileFormatError(f"file {path!r} is damaged ({type(e).__name__}: {e})") \
+                from None
 
 
 def _member(zf, key, max_data, path):
@@ -76,8 +79,8 @@ def _member(zf, key, max_data, path):
         return np.lib.format.read_array(m, allow_pickle=False)
 
 
-def _read_npz(path, real_path):
-    with zipfile.ZipFile(real_path) as zf:
+def _read_npz(path, f):
+    with zipfile.ZipFile(f) as zf:
         names = set(zf.namelist())
         if FORMAT_KEY + ".npy" not in names or INDEX_KEY + ".npy" not in names:
             check_format({}, f"file {path!r}")

@@ -9,19 +9,29 @@ A save of the files F1..Fn (one directory, one "group") goes:
      fsync the directory;
   4. rename each temp file over Fi, fsync the directory, remove the journal.
 
-A kill before 3 leaves the previous save visible and untouched; from 3 on, readers see
-the new one: `resolve` returns, for each Fi, its temp file while the journal names one,
-else Fi itself. Every file of a save carries <id>, so a reader can also prove that the
-files it read belong to one save. Only a process kill is covered without caveat; after a
-power loss the fsyncs give the same guarantee on file systems that honour them.
+A kill or an exception (Ctrl-C included) before 3 leaves the previous save visible and
+untouched; from 3 on, readers see the new one: `read_group` reads, for each Fi, its temp
+file while the journal names one, else Fi itself. Whether 3 happened is decided by the
+journal on disk, not by how far the saving code got, so an interrupt landing just after
+the commit rename returned keeps the files the journal names. Every file of a save carries
+<id>, so a reader can also prove that the files it read belong to one save. Only a
+process kill is covered without caveat; after a power loss the fsyncs give the same
+guarantee on file systems that honour them.
+
+Readers take no lock (a writer paused by SIGSTOP, or holding the lock for long, must not
+block a load of the committed checkpoint): they note the group's state (journal, which
+file, its inode), read, and read again when a save moved files meanwhile.
 """
 import contextlib
-import errno
 import json
 import os
 import re
 import secrets
 import socket
+import time
+
+from ..utils import _atomic_file
+from ..utils._atomic_file import fsync_dir as _fsync_dir
 
 try:
     import fcntl
@@ -29,6 +39,7 @@ except ImportError:          # not on Windows: saves there are not serialised
     fcntl = None
 
 _JOURNAL_TAG = "numbaflow-commit"
+_READ_ATTEMPTS = 50       # lock-free reads of a group before waiting for the writers' lock
 
 
 def new_save_id():
@@ -73,7 +84,8 @@ def _is_leftover(name, paths):
 
 @contextlib.contextmanager
 def _locked_dir(directory, exclusive):
-    """The directory's fd, flock'ed (exclusive for saves, shared for loads) when possible;
+    """The directory's fd, flock'ed (exclusive for saves; shared for a load only after
+    `_READ_ATTEMPTS` rounds that a save kept moving the files) when possible;
     None where the directory cannot be opened (no read permission, Windows): then there is
     neither a lock nor a directory fsync."""
     try:
@@ -106,30 +118,6 @@ def _read_journal(path):
         pass
     raise ValueError(f"checkpoint journal {path!r} is damaged: the files it guarded may be "
                      f"from two different saves; save again (the next save clears it)")
-
-
-def _fsync_dir(dirfd):
-    """fsync a directory (makes its renames durable); file systems that cannot are skipped."""
-    if dirfd is None:
-        return
-    try:
-        os.fsync(dirfd)
-    except OSError as e:
-        if e.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EBADF):
-            raise
-
-
-def _write_new(path, write):
-    """Create `path` (it must not exist), fill it with `write(f)`, fsync it."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-    except BaseException:
-        _unlink(path)
-        raise
 
 
 def _unlink(path):
@@ -169,9 +157,31 @@ def _recover(paths, dirfd):
         _fsync_dir(dirfd)
 
 
+def _check_directory(directory):
+    """Create the save's directory; a parent that is a file is a clear error, not Errno 17/20."""
+    probe = directory
+    while probe and not os.path.exists(probe):
+        probe = os.path.dirname(probe) if os.path.dirname(probe) != probe else ""
+    if probe and not os.path.isdir(probe):
+        raise NotADirectoryError(f"cannot save into {directory!r}: {probe!r} is a file, not a "
+                                 f"directory; choose a path whose parent directories are "
+                                 f"directories (or remove or rename that file)")
+    os.makedirs(directory, exist_ok=True)
+
+
+def _committed(journal, save_id):
+    """Whether the journal on disk names `save_id`: the save reached its commit point."""
+    try:
+        entry = _read_journal(journal)
+    except ValueError:
+        return False
+    return entry is not None and entry[0] == save_id
+
+
 def commit(writers, save_id):
-    """Write {path: write(fileobj)} as one save (all paths in one directory): after a kill
-    at any point, `resolve` finds either every old file or every new one.
+    """Write {path: write(fileobj)} as one save (all paths in one directory): after a kill,
+    an exception or Ctrl-C at any point, `read_group` finds either every old file or every
+    new one. A save that does not fit (ENOSPC) raises and leaves the old files.
 
     >>> commit({'m.pdparams': lambda f: f.write(b'...'), 'm.pdopt': ...}, new_save_id())
     """
@@ -183,54 +193,87 @@ def commit(writers, save_id):
         if os.path.isdir(p):
             raise IsADirectoryError(f"cannot save to {p!r}: it is a directory; give a file path "
                                     f"prefix such as {os.path.join(p, 'model')!r}")
-    os.makedirs(directory, exist_ok=True)
+    _check_directory(directory)
+    journal = _journal(paths)
+    temps = [_temp_name(p, save_id) for p in paths]
+    journal_tmp = _temp_name(journal, save_id)
+    body = json.dumps({"tag": _JOURNAL_TAG, "id": save_id,
+                       "files": [os.path.basename(p) for p in paths]}).encode()
     with _locked_dir(directory, exclusive=True) as dirfd:
         _recover(paths, dirfd)
-        temps = []
         try:
-            for p, write in zip(paths, writers.values()):
-                temps.append(_temp_name(p, save_id))
-                _write_new(temps[-1], write)
+            for tmp, write in zip(temps, writers.values()):
+                _atomic_file.write_new(tmp, write)
             _fsync_dir(dirfd)
-            journal = _journal(paths)
-            body = json.dumps({"tag": _JOURNAL_TAG, "id": save_id,
-                               "files": [os.path.basename(p) for p in paths]}).encode()
-            journal_tmp = _temp_name(journal, save_id)
-            temps.append(journal_tmp)
-            _write_new(journal_tmp, lambda f: f.write(body))
+            _atomic_file.write_new(journal_tmp, lambda f: f.write(body))
             os.replace(journal_tmp, journal)            # the commit point
         except BaseException:
-            for t in temps:
-                _unlink(t)
+            # An interrupt can land after the rename returned, before this frame knows:
+            # the journal on disk says whether the save is committed. Committed, its temp
+            # files are the checkpoint (readers and the next save roll it forward).
+            if not _committed(journal, save_id):
+                for t in temps + [journal_tmp]:
+                    _atomic_file.unlink_quietly(t)
             raise
         # committed: from here on a failure leaves the journal and the temp files it names,
         # and readers (and the next save) roll the save forward
         _fsync_dir(dirfd)
-        for p in paths:
-            os.replace(_temp_name(p, save_id), p)
+        for p, tmp in zip(paths, temps):
+            os.replace(tmp, p)
         _fsync_dir(dirfd)
         os.unlink(journal)
         _fsync_dir(dirfd)
 
 
-@contextlib.contextmanager
-def resolve(paths):
-    """Yield ({given path: the file to read for it, or None if absent}, the journal's save
-    id or None) for a group, holding a shared lock so no save of the directory runs
-    meanwhile. A damaged journal raises ValueError naming it."""
+def _state(given, absolute):
+    """({given path: the file to read for it, or None}, journal id, what identifies those
+    files on disk): one look at the group, without a lock."""
+    entry = _read_journal(_journal(absolute))
+    real, ident = {}, []
+    for p, a in zip(given, absolute):
+        tmp = _temp_name(a, entry[0]) if entry is not None else None
+        found = None
+        for candidate, shown in ((tmp, tmp), (a, p)):
+            if candidate is None or candidate == tmp and os.path.basename(a) not in entry[1]:
+                continue
+            try:
+                st = os.stat(candidate)
+            except FileNotFoundError:
+                continue
+            found = shown
+            ident.append((candidate, st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size))
+            break
+        real[p] = found
+    return real, (entry[0] if entry is not None else None), tuple(ident)
+
+
+def read_group(paths, read):
+    """({given path: read(path, file to read) or None where absent}, the journal's save id
+    or None): the files of the group's last committed save, read without taking any lock,
+    so a paused or dead writer never blocks it. When a save moves the files meanwhile (the
+    group looks different after the read), the read is done again; after
+    _READ_ATTEMPTS such rounds (a writer saving without pause) it waits for the writers'
+    lock once. A damaged journal raises ValueError naming it."""
     given = [os.fspath(p) for p in paths]
     absolute = [os.path.abspath(p) for p in given]
     directory = os.path.dirname(absolute[0])
     if not os.path.isdir(directory):
-        yield {p: None for p in given}, None
-        return
-    with _locked_dir(directory, exclusive=False):
-        entry = _read_journal(_journal(absolute))
-        out = {}
-        for p, a in zip(given, absolute):
-            tmp = _temp_name(a, entry[0]) if entry is not None else None
-            if tmp is not None and os.path.basename(a) in entry[1] and os.path.exists(tmp):
-                out[p] = tmp
+        return {p: None for p in given}, None
+    for attempt in range(_READ_ATTEMPTS + 1):
+        if attempt == _READ_ATTEMPTS:
+            lock = _locked_dir(directory, exclusive=False)
+        else:
+            lock = contextlib.nullcontext()
+        with lock:
+            before = _state(given, absolute)
+            real, journal_id, _ = before
+            try:
+                got = {p: (read(p, r) if r is not None else None) for p, r in real.items()}
+            except FileNotFoundError:
+                if _state(given, absolute) == before:
+                    raise               # really absent, not moved by a save
             else:
-                out[p] = p if os.path.exists(p) else None
-        yield out, (entry[0] if entry is not None else None)
+                if _state(given, absolute) == before:
+                    return got, journal_id
+        time.sleep(min(0.001 * 2 ** attempt, 0.05))
+    raise AssertionError("a read under the writers' lock cannot see a save move files")

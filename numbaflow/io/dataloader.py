@@ -44,19 +44,44 @@ def default_collate_fn(batch: Sequence[Any]) -> Any:
         >>> X.shape, Y.tolist()
         ((2, 2), [1, 2])
     """
+    return _collate(list(batch), "")
+
+
+def _collate(batch, field):
+    """default_collate_fn of one field (`field`: where it is, for messages)."""
+    def where(k):
+        return f"DataLoader: sample #{k} of the batch{field}"
     first = batch[0]
+    for k, s in enumerate(batch):
+        if s is None or isinstance(s, (str, bytes)):
+            raise TypeError(where(k) + f" is {type(s).__name__} {s!r}; expected a "
+                            f"number, an array, or a tuple/dict of them (one field per fed "
+                            f"variable)")
     if isinstance(first, dict):
-        return {k: default_collate_fn([s[k] for s in batch]) for k in first}
+        for k, s in enumerate(batch):
+            missing = [key for key in first if not isinstance(s, dict) or key not in s]
+            if missing:
+                raise ValueError(where(k) + f" has no key {missing[0]!r}, which sample "
+                                 f"#0 has; every sample needs the same keys")
+        return {key: _collate([s[key] for s in batch], f"{field}, key {key!r}")
+                for key in first}
     if isinstance(first, (list, tuple)):
-        if any(len(s) != len(first) for s in batch):
-            raise ValueError(f"DataLoader: samples have different numbers of fields "
-                             f"({sorted({len(s) for s in batch})}); each sample must have "
-                             f"one field per fed variable")
-        return [default_collate_fn(list(f)) for f in zip(*batch)]
+        for k, s in enumerate(batch):
+            if not isinstance(s, (list, tuple)) or len(s) != len(first):
+                n = len(s) if isinstance(s, (list, tuple)) else f"a single {type(s).__name__}"
+                raise ValueError(where(k) + f" has {n} field(s) but sample #0 has "
+                                 f"{len(first)}; each sample must have one field per fed "
+                                 f"variable")
+        return [_collate(list(f), f"{field}, field #{i}") for i, f in enumerate(zip(*batch))]
     if isinstance(first, (np.ndarray, numbers.Number, np.generic)):
-        return np.stack([np.asarray(s) for s in batch])
-    raise TypeError(f"DataLoader: cannot collate samples of type {type(first).__name__}; "
-                    f"give arrays, numbers, or tuples/dicts of them, or a collate_fn")
+        arrays = [np.asarray(s) for s in batch]
+        for k, a in enumerate(arrays):
+            if a.shape != arrays[0].shape:
+                raise ValueError(where(k) + f" has shape {a.shape} but sample #0 has "
+                                 f"{arrays[0].shape}; a field must have one shape in a batch")
+        return np.stack(arrays)
+    raise TypeError(f"DataLoader: cannot collate samples of type {type(first).__name__}"
+                    f"{field}; give arrays, numbers, or tuples/dicts of them, or a collate_fn")
 
 
 def _num_places(places):
@@ -78,9 +103,15 @@ def _feed_vars(feed_list, fn):
     return list(feed_list)
 
 
-def _as_feed(fields, feed_vars, return_list, fn):
-    """One batch (a list of per-variable arrays) as a feed dict, or the list itself."""
+def _as_feed(fields, feed_vars, return_list, fn, lossy=False):
+    """One batch (a list of per-variable arrays) as a feed dict, or the list itself,
+    converted under exe.run's feed rules (`lossy`: numpy's casts instead)."""
     if isinstance(fields, dict):
+        missing = [v.name for v in feed_vars or () if v.name not in fields]
+        if missing:
+            raise ValueError(f"{fn}: a batch is a dict without the fed variable "
+                             f"{missing[0]!r} (its keys: {sorted(map(str, fields))}); dict "
+                             f"samples need one key per variable of feed_list")
         fields = [fields[v.name] for v in feed_vars] if feed_vars else list(fields.values())
     elif not isinstance(fields, (list, tuple)):
         fields = [fields]
@@ -90,7 +121,7 @@ def _as_feed(fields, feed_vars, return_list, fn):
         raise ValueError(f"{fn}: a batch has {len(fields)} fields but feed_list has "
                          f"{len(feed_vars)} variables ({[v.name for v in feed_vars]})")
     from ..fluid.data_feeder import _column
-    arrays = [_column(v, f) for v, f in zip(feed_vars, fields)]
+    arrays = [_column(v, f, lossy, fn) for v, f in zip(feed_vars, fields)]
     if return_list:
         return arrays
     return {v.name: a for v, a in zip(feed_vars, arrays)}
@@ -168,6 +199,10 @@ class DataLoader:
         timeout (float): seconds to wait for one batch from the workers (0: no limit).
         worker_init_fn (callable, optional): called with the worker id in each worker.
         persistent_workers (bool): accepted for Paddle compatibility; ignored.
+        lossy_cast (bool): cast fields to the fed variables' dtypes as numpy does. By
+            default exe.run's feed rules apply: a value the dtype cannot hold (1.7 or NaN
+            into an int64 label, 1e300 into float32) raises, naming the variable, the
+            sample and the value.
 
     Raises:
         ValueError: inconsistent arguments (e.g. return_list=False without feed_list).
@@ -190,8 +225,9 @@ class DataLoader:
                  use_buffer_reader: bool = True, prefetch_factor: int = 2,
                  use_shared_memory: bool = True, timeout: float = 0,
                  worker_init_fn: Callable[[int], Any] | None = None,
-                 persistent_workers: bool = False) -> None:
+                 persistent_workers: bool = False, lossy_cast: bool = False) -> None:
         self.dataset = dataset
+        self.lossy_cast = bool(lossy_cast)
         self.feed_vars = _feed_vars(feed_list, "DataLoader")
         if not return_list and self.feed_vars is None:
             raise ValueError("DataLoader: return_list=False yields feed dicts, which needs "
@@ -263,8 +299,8 @@ class DataLoader:
                                         self.worker_init_fn, self.timeout)
 
     def __iter__(self):
-        feeds = (_as_feed(b, self.feed_vars, self.return_list, "DataLoader")
-                 for b in self._batches())
+        feeds = (_as_feed(b, self.feed_vars, self.return_list, f"DataLoader batch #{i}",
+                          self.lossy_cast) for i, b in enumerate(self._batches()))
         items = _grouped(feeds, self.num_places, self.drop_last)
         if not self.use_buffer_reader:
             return items
@@ -274,7 +310,8 @@ class DataLoader:
     def from_generator(feed_list: Sequence[Variable] | None = None,
                        capacity: int | None = None, use_double_buffer: bool = True,
                        iterable: bool = True, return_list: bool = False,
-                       use_multiprocess: bool = False, drop_last: bool = True) -> Any:
+                       use_multiprocess: bool = False, drop_last: bool = True,
+                       lossy_cast: bool = False) -> Any:
         """A loader fed by a Python generator: give it data with `set_sample_generator`
         (samples), `set_sample_list_generator` (lists of samples, e.g. `paddle.batch`) or
         `set_batch_generator` (whole batches), then iterate it for feed dicts.
@@ -288,6 +325,7 @@ class DataLoader:
             return_list (bool): yield lists of arrays instead of feed dicts.
             use_multiprocess (bool): run the generator in a background process.
             drop_last (bool): with D > 1 places, drop an incomplete last group of D.
+            lossy_cast (bool): numpy's casts instead of the feed rules (see DataLoader).
 
         Returns:
             GeneratorLoader: set its source, then iterate it (or call it).
@@ -304,7 +342,7 @@ class DataLoader:
             [[0.0, 1.0], [2.0, 3.0]]
         """
         return GeneratorLoader(feed_list, capacity, use_double_buffer, iterable, return_list,
-                               use_multiprocess, drop_last)
+                               use_multiprocess, drop_last, lossy_cast)
 
 
 class GeneratorLoader:
@@ -312,7 +350,8 @@ class GeneratorLoader:
     `set_*_generator` methods (each returns the loader), then iterate it or call it."""
 
     def __init__(self, feed_list, capacity, use_double_buffer, iterable, return_list,
-                 use_multiprocess, drop_last):
+                 use_multiprocess, drop_last, lossy_cast=False):
+        self.lossy_cast = bool(lossy_cast)
         if not iterable:
             raise ValueError("DataLoader.from_generator(iterable=False) makes the program read "
                              "from a queue with start()/reset(), which numbaflow's executor "
@@ -398,8 +437,9 @@ class GeneratorLoader:
         source = self._source
 
         def convert():
-            for b in source():
-                yield _as_feed(b, self.feed_vars, self.return_list, "DataLoader")
+            for i, b in enumerate(source()):
+                yield _as_feed(b, self.feed_vars, self.return_list, f"DataLoader batch #{i}",
+                               self.lossy_cast)
         if self.use_multiprocess:
             feeds = _workers.streamed([convert], None, None, 0, self.capacity)
         else:

@@ -225,6 +225,7 @@ class BatchSampler(Sampler):
             raise ValueError("BatchSampler: shuffle=True needs dataset=, not sampler= (the "
                              "sampler decides the order)")
         if sampler is None:
+            _check_map_style(dataset)
             sampler = (RandomSampler if shuffle else SequenceSampler)(dataset)
         self.sampler, self.batch_size, self.drop_last = sampler, batch_size, bool(drop_last)
 
@@ -241,3 +242,18 @@ class BatchSampler(Sampler):
     def __len__(self):
         n = len(self.sampler)
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+
+
+def _check_map_style(dataset):
+    """A dataset indexed by position must have a length: say so at construction, with the
+    two ways out, rather than fail inside the first epoch."""
+    try:
+        n = len(dataset)
+        ok = isinstance(n, int) and n >= 0 and hasattr(dataset, "__getitem__")
+    except (TypeError, NotImplementedError):
+        ok = False
+    if not ok:
+        raise TypeError(f"DataLoader: the dataset (a {type(dataset).__name__}) is read by "
+                        f"index, so it needs __len__ (the number of samples) and "
+                        f"__getitem__(i); define them, or for a stream without a length "
+                        f"subclass paddle.io.IterableDataset and define __iter__")

@@ -16,3 +16,15 @@ from . import optim_extra  # noqa: F401,E402
 from . import lamb  # noqa: F401,E402
 from . import auc  # noqa: F401,E402
 from . import tensor_ops, gather_ops, sampling, norm_ops  # noqa: F401,E402
+
+
+def _tolerate_cache_errors():
+    """A full disk under numba's cache must not fail a run: see codegen.cache."""
+    import sys
+    from .codegen import cache
+    for name, module in list(sys.modules.items()):
+        if name.startswith(__name__ + ".") and module is not None:
+            cache.tolerate_cache_errors(vars(module))
+
+
+_tolerate_cache_errors()

@@ -9,6 +9,19 @@ first failing op); when one kernel meets several bad values, the threads race an
 one recorded may be another row than the CPU's first, with the same message otherwise.
 """
 import numpy as np
+from numba import njit
+
+_INT64_MIN = np.iinfo(np.int64).min
+
+
+@njit(nogil=True, cache=True)
+def int_str(v):
+    """str(v) inside njit for the CPU kernels' messages: numba's own str() of INT64_MIN
+    negates it, overflows and ends in a MemoryError (a NaN label cast to int64 is that)."""
+    if v == _INT64_MIN:
+        return "-9223372036854775808"
+    return str(v)
+
 
 from .codegen.render import ZERO_DIVISION_MESSAGE
 

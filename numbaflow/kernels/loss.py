@@ -21,6 +21,7 @@ import numpy as np
 from numba import float64, njit
 
 from . import gpu_errors, gpu_util
+from .gpu_errors import int_str
 from .reduction import arc_view, exp_shifted
 from .registry import MAY_FAIL, NO_GRAD, OpDef, Slot, VarInfo, numel, register_op
 
@@ -40,7 +41,7 @@ def swce_hard(x, label, sm, loss, ignore):
             if lab == ignore:
                 loss[a, c] = 0.0
             elif lab < 0 or lab >= R:
-                raise ValueError("softmax_with_cross_entropy: label " + str(lab) + " (row " +
+                raise ValueError("softmax_with_cross_entropy: label " + int_str(lab) + " (row " +
                                  str(a * C + c) + ") is outside [0, " + str(R) +
                                  ") and is not ignore_index")
             else:
@@ -97,7 +98,7 @@ def xent_hard(x, label, y, ignore):
         if lab == ignore:
             y[i] = 0.0
         elif lab < 0 or lab >= D:
-            raise ValueError("cross_entropy: label " + str(lab) + " (row " + str(i) +
+            raise ValueError("cross_entropy: label " + int_str(lab) + " (row " + str(i) +
                              ") is outside [0, " + str(D) + ") and is not ignore_index")
         else:
             y[i] = -np.log(x[i, lab])

@@ -15,6 +15,7 @@ import numpy as np
 from numba import njit
 
 from . import gpu_errors, gpu_util
+from .gpu_errors import int_str
 from .registry import MAY_FAIL, NO_GRAD, OpDef, Slot, VarInfo, register_op
 
 
@@ -25,7 +26,7 @@ def accuracy_kernel(x, label, k, acc, correct, total):
     for i in range(N):
         lab = label[i]
         if lab < 0 or lab >= C:
-            raise ValueError("accuracy: label " + str(lab) + " (row " + str(i) +
+            raise ValueError("accuracy: label " + int_str(lab) + " (row " + str(i) +
                              ") is outside [0, " + str(C) + ")")
         s = x[i, lab]
         above = 0

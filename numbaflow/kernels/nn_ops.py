@@ -35,6 +35,7 @@ import numpy as np
 from numba import njit
 
 from . import nn_gpu
+from .gpu_errors import int_str
 from .registry import MAY_FAIL, NO_GRAD, RANDOM, OpDef, Slot, VarInfo, numel, register_op
 
 
@@ -400,7 +401,7 @@ def lookup_fwd(w, ids, out, padding_idx):
             for j in range(D):
                 out[i, j] = 0.0
         elif k < 0 or k >= V:
-            raise ValueError("lookup_table_v2: id " + str(k) + " (position " + str(i) +
+            raise ValueError("lookup_table_v2: id " + int_str(k) + " (position " + str(i) +
                              " of Ids) is outside [0, " + str(V) + "), the rows of W")
         else:
             for j in range(D):
@@ -418,7 +419,7 @@ def lookup_bwd(ids, dout, dw, padding_idx):
         if k == padding_idx and padding_idx != -1:   # -1: no padding row
             continue
         if k < 0 or k >= V:
-            raise ValueError("lookup_table_v2_grad: id " + str(k) + " (position " + str(i) +
+            raise ValueError("lookup_table_v2_grad: id " + int_str(k) + " (position " + str(i) +
                              " of Ids) is outside [0, " + str(V) + "), the rows of W")
         for j in range(D):
             dw[k, j] += dout[i, j]

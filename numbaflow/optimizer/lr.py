@@ -106,14 +106,35 @@ class NoamDecay(LRScheduler):
         return self.base_lr * self.d_model ** -0.5 * min(a, b)
 
 
+def _check_piecewise(boundaries, values, fn):
+    """(boundaries, values) as lists, after checking them for `fn`: numbers, one value
+    more than boundaries, boundaries in increasing order (unsorted ones would silently
+    pick the wrong rate)."""
+    boundaries, values = list(boundaries), list(values)
+    if len(values) != len(boundaries) + 1:
+        raise ValueError(f"{fn}: values needs one entry more than boundaries; got "
+                         f"{len(boundaries)} boundaries and {len(values)} values")
+    for what, items in (("boundaries", boundaries), ("values", values)):
+        bad = [x for x in items if isinstance(x, bool) or not isinstance(x, numbers.Real)]
+        if bad:
+            raise TypeError(f"{fn}: {what} must be numbers (step counts for "
+                            f"boundaries, learning rates for values), got {bad[0]!r} of "
+                            f"type {type(bad[0]).__name__} in {items!r}; e.g. "
+                            f"{fn}(boundaries=[100, 200], values=[0.1, 0.01, "
+                            f"0.001])")
+    if any(b > a for b, a in zip(boundaries, boundaries[1:])):
+        raise ValueError(f"{fn}: boundaries must be in increasing order (the "
+                         f"steps at which the rate changes), got {boundaries}; sort them "
+                         f"and keep values in the matching order")
+    return boundaries, values
+
+
 class PiecewiseDecay(LRScheduler):
     """values[i] while epoch < boundaries[i]; values[-1] after the last boundary."""
 
     def __init__(self, boundaries, values, last_epoch=-1, verbose=False):
-        if len(values) != len(boundaries) + 1:
-            raise ValueError(f"PiecewiseDecay: values needs one entry more than boundaries; got "
-                             f"{len(boundaries)} boundaries and {len(values)} values")
-        self.boundaries, self.values = list(boundaries), [float(v) for v in values]
+        boundaries, values = _check_piecewise(boundaries, values, "PiecewiseDecay")
+        self.boundaries, self.values = boundaries, [float(v) for v in values]
         super().__init__(self.values[0], last_epoch, verbose)
 
     def get_lr(self):

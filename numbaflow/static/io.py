@@ -52,8 +52,8 @@ def _read_arrays(path, real_path=None):
 def _read_group(paths, fn):
     """Read the arrays files of one save: ({path: (arrays, meta)} of those present, id).
     Files from different saves (a torn save, or files mixed by hand) raise ValueError."""
-    with _atomic.resolve(paths) as (real, journal_id):
-        got = {p: _arrays.read_arrays(p, r) for p, r in real.items() if r is not None}
+    got, journal_id = _atomic.read_group(paths, _arrays.read_arrays)
+    got = {p: g for p, g in got.items() if g is not None}
     ids = {p: meta.get("save_id") for p, (_, meta) in got.items()}
     expected = journal_id if journal_id is not None else next(iter(ids.values()), None)
     if any(i != expected for i in ids.values()):
@@ -344,26 +344,29 @@ def _read_inference(model_file, params_file, fn):
     """[program, feed names, fetch targets] of the inference model in the two files
     (numbaflow's JSON + arrays, or Paddle's ProgramDesc + tensor stream); its parameters go
     to the global scope once every one of them checks out."""
-    with _atomic.resolve([model_file, params_file]) as (real, journal_id):
-        for path in (model_file, params_file):
-            if real[path] is None:
-                raise FileNotFoundError(f"{fn}: {path!r} does not exist; was the model saved "
-                                        f"with save_inference_model?")
-        with open(real[model_file], "rb") as f, open(real[params_file], "rb") as g:
-            # numbaflow's files: a JSON program or an .npz; anything else is read (and
-            # checked) as Paddle's, so a damaged Paddle file gets Paddle's messages
-            paddle = f.read(1) != b"{" and g.read(2) != b"PK"
-        if paddle:
-            raw = _read_bounded(model_file, real[model_file])
-            params_raw = _read_bounded(params_file, real[params_file])
-        else:
-            found, meta = _arrays.read_arrays(params_file, real[params_file])
-            raw = _read_bounded(model_file, real[model_file])
-    if paddle:
-        program, feeds, fetches, found = paddle_model.read_model(raw, params_raw, model_file,
+    def read(path, real):
+        # numbaflow's files: a JSON program or an .npz; anything else is read (and
+        # checked) as Paddle's, so a damaged Paddle file gets Paddle's messages
+        if path == params_file:
+            with open(real, "rb") as f:
+                if f.read(2) == b"PK":
+                    return _arrays.read_arrays(path, real)
+        return _read_bounded(path, real)
+    got, journal_id = _atomic.read_group([model_file, params_file], read)
+    for path in (model_file, params_file):
+        if got[path] is None:
+            raise FileNotFoundError(f"{fn}: {path!r} does not exist; was the model saved "
+                                    f"with save_inference_model?")
+    raw, params = got[model_file], got[params_file]
+    if raw[:1] != b"{" and isinstance(params, bytes):
+        program, feeds, fetches, found = paddle_model.read_model(raw, params, model_file,
                                                                   params_file)
         desc = {"program": program, "feed": feeds, "fetch": fetches}
+    elif isinstance(params, bytes):
+        raise FileFormatError(f"{fn}: {params_file!r} is not the arrays file (.npz) that the "
+                              f"numbaflow model {model_file!r} needs; save the model again")
     else:
+        found, meta = params
         desc = _parse_model(raw, model_file, meta.get("model_sha256"), params_file, fn)
         ids = {desc.get("save_id"), meta.get("save_id")}
         if len(ids) != 1 or journal_id is not None and ids != {journal_id}:

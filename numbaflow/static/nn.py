@@ -54,6 +54,12 @@ def fc(x: Variable | Sequence[Variable], size: int, num_flatten_dims: int = 1,
     xs = list(x) if isinstance(x, (list, tuple)) else [x]
     if not isinstance(size, (int, np.integer)) or size <= 0:
         raise ValueError(f"fc: size must be a positive int, got {size!r}")
+    if isinstance(num_flatten_dims, bool) or not isinstance(num_flatten_dims,
+                                                             (int, np.integer)):
+        raise TypeError(f"fc: num_flatten_dims must be an int (how many leading dims to keep, "
+                        f"e.g. 1 for a [batch, features] input), got {num_flatten_dims!r} of "
+                        f"type {type(num_flatten_dims).__name__}; pass "
+                        f"num_flatten_dims=int({num_flatten_dims!r})")
     products = []
     for i, xi in enumerate(xs):
         if not isinstance(xi, Variable):

@@ -194,10 +194,11 @@ def load_state(path: str, **configs: object) -> dict:
     for first, ext in ((".pdparams", ".pdopt"), (".pdmodel", ".pdiparams")):
         if path.endswith(ext):
             group = [path[:-len(ext)] + first, path]
-    with _atomic.resolve(group) as (real, _):
-        if real[path] is None:
-            hint = (f"; a checkpoint prefix? give the file, e.g. {path + '.pdparams'!r}"
-                    if os.path.exists(path + ".pdparams") else "")
-            raise FileNotFoundError(f"load: {path!r} does not exist{hint}")
-        return _arrays.read_arrays(path, real[path],
-                                   bool(configs.get("keep_name_table", False)))[0]
+    keep = bool(configs.get("keep_name_table", False))
+    got, _ = _atomic.read_group(
+        group, lambda p, real: _arrays.read_arrays(p, real, keep)[0] if p == path else None)
+    if got[path] is None:
+        hint = (f"; a checkpoint prefix? give the file, e.g. {path + '.pdparams'!r}"
+                if os.path.exists(path + ".pdparams") else "")
+        raise FileNotFoundError(f"load: {path!r} does not exist{hint}")
+    return got[path]

@@ -19,6 +19,7 @@ import numbers
 import numpy as np
 
 from ...graph.program import Variable, default_main_program
+from ...optimizer.lr import _check_piecewise
 from ...utils import unique_name
 from .tensor import create_global_var
 
@@ -228,9 +229,7 @@ def piecewise_decay(boundaries: list[int], values: list[float]) -> Variable:
         >>> lr.shape, lr.persistable
         ((1,), True)
     """
-    if len(values) - len(boundaries) != 1:
-        raise ValueError(f"piecewise_decay: values needs one entry more than boundaries; got "
-                         f"{len(boundaries)} boundaries and {len(values)} values")
+    boundaries, values = _check_piecewise(boundaries, values, "piecewise_decay")
 
     def fn(step):
         for b, v in zip(boundaries, values):

@@ -12,8 +12,8 @@ when its bytes are exactly that source (so its content hash matches its name), e
 rewritten, and the module is executed from the in-memory source, never re-read from disk.
 numba's files for an entry are checked to be whole pickles before numba loads them; an
 empty, truncated or corrupt entry is regenerated with one warning. Writes are fsync'd and
-atomic (temporary file + rename). The cache is capped (NUMBAFLOW_CACHE_SIZE_MB): when a new
-entry pushes it past the cap, the least recently used entries are removed.
+atomic (`utils._atomic_file.atomic_write`). The cache is capped (NUMBAFLOW_CACHE_SIZE_MB):
+when a new entry pushes it past the cap, the least recently used entries are removed.
 """
 import hashlib
 import io
@@ -22,63 +22,38 @@ import os
 import pickle
 import pickletools
 import sys
-import tempfile
 import threading
 import time
 import types
 import warnings
 
 from ... import config
+from ...utils._atomic_file import atomic_write
 
 log = logging.getLogger("numbaflow.cache")
 
 PREFIX = "nfk_"
 _modules = {}           # digest -> module, for this process
+_numba_write_failed = set()     # numba cache dirs a write failed in (warned once)
 _lock = threading.Lock()
 _TMP_MAX_AGE_S = 3600   # temporary files older than this are leftovers of killed writes
 
 
-def _fsync_dir(path):
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass            # some filesystems cannot fsync a directory; the rename still happened
-    finally:
-        os.close(fd)
-
-
-def atomic_write(path, text):
-    """Write `text` to `path` so that readers see the old file or the whole new one, and the
-    new one survives a power loss once this returns (file and directory fsync'd)."""
-    d = os.path.dirname(path)
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=".nf-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    _fsync_dir(d)
-
-
 def numba_cache_dir(cache_dir):
     """Where numba keeps the compiled code of the modules in `cache_dir` (mirrors numba's
-    own choice: NUMBA_CACHE_DIR when set, else the directory's __pycache__)."""
+    own choice: NUMBA_CACHE_DIR when set and usable, else the directory's __pycache__)."""
     from numba.core import config as numba_config
     if numba_config.CACHE_DIR:
         from numba.core.caching import _CacheLocator
         probe = os.path.join(cache_dir, PREFIX + "x.py")
-        return os.path.join(numba_config.CACHE_DIR, _CacheLocator.get_suitable_cache_subpath(probe))
+        path = os.path.join(numba_config.CACHE_DIR,
+                            _CacheLocator.get_suitable_cache_subpath(probe))
+        try:        # numba's test of the directory (it falls back silently when it fails)
+            os.makedirs(path, exist_ok=True)
+            if os.access(path, os.W_OK | os.X_OK):
+                return path
+        except OSError:
+            pass
     return os.path.join(cache_dir, "__pycache__")
 
 
@@ -171,15 +146,63 @@ def _store(cache_dir, digest, source, data):
         _remove(_numba_files(numba_cache_dir(cache_dir), digest))
     try:
         atomic_write(path, source)
-    except OSError as e:
-        fallback = config.fallback_dir("kernels")
-        if os.path.abspath(fallback) == os.path.abspath(cache_dir):
+    except OSError as e:      # a full disk: the rest of this process uses a private dir
+        fallback = config.abandon_dir("kernels", cache_dir, e, "NUMBAFLOW_CACHE_DIR")
+        if fallback is None:
             raise
-        warnings.warn(f"numbaflow: cannot write to the kernel cache {cache_dir!r} ({e}); "
-                      f"using {fallback!r} for this kernel", RuntimeWarning, stacklevel=4)
         config.private_dir(os.path.join(fallback, "__pycache__"))
         return _store(fallback, digest, source, data)
     return cache_dir, True
+
+
+def _dump(source, name):
+    """Copy a kernel's source into NUMBAFLOW_DUMP_DIR, if set; a write that fails (a full
+    disk) moves the dump to a private directory with one warning, or skips it."""
+    dump_dir = config.dump_dir()
+    while dump_dir:
+        try:
+            atomic_write(os.path.join(dump_dir, name), source)
+            return
+        except OSError as e:
+            dump_dir = config.abandon_dir("dump", dump_dir, e, "NUMBAFLOW_DUMP_DIR")
+
+
+class _TolerantCache:
+    """numba's on-disk cache of one of our kernels (NUMBA_CACHE_DIR, or the __pycache__
+    beside its source), made to degrade: a write that fails (a full disk, a directory made
+    read-only) turns caching off for that kernel, with one warning per directory and
+    process, instead of failing the run that compiled it."""
+
+    def __init__(self, inner):
+        self._inner = inner
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+    def save_overload(self, sig, data):
+        try:
+            self._inner.save_overload(sig, data)
+        except OSError as e:
+            self._inner.disable()
+            # numba replays the warnings of a compile, so Python's once-per-place filter
+            # does not hold: the directories already reported are kept beside _modules
+            if self._inner.cache_path in _numba_write_failed:
+                return
+            _numba_write_failed.add(self._inner.cache_path)
+            warnings.warn(f"numbaflow: cannot write numba's compiled-code cache in "
+                          f"{self._inner.cache_path!r} ({e.strerror or e}); kernels compiled "
+                          f"from now on are not cached on disk (free space there or set "
+                          f"NUMBA_CACHE_DIR to another directory)", RuntimeWarning, stacklevel=2)
+
+
+def tolerate_cache_errors(namespace):
+    """Wrap the on-disk cache of every numba dispatcher in `namespace` (a module's dict)
+    so that a failed cache write degrades to no caching (see _TolerantCache)."""
+    for obj in list(namespace.values()):
+        inner = getattr(obj, "_cache", None)
+        if hasattr(obj, "enable_caching") and hasattr(inner, "save_overload") and \
+                not isinstance(inner, _TolerantCache):
+            obj._cache = _TolerantCache(inner)
 
 
 def load_source(source, label="kernel"):
@@ -197,9 +220,7 @@ def load_source(source, label="kernel"):
             return mod
         cache_dir, wrote = _store(config.kernel_cache_dir(), digest, source, data)
         _check_numba_files(cache_dir, digest)
-        dump_dir = config.dump_dir()
-        if dump_dir:
-            atomic_write(os.path.join(dump_dir, f"{label}_{digest}.py"), source)
+        _dump(source, f"{label}_{digest}.py")
         path = os.path.join(cache_dir, f"{PREFIX}{digest}.py")
         name = f"numbaflow_generated.{PREFIX}{digest}"
         mod = types.ModuleType(name)
@@ -207,6 +228,7 @@ def load_source(source, label="kernel"):
         sys.modules[name] = mod
         # Run the source we generated (checked equal to the file numba stamps), not the file.
         exec(compile(source, path, "exec"), mod.__dict__)
+        tolerate_cache_errors(mod.__dict__)
         _modules[digest] = mod
         if wrote:
             _evict(cache_dir, config.cache_size_limit(), keep=set(_modules))
@@ -252,7 +274,8 @@ def _stale_tmp(cache_dir):
         except OSError:
             continue
         for n in names:
-            if (n.startswith(".nf-") and n.endswith(".tmp")) or ".tmp." in n:
+            # ours: `.<name>.<pid>-<hex>.tmp` (utils._atomic_file); numba's: `<name>.tmp.<hex>`
+            if (n.startswith(".") and n.endswith(".tmp")) or ".tmp." in n:
                 p = os.path.join(d, n)
                 try:
                     if now - os.stat(p).st_mtime > _TMP_MAX_AGE_S:
