@@ -150,6 +150,25 @@ def dump_dir():
                     "dump directory", "NUMBAFLOW_DUMP_DIR")
 
 
+def log_level():
+    """NUMBAFLOW_LOG_LEVEL as given (stripped; '' when unset): see `numbaflow.utils.log`."""
+    return os.environ.get("NUMBAFLOW_LOG_LEVEL", "").strip()
+
+
+# the variables MPI launchers set in each process they start: MPICH/Hydra, Open MPI
+_LAUNCHER_VARS = (("PMI_SIZE", "PMI_RANK"), ("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK"))
+
+
+def launcher_rank_size():
+    """(rank, size) as an MPI launcher (mpiexec) announced them; (0, 1) when not launched
+    by one. Read without importing MPI."""
+    for size_var, rank_var in _LAUNCHER_VARS:
+        size, rank = os.environ.get(size_var, ""), os.environ.get(rank_var, "0")
+        if size.isdigit() and rank.isdigit():
+            return int(rank), int(size)
+    return 0, 1
+
+
 def check_nan_inf():
     """NUMBAFLOW_CHECK_NAN_INF=1 names the first op that produces a NaN or Inf."""
     return os.environ.get("NUMBAFLOW_CHECK_NAN_INF", "0") not in ("", "0", "false", "False")
