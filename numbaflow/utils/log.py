@@ -94,19 +94,16 @@ def configure_from_env():
 
 
 def first_run(ops, feed_names):
-    """How a compile notice names a program's first run: its op count, its most frequent op
-    types and what it is fed.
+    """How a compile notice names a program's first run: its op count, its first op types
+    (in program order: the forward layers come first) and what it is fed.
 
     >>> class Op:
     ...     def __init__(self, type): self.type = type
     >>> first_run([Op("mul"), Op("relu"), Op("mul")], ["x"])
     'the first run of a program of 3 ops (mul, relu; fed x)'
     """
-    counts = {}
-    for op in ops:
-        counts[op.type] = counts.get(op.type, 0) + 1
-    kinds = sorted(counts, key=lambda t: -counts[t])
-    shown = ", ".join(kinds[:4]) + (f" and {len(kinds) - 4} more op types" if len(kinds) > 4
+    kinds = list(dict.fromkeys(op.type for op in ops))
+    shown = ", ".join(kinds[:5]) + (f" and {len(kinds) - 5} more op types" if len(kinds) > 5
                                     else "")
     fed = f"; fed {', '.join(sorted(feed_names))}" if feed_names else ""
     return f"the first run of a program of {len(ops)} ops ({shown}{fed})"
