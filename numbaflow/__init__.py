@@ -83,6 +83,11 @@ __all__ = [
 ]
 
 
+def __getattr__(name):
+    # dygraph names (paddle.to_tensor, paddle.no_grad, ...) say what to write instead
+    raise utils.hints.dygraph_attribute(__name__, name)
+
+
 def enable_static() -> None:
     """Accepted for Paddle compatibility: static graphs are numbaflow's only mode.
 

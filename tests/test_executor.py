@@ -142,7 +142,7 @@ def test_unknown_fetch(exe):
     main, startup, loss = seed_net()
     scope = static.Scope()
     exe.run(startup, scope=scope)
-    with pytest.raises(ValueError, match=r"Cannot find fetched variable 'fc_0.tmp_9'.*fc_0"):
+    with pytest.raises(ValueError, match=r"no variable named 'fc_0.tmp_9'.*did you mean 'fc_0"):
         exe.run(main, feed={"X": np.ones((2, 1), np.float32)}, fetch_list=["fc_0.tmp_9"],
                 scope=scope)
 

@@ -26,6 +26,7 @@ from .backend import backend_for
 from .place import CPUPlace, to_place
 from .plan import Plan, PlanOptions, _close
 from .scope import Tensor, global_scope
+from ..utils.hints import default_program_feed, one_place_feed, unknown_fetch
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -216,6 +217,7 @@ class Executor:
         """
         if program is None:
             program = default_main_program()
+            default_program_feed(program, feed)     # the layers were built in another one?
         scope = global_scope() if scope is None else scope
         if type(program) is not Program and not isinstance(program, Program):
             run = getattr(program, "_executor_run", None)     # CompiledProgram
@@ -255,8 +257,7 @@ def check_feed(block, feed):
     """
     if feed is None:
         return {}
-    if not isinstance(feed, dict):
-        raise TypeError(f"feed must be a dict of {{name: array}}, got {type(feed).__name__}")
+    feed = one_place_feed(feed)         # Paddle also takes [feed_dict]
     out = {}
     for key, value in feed.items():
         var = feed_var(block, key)
@@ -368,9 +369,6 @@ def resolve_fetch(block, fetch_list):
             raise TypeError(f"fetch_list items must be Variables or names, got {type(f).__name__}")
         var = block.vars.get(name)
         if var is None:
-            close = _close(name, list(block.vars))
-            raise ValueError(f"Cannot find fetched variable {name!r} in the program" +
-                             (f"; did you mean {close}?" if close else "") +
-                             " (fetch a variable of the program being run)")
+            raise ValueError(unknown_fetch(name, block))
         out.append(var)
     return out

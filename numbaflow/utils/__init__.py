@@ -6,7 +6,7 @@ NUMBAFLOW_LOG_LEVEL) and `run_check` (the health check behind ``python -m numbaf
 ...     unique_name.generate('fc')
 'fc_0'
 """
-from . import log, unique_name  # noqa: F401
+from . import hints, log, unique_name  # noqa: F401
 
 # run_check trains a program, so it lives above this (base) layer, in numbaflow._health;
 # `import numbaflow` puts it here, as paddle.utils.run_check.
