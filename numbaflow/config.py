@@ -169,6 +169,16 @@ def launcher_rank_size():
     return 0, 1
 
 
+def cuda_simulator():
+    """NUMBA_ENABLE_CUDASIM=1: numba's CUDA simulator stands in for a GPU (numba reads it)."""
+    return os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+
+
+def cuda_visible_devices():
+    """CUDA_VISIBLE_DEVICES as set (None when unset): the driver shows only these GPUs."""
+    return os.environ.get("CUDA_VISIBLE_DEVICES")
+
+
 def check_nan_inf():
     """NUMBAFLOW_CHECK_NAN_INF=1 names the first op that produces a NaN or Inf."""
     return os.environ.get("NUMBAFLOW_CHECK_NAN_INF", "0") not in ("", "0", "false", "False")

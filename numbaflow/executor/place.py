@@ -6,6 +6,11 @@ import numbers
 import os
 from typing import TYPE_CHECKING
 
+from ..config import cuda_simulator as _simulated
+# what is missing for a GPU, in the order the user can act on it
+from ..utils.cuda_check import device_problem as _device_problem
+from ..utils.cuda_check import toolkit_problem as _toolkit_problem
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
@@ -27,64 +32,6 @@ class CPUPlace:
 
     def __repr__(self):
         return "Place(cpu)"
-
-
-def _simulated():
-    return os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
-
-
-def _toolkit_problem():
-    """Why no CUDA kernel can be compiled here (None when it can): numba-cuda and the CUDA
-    12 toolkit libraries of its cu12 wheels (libNVVM compiles, NVRTC builds the helpers)."""
-    if _simulated():
-        return None
-    try:
-        from numba import cuda  # noqa: F401
-        from numba.cuda.cudadrv import nvvm
-    except Exception as e:
-        return (f"numba-cuda is not installed ({type(e).__name__}: {e}); "
-                f"pip install 'numbaflow[cuda]'")
-    if not nvvm.is_available():
-        return ("libNVVM (the CUDA compiler library) was not found; pip install "
-                "'numba-cuda[cu12]>=0.30' (the 'cuda' extra) brings it")
-    try:
-        from numba.cuda.cudadrv import nvrtc
-        nvrtc._get_nvrtc_version()
-    except Exception as e:
-        return (f"NVRTC was not found ({type(e).__name__}: {str(e)[:200]}); pip install "
-                f"'numba-cuda[cu12]>=0.30' (the 'cuda' extra) brings it")
-    return None
-
-
-def _device_problem(device_id):
-    """Why CUDAPlace(device_id) cannot run (None when it can): toolkit, driver, GPU count."""
-    if _simulated():
-        from numba import cuda
-        n = len(cuda.gpus)
-        return None if device_id < n else (
-            f"device index {device_id} is out of range: the CUDA simulator has {n} device(s)")
-    problem = _toolkit_problem()
-    if problem:
-        return problem
-    from numba import cuda
-    try:
-        if not cuda.is_available():
-            from numba.cuda.cudadrv import driver
-            try:
-                driver.driver.cuDeviceGetCount     # raises with the driver's own reason
-                why = "no CUDA GPU is visible"
-            except Exception as e:
-                why = f"the CUDA driver cannot be used ({' '.join(str(e).split())[:200]})"
-            return (f"{why}; install the NVIDIA driver (R525 or newer for CUDA 12) on a "
-                    f"machine with an NVIDIA GPU")
-        n = len(cuda.gpus)
-    except Exception as e:
-        return f"the CUDA driver failed: {type(e).__name__}: {e}"
-    if device_id >= n:
-        vis = os.environ.get("CUDA_VISIBLE_DEVICES")
-        return (f"device index {device_id} is out of range: {n} GPU(s) visible"
-                + (f" (CUDA_VISIBLE_DEVICES={vis!r})" if vis is not None else ""))
-    return None
 
 
 def is_compiled_with_cuda() -> bool:
