@@ -29,13 +29,10 @@ example is run by the tests in a fresh one).
 """
 from __future__ import annotations
 
-import os as _os
 import typing as _typing
 
-# numba's OpenMP workers spin-wait after every parallel kernel; on a small machine that
-# starves the BLAS threads of the next matmul (an MLP step measured 48 ms instead of
-# 3.3 ms on 2 cores). libgomp reads this when numba first loads it, so set it first.
-_os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+from . import config as _config
+_config.default_omp_wait_policy()   # before numba loads libgomp: see its docstring
 
 # under mpiexec: the abort hooks and the rank supervisor (a fork), before any thread
 from . import distributed  # noqa: F401,E402

@@ -129,8 +129,7 @@ def make_place(args):
 
 def mpi_world():
     """(rank, size) when launched by mpiexec, else (0, 1). MPI is only touched under mpiexec."""
-    size = int(os.environ.get("PMI_SIZE") or os.environ.get("OMPI_COMM_WORLD_SIZE") or 1)
-    if size == 1:
+    if paddle.config.launcher_rank_size()[1] == 1:
         return 0, 1
     try:
         import numbaflow.distributed as dist
@@ -340,7 +339,7 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    # As a program, show numbaflow's notices (such as a long compile starting) on stderr.
-    os.environ.setdefault("NUMBAFLOW_LOG_LEVEL", "INFO")
-    paddle.utils.log.configure_from_env()
+    # As a program, show numbaflow's INFO notices too (such as the background compiles),
+    # unless NUMBAFLOW_LOG_LEVEL says otherwise.
+    paddle.utils.log.configure_from_env(default="INFO")
     sys.exit(main())

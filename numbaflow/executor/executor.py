@@ -15,12 +15,12 @@ another; runs on different scopes proceed concurrently.
 from __future__ import annotations
 
 import collections
-import os
 import threading
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .. import config
 from ..graph.program import Program, Variable, default_main_program
 from .backend import backend_for
 from .place import CPUPlace, to_place
@@ -42,14 +42,7 @@ DEFAULT_OPTIONS = PlanOptions()
 def max_cached_plans():
     """How many plans each plan cache keeps (NUMBAFLOW_MAX_PLANS, default 64): every feed
     signature (a new batch size, a short last batch) has its own plan and buffers."""
-    try:
-        n = int(os.environ.get("NUMBAFLOW_MAX_PLANS", "64"))
-    except ValueError:
-        raise ValueError("NUMBAFLOW_MAX_PLANS must be a positive integer, got "
-                         f"{os.environ['NUMBAFLOW_MAX_PLANS']!r}") from None
-    if n < 1:
-        raise ValueError(f"NUMBAFLOW_MAX_PLANS must be a positive integer, got {n}")
-    return n
+    return config.max_plans()
 
 
 class PlanCache:

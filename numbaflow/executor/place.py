@@ -6,6 +6,7 @@ import numbers
 import os
 from typing import TYPE_CHECKING
 
+from .. import config
 from ..config import cuda_simulator as _simulated
 # what is missing for a GPU, in the order the user can act on it
 from ..utils.cuda_check import device_problem as _device_problem
@@ -155,11 +156,11 @@ def cpu_places(device_count: int | None = None) -> list[CPUPlace]:
     """
     what = "cpu_places: device_count"
     if device_count is None:
-        env = os.environ.get("CPU_NUM")
+        env = config.cpu_num()
         if env is None:
             logging.getLogger("numbaflow").warning(
                 "CPU_NUM is not set; using 1 CPU place (set CPU_NUM=N to use N places)")
-            os.environ["CPU_NUM"] = "1"
+            config.set_cpu_num(1)
             env = "1"
         try:
             device_count = int(env)
@@ -195,7 +196,7 @@ def cuda_places(device_ids: int | Sequence[int] | None = None) -> list[CUDAPlace
         ...     places = static.cpu_places(1)      # no GPU here
     """
     if device_ids is None:
-        flag = os.environ.get("FLAGS_selected_gpus", "").strip()
+        flag = config.selected_gpus()
         if flag:
             device_ids = [int(x) for x in flag.split(",") if x.strip()]
         else:

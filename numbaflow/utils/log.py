@@ -69,16 +69,17 @@ class _Handler(logging.StreamHandler):
         super().emit(record)
 
 
-def configure_from_env():
+def configure_from_env(default=None):
     """Install numbaflow's stderr handler and apply NUMBAFLOW_LOG_LEVEL (at `import
-    numbaflow`); return the level set, or None."""
+    numbaflow`), or the level `default` when it is unset (a program's own choice, e.g.
+    'INFO'); return the level set, or None."""
     handler = next((h for h in logger.handlers if isinstance(h, _Handler)), None)
     if handler is None:
         handler = _Handler()
         logger.addHandler(handler)
     handler.explicit = False
     handler.setLevel(logging.WARNING)
-    raw = config.log_level()
+    raw = config.log_level() or default
     if not raw:
         return None
     level = int(raw) if raw.isdigit() else logging.getLevelName(raw.upper())
