@@ -75,8 +75,8 @@ __all__ = [
     # data and checkpoints
     "batch", "save", "load",
     # submodules
-    "dtypes", "fluid", "framework", "initializer", "io", "metric", "nn", "optimizer",
-    "reader", "static", "utils",
+    "distributed", "dtypes", "fluid", "framework", "initializer", "io", "metric", "nn",
+    "optimizer", "reader", "static", "utils",
 ]
 
 

@@ -18,6 +18,7 @@ PUBLIC_MODULES = [
     "numbaflow.fluid.io", "numbaflow.fluid.initializer", "numbaflow.fluid.clip",
     "numbaflow.fluid.regularizer", "numbaflow.fluid.backward", "numbaflow.distributed",
     "numbaflow.metric", "numbaflow.utils", "numbaflow.utils.unique_name",
+    "numbaflow.utils.metrics",
 ]
 
 # Implementation modules reachable as attributes of a public module: their public
