@@ -165,3 +165,14 @@ def test_library_never_prints():
                         or ast.unparse(node.func) == "sys.stdout.write"):
                     offenders.append(f"{os.path.relpath(path, root)}:{node.lineno}")
     assert offenders == []
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+def test_log_lines_are_rank_tagged_under_mpiexec():
+    from mpirun import mpirun
+    code = "import logging, numbaflow; logging.getLogger('numbaflow.x').warning('hello')"
+    p, _ = mpirun(["-c", code], timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert sorted(p.stderr.splitlines()) == ["[rank 0/2] numbaflow.x WARNING: hello",
+                                             "[rank 1/2] numbaflow.x WARNING: hello"], p.stderr
