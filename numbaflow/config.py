@@ -166,7 +166,8 @@ def log_level():
     return os.environ.get("NUMBAFLOW_LOG_LEVEL", "").strip()
 
 
-# the variables MPI launchers set in each process they start: MPICH/Hydra, Open MPI, MVAPICH
+# the variables MPI launchers set in each process they start, before MPI is initialised:
+# MPICH/Hydra, Intel MPI and Slurm's PMI2 (PMI_*), Open MPI, MVAPICH
 _LAUNCHER_VARS = (("PMI_SIZE", "PMI_RANK"), ("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK"),
                   ("MV2_COMM_WORLD_SIZE", "MV2_COMM_WORLD_RANK"))
 

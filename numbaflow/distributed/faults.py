@@ -20,6 +20,7 @@ import atexit
 import pickle
 import threading
 import time
+
 from .. import config
 
 TIMEOUT_ENV = config.COLLECTIVE_TIMEOUT_VAR

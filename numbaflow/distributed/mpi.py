@@ -23,16 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .. import config
 from . import supervisor
 from .faults import Watch, collective_timeout
-from .. import config
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
-
-# Launchers announce the job size in the environment before MPI is initialised:
-# MPICH/Hydra, Intel MPI and Slurm's PMI2 set PMI_*; Open MPI sets OMPI_COMM_WORLD_*;
-# MVAPICH sets MV2_COMM_WORLD_*.
 
 # Dtypes MPI's SUM is defined for that the executor reduces.
 _SUM_DTYPES = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int32),

@@ -19,6 +19,7 @@ import os
 import signal
 import sys
 import threading
+
 from .. import config
 
 CLEAN = b"c"       # the child left through Python's exit path

@@ -11,6 +11,7 @@ import enum
 import math
 import os
 import warnings
+
 from .. import config
 
 # Worker threads: ops are compute-bound, so more workers than cores only add hand-offs;
