@@ -3,6 +3,7 @@
 
     python docs/first_step.py                 # --model cnn (default) and mlp
     python docs/first_step.py --model cnn
+    python docs/first_step.py --profile cnn   # where a cold first run's compile time goes
 
 Each case runs ``python -m numbaflow.examples.train_digits --epochs 1`` in a fresh process
 with private, initially empty caches (NUMBAFLOW_CACHE_DIR for the generated kernels,
@@ -54,10 +55,44 @@ def measure(model):
     return got
 
 
+PROFILE = """
+import collections, sys, time
+from numba.core import event
+stack, seconds = [], collections.Counter()
+class Clock(event.Listener):          # numba's real compiles (a cache load is not one)
+    def on_start(self, ev):
+        stack.append(time.perf_counter())
+    def on_end(self, ev):
+        t0 = stack.pop()
+        if not stack:                 # a top-level compile (its callees compile inside it)
+            f = ev.data["dispatcher"].py_func
+            seconds[f.__module__ + "." + f.__qualname__] += time.perf_counter() - t0
+event.register("numba:compile", Clock())
+from numbaflow.examples import train_digits
+train_digits.main(["--model", sys.argv[1], "--epochs", "1"])
+total = sum(seconds.values())
+print(f"numba compiled for {total:.1f} s in all")
+for name, s in seconds.most_common(12):
+    print(f"{s:7.1f} s {100 * s / total:4.0f}%  {name}")
+"""
+
+
+def profile(model):
+    """Print the kernels a cold first run of `model` spends its compile time on."""
+    with tempfile.TemporaryDirectory() as cold:
+        out, _ = _run(["-c", PROFILE, model], cold)
+    print(out[out.index("numba compiled for"):])
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", choices=["cnn", "mlp"], action="append")
+    p.add_argument("--profile", choices=["cnn", "mlp"], help="profile one cold run instead")
     args = p.parse_args(argv)
+    if args.profile:
+        print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+        profile(args.profile)
+        return 0
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print("| model | first step, cold | after `warmup` | warm | `warmup` itself |")
     print("|---|---|---|---|---|")
