@@ -47,6 +47,11 @@ def feed_of_wrong_type(main, exe, scope, loss):
     exe.run(main, feed=np.ones((3, 4), np.float32), fetch_list=[loss], scope=scope)
 
 
+def list_of_arrays_feed(main, exe, scope, loss):
+    # what a DataLoader with return_list=True yields
+    exe.run(main, feed=[np.ones((3, 4), np.float32)], fetch_list=[loss], scope=scope)
+
+
 def to_tensor(*_):
     paddle.to_tensor(np.ones(3))
 
@@ -74,6 +79,8 @@ ROWS = [
      "with_data_parallel(loss_name=loss.name"),
     (feed_of_wrong_type, TypeError, "got ndarray", "feed must be a dict",
      "feed={'x': x_array}"),
+    (list_of_arrays_feed, TypeError, "list of 1 arrays", "takes a dict {name: array}",
+     "return_list=False"),
     (to_tensor, StaticGraphOnlyError, "numbaflow.to_tensor does not exist",
      "static-graph only", "static.data(name='x'"),
     (nn_linear, StaticGraphOnlyError, "numbaflow.nn.Linear does not exist", "static-graph only",

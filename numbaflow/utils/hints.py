@@ -124,6 +124,12 @@ def one_place_feed(feed):
             f"DataLoader one place (places=paddle.CPUPlace()), or run a data-parallel "
             f"program: static.CompiledProgram(main).with_data_parallel(loss_name=loss.name, "
             f"places=static.cpu_places({len(feed)})).")
+    if isinstance(feed, (list, tuple)) and feed and all(hasattr(f, "shape") for f in feed):
+        raise TypeError(
+            f"feed is a {type(feed).__name__} of {len(feed)} arrays (as a DataLoader with "
+            f"return_list=True yields), but exe.run takes a dict {{name: array}}. Build the "
+            f"DataLoader with feed_list=[x, y] and return_list=False to get feed dicts, or "
+            f"write feed={{'x': batch[0], 'y': batch[1]}}.")
     raise TypeError(f"feed must be a dict {{name: array}} (or a list holding one such dict), "
                     f"got {type(feed).__name__}; e.g. exe.run(main, feed={{'x': x_array}}, "
                     f"fetch_list=[loss])")
