@@ -29,13 +29,10 @@ example is run by the tests in a fresh one).
 """
 from __future__ import annotations
 
-import os as _os
 import typing as _typing
 
-# numba's OpenMP workers spin-wait after every parallel kernel; on a small machine that
-# starves the BLAS threads of the next matmul (an MLP step measured 48 ms instead of
-# 3.3 ms on 2 cores). libgomp reads this when numba first loads it, so set it first.
-_os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+from . import config as _config
+_config.default_omp_wait_policy()   # before numba loads libgomp: see its docstring
 
 # under mpiexec: the abort hooks and the rank supervisor (a fork), before any thread
 from . import distributed  # noqa: F401,E402
@@ -70,9 +67,14 @@ __all__ = [
     # data and checkpoints
     "batch", "save", "load",
     # submodules
-    "dtypes", "fluid", "framework", "initializer", "io", "metric", "nn", "optimizer",
-    "reader", "static", "tensor", "utils",
+    "distributed", "dtypes", "fluid", "framework", "initializer", "io", "metric", "nn",
+    "optimizer", "reader", "static", "tensor", "utils",
 ]
+
+
+def __getattr__(name):
+    # dygraph names (paddle.to_tensor, paddle.no_grad, ...) say what to write instead
+    raise utils.hints.dygraph_attribute(__name__, name)
 
 
 def enable_static() -> None:

@@ -15,6 +15,8 @@ from typing import TextIO
 
 import numpy as np
 
+from . import config
+
 
 def _version(module):
     try:
@@ -52,7 +54,7 @@ def _threads():
         layer = f"{layer} (not started yet)"
     return (f"{layer}; numba threads {numba.get_num_threads()} of "
             f"{numba.config.NUMBA_NUM_THREADS}; CPUs {os.cpu_count()}; "
-            f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '')}")
+            f"OMP_WAIT_POLICY={config.omp_wait_policy()}")
 
 
 def _cache():
@@ -75,17 +77,14 @@ def _mpi():
 
 def _cuda():
     """(usable, description)."""
-    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+    if config.cuda_simulator():
         return True, "numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1): correct, not fast"
+    from .utils.cuda_check import device_problem
+    problem = device_problem(0)         # no GPU, then the driver, then the toolkit
+    if problem:
+        return False, f"no usable GPU: {problem}"
+    from numba import cuda
     try:
-        from numba import cuda
-    except ImportError as e:
-        return False, f"numba.cuda cannot be imported ({e}); install the 'cuda' extra"
-    try:
-        if not cuda.is_available():
-            err = getattr(cuda, "cuda_error", lambda: None)()
-            err = " ".join(str(err or "numba.cuda.is_available() is False").split())
-            return False, f"no usable GPU ({err})"
         from numba.cuda.cudadrv.driver import driver
         drv = ".".join(map(str, driver.get_version()))
         try:

@@ -1,12 +1,23 @@
-"""The environment knobs numbaflow reads, in one place, and the directories they name.
+"""The environment variables numbaflow reads, in one place (every read is a function
+here; tests/test_config.py fails on a read elsewhere), and the directories they name.
+The README's "Environment variables" table documents each with its default.
 
-| variable | meaning |
+| variable | meaning (default) |
 |---|---|
-| ``NUMBAFLOW_CACHE_DIR`` | generated-kernel cache (default: platform cache dir + ``/kernels``) |
-| ``NUMBAFLOW_CACHE_SIZE_MB`` | cap on that cache, LRU out first (default 1024; ``inf``: no cap) |
-| ``NUMBAFLOW_DUMP_DIR`` | also write every generated kernel's source here, for reading |
-| ``NUMBAFLOW_CHECK_NAN_INF`` | ``1``: name the first op that produces a NaN or Inf |
-| ``NUMBAFLOW_LOG_LEVEL`` | level of the ``numbaflow`` logger (see ``numbaflow.utils.log``) |
+| ``NUMBAFLOW_CACHE_DIR`` | generated-kernel cache (platform cache dir + ``/kernels``) |
+| ``NUMBAFLOW_CACHE_SIZE_MB`` | cap on that cache; least recently used go first (1024; ``inf``: no cap) |
+| ``NUMBAFLOW_DUMP_DIR`` | also write every generated kernel's source here, for reading (unset) |
+| ``NUMBAFLOW_CHECK_NAN_INF`` | ``1``: name the first op that produces a NaN or Inf (0) |
+| ``NUMBAFLOW_LOG_LEVEL`` | level of the ``numbaflow`` logger (unset: WARNING and above) |
+| ``NUMBAFLOW_MAX_PLANS`` | plans each plan cache keeps (64) |
+| ``NUMBAFLOW_COLLECTIVE_TIMEOUT`` | seconds a collective waits for the other ranks (1800) |
+| ``NUMBAFLOW_SUPERVISE`` | ``0``: no supervisor process per MPI rank (1) |
+| ``CPU_NUM`` | CPU places of ``static.cpu_places()`` (1, with a warning) |
+| ``FLAGS_selected_gpus`` | GPUs of ``static.cuda_places()`` (every visible one) |
+| ``CUDA_VISIBLE_DEVICES`` | read for messages only (the driver applies it) |
+| ``NUMBA_ENABLE_CUDASIM`` | ``1``: numba's CUDA simulator stands in for a GPU (numba reads it) |
+| ``OMP_WAIT_POLICY`` | set to ``PASSIVE`` unless given (see `default_omp_wait_policy`) |
+| ``PMI_RANK``/``PMI_SIZE``, ``OMPI_COMM_WORLD_*``, ``MV2_COMM_WORLD_*`` | set by mpiexec |
 
 Directories are checked before use: the kernel cache must belong to this user and not be
 writable by anyone else (the code in it is executed), and every directory must be writable.
@@ -173,6 +184,112 @@ def dump_dir():
                     "dump directory", "NUMBAFLOW_DUMP_DIR")
 
 
+def log_level():
+    """NUMBAFLOW_LOG_LEVEL as given (stripped; '' when unset): see `numbaflow.utils.log`."""
+    return os.environ.get("NUMBAFLOW_LOG_LEVEL", "").strip()
+
+
+# the variables MPI launchers set in each process they start, before MPI is initialised:
+# MPICH/Hydra, Intel MPI and Slurm's PMI2 (PMI_*), Open MPI, MVAPICH
+_LAUNCHER_VARS = (("PMI_SIZE", "PMI_RANK"), ("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK"),
+                  ("MV2_COMM_WORLD_SIZE", "MV2_COMM_WORLD_RANK"))
+
+
+def launcher_rank_size():
+    """(rank, size) as an MPI launcher (mpiexec) announced them; (0, 1) when not launched
+    by one. Read without importing MPI."""
+    for size_var, rank_var in _LAUNCHER_VARS:
+        size, rank = os.environ.get(size_var, ""), os.environ.get(rank_var, "0")
+        if size.isdigit() and rank.isdigit():
+            return int(rank), int(size)
+    return 0, 1
+
+
+def cuda_simulator():
+    """NUMBA_ENABLE_CUDASIM=1: numba's CUDA simulator stands in for a GPU (numba reads it)."""
+    return os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+
+
+def cuda_visible_devices():
+    """CUDA_VISIBLE_DEVICES as set (None when unset): the driver shows only these GPUs."""
+    return os.environ.get("CUDA_VISIBLE_DEVICES")
+
+
 def check_nan_inf():
     """NUMBAFLOW_CHECK_NAN_INF=1 names the first op that produces a NaN or Inf."""
     return os.environ.get("NUMBAFLOW_CHECK_NAN_INF", "0") not in ("", "0", "false", "False")
+
+
+DEFAULT_MAX_PLANS = 64
+
+
+def max_plans():
+    """How many plans each plan cache keeps (NUMBAFLOW_MAX_PLANS, default 64); ValueError
+    when it is not a positive integer."""
+    raw = os.environ.get("NUMBAFLOW_MAX_PLANS", str(DEFAULT_MAX_PLANS))
+    try:
+        n = int(raw)
+    except ValueError:
+        raise ValueError(f"NUMBAFLOW_MAX_PLANS must be a positive integer, got {raw!r}") from None
+    if n < 1:
+        raise ValueError(f"NUMBAFLOW_MAX_PLANS must be a positive integer, got {n}")
+    return n
+
+
+COLLECTIVE_TIMEOUT_VAR = "NUMBAFLOW_COLLECTIVE_TIMEOUT"
+DEFAULT_COLLECTIVE_TIMEOUT = 1800.0     # seconds: generous (torch.distributed's default too)
+
+
+def collective_timeout():
+    """Seconds a collective may wait for the other ranks before the job is aborted
+    (NUMBAFLOW_COLLECTIVE_TIMEOUT; unset: 1800; 0, 'off' or 'none': never, None)."""
+    raw = os.environ.get(COLLECTIVE_TIMEOUT_VAR, "").strip()
+    if not raw:
+        return DEFAULT_COLLECTIVE_TIMEOUT
+    if raw.lower() in ("0", "off", "none", "inf"):
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise ValueError(f"{COLLECTIVE_TIMEOUT_VAR} must be a number of seconds > 0, or 0/off "
+                         f"to wait forever; got {raw!r}")
+    return value
+
+
+SUPERVISED_VAR = "NUMBAFLOW_SUPERVISED"     # set in a supervised rank (its supervisor's pid)
+
+
+def supervise_ranks():
+    """False when NUMBAFLOW_SUPERVISE=0 (no supervisor process per MPI rank), or when this
+    process is already a supervised rank or was started by one (NUMBAFLOW_SUPERVISED)."""
+    return os.environ.get("NUMBAFLOW_SUPERVISE", "1") != "0" and SUPERVISED_VAR not in os.environ
+
+
+def cpu_num():
+    """CPU_NUM as set, or None: the default number of CPU places."""
+    return os.environ.get("CPU_NUM")
+
+
+def set_cpu_num(n):
+    """Set CPU_NUM for this process and its children (as Paddle does when it defaults it)."""
+    os.environ["CPU_NUM"] = str(n)
+
+
+def selected_gpus():
+    """FLAGS_selected_gpus (Paddle's list of GPU ids, '0,1'), stripped; '' when unset."""
+    return os.environ.get("FLAGS_selected_gpus", "").strip()
+
+
+def omp_wait_policy():
+    """OMP_WAIT_POLICY as set ('' when unset)."""
+    return os.environ.get("OMP_WAIT_POLICY", "")
+
+
+def default_omp_wait_policy():
+    """Set OMP_WAIT_POLICY=PASSIVE unless the user set it. numba's OpenMP workers spin-wait
+    after every parallel kernel; on a small machine that starves the BLAS threads of the
+    next matmul (an MLP step measured 48 ms instead of 3.3 ms on 2 cores). libgomp reads
+    it when numba first loads it, so `import numbaflow` calls this first."""
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")

@@ -20,6 +20,7 @@ PUBLIC_MODULES = [
     "numbaflow.fluid.regularizer", "numbaflow.fluid.backward", "numbaflow.distributed",
     "numbaflow.metric", "numbaflow.utils", "numbaflow.utils.unique_name",
     "numbaflow.fluid.layers.device",
+    "numbaflow.utils.metrics",
 ]
 
 # Implementation modules reachable as attributes of a public module: their public

@@ -142,7 +142,7 @@ def test_unknown_fetch(exe):
     main, startup, loss = seed_net()
     scope = static.Scope()
     exe.run(startup, scope=scope)
-    with pytest.raises(ValueError, match=r"Cannot find fetched variable 'fc_0.tmp_9'.*fc_0"):
+    with pytest.raises(ValueError, match=r"no variable named 'fc_0.tmp_9'.*did you mean 'fc_0"):
         exe.run(main, feed={"X": np.ones((2, 1), np.float32)}, fetch_list=["fc_0.tmp_9"],
                 scope=scope)
 
@@ -366,7 +366,8 @@ def test_a_repeated_run_takes_the_fast_path_but_every_change_is_still_checked(ex
 
 
 def test_the_first_run_of_a_plan_says_when_its_compile_is_long(monkeypatch, caplog):
-    # a first run still compiling after the notice delay logs ONE INFO line naming it
+    # a first run still compiling after the notice delay logs ONE WARNING line (shown by
+    # default: issue 18) naming the program, the cache and the warm-up command
     import functools
     import logging
     import time
@@ -386,5 +387,10 @@ def test_the_first_run_of_a_plan_says_when_its_compile_is_long(monkeypatch, capl
     with caplog.at_level(logging.INFO, logger="numbaflow"):
         exe.run(main, feed={"X": np.ones((2, 1), np.float32)}, fetch_list=[loss], scope=scope)
         exe.run(main, feed={"X": np.ones((2, 1), np.float32)}, fetch_list=[loss], scope=scope)
-    notices = [r for r in caplog.records if "first run" in r.getMessage()]
-    assert len(notices) == 1 and notices[0].levelno == logging.INFO
+    notices = [r for r in caplog.records if "first run" in r.getMessage()
+               and "fed X" in r.getMessage()]     # (not the startup program's)
+    assert len(notices) == 1 and notices[0].levelno == logging.WARNING
+    msg = notices[0].getMessage()
+    n_ops = len(main.global_block().ops)
+    assert f"a program of {n_ops} ops" in msg and "fed X" in msg, msg
+    assert "python -m numbaflow warmup" in msg and "cache info" in msg

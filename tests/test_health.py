@@ -92,7 +92,7 @@ def test_log_level_reaches_stderr_in_a_new_process(tmp_path):
 
 
 def test_compile_notice_logs_once_only_when_long(caplog, clean_logger):
-    with caplog.at_level(logging.INFO, logger="numbaflow"):
+    with caplog.at_level(logging.WARNING, logger="numbaflow"):
         with log.compile_notice("quick thing", after=0.5):
             pass
         with log.compile_notice("slow thing", after=0.05):
@@ -100,6 +100,47 @@ def test_compile_notice_logs_once_only_when_long(caplog, clean_logger):
         time.sleep(0.1)
     lines = [r.getMessage() for r in caplog.records if "compiling" in r.getMessage()]
     assert len(lines) == 1 and "slow thing" in lines[0]
+    assert numbaflow.config.kernel_cache_dir() in lines[0]
+
+
+COMPILE_PAUSE = """
+import time, numbaflow
+from numbaflow.utils import log
+with log.compile_notice("a test program", after=0.05):
+    time.sleep(0.5)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("env, tag", [({}, ""), ({"PMI_SIZE": "2", "PMI_RANK": "1",
+                                                   "NUMBAFLOW_SUPERVISE": "0"}, "[rank 1/2] ")])
+def test_a_long_compile_is_shown_by_default(tmp_path, env, tag):
+    # issue 18: a user's own script (no logging configured, no NUMBAFLOW_LOG_LEVEL) waited
+    # 93 s on a first run with nothing on the screen; under mpiexec the ranks' lines are tagged
+    env = dict(os.environ, NUMBAFLOW_CACHE_DIR=str(tmp_path), **env)
+    env.pop("NUMBAFLOW_LOG_LEVEL", None)
+    r = subprocess.run([sys.executable, "-c", COMPILE_PAUSE], env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith(f"{tag}numbaflow WARNING: compiling the kernels for a test "
+                               "program: a one-off pause"), lines[0]
+    assert "numbaflow:" not in lines[0]          # the logger's name once, not twice
+    assert "python -m numbaflow warmup" in lines[0]
+
+
+def test_default_handler_gives_way_to_the_applications_logging(clean_logger, capsys):
+    # the application configured logging: its handlers show numbaflow's records, ours not
+    root = logging.getLogger()
+    handler = logging.StreamHandler()
+    root.addHandler(handler)
+    try:
+        log.configure_from_env()
+        logging.getLogger("numbaflow.x").warning("once")
+    finally:
+        root.removeHandler(handler)
+    assert capsys.readouterr().err.count("once") == 1
 
 
 def test_library_never_prints():
@@ -124,3 +165,14 @@ def test_library_never_prints():
                         or ast.unparse(node.func) == "sys.stdout.write"):
                     offenders.append(f"{os.path.relpath(path, root)}:{node.lineno}")
     assert offenders == []
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+def test_log_lines_are_rank_tagged_under_mpiexec():
+    from mpirun import mpirun
+    code = "import logging, numbaflow; logging.getLogger('numbaflow.x').warning('hello')"
+    p, _ = mpirun(["-c", code], timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert sorted(p.stderr.splitlines()) == ["[rank 0/2] numbaflow.x WARNING: hello",
+                                             "[rank 1/2] numbaflow.x WARNING: hello"], p.stderr

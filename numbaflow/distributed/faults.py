@@ -17,13 +17,14 @@ Unhandled exceptions and SIGTERM abort the job from hooks (mpi.install_abort_hoo
 rank killed by SIGKILL or ended by os._exit is reported by its supervisor (supervisor.py).
 """
 import atexit
-import os
 import pickle
 import threading
 import time
 
-TIMEOUT_ENV = "NUMBAFLOW_COLLECTIVE_TIMEOUT"
-DEFAULT_TIMEOUT = 1800.0         # seconds: generous (torch.distributed's default too)
+from .. import config
+
+TIMEOUT_ENV = config.COLLECTIVE_TIMEOUT_VAR
+DEFAULT_TIMEOUT = config.DEFAULT_COLLECTIVE_TIMEOUT
 
 _TAG = 7301                      # the control channel's one tag
 _MSG_BYTES = 4096                # a control message's largest pickled size
@@ -35,19 +36,7 @@ _GRACE_S = 5.0                   # for a collective to complete after a rank tha
 def collective_timeout():
     """Seconds a collective may wait for the other ranks before the job is aborted
     (NUMBAFLOW_COLLECTIVE_TIMEOUT; unset: 1800; 0, 'off' or 'none': never)."""
-    raw = os.environ.get(TIMEOUT_ENV, "").strip()
-    if not raw:
-        return DEFAULT_TIMEOUT
-    if raw.lower() in ("0", "off", "none", "inf"):
-        return None
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not value > 0:
-        raise ValueError(f"{TIMEOUT_ENV} must be a number of seconds > 0, or 0/off to wait "
-                         f"forever; got {raw!r}")
-    return value
+    return config.collective_timeout()
 
 
 def describe(what):

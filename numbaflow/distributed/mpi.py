@@ -23,17 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .. import config
 from . import supervisor
 from .faults import Watch, collective_timeout
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
-
-# Launchers announce the job size in the environment before MPI is initialised:
-# MPICH/Hydra, Intel MPI and Slurm's PMI2 set PMI_*; Open MPI sets OMPI_COMM_WORLD_*;
-# MVAPICH sets MV2_COMM_WORLD_*.
-_SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE")
-_RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "MV2_COMM_WORLD_RANK")
 
 # Dtypes MPI's SUM is defined for that the executor reduces.
 _SUM_DTYPES = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int32),
@@ -49,20 +44,12 @@ _lock = threading.RLock()
 
 def env_size():
     """The job size the launcher announced (1 when not launched by mpiexec)."""
-    for var in _SIZE_VARS:
-        v = os.environ.get(var)
-        if v and v.isdigit():
-            return int(v)
-    return 1
+    return config.launcher_rank_size()[1]
 
 
 def env_rank():
     """This process's rank as the launcher announced it (0 when not launched by mpiexec)."""
-    for var in _RANK_VARS:
-        v = os.environ.get(var)
-        if v and v.isdigit():
-            return int(v)
-    return 0
+    return config.launcher_rank_size()[0]
 
 
 class World:

@@ -20,10 +20,12 @@ import signal
 import sys
 import threading
 
+from .. import config
+
 CLEAN = b"c"       # the child left through Python's exit path
 ABORT = b"a"       # the child is aborting the job and has reported why
 
-_SUPERVISED = "NUMBAFLOW_SUPERVISED"     # set in a supervised rank (its supervisor's pid)
+_SUPERVISED = config.SUPERVISED_VAR     # set in a supervised rank (its supervisor's pid)
 _FORWARD = ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
 _marker_fd = None
 
@@ -32,7 +34,7 @@ def supervise(rank, size):
     """Fork; return in the child (the rank). The parent never returns: it waits for the
     child and exits with its status. Returns False when it did not fork."""
     global _marker_fd
-    if (os.environ.get("NUMBAFLOW_SUPERVISE", "1") == "0" or _SUPERVISED in os.environ
+    if (not config.supervise_ranks()
             or threading.active_count() > 1
             or "mpi4py.MPI" in sys.modules or not hasattr(os, "fork")
             or not sys.platform.startswith("linux")):

@@ -4,6 +4,7 @@
     python -m numbaflow.examples.train_digits --fuse         # through CompiledProgram with fusion
     python -m numbaflow.examples.train_digits --places 2     # data parallel over 2 CPU places
     mpiexec -n 2 python -m numbaflow.examples.train_digits   # data parallel over 2 processes
+    python -m numbaflow.examples.train_digits --logdir runs/mlp   # then: tensorboard --logdir runs
 
 The program is written exactly as with Paddle's static API; only the import differs.
 The data set ships with scikit-learn (1797 images), so nothing is downloaded.
@@ -18,7 +19,7 @@ from numba.core import event as numba_event
 
 import numbaflow as paddle
 import numbaflow.static as static
-from numbaflow.utils import unique_name
+from numbaflow.utils import Progress, ScalarLogger, unique_name
 
 TARGET_ACC = {"mlp": 0.95, "cnn": 0.97}   # test accuracy each model must reach
 
@@ -40,6 +41,10 @@ def parse_args(argv=None):
     p.add_argument("--fuse", action="store_true",
                    help="run through CompiledProgram with elementwise fusion")
     p.add_argument("--model", choices=["mlp", "cnn"], default="mlp")
+    p.add_argument("--logdir", metavar="DIR", default=None,
+                   help="write the loss, accuracy and samples/s to a TensorBoard event file "
+                        "in DIR (open with: tensorboard --logdir DIR; needs tensorboardX: "
+                        "pip install 'numbaflow[tensorboard]')")
     p.add_argument("--plot", metavar="PNG", default=None,
                    help="write the loss and accuracy curves to this image (needs matplotlib: "
                         "pip install 'numbaflow[plot]')")
@@ -124,8 +129,7 @@ def make_place(args):
 
 def mpi_world():
     """(rank, size) when launched by mpiexec, else (0, 1). MPI is only touched under mpiexec."""
-    size = int(os.environ.get("PMI_SIZE") or os.environ.get("OMPI_COMM_WORLD_SIZE") or 1)
-    if size == 1:
+    if paddle.config.launcher_rank_size()[1] == 1:
         return 0, 1
     try:
         import numbaflow.distributed as dist
@@ -155,9 +159,9 @@ def training_program(main, loss, args, world_size):
 
 class CompileClock(numba_event.Listener):
     """Seconds numba spends compiling or loading compiled code from its disk cache (while it
-    holds its compiler lock; nested holds count once), so that samples/s can leave out the
-    one-off costs: the first step builds the plan, and a plan's 8th run compiles its
-    segments (cold cache: seconds; warm: milliseconds)."""
+    holds its compiler lock; nested holds count once), shown beside samples/s: the first
+    step builds the plan, and a plan's 8th run compiles its segments on a background
+    thread (cold cache: seconds; warm: milliseconds)."""
 
     def __init__(self):
         self._depth = 0
@@ -212,23 +216,25 @@ def plot_history(history, path):
     return path
 
 
-def _progress(iterable, total, desc, enabled):
-    """A tqdm bar on a terminal; the plain iterable otherwise (the epoch line is printed anyway)."""
-    if not enabled:
-        return iterable
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return iterable
-    return tqdm(iterable, total=total, desc=desc, leave=False, unit="batch")
+def epoch_line(row, epochs):
+    """The line printed after an epoch. samples/s is '-' when the epoch had no timed step
+    (its only step was the first); numba's compile time in the epoch is shown beside it."""
+    rate = row["samples_per_s"]
+    rate = f"{rate:9.0f}" if rate is not None else f"{'-':>9}"
+    note = (f"  (numba compiled for {row['compile_s']:.1f} s meanwhile)"
+            if row["compile_s"] >= 0.05 else "")
+    return (f"epoch {row['epoch']:3d}/{epochs}  loss {row['loss']:.4f}  "
+            f"train acc {row['train_acc']:.4f}  test acc {row['test_acc']:.4f}  "
+            f"{rate} samples/s{note}")
 
 
 def train(args):
     """Train and evaluate; return {"test_acc", "history", "rank", "seconds", "compile_seconds"}.
 
-    Each history row has epoch, loss, train_acc, test_acc, samples_per_s (training steps
-    only, without the first step and numba's compiles) and compile_s (compiling in that
-    epoch's steps)."""
+    Each history row has epoch, loss, train_acc, test_acc, samples_per_s (the training
+    steps' wall time, without the first step, which builds the plan; None when the epoch
+    had no other step) and compile_s (seconds numba compiled during the epoch's steps, in
+    the foreground or on the background thread: shown beside samples/s, not subtracted)."""
     rank, world_size = mpi_world()
     verbose = rank == 0
     x_tr, y_tr, x_te, y_te = load_data(args.seed)
@@ -237,6 +243,14 @@ def train(args):
     paddle.enable_static()
     paddle.seed(args.seed)
     place = make_place(args)
+    # TensorBoard scalars (rank 0 only): per step train/*, per epoch the history row
+    logger = None
+    if args.logdir and verbose:
+        try:
+            logger = ScalarLogger(args.logdir)
+        except ImportError as e:
+            raise NotAvailable(f"--logdir: {e}") from None
+    n_batches = -(-len(x_tr) // args.batch_size)
     # Fresh names and a fresh scope: calling train() twice in one process gives the same program.
     with unique_name.guard(), static.scope_guard(static.Scope()), CompileClock() as clock:
         main, startup, test_prog, loss, acc = build_programs(args)
@@ -246,14 +260,15 @@ def train(args):
 
         history, first_step = [], None
         t_start = time.perf_counter()
-        n_batches = -(-len(x_tr) // args.batch_size)
         for epoch in range(1, args.epochs + 1):
             perm = rng.permutation(len(x_tr))
             sum_loss = sum_acc = 0.0
             seen, timed_samples, timed_s, compile_s = 0, 0, 0.0, 0.0
-            bar = _progress(range(0, len(perm), args.batch_size), n_batches,
-                            f"epoch {epoch}", verbose and sys.stderr.isatty())
-            for start in bar:
+            # a bar per epoch on a terminal (gone before the epoch line); global steps
+            progress = Progress(total=n_batches, desc=f"epoch {epoch}", bar=None if verbose
+                                else False, callbacks=[logger] if logger else [],
+                                start=(epoch - 1) * n_batches)
+            for start in range(0, len(perm), args.batch_size):
                 batch = perm[start:start + args.batch_size]
                 local = np.array_split(batch, world_size)[rank]  # this rank's share
                 t0, c0 = time.perf_counter(), clock.seconds
@@ -263,25 +278,33 @@ def train(args):
                 if first_step is None:
                     first_step = dt  # builds and compiles the program: kept out of samples/s
                 else:
+                    # wall time as the user waits for it: numba's compile time is shown
+                    # beside, never subtracted (segments compile on a background thread,
+                    # so it overlaps the steps and subtracting it gave nan or < 0)
                     timed_samples += len(batch)
-                    timed_s += dt - dc      # a step that compiled counts without the compile
+                    timed_s += dt
                     compile_s += dc
                 # Data parallel fetches one value per device: average them.
                 sum_loss += float(np.mean(loss_v)) * len(local)
                 sum_acc += float(np.mean(acc_v)) * len(local)
                 seen += len(local)
+                progress.step(**{"train/loss": float(np.mean(loss_v)),
+                                 "train/batch_acc": float(np.mean(acc_v))})
+            progress.close()
             (test_acc,) = exe.run(test_prog, feed={"x": x_te, "y": y_te}, fetch_list=[acc])
             row = {"epoch": epoch, "loss": sum_loss / seen, "train_acc": sum_acc / seen,
                    "test_acc": float(np.mean(test_acc)),
-                   "samples_per_s": timed_samples / timed_s if timed_s > 0 else float("nan"),
+                   "samples_per_s": timed_samples / timed_s if timed_s > 0 else None,
                    "compile_s": compile_s}
             history.append(row)
+            if logger:
+                logger.add_scalars({f"epoch/{k}": v for k, v in row.items()
+                                    if k != "epoch" and v is not None}, step=epoch)
             if verbose:
-                note = f"  (+{compile_s:.1f} s compiling)" if compile_s >= 0.05 else ""
-                print(f"epoch {epoch:3d}/{args.epochs}  loss {row['loss']:.4f}  "
-                      f"train acc {row['train_acc']:.4f}  test acc {row['test_acc']:.4f}  "
-                      f"{row['samples_per_s']:9.0f} samples/s{note}", flush=True)
+                print(epoch_line(row, args.epochs), flush=True)
         seconds = time.perf_counter() - t_start
+    if logger:
+        logger.close()
     return {"test_acc": history[-1]["test_acc"], "history": history, "rank": rank,
             "seconds": seconds, "compile_seconds": first_step}
 
@@ -316,7 +339,7 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    # As a program, show numbaflow's notices (such as a long compile starting) on stderr.
-    os.environ.setdefault("NUMBAFLOW_LOG_LEVEL", "INFO")
-    paddle.utils.log.configure_from_env()
+    # As a program, show numbaflow's INFO notices too (such as the background compiles),
+    # unless NUMBAFLOW_LOG_LEVEL says otherwise.
+    paddle.utils.log.configure_from_env(default="INFO")
     sys.exit(main())

@@ -15,17 +15,18 @@ another; runs on different scopes proceed concurrently.
 from __future__ import annotations
 
 import collections
-import os
 import threading
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .. import config
 from ..graph.program import Program, Variable, default_main_program
 from .backend import backend_for
 from .place import CPUPlace, to_place
 from .plan import Plan, PlanOptions, _close
 from .scope import Tensor, global_scope
+from ..utils.hints import default_program_feed, one_place_feed, unknown_fetch
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -41,14 +42,7 @@ DEFAULT_OPTIONS = PlanOptions()
 def max_cached_plans():
     """How many plans each plan cache keeps (NUMBAFLOW_MAX_PLANS, default 64): every feed
     signature (a new batch size, a short last batch) has its own plan and buffers."""
-    try:
-        n = int(os.environ.get("NUMBAFLOW_MAX_PLANS", "64"))
-    except ValueError:
-        raise ValueError("NUMBAFLOW_MAX_PLANS must be a positive integer, got "
-                         f"{os.environ['NUMBAFLOW_MAX_PLANS']!r}") from None
-    if n < 1:
-        raise ValueError(f"NUMBAFLOW_MAX_PLANS must be a positive integer, got {n}")
-    return n
+    return config.max_plans()
 
 
 class PlanCache:
@@ -216,6 +210,7 @@ class Executor:
         """
         if program is None:
             program = default_main_program()
+            default_program_feed(program, feed)     # the layers were built in another one?
         scope = global_scope() if scope is None else scope
         if type(program) is not Program and not isinstance(program, Program):
             run = getattr(program, "_executor_run", None)     # CompiledProgram
@@ -255,8 +250,7 @@ def check_feed(block, feed):
     """
     if feed is None:
         return {}
-    if not isinstance(feed, dict):
-        raise TypeError(f"feed must be a dict of {{name: array}}, got {type(feed).__name__}")
+    feed = one_place_feed(feed)         # Paddle also takes [feed_dict]
     out = {}
     for key, value in feed.items():
         var = feed_var(block, key)
@@ -368,9 +362,6 @@ def resolve_fetch(block, fetch_list):
             raise TypeError(f"fetch_list items must be Variables or names, got {type(f).__name__}")
         var = block.vars.get(name)
         if var is None:
-            close = _close(name, list(block.vars))
-            raise ValueError(f"Cannot find fetched variable {name!r} in the program" +
-                             (f"; did you mean {close}?" if close else "") +
-                             " (fetch a variable of the program being run)")
+            raise ValueError(unknown_fetch(name, block))
         out.append(var)
     return out

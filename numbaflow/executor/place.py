@@ -6,6 +6,12 @@ import numbers
 import os
 from typing import TYPE_CHECKING
 
+from .. import config
+from ..config import cuda_simulator as _simulated
+# what is missing for a GPU, in the order the user can act on it
+from ..utils.cuda_check import device_problem as _device_problem
+from ..utils.cuda_check import toolkit_problem as _toolkit_problem
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
@@ -27,64 +33,6 @@ class CPUPlace:
 
     def __repr__(self):
         return "Place(cpu)"
-
-
-def _simulated():
-    return os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
-
-
-def _toolkit_problem():
-    """Why no CUDA kernel can be compiled here (None when it can): numba-cuda and the CUDA
-    12 toolkit libraries of its cu12 wheels (libNVVM compiles, NVRTC builds the helpers)."""
-    if _simulated():
-        return None
-    try:
-        from numba import cuda  # noqa: F401
-        from numba.cuda.cudadrv import nvvm
-    except Exception as e:
-        return (f"numba-cuda is not installed ({type(e).__name__}: {e}); "
-                f"pip install 'numbaflow[cuda]'")
-    if not nvvm.is_available():
-        return ("libNVVM (the CUDA compiler library) was not found; pip install "
-                "'numba-cuda[cu12]>=0.30' (the 'cuda' extra) brings it")
-    try:
-        from numba.cuda.cudadrv import nvrtc
-        nvrtc._get_nvrtc_version()
-    except Exception as e:
-        return (f"NVRTC was not found ({type(e).__name__}: {str(e)[:200]}); pip install "
-                f"'numba-cuda[cu12]>=0.30' (the 'cuda' extra) brings it")
-    return None
-
-
-def _device_problem(device_id):
-    """Why CUDAPlace(device_id) cannot run (None when it can): toolkit, driver, GPU count."""
-    if _simulated():
-        from numba import cuda
-        n = len(cuda.gpus)
-        return None if device_id < n else (
-            f"device index {device_id} is out of range: the CUDA simulator has {n} device(s)")
-    problem = _toolkit_problem()
-    if problem:
-        return problem
-    from numba import cuda
-    try:
-        if not cuda.is_available():
-            from numba.cuda.cudadrv import driver
-            try:
-                driver.driver.cuDeviceGetCount     # raises with the driver's own reason
-                why = "no CUDA GPU is visible"
-            except Exception as e:
-                why = f"the CUDA driver cannot be used ({' '.join(str(e).split())[:200]})"
-            return (f"{why}; install the NVIDIA driver (R525 or newer for CUDA 12) on a "
-                    f"machine with an NVIDIA GPU")
-        n = len(cuda.gpus)
-    except Exception as e:
-        return f"the CUDA driver failed: {type(e).__name__}: {e}"
-    if device_id >= n:
-        vis = os.environ.get("CUDA_VISIBLE_DEVICES")
-        return (f"device index {device_id} is out of range: {n} GPU(s) visible"
-                + (f" (CUDA_VISIBLE_DEVICES={vis!r})" if vis is not None else ""))
-    return None
 
 
 def is_compiled_with_cuda() -> bool:
@@ -208,11 +156,11 @@ def cpu_places(device_count: int | None = None) -> list[CPUPlace]:
     """
     what = "cpu_places: device_count"
     if device_count is None:
-        env = os.environ.get("CPU_NUM")
+        env = config.cpu_num()
         if env is None:
             logging.getLogger("numbaflow").warning(
                 "CPU_NUM is not set; using 1 CPU place (set CPU_NUM=N to use N places)")
-            os.environ["CPU_NUM"] = "1"
+            config.set_cpu_num(1)
             env = "1"
         try:
             device_count = int(env)
@@ -248,7 +196,7 @@ def cuda_places(device_ids: int | Sequence[int] | None = None) -> list[CUDAPlace
         ...     places = static.cpu_places(1)      # no GPU here
     """
     if device_ids is None:
-        flag = os.environ.get("FLAGS_selected_gpus", "").strip()
+        flag = config.selected_gpus()
         if flag:
             device_ids = [int(x) for x in flag.split(",") if x.strip()]
         else:

@@ -26,7 +26,7 @@ import numpy as np
 from numba import njit
 
 from .. import config
-from ..utils.log import compile_notice
+from ..utils.log import compile_notice, first_run
 from ..graph.program import infer_op
 from ..kernels.registry import COLLECTIVE, ConcreteOp, get_op_def, may_fail, run_calls
 from .backend import HostBackend
@@ -434,7 +434,7 @@ class Plan:
             if self.runs:
                 return self._run(feed_arrays, iterations)
             # the first run compiles every kernel not yet in numba's disk cache
-            with compile_notice(f"the kernels of a {len(self.ops)}-op plan for its first run"):
+            with compile_notice(first_run(self.ops, feed_arrays)):
                 return self._run(feed_arrays, iterations)
 
     def _run_steps(self, iterations):

@@ -283,14 +283,14 @@ class BackgroundCompile:
                 unit.compile(with_loop)
         except Exception as e:      # noqa: BLE001 - the plan keeps its per-op steps
             self.error = e
-            log.warning("numbaflow: compiling the segments of %s failed; it keeps running "
+            log.warning("compiling the segments of %s failed; it keeps running "
                         "op by op: %s: %s", self.what, type(e).__name__, e)
         finally:
             self.done.set()
         spent = time.perf_counter() - t0
         if spent > SLOW_COMPILE_S:
             n = sum(len(u.calls) for u in self.units if u.segment)
-            log.info("numbaflow: compiled %d segments (%d kernel calls) of %s in the "
+            log.info("compiled %d segments (%d kernel calls) of %s in the "
                      "background in %.1f s, so that each run makes one native call per "
                      "segment instead of one Python call per kernel; they are cached on "
                      "disk for later processes", sum(u.segment for u in self.units), n,

@@ -12,6 +12,8 @@ import math
 import os
 import warnings
 
+from .. import config
+
 # Worker threads: ops are compute-bound, so more workers than cores only add hand-offs;
 # far more (thousands) exhaust the process's thread limit and abort it.
 MAX_NUM_THREADS = 256           # per place
@@ -31,11 +33,8 @@ class GradientScaleStrategy(enum.Enum):
 
 def _mpi_env():
     """(world size, rank) from the launcher's environment, without importing MPI."""
-    for size_key, rank_key in (("PMI_SIZE", "PMI_RANK"),
-                               ("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK")):
-        if size_key in os.environ:
-            return int(os.environ[size_key]), int(os.environ.get(rank_key, "0"))
-    return 1, 0
+    rank, size = config.launcher_rank_size()
+    return size, rank
 
 
 class _Strict:

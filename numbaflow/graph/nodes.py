@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .. import dtypes
+from ..utils.hints import dygraph_attribute
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -52,6 +53,13 @@ class Variable:
         self.persistable = persistable
         self.stop_gradient = stop_gradient
         self.is_data = is_data
+
+    def __getattr__(self, name):
+        # only missing attributes get here: dygraph's loss.backward(), x.numpy(), x.item()
+        # are told what the static API does instead
+        if name in ("backward", "numpy", "item"):
+            raise dygraph_attribute("Variable", name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @property
     def ndim(self) -> int:

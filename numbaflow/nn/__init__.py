@@ -8,3 +8,9 @@ from . import functional, initializer  # noqa: F401
 from .clip import ClipGradByGlobalNorm, ClipGradByNorm  # noqa: F401
 
 __all__ = ["ClipGradByGlobalNorm", "ClipGradByNorm", "functional", "initializer"]
+
+
+def __getattr__(name):
+    # dygraph layers (nn.Linear, nn.Conv2D, nn.Layer, ...) say what to write instead
+    from ..utils.hints import dygraph_attribute
+    raise dygraph_attribute(__name__, name)

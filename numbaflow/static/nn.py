@@ -14,6 +14,7 @@ import numpy as np
 from ..graph.program import Variable
 from ..layer_helper import LayerHelper
 from ..tensor import _activation
+from ..utils.hints import renamed_arguments as _renamed_arguments
 
 __all__ = ["fc", "batch_norm", "conv2d", "embedding", "layer_norm"]
 
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
     from ..param_attr import ParamAttr
 
 
+@_renamed_arguments("static.nn.fc", act="activation",
+                   note="act= is the fluid 1.x name, of fluid.layers.fc")
 def fc(x: Variable | Sequence[Variable], size: int, num_flatten_dims: int = 1,
        weight_attr: ParamAttr | None = None, bias_attr: ParamAttr | bool | None = None,
        activation: str | None = None, name: str | None = None) -> Variable:

@@ -1,0 +1,108 @@
+"""Measure the README example's first training step on a cold cache, after
+``python -m numbaflow warmup``, and warm: the numbers in BENCHMARKS.md's "First step" section.
+
+    python docs/first_step.py                 # --model cnn (default) and mlp
+    python docs/first_step.py --model cnn
+    python docs/first_step.py --profile cnn   # where a cold first run's compile time goes
+
+Each case runs ``python -m numbaflow.examples.train_digits --epochs 1`` in a fresh process
+with private, initially empty caches (NUMBAFLOW_CACHE_DIR for the generated kernels,
+NUMBA_CACHE_DIR for numba's compiled code of every kernel), so "cold" is a new machine:
+  cold          the first run on empty caches
+  after warmup  empty caches, then `python -m numbaflow warmup`, then the run
+  warm          a second run on the caches the cold run filled
+and reads the example's own "first step (compile) N s" line. Prints a markdown table.
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def _env(cache):
+    env = dict(os.environ, NUMBAFLOW_CACHE_DIR=os.path.join(cache, "kernels"),
+               NUMBA_CACHE_DIR=os.path.join(cache, "numba"))
+    env.pop("NUMBAFLOW_LOG_LEVEL", None)
+    return env
+
+
+def _run(args, cache, timeout=1200):
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, *args], env=_env(cache), capture_output=True, text=True,
+                       timeout=timeout)
+    if r.returncode not in (0, 1):      # 1: accuracy target not reached in one epoch (fine)
+        raise RuntimeError(f"{args} failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")
+    return r.stdout, time.perf_counter() - t0
+
+
+def first_step(model, cache):
+    """Seconds of the example's first training step with the caches in `cache`."""
+    out, _ = _run(["-m", "numbaflow.examples.train_digits", "--model", model, "--epochs", "1"],
+                  cache)
+    return float(re.search(r"first step \(compile\) ([0-9.]+) s", out).group(1))
+
+
+def measure(model):
+    """{case: seconds} for one model; 'warmup' is the warm-up command's own time."""
+    with tempfile.TemporaryDirectory() as cold, tempfile.TemporaryDirectory() as warmed:
+        got = {"cold": first_step(model, cold)}
+        got["warm"] = first_step(model, cold)
+        _, got["warmup"] = _run(["-m", "numbaflow", "warmup"], warmed)
+        got["after warmup"] = first_step(model, warmed)
+    return got
+
+
+PROFILE = """
+import collections, sys, time
+from numba.core import event
+stack, seconds = [], collections.Counter()
+class Clock(event.Listener):          # numba's real compiles (a cache load is not one)
+    def on_start(self, ev):
+        stack.append(time.perf_counter())
+    def on_end(self, ev):
+        t0 = stack.pop()
+        if not stack:                 # a top-level compile (its callees compile inside it)
+            f = ev.data["dispatcher"].py_func
+            seconds[f.__module__ + "." + f.__qualname__] += time.perf_counter() - t0
+event.register("numba:compile", Clock())
+from numbaflow.examples import train_digits
+train_digits.main(["--model", sys.argv[1], "--epochs", "1"])
+total = sum(seconds.values())
+print(f"numba compiled for {total:.1f} s in all")
+for name, s in seconds.most_common(12):
+    print(f"{s:7.1f} s {100 * s / total:4.0f}%  {name}")
+"""
+
+
+def profile(model):
+    """Print the kernels a cold first run of `model` spends its compile time on."""
+    with tempfile.TemporaryDirectory() as cold:
+        out, _ = _run(["-c", PROFILE, model], cold)
+    print(out[out.index("numba compiled for"):])
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", choices=["cnn", "mlp"], action="append")
+    p.add_argument("--profile", choices=["cnn", "mlp"], help="profile one cold run instead")
+    args = p.parse_args(argv)
+    if args.profile:
+        print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+        profile(args.profile)
+        return 0
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print("| model | first step, cold | after `warmup` | warm | `warmup` itself |")
+    print("|---|---|---|---|---|")
+    for model in args.model or ["cnn", "mlp"]:
+        got = measure(model)
+        print(f"| {model} | {got['cold']:.1f} s | {got['after warmup']:.2f} s | "
+              f"{got['warm']:.2f} s | {got['warmup']:.0f} s |", flush=True)
+    print(f"load average {os.getloadavg()[0]:.1f} after")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
