@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import baselines, peers
+from . import baselines, models, peers
 from .harness import Candidate, Case, Skip
 
 
@@ -378,18 +378,10 @@ def seed_program(pd):
     return main, startup, loss
 
 
-def mlp_program(pd, sizes=(784, 512, 512, 10)):
-    """MLP `sizes` (default 784-512-512-10), relu between, softmax cross-entropy on int64
-    labels, SGD 0.1."""
-    main, startup = pd.static.Program(), pd.static.Program()
-    with _guard(pd), pd.static.program_guard(main, startup):
-        h = pd.static.data(name="x", shape=[None, sizes[0]], dtype="float32")
-        y = pd.static.data(name="y", shape=[None, 1], dtype="int64")
-        for i, n in enumerate(sizes[1:]):
-            h = pd.static.nn.fc(h, size=n, activation="relu" if i < len(sizes) - 2 else None)
-        loss = pd.nn.functional.cross_entropy(h, y)
-        pd.optimizer.SGD(learning_rate=0.1).minimize(loss)
-    return main, startup, loss
+def mlp_program(pd):
+    """models.mlp_program as (main, startup, loss), the form the model cases take."""
+    built = models.mlp_program(pd)
+    return built.main, built.startup, built.loss
 
 
 def _param_names(layers):

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from .baselines import mlp_forward
-from .cases import mlp_program
+from .models import mlp_program
 from .harness import Case, Row, Skip, Timing, fmt_time
 
 MARK = "NUMBAFLOW_BENCH_DP "
@@ -171,7 +171,8 @@ def scaling_worker(sizes, batch, warmup, steps):
     rng = np.random.default_rng(10 + rank)      # each rank its own shard
     x = rng.standard_normal((batch, sizes[0]), dtype=np.float32)
     y = rng.integers(0, sizes[-1], size=(batch, 1), dtype=np.int64)
-    main, startup, loss = mlp_program(nf, sizes)
+    built = mlp_program(nf, sizes)
+    main, startup, loss = built.main, built.startup, built.loss
     exe, scope = nf.static.Executor(nf.CPUPlace()), nf.static.Scope()
     exe.run(startup, scope=scope)
     names = [f"fc_{i}.{k}_0" for i in range(len(sizes) - 1) for k in ("w", "b")]

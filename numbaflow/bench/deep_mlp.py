@@ -35,14 +35,15 @@ def child(layers, steady):
     import numpy as np
 
     import numbaflow as nf
-    from . import cases
+    from . import models
     from .baselines import NumpyMLPStep
     sizes = (WIDTH,) * layers + (10,)
     rng = np.random.default_rng(0)
     x = rng.standard_normal((BATCH, WIDTH)).astype(np.float32)
     y = rng.integers(0, 10, (BATCH, 1)).astype(np.int64)
     t0 = time.perf_counter()
-    main, startup, loss = cases.mlp_program(nf, sizes)
+    built = models.mlp_program(nf, sizes)
+    main, startup, loss = built.main, built.startup, built.loss
     exe, scope = nf.static.Executor(nf.CPUPlace()), nf.static.Scope()
     exe.run(startup, scope=scope)
     build = time.perf_counter() - t0
