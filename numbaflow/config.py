@@ -153,3 +153,10 @@ def dump_dir():
 def check_nan_inf():
     """NUMBAFLOW_CHECK_NAN_INF=1 names the first op that produces a NaN or Inf."""
     return os.environ.get("NUMBAFLOW_CHECK_NAN_INF", "0") not in ("", "0", "false", "False")
+
+
+def omp_num_threads():
+    """OMP_NUM_THREADS as a positive int (the user's cap on threads per process), or None
+    when it is unset or not a positive integer (then the usable cores decide)."""
+    raw = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+    return int(raw) if raw.isdigit() and int(raw) > 0 else None

@@ -110,17 +110,19 @@ def gpt_program(pd):
     """Char-level GPT: token + position embeddings, `layers` pre-LN blocks (causal attention,
     MLP 4d with GELU), final layer_norm, fc to the vocabulary; cross-entropy over every
     position; AdamW(weight_decay 0.01) under LinearWarmup(0 -> lr over `warmup` steps).
-    The causal mask is fed (`mask`, [T, T]: 0 on and below the diagonal, MASK_VALUE above):
-    paddle.triu is not in numbaflow yet (helper `tensor` adds it)."""
+    The causal mask ([T, T]: 0 on and below the diagonal, MASK_VALUE above) and the position
+    ids are constants of the program (paddle.assign of numpy arrays): paddle.triu and
+    paddle.arange are not in numbaflow yet (helper `tensor` adds them). Only `tokens` and
+    `target` are fed, so data parallelism splits every feed along the batch."""
     F = pd.nn.functional
     g = GPT
     t, d, v = g["ctx"], g["d_model"], g["vocab"]
     main, startup = pd.static.Program(), pd.static.Program()
     with _guard(pd), pd.static.program_guard(main, startup):
         tokens = pd.static.data(name="tokens", shape=[None, t], dtype="int64")
-        pos = pd.static.data(name="pos", shape=[1, t], dtype="int64")
         target = pd.static.data(name="target", shape=[None, t, 1], dtype="int64")
-        mask = pd.static.data(name="mask", shape=[t, t], dtype="float32")
+        pos = pd.assign(np.arange(t, dtype=np.int64)[None])
+        mask = pd.assign(causal_mask(t))
         h = pd.static.nn.embedding(tokens, size=[v, d], param_attr=_attr(pd, "tok_emb"))
         # position table as an embedding of fed ids: static.create_parameter is missing here
         h = h + pd.static.nn.embedding(pos, size=[t, d], param_attr=_attr(pd, "pos_emb"))
@@ -175,8 +177,7 @@ def batch(name, seed=0, batch_size=None):
     if name == "gpt":
         n, t, v = batch_size or GPT["batch"], GPT["ctx"], GPT["vocab"]
         seq = rng.integers(0, v, (n, t + 1)).astype(np.int64)
-        return {"tokens": seq[:, :-1].copy(), "pos": np.arange(t, dtype=np.int64)[None],
-                "target": seq[:, 1:, None].copy(), "mask": causal_mask(t)}
+        return {"tokens": seq[:, :-1].copy(), "target": seq[:, 1:, None].copy()}
     if name == "mlp":
         n = batch_size or MLP["batch"]
         return {"x": rng.standard_normal((n, MLP["sizes"][0])).astype(np.float32),

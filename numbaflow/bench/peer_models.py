@@ -72,10 +72,11 @@ class TorchStep:
                 h = F.relu(h)
         return F.cross_entropy(h, label.view(-1))
 
-    def _gpt(self, p, tokens, pos, target, mask):
-        F, g = self.torch.nn.functional, models.GPT
+    def _gpt(self, p, tokens, target):
+        torch, F, g = self.torch, self.torch.nn.functional, models.GPT
         d, nh, t = g["d_model"], g["heads"], g["ctx"]
-        h = p["tok_emb"][tokens] + p["pos_emb"][pos]
+        mask = torch.triu(torch.full((t, t), models.MASK_VALUE), 1)
+        h = p["tok_emb"][tokens] + p["pos_emb"][:t]
         for i in range(g["layers"]):
             a = F.layer_norm(h, (d,), p[f"h{i}.ln1.w"], p[f"h{i}.ln1.b"], 1e-5)
             q, k, v = ((a @ p[f"h{i}.{n}.w"] + p[f"h{i}.{n}.b"]).view(-1, t, nh, d // nh)
@@ -167,16 +168,17 @@ class JaxStep:
                 h = jax.nn.relu(h)
         return self._xent(h, label)
 
-    def _gpt(self, p, tokens, pos, target, mask):
+    def _gpt(self, p, tokens, target):
         jax, jnp, g = self.jax, self.jnp, models.GPT
         d, nh, t = g["d_model"], g["heads"], g["ctx"]
+        mask = jnp.triu(jnp.full((t, t), models.MASK_VALUE, jnp.float32), 1)
 
         def ln(x, name):
             mu = x.mean(-1, keepdims=True)
             var = ((x - mu) ** 2).mean(-1, keepdims=True)
             return (x - mu) / jnp.sqrt(var + 1e-5) * p[name + ".w"] + p[name + ".b"]
 
-        h = p["tok_emb"][tokens] + p["pos_emb"][pos]
+        h = p["tok_emb"][tokens] + p["pos_emb"][:t]
         for i in range(g["layers"]):
             a = ln(h, f"h{i}.ln1")
             q, k, v = ((a @ p[f"h{i}.{n}.w"] + p[f"h{i}.{n}.b"]).reshape(-1, t, nh, d // nh)
