@@ -139,7 +139,7 @@ def measure_model(model, cfg, numbaflow_root):
                 w = Worker(c, numbaflow_root)
                 workers.append(w)
                 try:
-                    w.ask("setup", model=model, dir=d)
+                    w.ask("setup", model=model, dir=d, reference=c is cs[0])
                     losses[c.label] = w.ask("losses", steps=AGREE_STEPS)["losses"]
                 except RuntimeError as e:
                     if c.framework == "numbaflow" and not rows:
@@ -153,15 +153,16 @@ def measure_model(model, cfg, numbaflow_root):
                     rows.append(Row(name, "", cs[0].label, c.label, note=f"ERROR {why}"))
                     w.close()
                     workers.pop()
-            rows += _time(name, workers, cfg)
+            rows += _time(name, workers, cfg, alone=len(cs) == 1)
         finally:
             for w in workers:
                 w.close()
     return rows
 
 
-def _time(name, workers, cfg):
-    """Warm up, calibrate, sample in rotating interleaved rounds; rows subject vs others."""
+def _time(name, workers, cfg, alone):
+    """Warm up, calibrate, sample in rotating interleaved rounds; rows subject vs others
+    (`alone`: numbaflow was the only contender, its row says so)."""
     per_sample = {}
     warm = 3 if cfg.quick else 12      # numbaflow compiles a plan's segments after 8 runs
     for w in workers:
@@ -188,7 +189,7 @@ def _time(name, workers, cfg):
         note = f"peak RSS {rss[subject]:.0f} MB vs {rss[label]:.0f} MB"
         out.append(Row(name, "", subject, label, ratio, ts, Timing.of(samples[label]), note,
                        checks={f"ratio <= {TARGET:g}x": ratio <= TARGET}))
-    if len(workers) == 1:
+    if alone:
         out.append(Row(name, "", subject, "", float("nan"), ts, None,
                        f"no peer named (--peer-python); peak RSS {rss[subject]:.0f} MB"))
     return out

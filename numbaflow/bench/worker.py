@@ -12,9 +12,9 @@ The parent sets the thread environment before the start (OMP/MKL/OpenBLAS/numba 
 passive OpenMP waiting, a short OpenBLAS spin), and sends one JSON command per line on
 stdin; each answer is one line `@@ {json}` on stdout (frameworks may print other lines):
 
-    {"cmd": "setup", "model": "cnn", "dir": D}  build; numbaflow writes its initial
-                                                 weights and the batch to D, the others
-                                                 read them from D
+    {"cmd": "setup", "model": "cnn", "dir": D,  build; the reference (numbaflow at the
+     "reference": true}                          budget) writes its initial weights and
+                                                 the batch to D, the others read them
     {"cmd": "losses", "steps": 3}                the losses of the next steps
     {"cmd": "warmup", "steps": 10}               run steps, wait for background compiles
     {"cmd": "time", "steps": 5}                  seconds of the next `steps` steps
@@ -62,7 +62,7 @@ def read_numpy(d):
 class StaticStep:
     """numbaflow or paddle: the program of models.py, run by an Executor."""
 
-    def __init__(self, framework, model, d):
+    def __init__(self, framework, model, d, reference):
         import numpy as np
 
         import models
@@ -78,7 +78,7 @@ class StaticStep:
         self.exe, self.scope = pd.static.Executor(self.place), pd.static.Scope()
         self.exe.run(self.built.startup, scope=self.scope)
         names = models.parameters(self.built)
-        if framework == "numbaflow":    # the reference: its weights and batch go to the others
+        if reference:       # numbaflow's weights and batch: what every other worker starts from
             self.feed = models.batch(model)
             params = {n: np.array(self.scope.find_var(n).get_tensor()) for n in names}
             write_arrays(d, {**{"param:" + k: v for k, v in params.items()},
@@ -103,9 +103,11 @@ class StaticStep:
             wait_for_compiles()
 
 
-def make_step(framework, model, d):
+def make_step(framework, model, d, reference=False):
     if framework in ("numbaflow", "paddle"):
-        return StaticStep(framework, model, d)
+        return StaticStep(framework, model, d, reference)
+    if reference:
+        raise ValueError(f"the reference worker is numbaflow's, not {framework}'s")
     import peer_models
     if framework in ("torch", "torch.compile"):
         return peer_models.TorchStep(model, read_index(d), d, compile=framework != "torch")
@@ -129,7 +131,8 @@ def serve(framework, stdin=sys.stdin, stdout=sys.stdout):
         try:
             if cmd == "setup":
                 t0 = time.perf_counter()
-                step = make_step(framework, msg["model"], msg["dir"])
+                step = make_step(framework, msg["model"], msg["dir"],
+                                 msg.get("reference", False))
                 out = {"setup_s": time.perf_counter() - t0}
             elif cmd == "losses":
                 out = {"losses": [step.step() for _ in range(msg["steps"])]}
