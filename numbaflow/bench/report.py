@@ -62,15 +62,14 @@ def machine_facts():
 
 def header(m, quick=False):
     """The lines printed above the table."""
-    blas = ", ".join(f"{b['api']} {b['version']} {b['kernel']} x{b['threads']} ({b['library']})"
-                     for b in m["blas"]) or "unknown (install threadpoolctl)"
+    blas = [f"BLAS: {b['api']} {b['version']}, kernel {b['kernel']}, {b['threads']} threads "
+            f"({b['library']})" for b in m["blas"]] or ["BLAS: unknown (install threadpoolctl)"]
     v = m["versions"]
     lines = [f"numbaflow-bench: numbaflow {v['numbaflow']}, numpy {v['numpy']}, numba "
              f"{v['numba']} ({m['threading_layer']} layer, {m['numba_threads']} threads), "
              f"python {v['python']}{'; quick' if quick else ''}",
              f"cpus {m['cpus']} (usable {m['usable_cpus']}, thread budget {m['thread_budget']}); "
-             f"load {' '.join(f'{x:.2f}' for x in m['load'])}",
-             f"BLAS: {blas}"]
+             f"load {' '.join(f'{x:.2f}' for x in m['load'])}"] + blas
     if m["env"]:
         lines.append("env: " + " ".join(f"{k}={v}" for k, v in m["env"].items()))
     warning = load_warning(m)
