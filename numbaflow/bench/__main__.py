@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import sys
+import time
 import traceback
 
 from . import report
@@ -166,8 +167,10 @@ def _measure(args):
     print("\n".join(report.header(machine, cfg.quick)), flush=True)
     rows, failed = [], False
     for case in cases:
-        print(f"  running {case.name} ...", file=sys.stderr, flush=True)
+        print(f"  running {case.name} ...", end="", file=sys.stderr, flush=True)
+        t0 = time.perf_counter()
         case_rows, case_failed = run_case(case, cfg)
+        print(f" {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
         rows += case_rows
         failed |= case_failed
     machine["load_after"] = list(os.getloadavg())
