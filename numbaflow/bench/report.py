@@ -42,6 +42,7 @@ def machine_facts():
     import scipy.linalg  # noqa: F401 - loads scipy's OpenBLAS (numba's np.dot) for the facts
 
     from ..executor import threads
+    from ..executor.scheduler import threading_layer
     try:
         from importlib.metadata import version
         nf = version("numbaflow")
@@ -54,7 +55,7 @@ def machine_facts():
     return {"cpus": os.cpu_count(), "usable_cpus": threads.usable_cores(),
             "thread_budget": threads.budget(), "load": list(os.getloadavg()),
             "numba_threads": numba.config.NUMBA_NUM_THREADS,
-            "threading_layer": numba.config.THREADING_LAYER, "blas": blas_facts(), "env": env,
+            "threading_layer": threading_layer(), "blas": blas_facts(), "env": env,
             "versions": {"numbaflow": nf, "numpy": numpy.__version__,
                          "numba": numba.__version__, "python": platform.python_version()},
             "processor": platform.processor() or platform.machine()}
