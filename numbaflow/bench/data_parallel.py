@@ -20,7 +20,6 @@ those lines into rows, like compile/mlp_train.
 """
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -115,7 +114,7 @@ def grad_sync_worker(sizes, reps, warmup=20):
             if i >= warmup:
                 times[name].append(dt)
     if world.rank == 0:
-        out = {k: [statistics.median(v), min(v)] for k, v in times.items()}
+        out = {k: vars(Timing.of(v)) for k, v in times.items()}
         out.update(bytes=int(flat.nbytes), arrays=len(grads), reps=reps)
         print(MARK + json.dumps(out), flush=True)
 
@@ -168,7 +167,6 @@ def scaling_worker(model, sizes, batch, warmup, steps):
     import numbaflow as nf
     import numbaflow.distributed as dist
     from . import models
-    from .harness import Timing
     nf.enable_static()
     world = dist.world()
     rank, size = dist.get_rank(), dist.get_world_size()
@@ -265,16 +263,12 @@ def run_child(args, ranks, timeout, threads_one=True):
     return json.loads(lines[-1][len(MARK):])
 
 
-def _t(pair):
-    return Timing(pair[0], pair[1])
-
-
 def grad_sync_report(name, cfg):
     """Rows (a) vs (c) and (b) vs (a)."""
     s = settings(cfg)
     r = run_child({"row": "grad_sync", "sizes": s["sizes"], "reps": s["sync_reps"]}, 2,
                   s["timeout"])
-    a, b, c = _t(r["bucketed"]), _t(r["per_gradient"]), _t(r["raw"])
+    a, b, c = (Timing(**r[k]) for k in ("bucketed", "per_gradient", "raw"))
     ratio = a.median / c.median
     size = f"{r['arrays']} gradients, {r['bytes'] / 1e6:.2f} MB f32, {r['reps']} reps each"
     return [Row(name, "", "bucketed LocalGroup.allreduce_", "mpi4py Allreduce flat", ratio, a, c,
