@@ -12,7 +12,10 @@ update; LinearWarmup gives step k (from 0) the rate lr * k / warmup.
 """
 import os
 
-import models
+try:
+    from . import models
+except ImportError:     # imported by worker.py run as a script, beside models.py
+    import models
 
 SPECS = {"cnn": models.CNN, "gpt": models.GPT, "mlp": models.MLP}
 

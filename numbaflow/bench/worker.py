@@ -29,8 +29,6 @@ import resource
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
 MARK = "@@ "
 
 
@@ -64,8 +62,10 @@ class StaticStep:
 
     def __init__(self, framework, model, d, reference):
         import numpy as np
-
-        import models
+        try:
+            from . import models
+        except ImportError:     # run as a script (see the end of this file)
+            import models
         if framework == "numbaflow":
             import numbaflow as pd
         else:
@@ -108,7 +108,10 @@ def make_step(framework, model, d, reference=False):
         return StaticStep(framework, model, d, reference)
     if reference:
         raise ValueError(f"the reference worker is numbaflow's, not {framework}'s")
-    import peer_models
+    try:
+        from . import peer_models
+    except ImportError:     # run as a script
+        import peer_models
     if framework in ("torch", "torch.compile"):
         return peer_models.TorchStep(model, read_index(d), d, compile=framework != "torch")
     if framework == "jax":
@@ -158,4 +161,6 @@ def serve(framework, stdin=sys.stdin, stdout=sys.stdout):
 
 
 if __name__ == "__main__":
+    # run as a script: this file's directory is sys.path[0], so `import models` finds the
+    # sibling file without importing the numbaflow package (absent from the peers' venvs)
     serve(sys.argv[1])
