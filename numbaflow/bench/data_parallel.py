@@ -309,9 +309,9 @@ def scaling_report(name, model, cfg):
                 {f"efficiency >= {EFFICIENCY_TARGET:g}": eff >= EFFICIENCY_TARGET}
         else:
             subject, base, checks = "numpy+1 Allreduce, 2 ranks", "numpy, 1 rank", {}
-        spread = ", ".join(f"{e:.2f}" for e, _ in effs)
+        spread = ", ".join(f"{e:.3g}" for e, _ in effs)
         rows.append(Row(name, "", subject, base, t2.median / t1.median, t2, t1,
-                        f"efficiency t1/t2 = {eff:.2f} (rounds: {spread}); per step "
+                        f"efficiency t1/t2 = {eff:.3g} (rounds: {spread}); per step "
                         f"1 rank {fmt_time(t1.median)}, 2 ranks {fmt_time(t2.median)} "
                         f"(slower rank), {args['steps']} steps after {args['warmup']}"
                         + ("; anchor 0.81" if key == "numpy" else ""), checks))
