@@ -86,6 +86,8 @@ def test_header_states_blas_kernel_threads_and_load_warning():
     assert "thread budget 2" in text and "WARNING" not in text
     busy = "\n".join(report.header(dict(MACHINE, load=[3.0, 2.0, 1.0])))
     assert "WARNING: load average 3.00 on 2 cpus" in busy
+    after = "\n".join(report.header(dict(MACHINE, load_after=[1.5, 1.0, 0.5])))
+    assert "(after the run: 1.50 1.00 0.50)" in after and "load average 1.50" in after
 
 
 def test_compare_flags_a_regression_beyond_the_threshold():

@@ -208,6 +208,9 @@ def main(argv=None):
           "numbaflow is faster); IQR in % of the median")
     print(report.format_markdown(rows, quick) if args.markdown else
           report.format_text(rows, quick))
+    if machine.get("load_after") and not args.load:
+        print(f"load average after the run: {' '.join(f'{x:.2f}' for x in machine['load_after'])}"
+              + (f"\n{report.load_warning(machine)}" if report.load_warning(machine) else ""))
     if args.json:
         report.dump(args.json, rows, machine, quick)
     if args.write_md:

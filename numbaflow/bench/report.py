@@ -70,7 +70,9 @@ def header(m, quick=False):
              f"{v['numba']} ({m['threading_layer']} layer, {m['numba_threads']} threads), "
              f"python {v['python']}{'; quick' if quick else ''}",
              f"cpus {m['cpus']} (usable {m['usable_cpus']}, thread budget {m['thread_budget']}); "
-             f"load {' '.join(f'{x:.2f}' for x in m['load'])}"] + blas
+             f"load {' '.join(f'{x:.2f}' for x in m['load'])}"
+             + (f" (after the run: {' '.join(f'{x:.2f}' for x in m['load_after'])})"
+                if m.get("load_after") else "")] + blas
     if m["env"]:
         lines.append("env: " + " ".join(f"{k}={v}" for k, v in m["env"].items()))
     warning = load_warning(m)
@@ -81,9 +83,11 @@ def header(m, quick=False):
 
 
 def load_warning(m):
-    per_core = m["load"][0] / max(1, m["usable_cpus"])
-    if per_core > BUSY_LOAD:
-        return (f"WARNING: load average {m['load'][0]:.2f} on {m['usable_cpus']} cpus: other "
+    """A warning when the 1-minute load average, before or after the run, exceeds
+    BUSY_LOAD per usable core."""
+    load = max(m["load"][0], (m.get("load_after") or [0])[0])
+    if load / max(1, m["usable_cpus"]) > BUSY_LOAD:
+        return (f"WARNING: load average {load:.2f} on {m['usable_cpus']} cpus: other "
                 f"work shares the cores; ratios are noisy (rerun on a quiet machine)")
     return None
 
