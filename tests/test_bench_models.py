@@ -164,3 +164,27 @@ def test_worker_protocol_reports_errors_as_json(tmp_path):
     worker.write_arrays(str(tmp_path), {"a": np.arange(6, dtype=np.float32).reshape(2, 3)})
     back = worker.read_numpy(str(tmp_path))["a"]
     assert back.dtype == np.float32 and back.shape == (2, 3) and back[1, 2] == 5
+
+
+def test_scheduler_workers_share_the_blas_threads():
+    pytest.importorskip("threadpoolctl")
+    from threadpoolctl import threadpool_info
+
+    from numbaflow.executor.scheduler import Scheduler, threading_layer
+    if threading_layer() not in ("omp", "tbb"):
+        pytest.skip("a pooled scheduler needs a thread-safe numba layer")
+
+    def blas_threads():
+        return {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+
+    import scipy.linalg  # noqa: F401 - numba's np.dot BLAS, loaded before the limit
+    pooled, plain = Scheduler([(), (), (0, 1)], num_threads=2), Scheduler([(), (0,)], 1)
+    try:
+        seen = []
+        pooled.run([lambda: seen.append(blas_threads())] * 3)
+        assert seen[0] == {threads.share(2)}, seen
+        plain.run([lambda: seen.append(blas_threads())] * 2)
+        assert seen[-1] == {threads.budget()}, seen
+    finally:
+        pooled.close()
+        plain.close()

@@ -292,6 +292,8 @@ class Scheduler:
             raise RuntimeError("Scheduler.run is already running in another thread; use one "
                                "Scheduler per thread")
         try:
+            # the BLAS is process-wide: each thread's share while this plan runs
+            threads.limit_blas(self.numba_threads)
             set_numba = self._set_numba
             if set_numba:
                 prev = self._get_nt()

@@ -18,6 +18,9 @@ import numba
 
 from .. import config
 
+# The BLAS thread count is one process-wide setting of the libraries themselves; this
+# remembers what limit_blas last set it to, so that a run that wants the same count pays
+# one dict lookup, not a threadpoolctl call.
 _blas_lock = threading.Lock()
 _blas = {"controller": None, "threads": None}
 
@@ -44,6 +47,8 @@ def share(concurrent, total=None):
 def limit_blas(threads):
     """Let the loaded BLAS libraries use `threads` threads (through threadpoolctl; without
     it the BLAS keeps its own count). Returns the count set, or None when not set."""
+    if _blas["threads"] == threads:     # the common case: every run of a plan asks again
+        return threads
     try:
         from threadpoolctl import ThreadpoolController
     except ImportError:
