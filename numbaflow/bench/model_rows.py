@@ -12,8 +12,8 @@ gives two contenders (eager, and torch.compile outside --quick), Paddle one per 
    LOSS_RTOL (relative; float32 sums in another order differ by ~1e-6). A worker that
    differs gives an error row and is not timed.
 3. Warm-up, then interleaved rounds: in each round every worker times one sample (a block
-   of steps lasting about cfg.min_time x 4), after an idle gap (IDLE_GAP) that lets the previous
-   worker's thread pools go to sleep; the order rotates from round to round.
+   of steps lasting about 4 x cfg.min_time), after an idle gap (IDLE_GAP) that lets the
+   previous worker's thread pools go to sleep; the order rotates from round to round.
 
 A row's ratio is the median over rounds of numbaflow's sample / the peer's sample of the
 same round (drift in the machine's load cancels); the times are the median, min and IQR
@@ -169,11 +169,10 @@ def _time(name, workers, cfg, alone):
     (`alone`: numbaflow was the only contender, its row says so)."""
     per_sample = {}
     warm = 3 if cfg.quick else 12      # numbaflow compiles a plan's segments after 8 runs
-    for w in workers:
-        t = w.ask("warmup", steps=warm)
+    for w in workers:     # then steps per sample, so that a sample lasts ~4 x min_time
+        w.ask("warmup", steps=warm)
         one = w.ask("time", steps=1)["seconds"]
         per_sample[w.c.label] = max(1, int(cfg.min_time * 4 / max(one, 1e-6)))
-        del t
     samples = {w.c.label: [] for w in workers}
     rss = {}
     for r in range(cfg.repeat):
