@@ -165,7 +165,8 @@ class DataParallelRunner:
         results, errors = [None] * n, [None] * n
         # the devices share one budget: numba's loops (thread-local) and the BLAS (global)
         threads = thread_budget.share(n)
-        thread_budget.limit_blas(threads)
+        if thread_budget.blas_threads != threads:
+            thread_budget.limit_blas(threads)
 
         def device(i):
             previous = numba.get_num_threads()

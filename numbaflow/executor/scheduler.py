@@ -293,7 +293,8 @@ class Scheduler:
                                "Scheduler per thread")
         try:
             # the BLAS is process-wide: each thread's share while this plan runs
-            threads.limit_blas(self.numba_threads)
+            if threads.blas_threads != self.numba_threads:
+                threads.limit_blas(self.numba_threads)
             set_numba = self._set_numba
             if set_numba:
                 prev = self._get_nt()
