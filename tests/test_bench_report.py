@@ -82,7 +82,8 @@ def test_quick_prints_targets_without_verdicts():
 def test_header_states_blas_kernel_threads_and_load_warning():
     lines = report.header(dict(MACHINE, env={"OPENBLAS_CORETYPE": "Haswell"}))
     text = "\n".join(lines)
-    assert "openblas 0.3.30, kernel Haswell, 2 threads" in text and "OPENBLAS_CORETYPE=Haswell" in text
+    assert "openblas 0.3.30, kernel Haswell, 2 threads" in text
+    assert "OPENBLAS_CORETYPE=Haswell" in text
     assert "thread budget 2" in text and "WARNING" not in text
     busy = "\n".join(report.header(dict(MACHINE, load=[3.0, 2.0, 1.0])))
     assert "WARNING: load average 3.00 on 2 cpus" in busy
