@@ -45,7 +45,8 @@ def parse_args(argv=None):
                    help='models/*: a JSON file {"jax": "/path/python", ...} (same as '
                         "--peer-python; the command line wins)")
     p.add_argument("--threads", type=int,
-                   help="models/*: numbaflow's thread budget (default: the machine's)")
+                   help="models/*: the threads of each worker, numbaflow's and the peers' "
+                        "(default: this machine's thread budget)")
     p.add_argument("--json", metavar="FILE", help="also write the run's record to FILE")
     p.add_argument("--load", metavar="FILE",
                    help="do not measure: report the record in FILE (from --json)")
