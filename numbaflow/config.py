@@ -293,3 +293,8 @@ def default_omp_wait_policy():
     next matmul (an MLP step measured 48 ms instead of 3.3 ms on 2 cores). libgomp reads
     it when numba first loads it, so `import numbaflow` calls this first."""
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+def omp_num_threads():
+    """OMP_NUM_THREADS as a positive int (the user's cap on threads per process), or None
+    when it is unset or not a positive integer (then the usable cores decide)."""
+    raw = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+    return int(raw) if raw.isdigit() and int(raw) > 0 else None

@@ -18,7 +18,6 @@ def _case(name):
 
 def _rows(name):
     cfg = quick_config()
-    cfg.peers = False
     try:
         dp.mpiexec()
     except Skip as e:
@@ -29,6 +28,7 @@ def _rows(name):
         assert math.isfinite(r.ratio) and r.ratio > 0, (r.baseline, r.ratio, r.note)
         for t in (r.t_subject, r.t_baseline):
             assert 0 < t.min <= t.median and math.isfinite(t.median), (r.baseline, t)
+            assert t.n >= 1
         assert "ERROR" not in r.note and "skipped" not in r.note, r.note
     return rows
 
@@ -40,7 +40,7 @@ def test_grad_sync_quick_rows():
     assert [(r.subject, r.baseline) for r in rows] == [
         ("bucketed LocalGroup.allreduce_", "mpi4py Allreduce flat"),
         ("per-gradient allreduce_sum_ x6", "bucketed LocalGroup.allreduce_")]
-    assert "target <= 1.2x" in rows[0].note and "bucketing gain" in rows[1].note
+    assert rows[0].checks.keys() == {"ratio <= 1.2x"} and "bucketing gain" in rows[1].note
 
 
 @pytest.mark.mpi
@@ -51,7 +51,7 @@ def test_mlp_scaling_quick_rows():
     for r in rows:
         eff = float(r.note.split("efficiency t1/t2 = ")[1].split()[0])
         assert eff > 0 and abs(eff - 1 / r.ratio) < 0.01, r.note
-    assert "target >= 0.9" in rows[0].note
+    assert rows[0].checks.keys() == {"efficiency >= 0.9"} and "rounds: " in rows[0].note
 
 
 def test_grad_shapes_are_the_mlp_gradients():
@@ -80,5 +80,6 @@ def test_child_failure_is_reported():
 
 def test_cli_lists_the_dp_rows(capsys):
     assert bench.main(["--list", "--only", "dp/"]) == 0
-    assert capsys.readouterr().out.split() == ["dp/grad_sync", "dp/mlp_scaling"]
+    assert capsys.readouterr().out.split() == ["dp/grad_sync", "dp/mlp_scaling",
+                                               "dp/cnn_scaling", "dp/gpt_scaling"]
     json.dumps(dp.settings(quick_config()))     # the children get it as JSON

@@ -5,11 +5,11 @@ code builds the paddle peer: `build(numbaflow)` or `build(paddle)`.
 """
 import functools
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import baselines, peers
+from . import baselines, models
 from .harness import Candidate, Case, Skip
 
 
@@ -26,8 +26,9 @@ class Config:
     compile_warm_runs: int = 3    # warm-cache processes (the cold one runs once)
     repeat: int = 15
     min_time: float = 0.05    # seconds per sample
-    peers: bool = True
     quick: bool = False
+    peer_python: dict = field(default_factory=dict)   # models/*: framework -> interpreter
+    threads: int = 1          # models/*: numbaflow's thread budget (set from the machine)
 
 
 def quick_config():
@@ -331,8 +332,8 @@ def fused_depthwise_case():
 
 
 def conv2d_case():
-    """conv2d forward (3x3, padding 1, 64 filters) through Executor.run vs torch eager when
-    installed, and a numpy im2col + matmul."""
+    """conv2d forward (3x3, padding 1, 64 filters) through Executor.run vs a numpy im2col +
+    matmul (the CNN against torch and JAX: models/cnn)."""
 
     def build(cfg):
         nf = _nf()
@@ -349,17 +350,8 @@ def conv2d_case():
         run = _runner(nf, main, {"x": x, "w": k}, [out], nf.static.Scope())
         want = baselines.numpy_conv2d_im2col(x, k, 1)
         _check("conv2d", run()[0], want, rtol=1e-3, atol=1e-3)
-        candidates = [Candidate("Executor.run", run),
-                      Candidate("numpy im2col+matmul",
-                                lambda: baselines.numpy_conv2d_im2col(x, k, 1))]
-        if cfg.peers and peers.installed("torch"):
-            import torch
-            xt, kt = torch.from_numpy(x), torch.from_numpy(k)
-            _check("conv2d torch", torch.nn.functional.conv2d(xt, kt, padding=1).numpy(), want,
-                   rtol=1e-3, atol=1e-3)
-            candidates.append(Candidate("torch eager",
-                                        lambda: torch.nn.functional.conv2d(xt, kt, padding=1)))
-        return candidates
+        return [Candidate("Executor.run", run),
+                Candidate("numpy im2col+matmul", lambda: baselines.numpy_conv2d_im2col(x, k, 1))]
 
     return Case("conv/conv2d", "conv2d fwd x {conv_shape}, 64 3x3 filters (quick: 8), pad 1, f32",
                 build)
@@ -378,18 +370,10 @@ def seed_program(pd):
     return main, startup, loss
 
 
-def mlp_program(pd, sizes=(784, 512, 512, 10)):
-    """MLP `sizes` (default 784-512-512-10), relu between, softmax cross-entropy on int64
-    labels, SGD 0.1."""
-    main, startup = pd.static.Program(), pd.static.Program()
-    with _guard(pd), pd.static.program_guard(main, startup):
-        h = pd.static.data(name="x", shape=[None, sizes[0]], dtype="float32")
-        y = pd.static.data(name="y", shape=[None, 1], dtype="int64")
-        for i, n in enumerate(sizes[1:]):
-            h = pd.static.nn.fc(h, size=n, activation="relu" if i < len(sizes) - 2 else None)
-        loss = pd.nn.functional.cross_entropy(h, y)
-        pd.optimizer.SGD(learning_rate=0.1).minimize(loss)
-    return main, startup, loss
+def mlp_program(pd):
+    """models.mlp_program as (main, startup, loss), the form the model cases take."""
+    built = models.mlp_program(pd)
+    return built.main, built.startup, built.loss
 
 
 def _param_names(layers):
@@ -405,29 +389,19 @@ def _initialised(nf, build, layers):
     return main, loss, scope, params
 
 
-def _peer_candidates(cfg, build, params, x, y, lr, loss_kind, feed, layers):
-    """torch / jax / paddle doing the same step, those that are installed."""
-    factories = {
-        "torch": lambda: peers.torch_step(params, x, y, lr, loss_kind),
-        "jax": lambda: peers.jax_step(params, x, y, lr, loss_kind),
-        "paddle": lambda: peers.paddle_step(build, params, _param_names(layers), feed),
-    }
-    if not cfg.peers:
-        return []
-    return [Candidate(name, make()) for name, make in factories.items() if peers.installed(name)]
-
-
 def _check_steps(name, candidates, steps=2):
-    """Every candidate starts from the same parameters: its first losses must match numpy's."""
+    """Both candidates start from the same parameters: numbaflow's first losses must match
+    numpy's."""
     ref = [float(candidates[1].fn()) for _ in range(steps)]
-    for c in candidates[:1] + candidates[2:]:
-        _check(f"{name} {c.label}", [float(np.asarray(c.fn()).ravel()[0]) for _ in range(steps)],
-               ref, rtol=1e-4, atol=1e-6)
+    _check(f"{name} {candidates[0].label}",
+           [float(np.asarray(candidates[0].fn()).ravel()[0]) for _ in range(steps)],
+           ref, rtol=1e-4, atol=1e-6)
 
 
 def model_case(name, what, build, layers, batch, make_numpy, targets, fused=False,
                compiled=False):
-    """A training step of a numbaflow program vs the hand-written numpy step (and peers).
+    """A training step of a numbaflow program vs the hand-written numpy step (peers, each in
+    its own process: models/*).
     fused: through CompiledProgram with fuse_elewise_add_act_ops, enable_auto_fusion and
     fuse_all_optimizer_ops (the fused ops it really runs are listed in the note).
     compiled: the seed doc's call, `exe.run(CompiledProgram(main), feed,
@@ -435,7 +409,7 @@ def model_case(name, what, build, layers, batch, make_numpy, targets, fused=Fals
 
     def build_case(cfg):
         nf = _nf()
-        x, y, feed, lr, loss_kind = batch(cfg)
+        x, y, feed, lr, _ = batch(cfg)
         main, loss, scope, params = _initialised(nf, build, layers)
         if compiled:
             program, fetch, label = nf.static.CompiledProgram(main), [loss.name], \
@@ -448,7 +422,6 @@ def model_case(name, what, build, layers, batch, make_numpy, targets, fused=Fals
         run = _runner(nf, program, feed, fetch, scope)
         candidates = [Candidate(label, lambda: run()[0]),
                       Candidate("numpy by hand", make_numpy(params, x, y, lr))]
-        candidates += _peer_candidates(cfg, build, params, x, y, lr, loss_kind, feed, layers)
         _check_steps(name, candidates)
         if fused:
             types = _passed_ops(program)
@@ -550,4 +523,6 @@ def all_cases():
     cases += deep_mlp_cases()
     from .data_parallel import dp_cases
     cases += dp_cases()
+    from .model_rows import model_cases
+    cases += model_cases()
     return cases

@@ -87,15 +87,14 @@ def report(name, cfg):
     totals = [w["total"] for w in warm]
     t_warm = Timing(statistics.median(totals), min(totals))
     mid = sorted(warm, key=lambda w: w["total"])[len(warm) // 2]
-    ok = t_warm.median <= WARM_TARGET
-    note = (f"target warm <= {WARM_TARGET:g} s: {'met' if ok else 'MISSED'}; warm = startup "
+    note = (f"warm = startup "
             f"{fmt_time(mid['startup'])} + first step {fmt_time(mid['first_step'])}; "
             f"cold first step {fmt_time(cold['first_step'])}; "
             f"import numbaflow {fmt_time(statistics.median(w['import'] for w in warm))} "
             f"warm / {fmt_time(cold['import'])} cold, not counted")
     return [Row(name, "", "warm cache", "cold cache",
                 t_warm.median / cold["total"], t_warm, Timing(cold["total"], cold["total"]),
-                note)]
+                note, {f"warm <= {WARM_TARGET:g} s": t_warm.median <= WARM_TARGET})]
 
 
 def compile_case():
@@ -103,4 +102,4 @@ def compile_case():
     model (a cold compile costs per kernel, so a smaller MLP would not be quicker)."""
     name = "compile/mlp_train"
     return Case(name, "{compile_model} training, new process: build + startup + 1st step",
-                None, report=lambda cfg: report(name, cfg))
+                None, report=lambda cfg: report(name, cfg), cold=True)

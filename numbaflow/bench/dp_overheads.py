@@ -30,13 +30,14 @@ def main():
     import numbaflow as nf
     import numbaflow.distributed as dist
     from numbaflow.distributed.collective_group import LocalGroup
-    from .cases import mlp_program
+    from .models import mlp_program
     world = dist.world()
     rank = dist.get_rank()
     rng = np.random.default_rng(rank)
     feed = {"x": rng.standard_normal((128, 784), dtype=np.float32),
             "y": rng.integers(0, 10, (128, 1)).astype(np.int64)}
-    main, startup, loss = mlp_program(nf)
+    built = mlp_program(nf)
+    main, startup, loss = built.main, built.startup, built.loss
     exe, scope = nf.static.Executor(), nf.static.Scope()
     exe.run(startup, scope=scope)
     compiled = nf.static.CompiledProgram(main).with_data_parallel(

@@ -27,9 +27,26 @@ class Candidate:
 
 @dataclass
 class Timing:
-    """Seconds per iteration."""
+    """Seconds per iteration: the median and minimum of `n` samples and their interquartile
+    range (q3 - q1; nan when only the median is known, e.g. one fresh process)."""
     median: float
     min: float
+    iqr: float = float("nan")
+    n: int = 1
+
+    @classmethod
+    def of(cls, samples):
+        """The statistics of a list of per-iteration times."""
+        s = sorted(samples)
+        if not s:
+            raise ValueError("Timing.of needs at least one sample, got none")
+        q = statistics.quantiles(s, n=4, method="inclusive") if len(s) > 1 else [s[0]] * 3
+        return cls(statistics.median(s), s[0], q[2] - q[0], len(s))
+
+    @property
+    def spread(self):
+        """IQR / median (nan when unknown)."""
+        return self.iqr / self.median if self.median else float("nan")
 
 
 @dataclass
@@ -44,11 +61,17 @@ class Case:
     max_time: float = None
     # report(cfg) -> [Row]: a case that does its own measuring instead of build(cfg)
     report: object = None
+    # compiles into empty kernel caches in fresh processes (minutes): run only on request
+    cold: bool = False
 
 
 @dataclass
 class Row:
-    """One line of the report: the subject against one baseline, or a skip / error note."""
+    """One line of the report: the subject against one baseline, or a skip / error note.
+
+    checks: what a target asks of this row -> whether it was met ("ratio <= 1.3x": True);
+    the report prints the verdicts only when the run can back them (not with --quick), and
+    `--check` fails the run when one is False."""
     case: str
     what: str
     subject: str = ""
@@ -57,6 +80,12 @@ class Row:
     t_subject: Timing = None
     t_baseline: Timing = None
     note: str = ""
+    checks: dict = field(default_factory=dict)
+
+    @property
+    def failed(self):
+        """True for a row that reports an error (a broken case, peers that disagree)."""
+        return self.note.startswith("ERROR")
 
 
 def measure(candidates, repeat, min_time, warmup=2):
@@ -84,7 +113,7 @@ def measure(candidates, repeat, min_time, warmup=2):
             for _ in range(n):
                 fn()
             samples[c.label].append((time.perf_counter() - t0) / (n * c.iterations))
-    return {k: Timing(statistics.median(v), min(v)) for k, v in samples.items()}
+    return {k: Timing.of(v) for k, v in samples.items()}
 
 
 def rows_for(case, candidates, timings):
@@ -94,16 +123,14 @@ def rows_for(case, candidates, timings):
     for i, base in enumerate(candidates[1:]):
         tb = timings[base.label]
         row = Row(case.name, case.what, subject.label, base.label, ts.median / tb.median, ts, tb)
-        notes = []
         for prefix, limit in case.targets.items():
             if base.label.startswith(prefix):
-                notes.append(f"target <= {limit:g}x: {'met' if row.ratio <= limit else 'MISSED'}")
+                row.checks[f"ratio <= {limit:g}x"] = row.ratio <= limit
         if case.max_time is not None:
-            ok = ts.median <= case.max_time
-            notes.append(f"target <= {fmt_time(case.max_time)}/iter: {'met' if ok else 'MISSED'}")
+            row.checks[f"numbaflow <= {fmt_time(case.max_time)}/iter"] = \
+                ts.median <= case.max_time
         # the subject's note once, on its first row; each baseline's on its own row
-        notes += [n for n in (subject.note if i == 0 else "", base.note) if n]
-        row.note = "; ".join(notes)
+        row.note = "; ".join(n for n in (subject.note if i == 0 else "", base.note) if n)
         out.append(row)
     return out
 
@@ -117,29 +144,3 @@ def fmt_time(seconds):
     if seconds < 1:
         return f"{seconds * 1e3:.2f} ms"
     return f"{seconds:.2f} s"
-
-
-HEADER = ["case", "workload", "numbaflow", "vs", "ratio", "numbaflow median (min)",
-          "baseline median (min)", "note"]
-
-
-def _cells(row):
-    def both(t):
-        return "-" if t is None else f"{fmt_time(t.median)} ({fmt_time(t.min)})"
-
-    ratio = "-" if row.ratio != row.ratio else f"{row.ratio:.2f}x"
-    return [row.case, row.what, row.subject, row.baseline, ratio,
-            both(row.t_subject), both(row.t_baseline), row.note]
-
-
-def format_table(rows, markdown=False):
-    """The report as aligned text, or as a markdown table."""
-    cells = [HEADER] + [_cells(r) for r in rows]
-    if markdown:
-        lines = ["| " + " | ".join(c) + " |" for c in cells]
-        lines.insert(1, "|" + "---|" * len(HEADER))
-        return "\n".join(lines)
-    widths = [max(len(c[i]) for c in cells) for i in range(len(HEADER))]
-    lines = ["  ".join(c[i].ljust(widths[i]) for i in range(len(HEADER))).rstrip() for c in cells]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)

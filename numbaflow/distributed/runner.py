@@ -31,6 +31,7 @@ from .feed import loss_grad_scales, merge_fetch, split_feed
 from ..executor.plan import restore, snapshot_written
 from ..executor.scope import Scope
 from ..executor.strategy import GradientScaleStrategy, ReduceStrategy
+from ..executor import threads as thread_budget
 
 
 class DataParallelRunner:
@@ -162,11 +163,14 @@ class DataParallelRunner:
     def _run_devices(self, plans, iterations):
         n = len(plans)
         results, errors = [None] * n, [None] * n
-        threads = numba.config.NUMBA_NUM_THREADS
+        # the devices share one budget: numba's loops (thread-local) and the BLAS (global)
+        threads = thread_budget.share(n)
+        if thread_budget.blas_threads != threads:
+            thread_budget.limit_blas(threads)
 
         def device(i):
             previous = numba.get_num_threads()
-            numba.set_num_threads(max(1, threads // n))   # thread-local in numba
+            numba.set_num_threads(threads)   # thread-local in numba
             try:
                 with _device_context(self.places[i]):
                     results[i] = plans[i][0].run(plans[i][1], iterations)

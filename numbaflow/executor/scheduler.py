@@ -27,6 +27,8 @@ import weakref
 
 import numba
 
+from . import threads
+
 __all__ = ["OpFailed", "Scheduler", "threading_layer"]
 
 
@@ -256,9 +258,12 @@ class Scheduler:
         self.num_threads = num_threads
         self.num_ops = n
         self._explicit_numba = numba_threads is not None
-        self.numba_threads = numba_threads or max(1, max_numba // num_threads)
+        # the workers share the process's thread budget (OMP_NUM_THREADS or the cores)
+        self.numba_threads = numba_threads or threads.share(num_threads)
         self._guard = threading.Lock()      # one run at a time
-        self._set_numba = num_threads > 1 or self._explicit_numba
+        # also one thread under a smaller budget (OMP_NUM_THREADS=1): numba's default is all
+        self._set_numba = num_threads > 1 or self._explicit_numba or \
+            self.numba_threads != max_numba
         if self._set_numba:
             self._get_nt, self._set_nt = _thread_count_functions()
         self._pool = None
@@ -287,6 +292,9 @@ class Scheduler:
             raise RuntimeError("Scheduler.run is already running in another thread; use one "
                                "Scheduler per thread")
         try:
+            # the BLAS is process-wide: each thread's share while this plan runs
+            if threads.blas_threads != self.numba_threads:
+                threads.limit_blas(self.numba_threads)
             set_numba = self._set_numba
             if set_numba:
                 prev = self._get_nt()

@@ -1,0 +1,216 @@
+"""models/*: the CNN, GPT and MLP training steps of models.py, numbaflow against its peers.
+
+Every contender is a worker process (worker.py) started from its own interpreter: numbaflow
+from this one, each peer from the interpreter the user named (`--peer-python jax=PATH`,
+`torch=PATH`, `paddle=PATH`, or a JSON file of the same mapping: `--peer-file FILE`). torch
+gives two contenders (eager, and torch.compile outside --quick), Paddle one per thread count
+(its best is the fair comparison). numbaflow runs at the thread budget and at 1 thread.
+
+1. numbaflow's worker builds the program, runs startup and writes its initial weights and
+   the batch; every other worker starts from those.
+2. Agreement: every worker's first AGREE_STEPS losses must equal numbaflow's within
+   LOSS_RTOL (relative; float32 sums in another order differ by ~1e-6). A worker that
+   differs gives an error row and is not timed.
+3. Warm-up, then interleaved rounds: in each round every worker times one sample (a block
+   of steps lasting about 4 x cfg.min_time), after an idle gap (IDLE_GAP) that lets the
+   previous worker's thread pools go to sleep; the order rotates from round to round.
+
+A row's ratio is the median over rounds of numbaflow's sample / the peer's sample of the
+same round (drift in the machine's load cancels); the times are the median, min and IQR
+of each side's samples.
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+
+from . import models
+from .harness import Case, Row, Skip, Timing
+from ..executor.threads import worker_env
+
+AGREE_STEPS = 3
+LOSS_RTOL = 1e-4
+IDLE_GAP = 0.1          # seconds before each sample
+TARGET = 1.0            # numbaflow / each peer, issue 22
+PEER_FRAMEWORKS = ("jax", "torch", "paddle")
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@dataclass
+class Contender:
+    """One worker to start: `framework` run by `python` with `threads` threads."""
+    label: str
+    framework: str
+    python: str
+    threads: int
+
+
+def contenders(peer_python, budget, quick):
+    """numbaflow at the budget (the subject) and at 1 thread, then each named peer."""
+    out = [Contender(f"numbaflow {budget}t", "numbaflow", sys.executable, budget)]
+    if budget > 1 and not quick:
+        out.append(Contender("numbaflow 1t", "numbaflow", sys.executable, 1))
+    for name, python in peer_python.items():
+        if name == "jax":
+            out.append(Contender(f"jax.jit {budget}t", "jax", python, budget))
+        elif name == "torch":
+            out.append(Contender(f"torch eager {budget}t", "torch", python, budget))
+            if not quick:
+                out.append(Contender(f"torch.compile {budget}t", "torch.compile", python, budget))
+        elif name == "paddle":
+            for t in sorted({1, budget} if not quick else {budget}):
+                out.append(Contender(f"paddle static {t}t", "paddle", python, t))
+        else:
+            raise ValueError(f"--peer-python {name}=...: unknown peer {name!r}; expected one "
+                             f"of {', '.join(PEER_FRAMEWORKS)}")
+    return out
+
+
+class Worker:
+    """A running worker.py; `ask(cmd, **args)` sends one command and returns the answer."""
+
+    def __init__(self, c, numbaflow_root):
+        env = worker_env(os.environ, c.threads)
+        env.pop("PYTHONPATH", None)
+        if c.framework == "numbaflow":
+            env["PYTHONPATH"] = numbaflow_root
+        self.c = c
+        self.log = tempfile.TemporaryFile(mode="w+")
+        try:
+            self.proc = subprocess.Popen([c.python, os.path.join(HERE, "worker.py"), c.framework],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=self.log, text=True, env=env)
+        except OSError as e:
+            raise RuntimeError(f"{c.label}: cannot start {c.python}: {e}") from None
+
+    def ask(self, cmd, **args):
+        self.proc.stdin.write(json.dumps({"cmd": cmd, **args}) + "\n")
+        self.proc.stdin.flush()
+        for line in self.proc.stdout:
+            if line.startswith("@@ "):
+                answer = json.loads(line[3:])
+                if "error" in answer:
+                    raise RuntimeError(f"{self.c.label}: {answer['error']}")
+                return answer
+        self.log.seek(0)
+        tail = " | ".join(self.log.read().strip().splitlines()[-3:])
+        raise RuntimeError(f"{self.c.label} worker exited ({self.proc.wait()}): {tail}")
+
+    def close(self):
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.write('{"cmd": "quit"}\n')
+                self.proc.stdin.close()
+                self.proc.wait(timeout=30)
+            except (OSError, subprocess.TimeoutExpired):
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
+def agree(reference, losses, rtol=LOSS_RTOL):
+    """None when `losses` equal `reference` within rtol, else what differs (a message)."""
+    bad = [(i, a, b) for i, (a, b) in enumerate(zip(losses, reference))
+           if not abs(a - b) <= rtol * max(abs(b), 1e-12)]
+    if len(losses) != len(reference) or bad:
+        return (f"losses differ from numbaflow's beyond rtol {rtol:g}: step {bad[0][0]} "
+                f"{bad[0][1]!r} vs {bad[0][2]!r}" if bad else "a different number of losses")
+    return None
+
+
+def paired_ratio(subject, base):
+    """Median over rounds of subject / base (per-round pairs)."""
+    return statistics.median(a / b for a, b in zip(subject, base))
+
+
+def measure_model(model, cfg, numbaflow_root):
+    """Run the workers of one model; return (rows, errors) where rows compare the subject
+    with every other contender."""
+    cs = contenders(cfg.peer_python, cfg.threads, cfg.quick)
+    name = f"models/{model}"
+    workers, rows, losses = [], [], {}
+    with tempfile.TemporaryDirectory(prefix="numbaflow-bench-models-") as d:
+        try:
+            for c in cs:
+                w = Worker(c, numbaflow_root)
+                workers.append(w)
+                try:
+                    w.ask("setup", model=model, dir=d, reference=c is cs[0])
+                    losses[c.label] = w.ask("losses", steps=AGREE_STEPS)["losses"]
+                except RuntimeError as e:
+                    if c is cs[0]:
+                        raise
+                    # torch.compile needs a C compiler and a supported Python: where it
+                    # does not run, its row says so; any other failure is an error
+                    what = "skipped: torch.compile does not run here:" \
+                        if c.framework == "torch.compile" else "ERROR"
+                    rows.append(Row(name, "", cs[0].label, c.label, note=f"{what} {e}"[:200]))
+                    w.close()
+                    workers.pop()
+                    continue
+                why = agree(losses[cs[0].label], losses[c.label])
+                if why:
+                    rows.append(Row(name, "", cs[0].label, c.label, note=f"ERROR {why}"))
+                    w.close()
+                    workers.pop()
+            rows += _time(name, workers, cfg, alone=len(cs) == 1)
+        finally:
+            for w in workers:
+                w.close()
+    return rows
+
+
+def _time(name, workers, cfg, alone):
+    """Warm up, calibrate, sample in rotating interleaved rounds; rows subject vs others
+    (`alone`: numbaflow was the only contender, its row says so)."""
+    per_sample = {}
+    warm = 3 if cfg.quick else 12      # numbaflow compiles a plan's segments after 8 runs
+    for w in workers:     # then steps per sample, so that a sample lasts ~4 x min_time
+        w.ask("warmup", steps=warm)
+        one = w.ask("time", steps=1)["seconds"]
+        per_sample[w.c.label] = max(1, int(cfg.min_time * 4 / max(one, 1e-6)))
+    samples = {w.c.label: [] for w in workers}
+    rss = {}
+    for r in range(cfg.repeat):
+        k = r % len(workers)
+        for w in workers[k:] + workers[:k]:
+            time.sleep(IDLE_GAP)
+            n = per_sample[w.c.label]
+            answer = w.ask("time", steps=n)
+            samples[w.c.label].append(answer["seconds"] / n)
+            rss[w.c.label] = answer["rss_mb"]
+    subject = workers[0].c.label
+    ts = Timing.of(samples[subject])
+    out = []
+    for w in workers[1:]:
+        label = w.c.label
+        ratio = paired_ratio(samples[subject], samples[label])
+        note = f"peak RSS {rss[subject]:.0f} MB vs {rss[label]:.0f} MB"
+        out.append(Row(name, "", subject, label, ratio, ts, Timing.of(samples[label]), note,
+                       checks={f"ratio <= {TARGET:g}x": ratio <= TARGET}))
+    if alone:
+        out.append(Row(name, "", subject, "", float("nan"), ts, None,
+                       f"no peer named (--peer-python); peak RSS {rss[subject]:.0f} MB"))
+    return out
+
+
+def model_case(model):
+    """models/<model>: a Case measured by its own worker processes."""
+
+    def report(cfg):
+        import numbaflow
+        root = os.path.dirname(os.path.dirname(os.path.abspath(numbaflow.__file__)))
+        if cfg.quick and model != "mlp":
+            raise Skip("--quick runs models/mlp only (drop --quick for the CNN and GPT)")
+        return measure_model(model, cfg, root)
+
+    return Case(f"models/{model}", models.WHAT[model], None, report=report)
+
+
+def model_cases():
+    """models/cnn, models/gpt, models/mlp."""
+    return [model_case(m) for m in ("cnn", "gpt", "mlp")]

@@ -1,0 +1,166 @@
+"""One framework's training step of a `models/` case, in its own process.
+
+    PYTHON numbaflow/bench/worker.py FRAMEWORK     (FRAMEWORK: numbaflow, paddle, torch,
+                                                    torch.compile or jax)
+
+Started by numbaflow/bench/model_rows.py with the interpreter the user named for that
+framework (`--peer-python jax=/path/to/python`), so every framework keeps its own venv
+(Paddle's numpy 1 never meets numbaflow's numpy 2). It is a plain script: it imports only
+the sibling files models.py and peer_models.py, and the framework itself.
+
+The parent sets the thread environment before the start (OMP/MKL/OpenBLAS/numba threads,
+passive OpenMP waiting, a short OpenBLAS spin), and sends one JSON command per line on
+stdin; each answer is one line `@@ {json}` on stdout (frameworks may print other lines):
+
+    {"cmd": "setup", "model": "cnn", "dir": D,  build; the reference (numbaflow at the
+     "reference": true}                          budget) writes its initial weights and
+                                                 the batch to D, the others read them
+    {"cmd": "losses", "steps": 3}                the losses of the next steps
+    {"cmd": "warmup", "steps": 10}               run steps, wait for background compiles
+    {"cmd": "time", "steps": 5}                  seconds of the next `steps` steps
+    {"cmd": "quit"}
+
+Arrays travel as raw little-endian files plus an index (D/index.json), so a torch venv
+without numpy can read them too.
+"""
+import json
+import os
+import resource
+import sys
+import time
+
+MARK = "@@ "
+
+
+# ------------------------------------------------------------------ array files
+def write_arrays(d, arrays):
+    """Write {name: numpy array} as D/<i>.bin plus D/index.json (dtype, shape per name)."""
+    import numpy as np
+    index = {}
+    for i, (name, a) in enumerate(arrays.items()):
+        a = np.ascontiguousarray(a)
+        a.tofile(os.path.join(d, f"{i}.bin"))
+        index[name] = {"file": f"{i}.bin", "dtype": a.dtype.name, "shape": list(a.shape)}
+    with open(os.path.join(d, "index.json"), "w") as f:
+        json.dump(index, f)
+
+
+def read_index(d):
+    with open(os.path.join(d, "index.json")) as f:
+        return json.load(f)
+
+
+def read_numpy(d):
+    import numpy as np
+    return {name: np.fromfile(os.path.join(d, e["file"]), dtype=e["dtype"]).reshape(e["shape"])
+            for name, e in read_index(d).items()}
+
+
+# ------------------------------------------------------------------ static graph frameworks
+class StaticStep:
+    """numbaflow or paddle: the program of models.py, run by an Executor."""
+
+    def __init__(self, framework, model, d, reference):
+        import numpy as np
+        try:
+            from . import models
+        except ImportError:     # run as a script (see the end of this file)
+            import models
+        if framework == "numbaflow":
+            import numbaflow as pd
+        else:
+            os.environ.setdefault("FLAGS_enable_pir_api", "0")   # Paddle 3: the old Program API
+            import paddle as pd
+        pd.enable_static()
+        self.framework, self.np = framework, np
+        self.built = models.PROGRAMS[model](pd)
+        self.place = pd.CPUPlace()
+        self.exe, self.scope = pd.static.Executor(self.place), pd.static.Scope()
+        self.exe.run(self.built.startup, scope=self.scope)
+        names = models.parameters(self.built)
+        if reference:       # numbaflow's weights and batch: what every other worker starts from
+            self.feed = models.batch(model)
+            params = {n: np.array(self.scope.find_var(n).get_tensor()) for n in names}
+            write_arrays(d, {**{"param:" + k: v for k, v in params.items()},
+                             **{"feed:" + k: v for k, v in self.feed.items()}})
+        else:
+            arrays = read_numpy(d)
+            self.feed = {k[5:]: v for k, v in arrays.items() if k.startswith("feed:")}
+            for n in names:
+                self.scope.find_var(n).get_tensor().set(arrays["param:" + n], self.place)
+
+    def step(self):
+        loss, = self.exe.run(self.built.main, feed=self.feed, fetch_list=[self.built.loss],
+                             scope=self.scope)
+        if self.built.scheduler is not None:
+            self.built.scheduler.step()
+        return float(self.np.asarray(loss).ravel()[0])
+
+    def settle(self):
+        """numbaflow compiles segments in the background: time the steady state."""
+        if self.framework == "numbaflow":
+            from numbaflow.executor.segments import wait_for_compiles
+            wait_for_compiles()
+
+
+def make_step(framework, model, d, reference=False):
+    if framework in ("numbaflow", "paddle"):
+        return StaticStep(framework, model, d, reference)
+    if reference:
+        raise ValueError(f"the reference worker is numbaflow's, not {framework}'s")
+    try:
+        from . import peer_models
+    except ImportError:     # run as a script
+        import peer_models
+    if framework in ("torch", "torch.compile"):
+        return peer_models.TorchStep(model, read_index(d), d, compile=framework != "torch")
+    if framework == "jax":
+        return peer_models.JaxStep(model, read_index(d), d)
+    raise ValueError(f"unknown framework {framework!r}; expected numbaflow, paddle, torch, "
+                     f"torch.compile or jax")
+
+
+def peak_rss_mb():
+    """Peak resident memory of this process (ru_maxrss is KiB on Linux)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def serve(framework, stdin=sys.stdin, stdout=sys.stdout):
+    """Answer the parent's commands until `quit` (or end of input)."""
+    step = None
+    for line in stdin:
+        msg = json.loads(line)
+        cmd = msg["cmd"]
+        try:
+            if cmd == "setup":
+                t0 = time.perf_counter()
+                step = make_step(framework, msg["model"], msg["dir"],
+                                 msg.get("reference", False))
+                out = {"setup_s": time.perf_counter() - t0}
+            elif cmd == "losses":
+                out = {"losses": [step.step() for _ in range(msg["steps"])]}
+            elif cmd == "warmup":
+                t0 = time.perf_counter()
+                last = [step.step() for _ in range(msg["steps"])][-1]
+                step.settle()
+                out = {"seconds": time.perf_counter() - t0, "loss": last}
+            elif cmd == "time":
+                t0 = time.perf_counter()
+                for _ in range(msg["steps"]):
+                    last = step.step()
+                out = {"seconds": time.perf_counter() - t0, "loss": last}
+            elif cmd == "quit":
+                return
+            else:
+                raise ValueError(f"unknown command {cmd!r}")
+            out["rss_mb"] = peak_rss_mb()
+        except Exception as e:  # the parent reports it as the row's error
+            out = {"error": f"{type(e).__name__}: {e}"}
+        stdout.write(MARK + json.dumps(out) + "\n")
+        stdout.flush()
+
+
+if __name__ == "__main__":
+    # run as a script: this file's directory is sys.path[0], so `import models` finds the
+    # sibling file without importing the numbaflow package (absent from the peers' venvs)
+    serve(sys.argv[1])
