@@ -36,3 +36,14 @@ def test_max_pool_grad_gives_ties_to_the_first_maximum(k, s, pad, hw):
     dx = np.full_like(x, np.nan)                                  # every cell must be written
     pool2d_bwd(x, out, dout, dx, *geo)
     np.testing.assert_allclose(dx, _first_max_grad(x, dout, k, s, pad), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("hw", [8, 9])          # 9: the last row / column is left out
+def test_max_pool_2x2_forward_fast_path_matches_the_window_maxima(hw):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2, 3, hw, hw)).astype(np.float32)
+    OH = hw // 2
+    out = np.full((2, 3, OH, OH), np.nan, np.float32)
+    pool2d_fwd(x, out, 2, 2, 2, 2, 0, 0, 0, 0, True, True)
+    want = x[:, :, :2 * OH, :2 * OH].reshape(2, 3, OH, 2, OH, 2).max(axis=(3, 5))
+    np.testing.assert_array_equal(out, want)
