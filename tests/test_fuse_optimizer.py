@@ -26,6 +26,7 @@ OPTIMIZERS = {
     "momentum_nesterov": lambda: paddle.optimizer.Momentum(0.1, 0.8, use_nesterov=True),
     "adam_decay_clip": lambda: paddle.optimizer.Adam(
         0.05, weight_decay=0.01, grad_clip=paddle.nn.ClipGradByGlobalNorm(0.5)),
+    "adamw": lambda: paddle.optimizer.AdamW(0.05, weight_decay=0.02),
 }
 
 
@@ -313,7 +314,9 @@ SIM_SCRIPT = textwrap.dedent("""
     slots = {"fused_sgd": ("Param", "Grad", "LearningRate"),
              "fused_momentum": ("Param", "Grad", "Velocity", "LearningRate"),
              "fused_adam": ("Param", "Grad", "LearningRate", "Moment1", "Moment2",
-                            "Beta1Pow", "Beta2Pow")}
+                            "Beta1Pow", "Beta2Pow"),
+             "fused_adamw": ("Param", "Grad", "LearningRate", "Moment1", "Moment2",
+                             "Beta1Pow", "Beta2Pow")}
     checked = 0
     for budget in (fused_optim.CUDA_PARAM_BYTES, 56 * 10 * 2):   # one launch; 3 launches
         fused_optim.CUDA_PARAM_BYTES = budget
