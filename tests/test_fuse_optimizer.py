@@ -26,6 +26,7 @@ OPTIMIZERS = {
     "momentum_nesterov": lambda: paddle.optimizer.Momentum(0.1, 0.8, use_nesterov=True),
     "adam_decay_clip": lambda: paddle.optimizer.Adam(
         0.05, weight_decay=0.01, grad_clip=paddle.nn.ClipGradByGlobalNorm(0.5)),
+    "adamw": lambda: paddle.optimizer.AdamW(0.05, weight_decay=0.02),
 }
 
 
@@ -313,7 +314,9 @@ SIM_SCRIPT = textwrap.dedent("""
     slots = {"fused_sgd": ("Param", "Grad", "LearningRate"),
              "fused_momentum": ("Param", "Grad", "Velocity", "LearningRate"),
              "fused_adam": ("Param", "Grad", "LearningRate", "Moment1", "Moment2",
-                            "Beta1Pow", "Beta2Pow")}
+                            "Beta1Pow", "Beta2Pow"),
+             "fused_adamw": ("Param", "Grad", "LearningRate", "Moment1", "Moment2",
+                             "Beta1Pow", "Beta2Pow")}
     checked = 0
     for budget in (fused_optim.CUDA_PARAM_BYTES, 56 * 10 * 2):   # one launch; 3 launches
         fused_optim.CUDA_PARAM_BYTES = budget
@@ -376,4 +379,4 @@ def test_fused_kernels_on_simulated_gpu_match_cpu(tmp_path):
     r = subprocess.run([sys.executable, "-c", SIM_SCRIPT], env=env, capture_output=True,
                        text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    assert "checked 12" in r.stdout
+    assert "checked 16" in r.stdout      # 4 fused ops x 2 dtypes x 2 launch budgets

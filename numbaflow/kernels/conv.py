@@ -200,12 +200,58 @@ def col2im(cols, x, kh, kw, sh, sw, pt, pl, dh, dw, OH, OW):
                         x[c, ih, ow * sw + col] += cols[r, base + ow]
 
 
+# Stride 1, dilation 1 (most convolutions): the input plane is first copied into a
+# zero-bordered plane `xp` (allocated once, border never written), so every columns row
+# is a branch-free copy of contiguous runs; col2im accumulates into such a plane `gp` and
+# copies its interior out. On the LeNet's convolutions: im2col 1.26 -> 0.20 / 0.25 ms,
+# col2im 1.03 -> 0.24 / 1.30 -> 0.28 ms (64 samples, 1 thread), where the GEMMs take
+# 0.15-0.67 ms: the unrolling, not BLAS, was most of the time.
 @njit(**_JIT)
-def conv_fwd(x5, w3, out4, cols, kh, kw, sh, sw, pt, pl, dh, dw, OH, OW):
-    """x5 (N, G, Cg, H, W), w3 (G, Mg, K), out4 (N, G, Mg, OH*OW), cols (K, OH*OW)."""
+def im2col_unit(x, xp, cols, kh, kw, pt, pl, OH, OW):
+    C, H, W = x.shape
+    for c in range(C):
+        for h in range(H):
+            for w in range(W):
+                xp[c, h + pt, w + pl] = x[c, h, w]
+    for c in range(C):
+        for i in range(kh):
+            for j in range(kw):
+                row = cols[(c * kh + i) * kw + j]
+                for oh in range(OH):
+                    src = xp[c, oh + i]
+                    for ow in range(OW):
+                        row[oh * OW + ow] = src[ow + j]
+
+
+@njit(**_JIT)
+def col2im_unit(cols, gp, dx, kh, kw, pt, pl, OH, OW):
+    """dx = the adjoint of im2col_unit applied to cols (dx is overwritten)."""
+    C, H, W = dx.shape
+    gp[:] = 0
+    for c in range(C):
+        for i in range(kh):
+            for j in range(kw):
+                row = cols[(c * kh + i) * kw + j]
+                for oh in range(OH):
+                    dst = gp[c, oh + i]
+                    for ow in range(OW):
+                        dst[ow + j] += row[oh * OW + ow]
+    for c in range(C):
+        for h in range(H):
+            for w in range(W):
+                dx[c, h, w] = gp[c, h + pt, w + pl]
+
+
+@njit(**_JIT)
+def conv_fwd(x5, w3, out4, cols, xp, kh, kw, sh, sw, pt, pl, dh, dw, OH, OW):
+    """x5 (N, G, Cg, H, W), w3 (G, Mg, K), out4 (N, G, Mg, OH*OW), cols (K, OH*OW);
+    xp: the zero-bordered plane for stride 1 / dilation 1, else empty."""
     for n in range(x5.shape[0]):
         for g in range(x5.shape[1]):
-            im2col(x5[n, g], cols, kh, kw, sh, sw, pt, pl, dh, dw, OH, OW)
+            if xp.size:
+                im2col_unit(x5[n, g], xp, cols, kh, kw, pt, pl, OH, OW)
+            else:
+                im2col(x5[n, g], cols, kh, kw, sh, sw, pt, pl, dh, dw, OH, OW)
             np.dot(w3[g], cols, out4[n, g])
 
 
@@ -218,22 +264,30 @@ def conv1x1_fwd(x4, w3, out4):
 
 
 @njit(**_JIT)
-def conv_bwd(x5, w3, d4, dx5, dw3, cols, dcols, tmpw, need_dx, need_dw,
+def conv_bwd(x5, w3, d4, dx5, dw3, cols, dcols, tmpw, xp, gp, need_dx, need_dw,
              kh, kw, sh, sw, pt, pl, dh, dw, OH, OW):
-    """dFilter_g = sum_n dOut[n, g] @ cols(x[n, g])^T; dInput[n, g] = col2im(W_g^T @ dOut[n, g])."""
+    """dFilter_g = sum_n dOut[n, g] @ cols(x[n, g])^T; dInput[n, g] = col2im(W_g^T @ dOut[n, g]).
+    xp, gp: zero-bordered planes for stride 1 / dilation 1 (im2col_unit), else empty."""
+    unit = xp.size > 0
     if need_dw:
         dw3[:] = 0
-    if need_dx:
+    if need_dx and not unit:
         dx5[:] = 0
     for n in range(d4.shape[0]):
         for g in range(d4.shape[1]):
             if need_dw:
-                im2col(x5[n, g], cols, kh, kw, sh, sw, pt, pl, dh, dw, OH, OW)
+                if unit:
+                    im2col_unit(x5[n, g], xp, cols, kh, kw, pt, pl, OH, OW)
+                else:
+                    im2col(x5[n, g], cols, kh, kw, sh, sw, pt, pl, dh, dw, OH, OW)
                 np.dot(d4[n, g], cols.T, tmpw)
                 dw3[g] += tmpw
             if need_dx:
                 np.dot(w3[g].T, d4[n, g], dcols)
-                col2im(dcols, dx5[n, g], kh, kw, sh, sw, pt, pl, dh, dw, OH, OW)
+                if unit:
+                    col2im_unit(dcols, gp, dx5[n, g], kh, kw, pt, pl, OH, OW)
+                else:
+                    col2im(dcols, dx5[n, g], kh, kw, sh, sw, pt, pl, dh, dw, OH, OW)
 
 
 @njit(**_JIT)
@@ -263,6 +317,14 @@ def _views(k, x, w, d):
     return x5, w3, d4
 
 
+def _padded_plane(k, dtype):
+    """The zero-bordered (Cg, H + pt + pb, W + pl + pr) plane of im2col_unit / col2im_unit
+    for stride 1 / dilation 1, else an empty array (the general loops run)."""
+    if not k["sh"] == k["sw"] == k["dh"] == k["dw"] == 1:
+        return np.zeros((0, 0, 0), dtype)
+    return np.zeros((k["cg"], k["h"] + k["pt"] + k["pb"], k["w"] + k["pl"] + k["pr"]), dtype)
+
+
 def _geo_args(k):
     return (k["kh"], k["kw"], k["sh"], k["sw"], k["pt"], k["pl"], k["dh"], k["dw"],
             k["oh"], k["ow"])
@@ -277,7 +339,8 @@ def _conv_cpu(cop):
         if _is_1x1(k):
             return functools.partial(conv1x1_fwd, x5.reshape(x5.shape[:3] + (-1,)), w3, out4)
         cols = np.empty((w3.shape[2], k["oh"] * k["ow"]), x.dtype)
-        return functools.partial(conv_fwd, x5, w3, out4, cols, *_geo_args(k))
+        return functools.partial(conv_fwd, x5, w3, out4, cols, _padded_plane(k, x.dtype),
+                                 *_geo_args(k))
     return bind
 
 
@@ -301,6 +364,7 @@ def _conv_grad_cpu(cop):
         cols = np.empty((w3.shape[2], k["oh"] * k["ow"]), x.dtype)
         dcols = np.empty_like(cols) if need_dx else cols
         return functools.partial(conv_bwd, x5, w3, d4, dx5, dw3, cols, dcols, tmpw,
+                                 _padded_plane(k, x.dtype), _padded_plane(k, x.dtype),
                                  need_dx, need_dw, *_geo_args(k))
     return bind
 

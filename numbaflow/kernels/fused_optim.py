@@ -1,7 +1,7 @@
 """Fused optimizer updates: one kernel updates every parameter of one optimizer type and
 dtype (what `fuse_all_optimizer_ops` emits).
 
-`fused_sgd`, `fused_momentum` and `fused_adam` are made by `fused_optimizer_op` from the
+`fused_sgd`, `fused_momentum`, `fused_adam` and `fused_adamw` are made by `fused_optimizer_op` from the
 single op's OpDef: the same slot names and attributes, every slot duplicable (entry i of
 each slot belongs to parameter i; `LearningRate[i]` may repeat one variable or differ per
 parameter, as `ParamAttr(learning_rate=...)` gives each such parameter its own scaled
@@ -174,6 +174,7 @@ def cpu_source(outputs, scalar, in_dtypes, out_dtypes, float_dtype, parallel):
         "import numpy as np",
         "from numba import carray, njit, prange",
         "from numbaflow.kernels.fused_optim import address_as_pointer as _ptr",
+        "from numbaflow.kernels.fastmath import erf as _erf, exp as _exp",
         f"_F = np.{float_dtype}",
         "",
         f"@njit(parallel={parallel}, nogil=True, cache=True, error_model='numpy')",
@@ -262,6 +263,8 @@ def cuda_source(outputs, scalar, float_dtype):
         "import math",
         "import numpy as np",
         "from numba import cuda",
+        "_erf = math.erf",
+        "_exp = math.exp",
         f"_F = np.{float_dtype}",
         "",
         "@cuda.jit(cache=True)",
@@ -318,5 +321,7 @@ def _bind_gpu(op_type, outputs, spec, sizes, arrays, n):
     return gpu_util.sequence(launches)
 
 
-for _base in ("sgd", "momentum", "adam"):
+from . import optim_extra  # noqa: E402,F401  (registers adamw, fused below)
+
+for _base in ("sgd", "momentum", "adam", "adamw"):
     fused_optimizer_op(_base)

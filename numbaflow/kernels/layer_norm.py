@@ -76,26 +76,42 @@ def _param_col(x2, mean, var, dy2, dscale, dbias, c, eps, want_scale, want_bias)
         dbias[c] = sb
 
 
-_forward_row_cpu = njit(nogil=True, cache=True)(_forward_row)
-_dx_row_cpu = njit(nogil=True, cache=True)(_dx_row)
-_param_col_cpu = njit(nogil=True, cache=True)(_param_col)
+# On the CPU the row sums may be reassociated: LLVM then vectorizes them (a strict
+# left-to-right float64 sum is one long dependency chain); they still accumulate in float64.
+_CPU_JIT = dict(nogil=True, cache=True, fastmath={"reassoc", "contract"})
+_forward_row_cpu = njit(**_CPU_JIT)(_forward_row)
+_dx_row_cpu = njit(**_CPU_JIT)(_dx_row)
 
 
-@njit(nogil=True, cache=True)
+@njit(**_CPU_JIT)
 def layer_norm_kernel(x2, scale, bias, y2, mean, var, eps, has_scale, has_bias):
     for r in range(x2.shape[0]):
         _forward_row_cpu(x2, scale, bias, y2, mean, var, r, eps, has_scale, has_bias)
 
 
-@njit(nogil=True, cache=True)
+@njit(**_CPU_JIT)
 def layer_norm_grad_kernel(x2, scale, mean, var, dy2, dx2, dscale, dbias, eps, has_scale,
                            want_dx, want_scale, want_bias):
+    """X@GRAD row by row; Scale@GRAD / Bias@GRAD accumulated over the same rows (float64
+    row vectors) instead of a column walk (x2[:, c] strides across every row)."""
     if want_dx:
         for r in range(x2.shape[0]):
             _dx_row_cpu(x2, scale, mean, var, dy2, dx2, r, eps, has_scale)
     if want_scale or want_bias:
-        for c in range(x2.shape[1]):
-            _param_col_cpu(x2, mean, var, dy2, dscale, dbias, c, eps, want_scale, want_bias)
+        n = x2.shape[1]
+        ss = np.zeros(n)
+        sb = np.zeros(n)
+        for r in range(x2.shape[0]):
+            mu, rstd = mean[r], 1.0 / math.sqrt(var[r] + eps)
+            for c in range(n):
+                g = dy2[r, c]
+                ss[c] += g * ((x2[r, c] - mu) * rstd)
+                sb[c] += g
+        for c in range(n):
+            if want_scale:
+                dscale[c] = ss[c]
+            if want_bias:
+                dbias[c] = sb[c]
 
 
 @gpu_util.lazy

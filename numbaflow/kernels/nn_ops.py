@@ -40,7 +40,12 @@ from .registry import MAY_FAIL, NO_GRAD, RANDOM, OpDef, Slot, VarInfo, numel, re
 
 
 # ================================================================ batch_norm
-@njit(nogil=True, cache=True, error_model="numpy")
+# The channel sums may be reassociated: LLVM then vectorizes them (a strict float64
+# left-to-right sum is one dependency chain); they still accumulate in float64.
+_BN_JIT = dict(nogil=True, cache=True, error_model="numpy", fastmath={"reassoc", "contract"})
+
+
+@njit(**_BN_JIT)
 def bn_train(x, scale, bias, mean_in, var_in, y, mean_out, var_out, saved_mean, saved_inv,
              momentum, eps):
     A, C, B = x.shape
@@ -61,7 +66,7 @@ def bn_train(x, scale, bias, mean_in, var_in, y, mean_out, var_out, saved_mean, 
                              var_out, saved_mean, saved_inv, momentum, eps)
 
 
-@njit(nogil=True, cache=True, error_model="numpy")
+@njit(**_BN_JIT)
 def bn_normalize_channel(x, c, mu, var, scale, bias, mean_in, var_in, y, mean_out, var_out,
                          saved_mean, saved_inv, momentum, eps):
     """Channel c of a training batch_norm given its batch statistics: running statistics
@@ -79,7 +84,7 @@ def bn_normalize_channel(x, c, mu, var, scale, bias, mean_in, var_in, y, mean_ou
             y[a, c, b] = (x[a, c, b] - mu) * k + bias[c]
 
 
-@njit(nogil=True, cache=True, error_model="numpy")
+@njit(**_BN_JIT)
 def bn_global(x, scale, bias, mean_in, var_in, y, mean_out, var_out, saved_mean, saved_inv,
               eps):
     A, C, B = x.shape
@@ -96,7 +101,7 @@ def bn_global(x, scale, bias, mean_in, var_in, y, mean_out, var_out, saved_mean,
                 y[a, c, b] = (x[a, c, b] - mu) * k + bias[c]
 
 
-@njit(nogil=True, cache=True, error_model="numpy")
+@njit(**_BN_JIT)
 def bn_grad(x, scale, saved_mean, saved_inv, dy, dx, dscale, dbias, use_global,
             want_dx, want_dscale, want_dbias):
     A, C, B = x.shape
@@ -116,13 +121,14 @@ def bn_grad(x, scale, saved_mean, saved_inv, dy, dx, dscale, dbias, use_global,
             dscale[c] = sdyx
         if want_dx:
             k = scale[c] * inv
+            m1, m2 = sdy / cnt, sdyx / cnt
             for a in range(A):
                 for b in range(B):
                     if use_global:          # statistics are constants
                         dx[a, c, b] = k * dy[a, c, b]
                     else:
                         xhat = (x[a, c, b] - mu) * inv
-                        dx[a, c, b] = k * (dy[a, c, b] - (sdy + xhat * sdyx) / cnt)
+                        dx[a, c, b] = k * (dy[a, c, b] - (m1 + xhat * m2))
 
 
 def _bn_acb(shape, layout):

@@ -5,6 +5,7 @@ from numbaflow.testing.op_test import const, uniform
 
 from . import row
 from .core import adam_ref, momentum_ref, sgd_ref
+from .optim_extra import adamw_ref
 
 SHAPES = [(3, 4), (5,), (1,), (2, 1, 3)]
 
@@ -35,3 +36,11 @@ row("fused_adam", dict(BASE, Moment1=per_param(SHAPES, uniform),
                        Beta1Pow=[const([0.9 ** t]) for t in (1, 2, 3, 4)],
                        Beta2Pow=[const([0.999 ** t]) for t in (1, 2, 3, 4)]),
     each(adam_ref), attrs={"beta1": 0.9, "beta2": 0.999, "epsilon": 1e-8})
+for _decay in (True, False):
+    row("fused_adamw", dict(BASE, Moment1=per_param(SHAPES, uniform),
+                            Moment2=per_param(SHAPES, lambda s: uniform(s, 0.0, 0.5)),
+                            Beta1Pow=[const([0.9 ** t]) for t in (1, 2, 3, 4)],
+                            Beta2Pow=[const([0.999 ** t]) for t in (1, 2, 3, 4)]),
+        each(adamw_ref), f"fused_adamw-{'decay' if _decay else 'no-decay'}",
+        attrs={"beta1": 0.9, "beta2": 0.999, "epsilon": 1e-8, "coeff": 0.02, "lr_ratio": 0.5,
+               "with_decay": _decay})

@@ -63,6 +63,8 @@ def pool_ref(ins, a):
 
 _POOL = [   # id, X shape, attrs (max rows use distinct values: no ties within eps)
     ("max-k2s2", (1, 2, 4, 4), {"ksize": [2, 2], "strides": [2, 2]}),
+    ("max-k3s3-tiled", (2, 2, 6, 6), {"ksize": [3, 3], "strides": [3, 3]}),
+    ("avg-k3s3-tiled", (2, 2, 6, 6), {"pooling_type": "avg", "ksize": [3, 3], "strides": [3, 3]}),
     ("max-k3s2-pad1", (1, 2, 5, 5), {"ksize": [3, 3], "strides": [2, 2], "paddings": [1, 1]}),
     ("max-overlap-s1", (1, 1, 4, 5), {"ksize": [2, 3], "strides": [1, 1]}),
     ("max-ceil", (1, 2, 5, 5), {"ksize": [2, 2], "strides": [2, 2], "ceil_mode": True}),

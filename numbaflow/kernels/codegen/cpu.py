@@ -53,7 +53,7 @@ def broadcast_strides(in_shapes, full_shape):
 
 
 def kernel_source(outputs, n_in, ndim, inner_kinds, float_dtype, parallel, in_dtypes=None,
-                  checks=(), divides=None):
+                  checks=(), divides=None, aliases=()):
     """Source of one elementwise kernel module (a single function named `kernel`).
 
     The inner loop runs over per-row slices indexed from 0: numba then knows every
@@ -66,7 +66,12 @@ def kernel_source(outputs, n_in, ndim, inner_kinds, float_dtype, parallel, in_dt
     this order, that is NaN or Inf anywhere.
     divides: what divides integers here, for the ZeroDivisionError (a fused kernel names
     its sub-ops; None: the op itself, which the executor names).
+    aliases[k] = i: output k is input i's buffer (an in-place op). The loop then stores
+    through input i's slice: given two slices, LLVM's runtime overlap check sees them
+    overlap and falls back to its scalar loop (GELU's gradient in place: 11.4 ms
+    against 1.2 ms for 1M float32); through one slice it vectorizes with no check.
     """
+    aliases = tuple(aliases) or (-1,) * len(outputs)
     loads = [f"x{i}[jj]" if inner_kinds[i] else f"s{i}" for i in range(n_in)]
     checked = [sym for sym, _ in checks]
     body, exprs = render(list(outputs) + checked, loads, in_dtypes=in_dtypes)
@@ -81,6 +86,7 @@ def kernel_source(outputs, n_in, ndim, inner_kinds, float_dtype, parallel, in_dt
         "import math",
         "import numpy as np",
         "from numba import njit, prange",
+        "from numbaflow.kernels.fastmath import erf as _erf, exp as _exp",
         f"_F = np.{np.dtype(float_dtype).name}",
         IDIV_SOURCE if idiv else "",
         f"@njit(parallel={parallel}, nogil=True, cache=True, error_model='numpy')",
@@ -109,7 +115,8 @@ def kernel_source(outputs, n_in, ndim, inner_kinds, float_dtype, parallel, in_dt
     for i in sorted(used):
         src.append(f"        x{i} = in{i}[b{i} + j0:b{i} + j0 + n]" if inner_kinds[i]
                    else f"        s{i} = in{i}[b{i}]")
-    src += [f"        y{k} = out{k}[r * inner + j0:r * inner + j0 + n]" for k in range(len(outputs))]
+    src += [f"        y{k} = x{aliases[k]}" if aliases[k] in used and inner_kinds[aliases[k]] else
+            f"        y{k} = out{k}[r * inner + j0:r * inner + j0 + n]" for k in range(len(outputs))]
     src += ["        for jj in range(n):"]
     src += [f"            {line}" for line in body]
     src += [f"            y{k}[jj] = {e}" for k, e in enumerate(out_exprs)]
@@ -128,13 +135,14 @@ _compiled_kernels = {}
 
 
 def _compiled(outputs, n_in, ndim, inner_kinds, float_dtype, parallel, in_dtypes, checks,
-              divides):
+              divides, aliases=()):
     key = (_SymKey.of(outputs), n_in, ndim, inner_kinds, float_dtype, parallel, in_dtypes,
-           _SymKey.of([sym for sym, _ in checks]), tuple(m for _, m in checks), divides)
+           _SymKey.of([sym for sym, _ in checks]), tuple(m for _, m in checks), divides,
+           aliases)
     fn = _compiled_kernels.get(key)
     if fn is None:
         src = kernel_source(outputs, n_in, ndim, inner_kinds, float_dtype, parallel,
-                            in_dtypes, checks, divides)
+                            in_dtypes, checks, divides, aliases)
         fn = _compiled_kernels[key] = cache.load_source(src, label="elementwise").kernel
     return fn
 
@@ -185,12 +193,25 @@ class ElementwiseKernel:
         self.block = min(BLOCK, inner) if inner > 0 else 1
         self.nblk = -(-inner // self.block) if inner > 0 else 0
         self.kernel = None
+        dts = None if in_dtypes is None else tuple(np.dtype(d).name for d in in_dtypes)
+        self._spec = (tuple(computed), len(in_shapes), len(shape), inner_kinds,
+                      np.dtype(float_dtype).name, self.size >= PARALLEL_MIN_SIZE, dts,
+                      tuple(checks), divides)
         if computed or checks:
-            parallel = self.size >= PARALLEL_MIN_SIZE
-            dts = None if in_dtypes is None else tuple(np.dtype(d).name for d in in_dtypes)
-            self.kernel = _compiled(tuple(computed), len(in_shapes),
-                                    len(shape), inner_kinds, np.dtype(float_dtype).name,
-                                    parallel, dts, tuple(checks), divides)
+            self.kernel = _compiled(*self._spec)
+
+    def _in_place_kernel(self, flat_in, kernel_outs):
+        """The kernel variant storing through the input slices that outputs alias (see
+        kernel_source), or the plain kernel when no output is an input's buffer."""
+        aliases = []
+        for out in kernel_outs:
+            same = [i for i, a in enumerate(flat_in)
+                    if self.in_shapes[i] == self.full_shape and a.size == out.size
+                    and a.__array_interface__["data"][0] == out.__array_interface__["data"][0]]
+            aliases.append(same[0] if same else -1)
+        if all(i == -1 for i in aliases):
+            return self.kernel
+        return _compiled(*self._spec, tuple(aliases))
 
     def bind(self, ins, outs):
         """Return a zero-argument callable computing `outs` from `ins` (all contiguous)."""
@@ -212,7 +233,8 @@ class ElementwiseKernel:
                 kernel_outs.append(out.reshape(-1))
         calls = []
         if self.kernel is not None:
-            calls.append(functools.partial(self.kernel, self.shape, self.strides, self.nblk,
+            kernel = self._in_place_kernel(flat_in, kernel_outs)
+            calls.append(functools.partial(kernel, self.shape, self.strides, self.nblk,
                                            self.block, *kernel_outs, *flat_in))
         for src, src_shape, target, dest in post:
             shape, (sst, dst), _ = broadcast_strides([src_shape, target], self.full_shape)

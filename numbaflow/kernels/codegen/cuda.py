@@ -62,8 +62,10 @@ def kernel_source(outputs, n_in, ndim, float_dtype, in_dtypes=None):
 
 
 def _header(float_dtype, idiv=False):
+    # CUDA's erf and exp are fast already: `_erf` / `_exp` (kernels/fastmath.py on the CPU)
     from ..gpu_errors import ERR_INT_DIV
     return ["import math", "import numpy as np", "from numba import cuda",
+            "_erf = math.erf", "_exp = math.exp",
             f"_F = np.{np.dtype(float_dtype).name}",
             _IDIV_SOURCE.format(code=ERR_INT_DIV) if idiv else "", "@cuda.jit(cache=True)"]
 
