@@ -267,6 +267,12 @@ def supervise_ranks():
     return os.environ.get("NUMBAFLOW_SUPERVISE", "1") != "0" and SUPERVISED_VAR not in os.environ
 
 
+def pmi_fd():
+    """PMI_FD as set by Hydra's launcher ('' when unset): the PMI socket a rank asks the
+    process manager through (distributed/supervisor.py's job abort)."""
+    return os.environ.get("PMI_FD", "")
+
+
 def cpu_num():
     """CPU_NUM as set, or None: the default number of CPU places."""
     return os.environ.get("CPU_NUM")

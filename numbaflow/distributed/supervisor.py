@@ -111,7 +111,7 @@ def _abort_job(code):
     Exiting non-zero is not enough across hosts: Hydra then ends the job only when the
     ranks on the same host notice (tests/test_multihost.py: a rank killed on the other
     host left its partner waiting in a collective)."""
-    fd = os.environ.get("PMI_FD", "")
+    fd = config.pmi_fd()
     if fd.isdigit():
         try:
             os.write(int(fd), f"cmd=abort exitcode={code}\n".encode())

@@ -233,6 +233,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("NUMBAFLOW_LOG_LEVEL", "INFO")
-    paddle.utils.log.configure_from_env()
+    # as a program, show numbaflow's INFO notices too, unless NUMBAFLOW_LOG_LEVEL says otherwise
+    paddle.utils.log.configure_from_env(default="INFO")
     sys.exit(main())
