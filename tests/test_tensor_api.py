@@ -36,7 +36,7 @@ def test_arange_is_exact_and_typed_like_paddle():
     with pytest.raises(ValueError, match="step"):
         paddle.arange(0, 3, 0)
     with pytest.raises(TypeError, match="static graph"):
-        paddle.arange(static.data("n", [1], "int64"))
+        paddle.arange(static.data("ar_n", [1], "int64"))
 
 
 def test_linspace():
@@ -48,7 +48,7 @@ def test_triu_tril_forward_and_grad():
     check(lambda a: paddle.triu(a, 1), [x], np.triu(x, 1))
     check(lambda a: paddle.tril(a, -1), [x], np.tril(x, -1))
     with pytest.raises(ValueError, match="2 dims"):
-        paddle.triu(static.data("v", [3]))
+        paddle.triu(static.data("tri_v", [3]))
 
 
 # ---------------------------------------------------------------- search
@@ -58,9 +58,9 @@ def test_where_broadcast_scalars_and_grad():
     check(lambda a: paddle.where(a > 0.0, a, 0.0), [x], np.where(x > 0, x, 0.0))
     check(lambda a: paddle.where(a < 0.2, 1.5, a), [x], np.where(x < 0.2, 1.5, x))
     with pytest.raises(TypeError, match="bool"):
-        paddle.where(static.data("f", [3]), static.data("g", [3]), 0.0)
+        paddle.where(static.data("wh_f", [3]), static.data("wh_g", [3]), 0.0)
     with pytest.raises(NotImplementedError, match="static graph"):
-        paddle.where(static.data("b", [3], "bool"))
+        paddle.where(static.data("wh_b", [3], "bool"))
 
 
 def test_masked_fill_builds_a_causal_mask():
@@ -183,7 +183,7 @@ def test_einsum(eq, shapes):
 
 
 def test_einsum_refuses_what_it_cannot_do():
-    x = static.data("x", [3, 3])
+    x = static.data("ein_x", [3, 3])
     with pytest.raises(NotImplementedError, match="diagonal"):
         paddle.einsum("ii->i", x)
     with pytest.raises(NotImplementedError, match="pairwise"):
@@ -248,4 +248,4 @@ def test_multinomial_rejects_bad_weights():
         static.Executor(paddle.CPUPlace()).run(
             main, feed={"p": np.array([[1.0, -1.0, 0.5]], np.float32)}, fetch_list=[s])
     with pytest.raises(ValueError, match="replacement=True"):
-        paddle.multinomial(static.data("q", [2, 3]), 4)
+        paddle.multinomial(static.data("mn_q", [2, 3]), 4)

@@ -31,7 +31,7 @@ def test_functional_layer_norm():
           rtol=1e-9)
     check(lambda a: F.layer_norm(a, 4), [x], ln_ref(x, 1), rtol=1e-9)
     with pytest.raises(ValueError, match="trailing"):
-        F.layer_norm(static.data("v", [None, 4]), 5)
+        F.layer_norm(static.data("ln_v", [None, 4]), 5)
 
 
 def test_static_nn_layer_norm_creates_its_parameters():
@@ -111,7 +111,7 @@ def test_pad():
     check(lambda a: F.pad(a, [1, 1, 2, 0], data_format="NHWC"), [nhwc],
           np.pad(nhwc, [(0, 0), (2, 0), (1, 1), (0, 0)]))
     with pytest.raises(NotImplementedError, match="constant"):
-        F.pad(static.data("p", [1, 2, 3, 3]), [1, 1, 1, 1], mode="reflect")
+        F.pad(static.data("pad_p", [1, 2, 3, 3]), [1, 1, 1, 1], mode="reflect")
 
 
 def test_adaptive_avg_pool2d():
