@@ -19,12 +19,14 @@ import os
 import signal
 import sys
 import threading
+import time
 
 from .. import config
 
 CLEAN = b"c"       # the child left through Python's exit path
 ABORT = b"a"       # the child is aborting the job and has reported why
 
+ABORT_GRACE = 0.5  # seconds between a death's report and the job abort (see _abort_job)
 _SUPERVISED = config.SUPERVISED_VAR     # set in a supervised rank (its supervisor's pid)
 _FORWARD = ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
 _marker_fd = None
@@ -113,6 +115,9 @@ def _abort_job(code):
     host left its partner waiting in a collective)."""
     fd = config.pmi_fd()
     if fd.isdigit():
+        # first let the launcher forward the report just written to stderr: an abort
+        # makes it kill the proxies, which may drop output they still hold
+        time.sleep(ABORT_GRACE)
         try:
             os.write(int(fd), f"cmd=abort exitcode={code}\n".encode())
         except OSError:
