@@ -17,6 +17,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 import xml.etree.ElementTree as ET
 
@@ -136,7 +137,7 @@ def main(argv=None):
                              rf"\g<1>{count}\g<2>", old)
             text = old.strip("\n")
         else:
-            text = text + "\n" + note
+            text = text + "\n" + textwrap.fill(note.strip(), 115)
         write_readme(text)
     return 0
 
