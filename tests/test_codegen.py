@@ -127,3 +127,15 @@ def test_in_place_output_stores_through_the_input_slice_and_agrees(shape):
     np.testing.assert_allclose(want, ref, rtol=2e-6, atol=1e-6)   # erf32: 4e-7 absolute
     src = cpu.kernel_source(outs, 2, 1, (1, 1), "float32", False, aliases=(1,))
     assert "y0 = x1" in src and "out0[" not in src
+
+
+def test_in_place_output_of_another_dtype_keeps_its_own_type():
+    """A cast written over its input's bytes (same size, other dtype) must store through
+    the output's own type, not through the input's slice."""
+    from numbaflow.kernels import scalar as S
+    outs = S.trace(lambda a, x: S.cast(x * 2.0, "int32"), {}, 1)
+    k = cpu.ElementwiseKernel(outs, [(6,)], [(6,)], (6,), np.float32)
+    buf = np.arange(6, dtype=np.float32)
+    out = buf.view(np.int32)
+    k.bind([buf], [out])()
+    np.testing.assert_array_equal(out, np.arange(6) * 2)

@@ -207,6 +207,7 @@ class ElementwiseKernel:
         for out in kernel_outs:
             same = [i for i, a in enumerate(flat_in)
                     if self.in_shapes[i] == self.full_shape and a.size == out.size
+                    and a.dtype == out.dtype        # the store goes through the input's type
                     and a.__array_interface__["data"][0] == out.__array_interface__["data"][0]]
             aliases.append(same[0] if same else -1)
         if all(i == -1 for i in aliases):
