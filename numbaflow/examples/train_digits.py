@@ -124,7 +124,8 @@ def make_place(args):
 
 def mpi_world():
     """(rank, size) when launched by mpiexec, else (0, 1). MPI is only touched under mpiexec."""
-    size = int(os.environ.get("PMI_SIZE") or os.environ.get("OMPI_COMM_WORLD_SIZE") or 1)
+    from numbaflow.distributed.mpi import env_size     # (reads the launcher; starts no MPI)
+    size = env_size()
     if size == 1:
         return 0, 1
     try:

@@ -16,19 +16,18 @@ Failure atomicity: persistables written *before* the last op that may raise are 
 up into preallocated buffers at the start of each run and restored if it fails; so are
 persistables set through the feed.
 """
-import functools
 import sys
 import threading
 import time
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
 from .. import config
 from ..utils.log import compile_notice
 from ..graph.program import infer_op
-from ..kernels.registry import COLLECTIVE, MAY_FAIL, ConcreteOp, get_op_def, run_calls
+from ..kernels.registry import COLLECTIVE, MAY_FAIL, ConcreteOp, get_op_def
+from .atomic import backup_call
 from .backend import HostBackend
 from .memory import assign_buffers, nbytes
 from .segments import compile_in_background, flatten
@@ -68,14 +67,6 @@ class PlanOptions:
     segments: bool = True        # merge runs of compiled kernels into one njit function
     device_lock: bool = False    # remove_unnecessary_lock=False: runs of all places take one lock
     comm: object = None          # data parallel: this device's endpoint for collective ops
-
-
-def _close(name, candidates):
-    """Up to three candidates that look like `name` (case-insensitively)."""
-    import difflib
-    lower = {c.lower(): c for c in candidates}
-    return [lower[m] for m in difflib.get_close_matches(name.lower(), list(lower), n=3,
-                                                        cutoff=0.5)]
 
 
 def select_ops(block, fetch_vars):
@@ -122,13 +113,13 @@ class Plan:
                 if v in fed or v in produced:
                     continue
                 if v.persistable:
-                    arr = scope._arrays.get(v.name)
-                    if arr is None:
+                    spec = scope.spec(v.name)
+                    if spec is None:
                         raise RuntimeError(
                             f"variable {v.name!r} (read by op {op.type}) is not initialised in "
                             f"the scope; run the startup program first "
                             f"(exe.run(static.default_startup_program())) or load a checkpoint")
-                    shapes[v] = VarInfo(arr.shape, arr.dtype)
+                    shapes[v] = VarInfo(*spec)
                 elif v.is_data:
                     raise ValueError(
                         f"data variable {v.name!r} is needed (by op {op.type}) but was not fed; "
@@ -140,9 +131,8 @@ class Plan:
         for v in fetch_vars:
             if v in fed or v in produced:
                 continue
-            if v.persistable and v.name in scope._arrays:
-                arr = scope._arrays[v.name]
-                shapes[v] = VarInfo(arr.shape, arr.dtype)
+            if v.persistable and v.name in scope:
+                shapes[v] = VarInfo(*scope.spec(v.name))
             elif v.persistable:
                 raise RuntimeError(f"fetched variable {v.name!r} is not initialised in the "
                                    f"scope; run the startup program first")
@@ -208,8 +198,18 @@ class Plan:
 
     def bind(self, feed_arrays):
         """Allocate buffers and bind kernels (again after the scope replaced an array or
-        the pool was released)."""
+        the pool was released). Whole or not at all: `buffers` is what says a plan is
+        bound, so an exception anywhere in here (Ctrl-C included) leaves it unbound and
+        the next run binds again."""
+        try:
+            self._bind(feed_arrays)
+        except BaseException:
+            self.buffers = None
+            raise
+
+    def _bind(self, feed_arrays):
         scope, shapes, backend = self.scope, self.shapes, self.backend
+        scope.bound()
         self.pool = [backend.empty((size,), np.uint8) for size in self.assignment.sizes]
         self._held_refs = {}
         bufs = {}
@@ -242,7 +242,7 @@ class Plan:
         written.update(v for v in self.feed_vars if v.persistable)
         self.backups = [(bufs[v], backend.empty(bufs[v].shape, bufs[v].dtype))
                         for v in sorted(written, key=lambda v: v.name)]
-        self._backup = _backup_call(self.backups, backend)
+        self._backup = backup_call(self.backups, backend)
         host = isinstance(backend, HostBackend)
         # a run that is one compiled call can only happen whole when no kernel in it may
         # raise and no persistable is fed (copied in before it)
@@ -317,7 +317,7 @@ class Plan:
 
     def release(self):
         """Free the pooled temporaries (drop_local_exe_scopes); the next run rebinds."""
-        with self.scope._lock:
+        with self.scope.locked():
             self.buffers = self.pool = self.thunks = None
             for unit in self.units or ():   # (compiled code kept: refreshed on bind)
                 unit.release()
@@ -342,16 +342,16 @@ class Plan:
         """The scope's array for `v`. A variable this plan only reads or updates in place
         must still have the shape and dtype the plan was built for; one it defines (an
         initialiser's output, a fed value) is (re)allocated when missing or different."""
-        info, arr = self.shapes[v], self.scope._arrays.get(v.name)
-        if arr is not None and arr.shape == tuple(info.shape) and arr.dtype == info.dtype:
+        info, spec = self.shapes[v], self.scope.spec(v.name)
+        if spec is not None and spec[0] == tuple(info.shape) and spec[1] == info.dtype:
             return self.backend.scope_array(self.scope, v.name)
-        if arr is None or v in self.defines or v in self.feed_vars:
+        if spec is None or v in self.defines or v in self.feed_vars:
             return self.backend.ensure(self.scope, v.name, info.shape, info.dtype)
-        raise self._mismatch(v, arr)
+        raise self._mismatch(v, spec)
 
-    def _mismatch(self, v, arr):
+    def _mismatch(self, v, spec):
         info = self.shapes[v]
-        return ValueError(f"scope variable {v.name!r} now holds shape {arr.shape} {arr.dtype}, but "
+        return ValueError(f"scope variable {v.name!r} now holds shape {spec[0]} {spec[1]}, but "
                           f"the program uses it as {tuple(info.shape)} {info.dtype}; set an array "
                           f"of that shape and dtype (Scope.set) or rebuild the program")
 
@@ -430,7 +430,7 @@ class Plan:
         was before the run, then re-raises. Runs on one scope never interleave: the run
         holds the scope's lock (so does `release`)."""
         # a CUDA place: its device is current in this thread for the whole run
-        with self.scope._lock, self.backend.activate():
+        with self.scope.locked(), self.backend.activate():
             if self.runs:
                 return self._run(feed_arrays, iterations)
             # the first run compiles every kernel not yet in numba's disk cache
@@ -463,7 +463,11 @@ class Plan:
         if self.buffers is None or self.scope.version != self.scope_version:
             self.bind(feed_arrays)
         else:
-            self._take_buffers(feed_arrays)
+            try:
+                self._take_buffers(feed_arrays)
+            except BaseException:
+                self.buffers = None     # half rebound: the next run binds whole again
+                raise
         self.runs += 1
         if self._compiling is not None and not self._compiling.poll():
             self._compiling = None
@@ -507,82 +511,6 @@ class Plan:
             self._held_refs[v] = sys.getrefcount(buffers[v])
         return [buffers[v] if handed else backend.to_host(buffers[v])
                 for v, handed in self._fetch_out]
-
-
-BACKUP_CHUNK = 8
-
-
-@njit(nogil=True, cache=True)
-def _copy_bytes(src, dst):
-    """dst[k][:] = src[k] for each pair of byte views (one native call for every backup)."""
-    for k in range(len(src)):
-        s, d = src[k], dst[k]
-        for i in range(s.size):
-            d[i] = s[i]
-
-
-def _backup_call(backups, backend):
-    """One call copying every live persistable into its backup: on the host one njit
-    call over byte views (one Python dispatch for all of them), else the backend's
-    copies."""
-    if not backups:
-        return _nothing
-    if isinstance(backend, HostBackend):
-        def as_bytes(a):
-            return a.reshape(a.size).view(np.uint8)
-        # chunks of at most BACKUP_CHUNK pairs: numba compiles the copy once per tuple
-        # length, and a long tuple indexed at run time compiles slowly (256 parameters of
-        # a deep MLP took 18 s); 1..BACKUP_CHUNK lengths stay cheap and cached on disk
-        calls = tuple(functools.partial(
-            _copy_bytes, tuple(as_bytes(live) for live, _ in backups[i:i + BACKUP_CHUNK]),
-            tuple(as_bytes(saved) for _, saved in backups[i:i + BACKUP_CHUNK]))
-            for i in range(0, len(backups), BACKUP_CHUNK))
-        return calls[0] if len(calls) == 1 else functools.partial(run_calls, calls)
-    return functools.partial(_device_backups, backend, tuple(backups))
-
-
-def _device_backups(backend, backups):
-    for live, saved in backups:
-        backend.copy(saved, live)
-
-
-def _nothing():
-    pass
-
-
-def snapshot_written(scope, ops):
-    """Host copies of the persistables `ops` may write that `scope` holds, and the names
-    it does not hold yet: what `restore` needs to undo a failed multi-run step."""
-    names = {v.name for op in ops for v in op.output_vars() if v.persistable}
-    return ({n: scope.get(n) for n in names if n in scope._arrays},
-            {n for n in names if n not in scope._arrays})
-
-
-def restore(scope, state):
-    """Put back what `snapshot_written` saw (in place where the array still fits)."""
-    saved, absent = state
-    for name, value in saved.items():
-        scope.set(name, value)
-    for name in absent:
-        if scope._arrays.pop(name, None) is not None:
-            scope._device.pop(name, None)
-            scope._on_device.discard(name)
-            scope.version += 1
-
-
-def run_transaction(steps):
-    """Run [(plan, feed arrays)] in order as one unit (num_iteration_per_run over an
-    iterator feed): if any of them raises, every persistable they write is restored to
-    its value before the first, then the error propagates. Returns the last fetch."""
-    scope = steps[0][0].scope
-    state = snapshot_written(scope, [op for plan, _ in steps for op in plan.ops])
-    try:
-        for plan, arrays in steps:
-            result = plan.run(arrays)
-    except BaseException:
-        restore(scope, state)
-        raise
-    return result
 
 
 def _same_memory(a, b):

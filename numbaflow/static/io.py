@@ -156,8 +156,7 @@ def save(program: Program, model_path: str, protocol: int = 4, **configs: object
                          f"compatibility), got {protocol!r}")
     model_path = _model_path(model_path, "save")
     scope = global_scope()
-    for gather in scope._before_save:     # Reduce across MPI ranks: a collective
-        gather()
+    scope.before_save()     # Reduce across MPI ranks: a collective gathers the state first
     pers = _persistables(program)
     arrays = _gather(pers, scope, "save")
     params = {v.name: arrays[v.name] for v in pers if isinstance(v, Parameter)}
@@ -211,7 +210,7 @@ def load(program: Program, model_path: str, executor: Executor | None = None,
     _check_against(targets, found, f"checkpoint {model_path!r} (read {read})")
     scope = global_scope()
     for v in targets:
-        scope.set(v.name, found[v.name])
+        scope.set(v.name, found[v.name], create=True)
 
 
 def _read_checkpoint(model_path, fn):
@@ -317,7 +316,7 @@ def _read_inference(model_file, params_file, fn):
     _check_against(_persistables(desc["program"]), found, f"parameters file {params_file!r}")
     scope = global_scope()
     for v in _persistables(desc["program"]):
-        scope.set(v.name, found[v.name])
+        scope.set(v.name, found[v.name], create=True)
     return [desc["program"], list(desc["feed"]), [block.var(n) for n in desc["fetch"]]]
 
 

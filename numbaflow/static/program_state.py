@@ -93,7 +93,7 @@ def set_program_state(program: Program, state_dict: dict) -> None:
                       f"their current values", stacklevel=2)
     scope = global_scope()
     for v in present:
-        scope.set(v.name, found[v.name])
+        scope.set(v.name, found[v.name], create=True)
 
 
 def save_state(obj: dict, path: str, protocol: int = 4, **configs: object) -> None:
