@@ -159,8 +159,8 @@ class DataParallelRunner(Runner):
 
         def device(i):
             previous = numba.get_num_threads()
-            numba.set_num_threads(max(1, threads // n))   # thread-local in numba
             try:
+                numba.set_num_threads(max(1, threads // n))   # thread-local in numba
                 with _device_context(self.places[i]):
                     results[i] = plans[i][0].run(plans[i][1], iterations)
             except BaseException as e:      # noqa: B902 - reported below, on the caller
@@ -175,11 +175,22 @@ class DataParallelRunner(Runner):
             import threading
             workers = [threading.Thread(target=device, args=(i,), daemon=True,
                                         name=f"numbaflow-device-{i}") for i in range(1, n)]
-            for w in workers:
-                w.start()
-            device(0)
-            for w in workers:
-                w.join()
+            try:
+                for w in workers:
+                    w.start()
+                device(0)
+                for w in workers:
+                    w.join()
+            except BaseException:
+                # interrupted on this thread outside device 0's run (Ctrl-C between the
+                # starts and the joins): the other devices must not stay blocked in a
+                # collective, or the next run would wait on them forever
+                self.group.abort()
+                for w in workers:
+                    if w.ident is not None:       # (started)
+                        w.join()
+                self.group.reset()
+                raise
         if any(errors):
             self.group.reset()
             first = next(e for e in errors if e is not None and not isinstance(e, GroupAborted))

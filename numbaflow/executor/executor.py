@@ -138,7 +138,7 @@ class Executor:
             lowered = lower(self, feed, fetch_list, scope)
             program, runnable, runner = lowered.source, lowered.program, lowered.runner
             scope, k = lowered.scope, lowered.iterations
-        for hook in program._lr_hooks:     # learning-rate schedules set the rate first
+        for hook in program.run_hooks:     # learning-rate schedules set the rate first
             hook(scope)
         feeds = [feed] if k == 1 and type(feed) is dict else iteration_feeds(feed, k)
         results = runner.run(runnable, feeds, fetch_list, scope, k, return_merged)

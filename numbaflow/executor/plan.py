@@ -1,9 +1,8 @@
-"""Lowering: (program, feed signature, fetch list, scope) -> a Plan of bound kernels.
+"""Plan: a lowered program (lowering.py: the checks, concrete shapes and buffer
+assignment) bound to buffers and kernels, and run.
 
-Built once per signature and cached by the Executor. Building does all the checking
-(missing feeds, uninitialised parameters), infers every concrete shape, assigns the
-temporaries to pooled buffers (memory.py: in-place and reuse by liveness) and binds
-each op's kernel to its buffers. A steady-state run is then: bind the fed arrays
+Built once per signature and cached by the runner's PlanCache. Binding allocates the
+pooled buffers and binds each op's kernel to them. A steady-state run is then: bind the fed arrays
 (host: used in place, no copy; the ops reading them are rebound only when a new array
 object is fed), call the kernels, copy the fetches out. Nothing else is allocated.
 
@@ -25,11 +24,11 @@ import numpy as np
 
 from .. import config
 from ..utils.log import compile_notice
-from ..graph.program import infer_op
-from ..kernels.registry import COLLECTIVE, MAY_FAIL, ConcreteOp, get_op_def
+from ..kernels.registry import COLLECTIVE, MAY_FAIL, get_op_def
 from .atomic import backup_call
 from .backend import HostBackend
-from .memory import assign_buffers, nbytes
+from .lowering import lower
+from .memory import nbytes
 from .segments import compile_in_background, flatten
 
 
@@ -69,20 +68,6 @@ class PlanOptions:
     comm: object = None          # data parallel: this device's endpoint for collective ops
 
 
-def select_ops(block, fetch_vars):
-    """Ops needed for the fetches, plus every op that writes a persistable, plus every
-    collective (each device must make the same sequence of collective calls)."""
-    needed, keep = set(fetch_vars), []
-    for op in reversed(block.ops):
-        outs = op.output_vars()
-        if any(v in needed for v in outs) or any(v.persistable for v in outs) or \
-                get_op_def(op.type).has(COLLECTIVE):
-            keep.append(op)
-            needed.update(op.input_vars())
-    keep.reverse()
-    return keep
-
-
 class Plan:
     def __init__(self, program, feed, fetch_vars, scope, backend=None, options=None):
         """feed: {Variable: ndarray (already dtype/shape-checked)}; backend: where buffers
@@ -97,103 +82,16 @@ class Plan:
         self.buffers = None
         self.units = None
         self.runs = 0
-        block = program.global_block()
-        self.ops = select_ops(block, fetch_vars)
+        self.lowering = low = lower(program, feed, fetch_vars, scope, self.options,
+                                    isinstance(self.backend, HostBackend))
+        self.ops, self.concrete, self.shapes = low.ops, low.concrete, low.shapes
+        self.defines, self.written, self.assignment = low.defines, low.written, low.assignment
+        self.feed_vars, self.fetch_vars = low.feed_vars, low.fetch_vars
+        self.zero_copy, self.handoff, self.users = low.zero_copy, low.handoff, low.users
         self.scope = scope
         self.scope_version = None
-        fed = set(feed)
-        produced = set()
-        shapes = {}     # Variable -> concrete VarInfo
-        from ..kernels.registry import VarInfo
-        for v, a in feed.items():
-            shapes[v] = VarInfo(a.shape, a.dtype)
-        # check reads before any kernel exists
-        for op in self.ops:
-            for v in op.input_vars():
-                if v in fed or v in produced:
-                    continue
-                if v.persistable:
-                    spec = scope.spec(v.name)
-                    if spec is None:
-                        raise RuntimeError(
-                            f"variable {v.name!r} (read by op {op.type}) is not initialised in "
-                            f"the scope; run the startup program first "
-                            f"(exe.run(static.default_startup_program())) or load a checkpoint")
-                    shapes[v] = VarInfo(*spec)
-                elif v.is_data:
-                    raise ValueError(
-                        f"data variable {v.name!r} is needed (by op {op.type}) but was not fed; "
-                        f"add it to feed={{...}}. Fed: {sorted(x.name for x in fed)}")
-                else:
-                    raise ValueError(f"variable {v.name!r} is read by op {op.type} but nothing "
-                                     f"computes it and it was not fed")
-            produced.update(op.output_vars())
-        for v in fetch_vars:
-            if v in fed or v in produced:
-                continue
-            if v.persistable and v.name in scope:
-                shapes[v] = VarInfo(*scope.spec(v.name))
-            elif v.persistable:
-                raise RuntimeError(f"fetched variable {v.name!r} is not initialised in the "
-                                   f"scope; run the startup program first")
-            elif v.is_data:
-                raise ValueError(f"fetched data variable {v.name!r} was not fed")
-            else:
-                raise ValueError(f"fetched variable {v.name!r} is neither computed by the "
-                                 f"program nor fed")
-        # concrete shapes
-        self.concrete = []
-        for op in self.ops:
-            inferred = infer_op(op, shapes)
-            ins = set(op.input_vars())
-            for slot, vs in op.outputs.items():
-                for v, info in zip(vs, inferred.get(slot, [])):
-                    if v in ins:      # in-place: keeps its buffer
-                        continue
-                    if v.persistable and v in shapes and tuple(shapes[v].shape) != tuple(info.shape):
-                        raise ValueError(f"op {op.type} produces {v.name} with shape "
-                                         f"{info.shape}, but it holds {shapes[v].shape}")
-                    shapes[v] = info
-            comm = self.options.comm if get_op_def(op.type).has(COLLECTIVE) else None
-            self.concrete.append(ConcreteOp(
-                op.type, op.attrs, {k: [shapes[v] for v in vs] for k, vs in op.inputs.items()},
-                {k: [shapes[v] for v in vs] for k, vs in op.outputs.items()}, comm))
-        self.shapes = shapes
         self._binders = [None] * len(self.ops)
-        # persistables this plan writes before (or without) reading: it may (re)allocate them
-        read, self.defines = set(fed), set()
-        for op in self.ops:
-            read.update(op.input_vars())
-            self.defines.update(v for v in op.output_vars() if v.persistable and v not in read)
-        self.feed_vars = list(feed)
-        self.fetch_vars = list(fetch_vars)
-        self.written = sorted({v.name for op in self.ops for v in op.output_vars()
-                               if v.persistable} | {v.name for v in self.feed_vars
-                                                    if v.persistable})
-        outputs = {v for op in self.ops for v in op.output_vars()}
-        # fed arrays used in place: host memory, and no op of the plan writes them
-        self.zero_copy = [v for v in self.feed_vars if not v.persistable and v not in outputs
-                          and isinstance(self.backend, HostBackend)]
-        # fetched temporaries are handed to the caller without a copy: the kernels write
-        # them into their own array, which the next run reuses unless the caller still
-        # holds it (then a new one is allocated and its ops rebound)
-        self.handoff = list(dict.fromkeys(
-            v for v in self.fetch_vars if not v.persistable and v not in fed
-            and isinstance(self.backend, HostBackend)))
-        self.users = {v: [i for i, op in enumerate(self.ops)
-                          if v in op.input_vars() or v in op.output_vars()]
-                      for v in self.zero_copy + self.handoff}
         self._held_refs = {}
-        pooled = {v for v in shapes if not v.persistable and v not in fed
-                  and v not in self.handoff}
-        keep = set(self.fetch_vars) | set(self.feed_vars)
-        # each gradient bucket's inputs back to back: one flat array per MPI call
-        buckets = [[v for v in op.inputs["X"] if v in pooled] for op in self.ops
-                   if op.type in ("c_allreduce_sum", "c_allreduce_start")]
-        buckets = [b for b in buckets if len(b) > 1 and len({shapes[v].dtype for v in b}) == 1]
-        self.assignment = assign_buffers(self.ops, shapes, pooled, keep,
-                                         self.options.memory_optimize,
-                                         self.options.enable_inplace, buckets)
         self._feed_seen = {}
 
     def bind(self, feed_arrays):
@@ -277,43 +175,12 @@ class Plan:
             thunk = _locked(thunk)
         return thunk
 
-    def _memory_key(self, v):
-        if v.persistable:
-            return ("scope", v.name)
-        if v in self.assignment.buffer_of:
-            return ("pool", self.assignment.buffer_of[v])
-        return ("var", v.name)
-
     def dependencies(self):
-        """For each op, the earlier ops it must wait for: producers of what it reads
-        (read after write) and earlier users of the memory it writes (write after read or
-        write), by buffer, so in-place and reused buffers are ordered too."""
-        last_write, readers_since, deps = {}, {}, []
-        last_collective = None      # collectives run in program order on every device
-        for i, op in enumerate(self.ops):
-            d = set()
-            if get_op_def(op.type).has(COLLECTIVE):
-                if last_collective is not None:
-                    d.add(last_collective)
-                last_collective = i
-            for v in op.input_vars():
-                k = self._memory_key(v)
-                if k in last_write:
-                    d.add(last_write[k])
-            for v in op.output_vars():
-                k = self._memory_key(v)
-                d.update(readers_since.get(k, ()))
-                if k in last_write:
-                    d.add(last_write[k])
-            for v in op.input_vars():
-                readers_since.setdefault(self._memory_key(v), []).append(i)
-            for v in op.output_vars():
-                k = self._memory_key(v)
-                last_write[k] = i
-                readers_since[k] = []
-            d.discard(i)
-            deps.append(tuple(sorted(d)))
-        return deps
+        """For each op, the earlier ops it must wait for (see Lowering.dependencies)."""
+        return self.lowering.dependencies()
+
+    def _memory_key(self, v):
+        return self.lowering.memory_key(v)
 
     def release(self):
         """Free the pooled temporaries (drop_local_exe_scopes); the next run rebinds."""

@@ -63,7 +63,7 @@ class PlanCache:
         block = program.global_block()
         feed_arrays = check_feed(block, feed)
         fetch_vars = resolve_fetch(block, fetch_list)
-        key = (program._uid, program.version, id(scope),
+        key = (program.uid, program.version, id(scope),
                tuple((n, a.shape, a.dtype.str) for n, a in feed_arrays.items()),
                tuple(v.name for v in fetch_vars), options)
         with self._lock:

@@ -19,7 +19,7 @@ from .nodes import (BACKWARD, FORWARD, LOSS_GRAD, OPTIMIZE, Operator,  # noqa: F
 from .op_list import UseMaps
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator, Sequence
 
 
 class Block:
@@ -366,6 +366,29 @@ class Program:
 
     def _bump(self):
         self.version += 1
+
+    @property
+    def uid(self) -> int:
+        """A number no other Program of this process has (plan caches key on it)."""
+        return self._uid
+
+    @property
+    def run_hooks(self) -> Sequence[Callable]:
+        """The callables `Executor.run` calls with the scope before each run of this
+        program (learning-rate schedules set their rate), in order; read-only (add
+        with `add_run_hook`)."""
+        return self._lr_hooks
+
+    def add_run_hook(self, hook: Callable, first: bool = False) -> None:
+        """Call `hook(scope)` before each run of this program (after the earlier hooks,
+        or before them all when `first`).
+
+        Args:
+            hook (callable): called with the run's Scope.
+            first (bool): run it before the hooks already added.
+        """
+        hooks = self.__dict__.setdefault("_lr_hooks", [])
+        hooks.insert(0, hook) if first else hooks.append(hook)
 
     def global_block(self) -> Block:
         """Block 0, which holds every op and variable.

@@ -36,7 +36,7 @@ from .codegen.cpu import ElementwiseKernel
 from .codegen.render import inputs_used
 from .elementwise import _cuda_kernel, align
 from .registry import run_calls
-from .registry import (ELEMENTWISE, NO_GRAD, ConcreteOp, InferContext, OpDef, Slot, VarInfo,
+from .registry import (ELEMENTWISE, FUSED, NO_GRAD, ConcreteOp, InferContext, OpDef, Slot, VarInfo,
                        broadcast_shapes, get_op_def, register_op)
 
 REF_KINDS = ("x", "out", "tmp")
@@ -289,7 +289,7 @@ register_op(OpDef(
     cpu=functools.partial(_bind_with, "cpu"),
     gpu=functools.partial(_bind_with, "gpu"),
     attrs={"ops": ()},
-    traits=frozenset((NO_GRAD,)),
+    traits=frozenset((NO_GRAD, FUSED)),
     doc="A group of elementwise ops (attr `ops`, see kernels/fused_elementwise.py) as one "
         "generated kernel, optionally after a matmul and before a reduction; made by the "
         "auto_fusion pass after the backward is built."))

@@ -35,6 +35,8 @@ OPTIMIZER = "optimizer"          # updates persistables in place
 RANDOM = "random"                # draws random numbers
 MAY_FAIL = "may_fail"            # can raise on bad data (e.g. label out of range)
 COLLECTIVE = "collective"        # talks to the other devices (its kernel gets `cop.comm`)
+FUSED = "fused"                  # made by a fusion pass from several ops: never fused again
+FLAT_INPUTS = "flat_inputs"      # moves its X list as one flat array: lay them out back to back
 
 
 @dataclass
