@@ -199,15 +199,12 @@ class CompiledProgram:
         iterations per run). The last call's record is reused while the call repeats
         (same executor, scope, program version, feed names and fetch objects)."""
         last = self._last
+        # (tuple ==: identity first, and Variables compare by identity; one C call)
         if last is not None and last[0] is exe and last[1] is scope and \
                 last[2] == self._program.version and type(feed) is dict and \
                 last[3] is not None and feed.keys() == last[3] and \
-                type(fetch_list) in (list, tuple) and len(fetch_list) == len(last[4]):
-            for a, b in zip(fetch_list, last[4]):
-                if a is not b:
-                    break
-            else:
-                return last[5]
+                type(fetch_list) in (list, tuple) and tuple(fetch_list) == last[4]:
+            return last[5]
         self._bind(exe, scope)
         first = next(iter(feed), {}) if isinstance(feed, (list, tuple)) else feed
         fetch = tuple(f.name if hasattr(f, "name") else f for f in

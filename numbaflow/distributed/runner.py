@@ -98,11 +98,21 @@ class DataParallelRunner(Runner):
     def written(self, program, scope):
         return [(s, p.global_block().ops) for s, p in zip(self.scopes, self.programs)]
 
-    def run_one(self, program, feed, fetch_list, scope, iterations, return_merged):
+    def run(self, program, feed, fetch_list, scope, iterations=1, return_merged=True):
         """One run of `feed` (a dict split over the devices, or a per-device list),
         `iterations` times (the user's scope is locked throughout)."""
         with self.scopes[0].locked():
-            return self._run_one(feed, fetch_list, return_merged, iterations)
+            try:
+                result = self._run_one(feed, fetch_list, return_merged, iterations)
+            except BaseException:
+                # each device's plan restores its own persistables, but the devices may
+                # not all have failed (Ctrl-C after one of them committed): the next run
+                # makes every replica hold the user's scope (device 0) again
+                self._synced = None
+                raise
+        if self.drop_every:
+            self.ran()
+        return result
 
     def _run_one(self, feed, fetch_list, return_merged, iterations):
         block = self.program.global_block()

@@ -140,8 +140,14 @@ class Executor:
             scope, k = lowered.scope, lowered.iterations
         for hook in program.run_hooks:     # learning-rate schedules set the rate first
             hook(scope)
-        feeds = [feed] if k == 1 and type(feed) is dict else iteration_feeds(feed, k)
-        results = runner.run(runnable, feeds, fetch_list, scope, k, return_merged)
+        if type(feed) is dict or feed is None:
+            results = runner.run(runnable, feed, fetch_list, scope, k, return_merged)
+        else:
+            feeds = iteration_feeds(feed, k)    # a list (one per device) or K of an iterator
+            if len(feeds) == 1:
+                results = runner.run(runnable, feeds[0], fetch_list, scope, k, return_merged)
+            else:
+                results = runner.run_feeds(runnable, feeds, fetch_list, scope, return_merged)
         return results if return_numpy else [_Fetched(r) for r in results]
 
 

@@ -90,12 +90,10 @@ class PlanCache:
                 last[2] is not scope or last[3] is not options or type(feed) is not dict:
             return None
         fetch, specs = last[4], last[5]
-        if fetch is None or not isinstance(fetch_list, (list, tuple)) or \
-                len(fetch_list) != len(fetch) or len(feed) != len(specs):
+        # (tuple ==: identity first, and Variables compare by identity; one C call)
+        if fetch is None or type(fetch_list) not in (list, tuple) or \
+                len(feed) != len(specs) or tuple(fetch_list) != fetch:
             return None
-        for a, b in zip(fetch_list, fetch):
-            if a is not b:
-                return None
         for name, shape, dtype in specs:
             a = feed.get(name)
             if type(a) is not np.ndarray or a.shape != shape or \

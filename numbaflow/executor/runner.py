@@ -3,8 +3,8 @@
 `Runner` is the interface the executor drives; `LocalRunner` (here) runs one program on
 one place through its PlanCache, `distributed.runner.DataParallelRunner` runs it on
 several places and ranks. What every runner shares lives on the base class once: the
-K-iteration transaction (`run` with several feeds) and the release of pooled
-temporaries (now, or every `drop_every` runs).
+K-iteration transaction (`run_feeds`) and the release of pooled temporaries (now, or
+every `drop_every` runs).
 """
 import collections.abc
 
@@ -17,31 +17,26 @@ DROP_MIN_BYTES = 1 << 20
 
 
 class Runner:
-    """Runs a program's plans. A subclass implements `run_one`, `plans` and `written`."""
+    """Runs a program's plans. A subclass implements `run`, `plans` and `written`."""
 
     def __init__(self, drop_every=0):
         self.drop_every = drop_every    # release pooled temporaries every N runs (0: never)
         self.runs = 0
         self.last_plan = None
 
-    def run(self, program, feeds, fetch_list, scope, iterations=1, return_merged=True):
-        """One `Executor.run`: `feeds` is [one feed] reused for `iterations` iterations, or
-        the K feeds an iterator gave, run as one unit: if any of them fails, every
-        persistable the program writes is restored to its value before the first."""
-        if len(feeds) == 1:
-            result = self.run_one(program, feeds[0], fetch_list, scope, iterations,
-                                  return_merged)
-        else:
-            with transaction(self.written(program, scope)):
-                for feed in feeds:
-                    result = self.run_one(program, feed, fetch_list, scope, 1, return_merged)
-        self.runs += 1
-        if self.drop_every and self.runs % self.drop_every == 0:
-            self.release(periodic=True)
-        return result
-
-    def run_one(self, program, feed, fetch_list, scope, iterations, return_merged):
+    def run(self, program, feed, fetch_list, scope, iterations=1, return_merged=True):
+        """One `Executor.run` of one feed (a dict, or one per device), reused for
+        `iterations` iterations; returns the fetches."""
         raise NotImplementedError
+
+    def run_feeds(self, program, feeds, fetch_list, scope, return_merged=True):
+        """One `Executor.run` over the K feeds an iterator gave, as one unit: if any of
+        them fails, every persistable the program writes is restored to its value
+        before the first. Returns the last fetches."""
+        with transaction(self.written(program, scope)):
+            for feed in feeds:
+                result = self.run(program, feed, fetch_list, scope, 1, return_merged)
+        return result
 
     def written(self, program, scope):
         """[(scope, ops)]: the persistables a run may write, for the transaction."""
@@ -50,6 +45,12 @@ class Runner:
     def plans(self):
         """Every plan this runner keeps."""
         raise NotImplementedError
+
+    def ran(self):
+        """Count a run: every `drop_every` runs, release the big pools."""
+        self.runs += 1
+        if self.runs % self.drop_every == 0:
+            self.release(periodic=True)
 
     def release(self, periodic=False):
         """Release the plans' pooled temporaries (rebuilt on the next run); when
@@ -68,10 +69,15 @@ class LocalRunner(Runner):
         self.cache = PlanCache(backend)
         self.options = options
 
-    def run_one(self, program, feed, fetch_list, scope, iterations, return_merged):
+    def run(self, program, feed, fetch_list, scope, iterations=1, return_merged=True):
         plan, arrays = self.cache.plan_for(program, feed, fetch_list, scope, self.options)
         self.last_plan = plan
-        return plan.run(arrays, iterations)     # (holds the scope's lock)
+        result = plan.run(arrays, iterations)     # (holds the scope's lock)
+        if self.drop_every:
+            self.runs += 1          # (Runner.ran, inlined: this is every step's path)
+            if self.runs % self.drop_every == 0:
+                self.release(periodic=True)
+        return result
 
     def written(self, program, scope):
         return [(scope, program.global_block().ops)]

@@ -255,16 +255,6 @@ def plan_units(thunks):
     return units
 
 
-def compile_units(thunks):
-    """plan_units, compiled now (in this thread) and in use."""
-    units = plan_units(thunks)
-    with_loop = len(units) == 1
-    for unit in units:
-        unit.compile(with_loop)
-        unit.activate()
-    return units
-
-
 class BackgroundCompile:
     """The compile of one plan's units on the compile thread: `poll()` (on the thread
     that runs the plan) activates the units that are ready and says whether any are

@@ -19,7 +19,7 @@ from .nodes import (BACKWARD, FORWARD, LOSS_GRAD, OPTIMIZE, Operator,  # noqa: F
 from .op_list import UseMaps
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Sequence
+    from collections.abc import Callable, Iterator
 
 
 class Block:
@@ -69,12 +69,6 @@ class Block:
         self.vars[name] = p
         self.program._bump()
         return p
-
-    def _adopt(self, var):
-        """Add a Variable object made for this block (e.g. a startup-program mirror)."""
-        self.vars[var.name] = var
-        self.program._bump()
-        return var
 
     def _rename_var(self, var, new_name):
         if new_name in self.vars:
@@ -350,10 +344,10 @@ class Program:
         >>> [op.type for op in main.global_block().ops]
         ['reduce_mean']
     """
-    # callables run with the scope before each run (learning-rate schedules set their
-    # rate: optimizer/lr.py); a program that has some gets its own list
-    _lr_hooks = ()
-
+    # the callables Executor.run calls with the scope before each run of this program
+    # (learning-rate schedules set their rate: optimizer/lr.py), in order; read-only:
+    # add one with `add_run_hook` (a program that has some gets its own list)
+    run_hooks = ()
 
     _ids = itertools.count()
 
@@ -372,13 +366,6 @@ class Program:
         """A number no other Program of this process has (plan caches key on it)."""
         return self._uid
 
-    @property
-    def run_hooks(self) -> Sequence[Callable]:
-        """The callables `Executor.run` calls with the scope before each run of this
-        program (learning-rate schedules set their rate), in order; read-only (add
-        with `add_run_hook`)."""
-        return self._lr_hooks
-
     def add_run_hook(self, hook: Callable, first: bool = False) -> None:
         """Call `hook(scope)` before each run of this program (after the earlier hooks,
         or before them all when `first`).
@@ -387,7 +374,7 @@ class Program:
             hook (callable): called with the run's Scope.
             first (bool): run it before the hooks already added.
         """
-        hooks = self.__dict__.setdefault("_lr_hooks", [])
+        hooks = self.__dict__.setdefault("run_hooks", [])
         hooks.insert(0, hook) if first else hooks.append(hook)
 
     def global_block(self) -> Block:

@@ -152,12 +152,6 @@ def numel(shape):
     return int(np.prod(shape)) if len(shape) else 1
 
 
-def normalize_axis(axis, ndim, op_type="op"):
-    if not -ndim <= axis < max(ndim, 1):
-        raise ValueError(f"{op_type}: axis {axis} is out of range for a tensor of rank {ndim}")
-    return axis % ndim if ndim else 0
-
-
 # ---------------------------------------------------------------- kernel helpers
 def simple_kernel(fn):
     """Kernel factory for ops whose kernel is `fn(cop, *inputs, *outputs)` (flattened in
