@@ -347,20 +347,20 @@ def test_a_repeated_run_takes_the_fast_path_but_every_change_is_still_checked(ex
     fetch = [loss]
     x = np.ones((4, 1), np.float32)
     first, = exe.run(main, feed={"X": x}, fetch_list=fetch, scope=scope)
-    assert exe._cache._repeat(main, {"X": x}, fetch, scope, exe._cache._last[3]) is not None
+    assert exe._cache.repeat(main, {"X": x}, fetch, scope, exe._cache._last[3]) is not None
     # a different dtype, rank, or a non-contiguous array leaves the fast path
     with pytest.raises(ValueError, match="data type"):
         exe.run(main, feed={"X": x.astype(np.float64)}, fetch_list=fetch, scope=scope)
     with pytest.raises(ValueError, match="dimensions"):
         exe.run(main, feed={"X": np.ones((4, 1, 1), np.float32)}, fetch_list=fetch, scope=scope)
     strided = np.ones((8, 1), np.float32)[::2]
-    assert exe._cache._repeat(main, {"X": strided}, fetch, scope, exe._cache._last[3]) is None
+    assert exe._cache.repeat(main, {"X": strided}, fetch, scope, exe._cache._last[3]) is None
     got, = exe.run(main, feed={"X": strided}, fetch_list=fetch, scope=scope)
     assert np.isfinite(got)
     # a changed program (new version) is re-planned
     with static.program_guard(main):
         paddle.scale(loss, 2.0)
-    assert exe._cache._repeat(main, {"X": x}, fetch, scope, exe._cache._last[3]) is None
+    assert exe._cache.repeat(main, {"X": x}, fetch, scope, exe._cache._last[3]) is None
     exe.run(main, feed={"X": x}, fetch_list=fetch, scope=scope)
 
 

@@ -199,12 +199,12 @@ class CompiledProgram:
         iterations per run). The last call's record is reused while the call repeats
         (same executor, scope, program version, feed names and fetch objects)."""
         last = self._last
-        # (tuple ==: identity first, and Variables compare by identity; one C call)
-        if last is not None and last[0] is exe and last[1] is scope and \
-                last[2] == self._program.version and type(feed) is dict and \
-                last[3] is not None and feed.keys() == last[3] and \
-                type(fetch_list) in (list, tuple) and tuple(fetch_list) == last[4]:
-            return last[5]
+        if last is not None and type(feed) is dict and type(fetch_list) in _SEQUENCES:
+            l_exe, l_scope, version, keys, fetch, lowered = last
+            # (tuple ==: identity first, and Variables compare by identity; one C call)
+            if l_exe is exe and l_scope is scope and version == self._program.version and \
+                    keys is not None and feed.keys() == keys and tuple(fetch_list) == fetch:
+                return lowered
         self._bind(exe, scope)
         first = next(iter(feed), {}) if isinstance(feed, (list, tuple)) else feed
         fetch = tuple(f.name if hasattr(f, "name") else f for f in
@@ -326,6 +326,9 @@ class CompiledProgram:
         """
         for runner in {id(lw.runner): lw.runner for lw in self._lowered.values()}.values():
             runner.release()
+
+
+_SEQUENCES = (list, tuple)
 
 
 def _check_strategy(name, value, cls):

@@ -57,7 +57,7 @@ class PlanCache:
 
     def plan_for(self, program, feed, fetch_list, scope, options=DEFAULT_OPTIONS):
         """(the Plan for this signature, the checked feed arrays {name: ndarray})."""
-        hit = self._repeat(program, feed, fetch_list, scope, options)
+        hit = self.repeat(program, feed, fetch_list, scope, options)
         if hit is not None:
             return hit
         block = program.global_block()
@@ -84,7 +84,9 @@ class PlanCache:
                       tuple((n, a.shape, a.dtype) for n, a in feed_arrays.items()), plan)
         return plan, feed_arrays
 
-    def _repeat(self, program, feed, fetch_list, scope, options):
+    def repeat(self, program, feed, fetch_list, scope, options):
+        """(plan, feed) when this call repeats the last one exactly (see the class
+        docstring), else None: the steady step's whole lookup."""
         last = self._last       # one read: another thread may replace it meanwhile
         if last is None or last[0] is not program or last[1] != program.version or \
                 last[2] is not scope or last[3] is not options or type(feed) is not dict:

@@ -70,7 +70,10 @@ class LocalRunner(Runner):
         self.options = options
 
     def run(self, program, feed, fetch_list, scope, iterations=1, return_merged=True):
-        plan, arrays = self.cache.plan_for(program, feed, fetch_list, scope, self.options)
+        cache = self.cache
+        hit = cache.repeat(program, feed, fetch_list, scope, self.options)    # a steady step
+        plan, arrays = hit if hit is not None else \
+            cache.plan_for(program, feed, fetch_list, scope, self.options)
         self.last_plan = plan
         result = plan.run(arrays, iterations)     # (holds the scope's lock)
         if self.drop_every:
