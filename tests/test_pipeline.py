@@ -104,3 +104,38 @@ def test_build_strategy_flags_and_help_come_from_the_rows():
         assert getattr(bs, flag) is False
         assert f"- {flag}:" in static.BuildStrategy.__doc__
     assert pipeline.PIPELINE[-1].data_parallel       # the rewrite is the last row
+
+
+def test_every_fetched_intermediate_survives_every_pass():
+    """A second angle on 'a fusion pass drops a fetched intermediate': with every pass
+    flag on, fetch each forward intermediate and compare it with the plain program's."""
+    import numbaflow.nn.functional as F
+    main, startup = static.Program(), static.Program()
+    with static.program_guard(main, startup), unique_name.guard():
+        x = static.data("x", [None, 6], "float32")
+        y = static.data("y", [None, 1], "int64")
+        h = static.nn.fc(x, 8, activation="relu")
+        h2 = paddle.nn.functional.sigmoid(static.nn.fc(h, 8) + h)
+        loss = paddle.mean(F.cross_entropy(static.nn.fc(h2, 3), y))
+        paddle.optimizer.SGD(learning_rate=0.1).minimize(loss)
+    forward = [v for op in main.global_block().ops if op.role == "forward"
+               for v in op.output_vars() if not v.persistable]
+    assert len(forward) >= 8
+    rng = np.random.default_rng(1)
+    feed = {"x": rng.standard_normal((5, 6)).astype(np.float32),
+            "y": rng.integers(0, 3, (5, 1)).astype(np.int64)}
+    exe = static.Executor()
+    plain_scope, fused_scope = static.Scope(), static.Scope()
+    exe.run(startup, scope=plain_scope)
+    for v in main.list_vars():
+        if v.persistable and v.name in plain_scope:
+            fused_scope.set(v.name, plain_scope.get(v.name))
+    want = exe.run(main, feed=feed, fetch_list=forward, scope=plain_scope)
+    bs = static.BuildStrategy()
+    for flag in pipeline.flags():
+        setattr(bs, flag, True)
+    compiled = static.CompiledProgram(main, build_strategy=bs)
+    got = exe.run(compiled, feed=feed, fetch_list=forward, scope=fused_scope)
+    assert any(p.changed for p in compiled.passes), [p.name for p in compiled.passes]
+    for v, g, w in zip(forward, got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6, err_msg=v.name)
