@@ -387,3 +387,28 @@ def test_the_first_run_of_a_plan_says_when_its_compile_is_long(monkeypatch, capl
         exe.run(main, feed={"X": np.ones((2, 1), np.float32)}, fetch_list=[loss], scope=scope)
     notices = [r for r in caplog.records if "first run" in r.getMessage()]
     assert len(notices) == 1 and notices[0].levelno == logging.INFO
+
+
+def test_check_nan_inf_stays_on_for_a_hot_compiled_training_step(monkeypatch):
+    """A second angle on a no-op NaN check (issue 21): a compiled training program, hot
+    (past HOT_RUNS, where segments would take over), meets a batch whose log is NaN: the
+    run raises naming the op and leaves the parameters as they were."""
+    from numbaflow.executor import plan as plan_mod
+    monkeypatch.setenv("NUMBAFLOW_CHECK_NAN_INF", "1")
+    main, startup = static.Program(), static.Program()
+    with static.program_guard(main, startup), unique_name.guard():
+        x = static.data("x", [None, 2], "float32")
+        loss = paddle.mean(static.nn.fc(paddle.log(x), 1))
+        paddle.optimizer.SGD(learning_rate=0.1).minimize(loss)
+    exe, scope = static.Executor(), static.Scope()
+    exe.run(startup, scope=scope)
+    compiled = static.CompiledProgram(main)
+    good = {"x": np.full((3, 2), 2.0, np.float32)}
+    for _ in range(plan_mod.HOT_RUNS + 2):
+        exe.run(compiled, feed=good, fetch_list=[loss], scope=scope)
+    before = {p.name: scope.get(p.name) for p in main.all_parameters()}
+    bad = {"x": np.array([[2.0, 2.0], [-1.0, 2.0], [2.0, 2.0]], np.float32)}
+    with pytest.raises(FloatingPointError, match="op log"):
+        exe.run(compiled, feed=bad, fetch_list=[loss], scope=scope)
+    for name, value in before.items():
+        np.testing.assert_array_equal(scope.get(name), value, err_msg=name)
