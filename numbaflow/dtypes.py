@@ -36,7 +36,3 @@ def convert_dtype(dtype):
         raise TypeError(f"dtype {dt} is not supported; expected one of "
                         f"{[str(d) for d in SUPPORTED]}")
     return dt
-
-
-def is_floating(dtype):
-    return np.dtype(dtype) in FLOATING

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .nn.initializer import Initializer
-    from .optimizer import L2Decay
+    from .regularizer import L2Decay
 
 
 class ParamAttr:

@@ -224,7 +224,7 @@ def test_drop_local_exe_scopes_releases_the_pool_and_keeps_the_numbers():
 
 
 def test_num_iteration_per_drop_scope_releases_every_n_runs(monkeypatch):
-    from numbaflow.compiler import compiled_program
+    from numbaflow.executor import runner as compiled_program  # (DROP_MIN_BYTES lives with the runners)
     main, startup, loss = mlp()
     c = compiled(main, {}, {"num_iteration_per_drop_scope": 2})
     exe, scope = run_once(c, startup, loss, batches(1)[0])

@@ -417,7 +417,7 @@ def test_one_place_fetches_like_d_places_and_takes_a_customized_loss_grad():
     # Paddle: a data-parallel program on one place fetches a 0-D loss as shape (1,) (D
     # places give (D,)), and GradientScaleStrategy.Customized takes `<loss>@GRAD` of
     # shape (1,) there, as (D,) on D places
-    from numbaflow.executor.strategy import GradientScaleStrategy
+    from numbaflow.distributed.modes import GradientScaleStrategy
     from numbaflow.utils import unique_name
 
     def net(lr):
@@ -479,6 +479,6 @@ def test_parallel_executor_checks_num_trainers_against_the_job(monkeypatch):
 
 
 def test_a_huge_num_iteration_per_run_needs_no_memory_per_iteration():
-    from numbaflow.compiler.compiled_program import _iteration_feeds
+    from numbaflow.executor.runner import iteration_feeds as _iteration_feeds
     feed = {"X": np.ones((2, 1), np.float32)}
     assert _iteration_feeds(feed, 10 ** 12) == [feed]

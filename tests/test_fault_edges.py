@@ -195,7 +195,7 @@ def test_empty_sum_on_the_simulated_gpu_is_zero_not_garbage():
 
 # ---------------------------------------------------------------- ExecutionStrategy / places
 def test_num_threads_beyond_the_cap_is_refused_at_assignment():
-    from numbaflow.executor.strategy import MAX_NUM_THREADS
+    from numbaflow.compiler.strategy import MAX_NUM_THREADS
     es = static.ExecutionStrategy()
     for bad in (100000, MAX_NUM_THREADS + 1, -1):
         with pytest.raises(ValueError, match=rf"num_threads must be in \[0, {MAX_NUM_THREADS}\]"):
@@ -215,7 +215,7 @@ def _dp_mlp():
 
 
 def test_num_threads_times_places_beyond_the_total_cap_is_refused_at_compile():
-    from numbaflow.executor.strategy import MAX_TOTAL_THREADS
+    from numbaflow.compiler.strategy import MAX_TOTAL_THREADS
     main, startup, loss = _dp_mlp()
     exe = static.Executor()
     exe.run(startup)

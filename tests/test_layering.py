@@ -104,3 +104,108 @@ def test_public_import_paths_unchanged():
                      "ExecutionStrategy", "Scope", "CPUPlace", "CUDAPlace"):
             assert hasattr(mod, name), (mod.__name__, name)
     assert static.CompiledProgram is fluid.CompiledProgram
+
+
+# ---------------------------------------------------------------- private state stays private
+# Scope's state: only executor/scope.py touches it; everyone else uses its verbs.
+SCOPE_STATE = {"_arrays", "_device", "_device_id", "_on_device", "_before_save", "_ran"}
+# the run path's floors read no other object's underscored names
+RUN_PATH = ("executor/", "compiler/", "distributed/runner.py")
+# (file, expression): why it is allowed
+ALLOWED = {
+    ("executor/scheduler.py", "parallel._launch_threads"):
+        "numba's thread pool has no public start; it must start before the workers",
+    ("executor/place.py", "nvrtc._get_nvrtc_version"):
+        "numba's NVRTC binding has no public version query",
+    ("compiler/compiled_program.py", "other._runners"):
+        "another CompiledProgram (share_vars_from): the same class",
+    ("compiler/parallel_executor.py", "share_vars_from._compiled"):
+        "another ParallelExecutor: the same class",
+    ("compiler/parallel_executor.py", "(build_strategy or BuildStrategy())._copy"):
+        "the compiler's own strategy class",
+}
+
+
+def private_reads(path):
+    """(line, expression, attribute) of every `x._name` where x is not self/cls/super()."""
+    tree = ast.parse(path.read_text(), str(path))
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute) or not node.attr.startswith("_") or \
+                node.attr.startswith("__"):
+            continue
+        v = node.value
+        if isinstance(v, ast.Name) and v.id in ("self", "cls"):
+            continue
+        if isinstance(v, ast.Call) and getattr(v.func, "id", None) == "super":
+            continue
+        yield node.lineno, ast.unparse(node), node.attr
+
+
+def test_nobody_but_scope_touches_its_state():
+    bad = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        if rel == "executor/scope.py":
+            continue
+        for line, expr, attr in private_reads(path):
+            if attr in SCOPE_STATE or (attr == "_lock" and "scope" in expr.lower()):
+                bad.append(f"numbaflow/{rel}:{line} {expr}")
+    assert not bad, "Scope's private state used outside scope.py (add a verb):\n" + \
+        "\n".join(bad)
+
+
+def test_the_run_path_reads_no_private_names():
+    bad, used = [], set()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        if not rel.startswith(RUN_PATH) or rel == "executor/scope.py":
+            continue
+        for line, expr, _ in private_reads(path):
+            if (rel, expr) in ALLOWED:
+                used.add((rel, expr))
+            else:
+                bad.append(f"numbaflow/{rel}:{line} {expr}")
+    assert not bad, "underscored names of other objects read on the run path:\n" + \
+        "\n".join(bad)
+    assert used == set(ALLOWED), f"allowed but no longer used: {set(ALLOWED) - used}"
+
+
+def test_the_private_read_check_sees_one(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text("def f(scope, self):\n    self._ok = 1\n    return scope._arrays\n")
+    assert [(line, expr) for line, expr, _ in private_reads(f)] == [(3, "scope._arrays")]
+
+
+# ---------------------------------------------------------------- the API floor's circle
+def import_graph():
+    """{module: modules it imports (any import, TYPE_CHECKING and in functions too)}."""
+    raw = {module_name(p): {t for _, t in imported(p)} for p in sorted(PACKAGE.rglob("*.py"))}
+
+    def resolve(t):
+        while t and t not in raw:
+            t = t.rsplit(".", 1)[0] if "." in t else None
+        return t
+    return {m: {resolve(t) for t in ts} - {None, m} for m, ts in raw.items()}
+
+
+def cycle_through(graph, start):
+    """One import cycle through `start` ([start, ..., start]), or None."""
+    stack, seen = [(start, [start])], set()
+    while stack:
+        node, path = stack.pop()
+        for n in sorted(graph.get(node, ())):
+            if n == start:
+                return path + [n]
+            if n not in seen:
+                seen.add(n)
+                stack.append((n, path + [n]))
+    return None
+
+
+def test_param_attr_regularizer_and_clipping_form_no_circle():
+    # was: param_attr -> optimizer -> nn.clip -> layer_helper -> param_attr
+    graph = import_graph()
+    for mod in ("numbaflow.param_attr", "numbaflow.regularizer", "numbaflow.nn.clip",
+                "numbaflow.layer_helper"):
+        assert cycle_through(graph, mod) is None, cycle_through(graph, mod)
+    assert graph["numbaflow.regularizer"] == set()      # the low module imports nothing

@@ -10,7 +10,7 @@ import numbaflow as paddle
 import numbaflow.static as static
 from numbaflow.distributed.feed import (loss_grad_scales, merge_fetch, split_feed,
                                               split_sizes)
-from numbaflow.executor.strategy import GradientScaleStrategy as GSS
+from numbaflow.distributed.modes import GradientScaleStrategy as GSS
 from numbaflow.utils import unique_name
 
 LOSS_GRAD = "mean_0.tmp_0@GRAD"

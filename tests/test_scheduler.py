@@ -203,6 +203,7 @@ def burn(n):
 burn_nogil = numba.njit(nogil=True)(burn)
 
 
+@pytest.mark.slow      # timing: a loaded machine may deschedule a thread (issue 21)
 def test_nogil_work_overlaps():
     # two independent chains of nogil busy kernels on 2 threads run at the same time:
     # their (wall-clock) intervals overlap. A kernel holding the GIL would block the other
@@ -226,9 +227,10 @@ def test_nogil_work_overlaps():
         s.run([op(i) for i in range(6)])
     overlap = max(min(spans[a][1], spans[b][1]) - max(spans[a][0], spans[b][0])
                   for a in (0, 2, 4) for b in (1, 3, 5))
-    assert overlap > 0.02, spans
+    assert overlap > 0.01, spans      # generous: 50 ms ops, a GIL-holder gives ~0
 
 
+@pytest.mark.slow      # timing (issue 21): generous bound, out of the core run
 def test_sleep_chains_halve_wall_time():
     deps = [(), ()] + [(i,) for i in range(6)]     # two chains of 4 ops each
     thunks = [lambda: time.sleep(0.05)] * 8
@@ -240,7 +242,7 @@ def test_sleep_chains_halve_wall_time():
             return time.perf_counter() - t0
     t1, t2 = timed(1), timed(2)
     assert t1 >= 0.4
-    assert t2 < 0.8 * t1, (t1, t2)
+    assert t2 < 0.85 * t1, (t1, t2)     # ideal 0.5
 
 
 def test_numba_threads_per_thread_and_restored():

@@ -299,3 +299,28 @@ def test_a_fork_during_a_background_compile_can_compile():
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          timeout=300, env=env)
     assert out.returncode == 0 and "forked children compiled" in out.stdout, out.stderr[-2000:]
+
+
+def test_a_failed_segment_compile_is_said_once_and_the_plan_runs_op_by_op(monkeypatch, caplog):
+    """A second angle on swallowed compile errors (issue 21): a background compile that
+    fails logs one WARNING naming the error, and the plan keeps its per-op steps with the
+    op-by-op numbers (no segment ever takes over)."""
+    import logging
+
+    from numbaflow.executor import segments
+
+    def broken(self, with_loop=False):
+        if self.segment:
+            raise RuntimeError("planted compile failure")
+    monkeypatch.setattr(segments.Unit, "compile", broken)
+    main, startup, loss = mlp()
+    batches = feeds(plan_mod.HOT_RUNS + 3)
+    ref, ref_scope, _ = run_steps(main, startup, loss, batches, segments=False)
+    with caplog.at_level(logging.WARNING, logger="numbaflow"):
+        got, scope, plan = run_steps(main, startup, loss, batches, segments=True)
+    failed = [r for r in caplog.records if "planted compile failure" in r.getMessage()]
+    assert len(failed) == 1 and failed[0].levelno == logging.WARNING, caplog.text
+    assert plan.units is not None and not any(u.compiled for u in plan.units)
+    np.testing.assert_array_equal(got, ref)
+    for p in main.all_parameters():
+        np.testing.assert_array_equal(scope.get(p.name), ref_scope.get(p.name))

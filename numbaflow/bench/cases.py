@@ -84,7 +84,9 @@ def _passed_ops(compiled):
     return [op.type for op in programs[0].global_block().ops]
 
 
-FUSED_TYPES = ("fused_elementwise", "fused_elemwise_add_activation", "fused_sgd")
+def _is_fused(op_type):
+    from ..kernels.registry import FUSED, get_op_def
+    return get_op_def(op_type).has(FUSED)
 
 
 def _fused_summary(types):
@@ -196,7 +198,7 @@ def bias_relu_case():
         _check("bias_relu", run()[0], want)
         _check("bias_relu numba loop", loop_out, want)
         types = _passed_ops(compiled)
-        fused = [t for t in types if t in FUSED_TYPES]
+        fused = [t for t in types if _is_fused(t)]
         assert len(fused) == 1 and "relu" not in types and "elementwise_add" not in types, \
             f"bias_relu: expected one fused op in the compiled program, got {types}"
         return [Candidate("CompiledProgram fused", run,
@@ -425,7 +427,7 @@ def model_case(name, what, build, layers, batch, make_numpy, targets, fused=Fals
         _check_steps(name, candidates)
         if fused:
             types = _passed_ops(program)
-            assert any(t in FUSED_TYPES for t in types), f"{name}: nothing fused: {types}"
+            assert any(_is_fused(t) for t in types), f"{name}: nothing fused: {types}"
             candidates[0].note = "runs " + _fused_summary(types)
         return candidates
 

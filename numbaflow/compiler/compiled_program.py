@@ -1,24 +1,28 @@
 """CompiledProgram: a program plus the BuildStrategy / ExecutionStrategy it runs under.
 
-Nothing is built until the first run, which binds the compiled program to that run's
-scope and place. The user's Program and strategy objects are never modified: the
-resolved settings live in `build_strategy_effective` / `exec_strategy_effective`.
+It lowers, the executor runs: `Executor.run(compiled, ...)` asks `_lower` for a
+`Lowered` record (the program after the pass pipeline for these fed and fetched names,
+the runner for it, the iterations per run) and runs that. Nothing is built until the
+first run, which binds the compiled program to that run's scope and place. The user's
+Program and strategy objects are never modified: the resolved settings live in
+`build_strategy_effective` / `exec_strategy_effective`.
 """
 from __future__ import annotations
 
-import collections.abc
 from typing import TYPE_CHECKING
 
 from ..graph.graphviz import write_dot
 from ..graph.ir_graph import Graph
-from ..graph.passes import apply_passes, fusion_pass_names
 from ..graph.program import BACKWARD, Program
+from ..distributed import mpi
 from ..distributed.runner import DataParallelRunner
-from ..executor.executor import PlanCache, _Fetched
-from ..executor.plan import PlanOptions, run_transaction
+from ..executor.executor import Lowered
+from ..executor.plan import PlanOptions
 from ..executor.backend import backend_for
 from ..executor.place import CUDAPlace, cpu_places, cuda_places, to_place
-from ..executor.strategy import BuildStrategy, ExecutionStrategy
+from ..executor.runner import LocalRunner
+from .pipeline import Context, run_pipeline
+from .strategy import BuildStrategy, ExecutionStrategy
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -64,9 +68,7 @@ class CompiledProgram:
         else:
             raise TypeError("The type of program_to_graph parameter is wrong, expected Graph or "
                             f"Program, but received {type(program_or_graph).__name__}")
-        if build_strategy is not None and not isinstance(build_strategy, BuildStrategy):
-            raise TypeError(f"build_strategy must be a BuildStrategy, got "
-                            f"{type(build_strategy).__name__}")
+        _check_strategy("build_strategy", build_strategy, BuildStrategy)
         self._build_strategy = build_strategy
         self._exec_strategy = None
         self._is_data_parallel = False
@@ -76,12 +78,11 @@ class CompiledProgram:
         self._scope = None
         self._place = None
         self._executor = None
-        self._passed = {}           # (fetch names, feed names) -> the program after the passes
-        self._cache = None          # PlanCache of the place this program is bound to
-        self._fast = None           # (executor, scope, version, passed program) of the last run
-        self._last_plan = None
-        self._runs = 0
-        self._runners = {}          # id(passed program) -> DataParallelRunner
+        # the one memo: (fetch names, fed names, version) -> Lowered; `_last` is the
+        # record of the last run, reused while the same call repeats
+        self._lowered = {}
+        self._last = None           # (executor, scope, fed keys, fetch objects, Lowered)
+        self._local = None          # LocalRunner of the place this program is bound to
         self.passes = []            # the passes of the last compile (with their refusals)
         self.build_strategy_effective = None
         self.exec_strategy_effective = None
@@ -131,6 +132,8 @@ class CompiledProgram:
         """
         if self._is_data_parallel:
             raise RuntimeError("Already compiled with parallel, cannot be recompiled.")
+        _check_strategy("build_strategy", build_strategy, BuildStrategy)
+        _check_strategy("exec_strategy", exec_strategy, ExecutionStrategy)
         block = self._program.global_block()
         if loss_name is not None:
             name = loss_name.name if hasattr(loss_name, "name") else loss_name
@@ -174,80 +177,96 @@ class CompiledProgram:
     def _bind(self, exe, scope):
         place = exe.place
         if self._scope is None:
-            self._scope, self._place = scope, place
             bs = self._build_strategy or BuildStrategy()
             es = self._exec_strategy or ExecutionStrategy()
             self._device_places = self._resolve_places(place)
             self.build_strategy_effective = bs.effective()
             self.exec_strategy_effective = es.effective(len(self._device_places))
             self._options = self._plan_options()
-            self._drop_every = self.exec_strategy_effective.num_iteration_per_drop_scope
-            self._cache = PlanCache(backend_for(place))
+            self._local = LocalRunner(backend_for(place), self._options,
+                                      self.exec_strategy_effective.num_iteration_per_drop_scope)
+            # last: a bound scope says the rest is whole (an interrupt above binds again)
+            self._scope, self._place = scope, place
         elif scope is not self._scope and self._share_vars_from is None:
             # (with share_vars_from the source's scopes are used and `scope` is ignored)
             raise ValueError("Cannot compile program with different scope.")
         elif place != self._place:
             raise ValueError("Cannot compile program with different place.")
-        self._executor = exe
 
-    def _executor_run(self, exe, feed, fetch_list, scope, return_numpy, return_merged):
-        """`Executor.run(compiled, ...)` lands here."""
-        for hook in self._program._lr_hooks:     # learning-rate schedules set the rate first
-            hook(scope)
-        fast = self._fast
-        if fast is not None and fast[0] is exe and fast[1] is scope and \
-                fast[2] == self._program.version and type(feed) is dict:
-            # the last run's executor, scope and program version, one iteration, no
-            # replicas: the plan cache's repeat check decides the rest
-            hit = self._cache._repeat(fast[3], feed, fetch_list, self._scope, self._options)
-            if hit is not None:
-                plan, arrays = hit
-                result = plan.run(arrays)       # (holds the scope's lock)
-                self._after_run(plan)
-                return result if return_numpy else [_Fetched(r) for r in result]
-        return self._run(exe, feed, fetch_list, scope, return_numpy, return_merged)
-
-    def _run(self, exe, feed, fetch_list, scope, return_numpy, return_merged):
+    def _lower(self, exe, feed, fetch_list, scope):
+        """`Executor.run(compiled, ...)` asks this first: the `Lowered` record to run (the
+        program after the passes for these fed and fetched names, its runner, the
+        iterations per run). The last call's record is reused while the call repeats
+        (same executor, scope, program version, feed names and fetch objects)."""
+        last = self._last
+        if last is not None and type(feed) is dict and type(fetch_list) in _SEQUENCES:
+            l_exe, l_scope, version, keys, fetch, lowered = last
+            # (tuple ==: identity first, and Variables compare by identity; one C call)
+            if l_exe is exe and l_scope is scope and version == self._program.version and \
+                    keys is not None and feed.keys() == keys and tuple(fetch_list) == fetch:
+                return lowered
         self._bind(exe, scope)
-        k = self.exec_strategy_effective.num_iteration_per_run
-        iterator = isinstance(feed, collections.abc.Iterator)
-        feeds = _iteration_feeds(feed, k)       # [feed] for a reused dict / list feed
-        program = self._compiled_program(feeds[0], fetch_list)
-        runner = self._runners.get(id(program))
-        if runner is not None:
-            result = runner.run(feeds[0], fetch_list, return_merged, k,
-                                feeds if iterator else None)
-            self._after_run(runner.last_plans[0])
-        else:
-            if any(isinstance(f, (list, tuple)) for f in feeds):
-                raise TypeError("a list feed gives one dict per device: it needs "
-                                "with_data_parallel over several places")
-            # every feed is checked and every plan built before anything runs
-            steps = [self._cache.plan_for(program, f, fetch_list, self._scope, self._options)
-                     for f in feeds]
-            with self._scope._lock:
-                if len(steps) == 1:
-                    # a dict feed is reused: the K iterations are one plan run (looping
-                    # inside the compiled segment when there is one)
-                    plan, arrays = steps[0]
-                    result = plan.run(arrays, k)
-                else:
-                    result = run_transaction(steps)
-            plan = steps[-1][0]
-            self._after_run(plan)
-            if k == 1 and type(feed) is dict:
-                self._fast = (exe, scope, self._program.version, program)
-        if not return_numpy:
-            result = [_Fetched(r) for r in result]
-        return result
+        first = next(iter(feed), {}) if isinstance(feed, (list, tuple)) else feed
+        fetch = tuple(f.name if hasattr(f, "name") else f for f in
+                      ([fetch_list] if isinstance(fetch_list, str) else fetch_list or []))
+        fed = tuple(sorted(k.name if hasattr(k, "name") else k for k in
+                           (first if isinstance(first, dict) else {})))
+        key = (fetch, fed, self._program.version)
+        lowered = self._lowered.get(key)
+        if lowered is None:
+            lowered = self._lowered[key] = self._compile(set(fetch) | set(fed))
+        repeatable = type(feed) is dict and type(fetch_list) in (list, tuple)
+        self._last = (exe, scope, self._program.version,
+                      frozenset(feed) if repeatable else None,
+                      tuple(fetch_list) if repeatable else (), lowered)
+        return lowered
 
-    def _after_run(self, plan):
-        self._last_plan = plan
-        self._runs += 1
-        if self._runs % self._drop_every == 0:
-            self._release(periodic=True)
+    def _compile(self, protected):
+        """The Lowered record for a private copy of the user's program after the pass
+        pipeline (`protected`: the fed and fetched names, which no pass may remove)."""
+        program = self._program.clone()
+        bs = self.build_strategy_effective
+        world = _world()
+        devices = len(self._device_places) * (world.size if world is not None else 1) \
+            if self._is_data_parallel else 1
+        ctx = Context(devices=devices,
+                      data_parallel=self._is_data_parallel, loss_name=self._loss_name,
+                      device="gpu" if isinstance(self._place, CUDAPlace) else "cpu",
+                      protected=frozenset(protected))
+        path = bs.debug_graphviz_path
+        if path:
+            write_dot(program, path + "_original_graph")
+        self.passes = run_pipeline(
+            program, bs, ctx,
+            (lambda stage: write_dot(program, f"{path}_{stage}_graph")) if path else None)
+        runner = self._local
+        if self._is_data_parallel:
+            runner = self._data_parallel_runner(program, self.passes[-1], world)
+        return Lowered(self._program, program, runner, self._scope,
+                       self.exec_strategy_effective.num_iteration_per_run)
 
-    def _data_parallel_runner(self, program, world):
+    @property
+    def _runners(self):
+        """{id(program): DataParallelRunner} of the compiled versions (data parallel)."""
+        return {id(lw.program): lw.runner for lw in self._lowered.values()
+                if lw.runner is not self._local}
+
+    @property
+    def _passed(self):
+        """{key: the program after the passes} of every compiled version."""
+        return {k: lw.program for k, lw in self._lowered.items()}
+
+    @property
+    def _cache(self):
+        """The PlanCache of the bound place (None before the first run)."""
+        return self._local.cache if self._local is not None else None
+
+    @property
+    def _last_plan(self):
+        """The plan of the last run (device 0's for data parallelism), or None."""
+        return self._last[5].runner.last_plan if self._last is not None else None
+
+    def _data_parallel_runner(self, program, rewrite, world):
         source = None
         if self._share_vars_from is not None:
             other = self._share_vars_from
@@ -258,10 +277,11 @@ class CompiledProgram:
                 raise ValueError("The shared Program is not compiled and executed, so there "
                                  "is no variables to share.")
             source = next(iter(other._runners.values()))
-        return DataParallelRunner(program, self._loss_name, self._device_places, self._scope,
+        return DataParallelRunner(program, rewrite, self._device_places, self._scope,
                                   self.build_strategy_effective, self._options,
                                   [backend_for(p) for p in self._device_places], world,
-                                  source)
+                                  source,
+                                  self.exec_strategy_effective.num_iteration_per_drop_scope)
 
     @property
     def device_count(self) -> int:
@@ -300,84 +320,27 @@ class CompiledProgram:
             raise RuntimeError("memory_stats: the compiled program has not run yet")
         return self._last_plan.memory_stats()
 
-    def _compiled_program(self, feed, fetch_list):
-        """The user's program after the BuildStrategy's passes, built once per set of
-        fed and fetched names (those are protected: no pass may fuse them away)."""
-        fetch = tuple(f.name if hasattr(f, "name") else f for f in
-                      ([fetch_list] if isinstance(fetch_list, str) else fetch_list or []))
-        names = (feed[0] if feed else {}) if isinstance(feed, (list, tuple)) else (feed or {})
-        fed = tuple(sorted(k.name if hasattr(k, "name") else k for k in names))
-        key = (fetch, fed, self._program.version)
-        program = self._passed.get(key)
-        if program is None:
-            program = self._program.clone()
-            bs = self.build_strategy_effective
-            path = bs.debug_graphviz_path
-            if path:
-                write_dot(program, path + "_original_graph")
-            device = "gpu" if isinstance(self._place, CUDAPlace) else "cpu"
-            world = _world()
-            names = fusion_pass_names(bs)
-            if self._is_data_parallel and len(self._device_places) * (
-                    world.size if world is not None else 1) > 1:
-                # each device's weight gradient must be summed before its update
-                names = [n for n in names if n != "fuse_sgd_into_gemm"]
-            self.passes = apply_passes(program, names, set(fetch) | set(fed), device)
-            if path:
-                write_dot(program, path + "_fused_graph")
-            if self._is_data_parallel:
-                self._runners[id(program)] = self._data_parallel_runner(program, world)
-                self.passes.append(self._runners[id(program)].rewrite)
-            if path:
-                write_dot(program, path + "_multi_devices_graph")
-            self._passed[key] = program
-        return program
-
     def drop_local_exe_scopes(self) -> None:
         """Release the pooled temporaries now (they are reallocated on the next run);
         persistables are untouched.
         """
-        self._release(periodic=False)
-
-    def _release(self, periodic):
-        """Release the plans' pooled temporaries. Every num_iteration_per_drop_scope runs
-        (`periodic`) a pool under DROP_MIN_BYTES is kept: freeing it gives back nothing
-        measurable and the next run would pay a rebind (~0.2 ms for the seed model)."""
-        plans = list(self._cache.plans()) if self._cache is not None else []
-        for runner in self._runners.values():
-            plans += runner.plans()
-        for plan in plans:
-            if not periodic or plan.pool_bytes() >= DROP_MIN_BYTES:
-                plan.release()
+        for runner in {id(lw.runner): lw.runner for lw in self._lowered.values()}.values():
+            runner.release()
 
 
-DROP_MIN_BYTES = 1 << 20     # periodic drops keep smaller pools (see CompiledProgram._release)
+_SEQUENCES = (list, tuple)
+
+
+def _check_strategy(name, value, cls):
+    if value is not None and not isinstance(value, cls):
+        raise TypeError(f"{name} must be a static.{cls.__name__} (or None), got "
+                        f"{type(value).__name__} {value!r}; create one, set its options as "
+                        f"attributes and pass it")
 
 
 def _world():
     """The MPI world when launched by mpiexec with several ranks, else None."""
-    from ..executor.strategy import _mpi_env
-    if _mpi_env()[0] <= 1:
+    if mpi.env_size() <= 1:
         return None
-    from .. import distributed
-    w = distributed.world()
+    w = mpi.world()
     return w if w is not None and w.size > 1 else None
-
-
-def _iteration_feeds(feed, k):
-    """The feeds of one run of K iterations: a dict (or per-device list), reused by all K
-    (so it is returned once), or K items from an iterator."""
-    if feed is None or isinstance(feed, (dict, list, tuple)):
-        return [feed]
-    if isinstance(feed, collections.abc.Iterator):
-        out = []
-        for i in range(k):
-            try:
-                out.append(next(feed))
-            except StopIteration:
-                raise ValueError(f"num_iteration_per_run={k} but the feed iterator ended after "
-                                 f"{i} feeds") from None
-        return out
-    raise TypeError(f"feed must be a dict, a list of dicts (one per device) or an iterator "
-                    f"of those, got {type(feed).__name__}")
-

@@ -14,7 +14,7 @@ from .compiled_program import CompiledProgram
 from ..executor.executor import Executor
 from ..executor.place import CPUPlace, CUDAPlace, cpu_places, cuda_places
 from ..executor.scope import global_scope
-from ..executor.strategy import BuildStrategy
+from .strategy import BuildStrategy
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from ..graph.program import Program, Variable
     from ..executor.scope import Scope
-    from ..executor.strategy import ExecutionStrategy
+    from .strategy import ExecutionStrategy
 
 
 class ParallelExecutor:

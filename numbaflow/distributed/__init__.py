@@ -118,9 +118,9 @@ def broadcast_parameters(program: Program | Any,      # Any: a CompiledProgram
                    if v.persistable and not getattr(v, "is_data", False))
     held = {}
     for n in names:
-        a = scope._arrays.get(n)
-        if a is not None:
-            held[n] = (tuple(a.shape), a.dtype.name)
+        spec = scope.spec(n)
+        if spec is not None:
+            held[n] = (tuple(spec[0]), spec[1].name)
     w = world()
     if w is None:
         return sorted(held)
@@ -134,13 +134,13 @@ def broadcast_parameters(program: Program | Any,      # Any: a CompiledProgram
     root = everyone[0][1]
     for n in sorted(root):
         if n in held:
-            a = scope._host_array(n)     # a newer device copy is synced first
+            a = scope.array(n)     # a newer device copy is synced first
             w.bcast_(a)
             if w.rank != 0:
-                scope._host_wrote([n])   # refresh the device copy, if any
+                scope.wrote_on_host([n])   # refresh the device copy, if any
         else:
             shape, dtype = root[n]
-            scope.set(n, w.bcast_(np.empty(shape, np.dtype(dtype))))
+            scope.set(n, w.bcast_(np.empty(shape, np.dtype(dtype))), create=True)
     return sorted(root)
 
 

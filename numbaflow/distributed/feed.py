@@ -12,8 +12,8 @@ every rule here is testable on its own:
 import numpy as np
 
 from ..graph.program import Variable
-from ..executor.executor import check_feed, feed_array, feed_var
-from ..executor.strategy import GradientScaleStrategy
+from ..executor.feed import check_feed, feed_array, feed_var
+from .modes import GradientScaleStrategy
 
 
 def split_sizes(batch, num_devices):

@@ -1,8 +1,8 @@
 """Running one compiled program on D local devices (threads) and R MPI ranks.
 
-The program (already through the BuildStrategy's passes) gets the `multi_devices`
-rewrite (distributed/rewrite.py): every replica runs the same program, whose
-gradients are summed by `c_allreduce_sum` ops through this process's LocalGroup
+The program comes through the compiler's pass pipeline, whose last row is the
+`multi_devices` rewrite (distributed/rewrite.py): every replica runs the same program,
+whose gradients are summed by `c_allreduce_sum` ops through this process's LocalGroup
 (distributed/collective_group.py), which also spans the MPI ranks. Per run:
 
 1. the feed is split over the devices (feed.split_feed) and each device gets
@@ -20,36 +20,37 @@ device applies the same summed update).
 import numba
 import numpy as np
 
-from ..graph.passes import get_pass
-from .rewrite import assign_owners, optimizer_state, owner_program
 from ..graph.program import Parameter
 from ..kernels.registry import COLLECTIVE, get_op_def
 from ..graph.verify import verify
 from .collective_group import GroupAborted, LocalGroup
-from ..executor.executor import PlanCache
+from ..executor.plan_cache import PlanCache
+from ..executor.runner import Runner
 from .feed import loss_grad_scales, merge_fetch, split_feed
-from ..executor.plan import restore, snapshot_written
 from ..executor.scope import Scope
-from ..executor.strategy import GradientScaleStrategy, ReduceStrategy
+from .modes import GradientScaleStrategy, ReduceStrategy
+from .rewrite import MultiDevicesPass, assign_owners, optimizer_state, owner_program
 from ..executor import threads as thread_budget
 
 
-class DataParallelRunner:
-    def __init__(self, program, loss_name, places, scope, build_strategy, options, backends,
-                 world=None, share_from=None):
+class DataParallelRunner(Runner):
+    """Runs a program that went through the `multi_devices` rewrite (`rewrite`, the
+    pass object: it knows the fed loss gradient) on `places` and the ranks of `world`."""
+
+    def __init__(self, program, rewrite, places, scope, build_strategy, options, backends,
+                 world=None, share_from=None, drop_every=0):
+        super().__init__(drop_every)
+        if not isinstance(rewrite, MultiDevicesPass):
+            raise TypeError("DataParallelRunner runs a program after the multi_devices "
+                            "rewrite; pass that pass object as `rewrite`")
         self.places, self.D = places, len(places)
         self.world = world
         self.strategy = build_strategy.gradient_scale_strategy
-        self.rewrite = get_pass("multi_devices", loss_name=loss_name,
-                                fuse_all_reduce=build_strategy.fuse_all_reduce_ops,
-                                bucket_bytes=int(build_strategy.fuse_grad_size_in_MB * (1 << 20)),
-                                num_devices=len(places) * (world.size if world is not None else 1))
+        self.rewrite = rewrite
         if world is not None and world.size > 1:
             # a rank with another program would wait forever in a collective: refuse now
             world.check_same("the data-parallel program (op types and gradient shapes)",
                              _signature(program))
-        self.rewrite.changed = self.rewrite.run(program)
-        verify(program)
         self.program = program
         self.training = self.rewrite.loss_grad is not None
         self.collective = any(get_op_def(op.type).has(COLLECTIVE)
@@ -70,7 +71,7 @@ class DataParallelRunner:
                 # another rank's owners update part of the optimizer state: static.save
                 # gathers it first (every rank must call it; see static.io.save)
                 self.state_of = optimizer_state(program)
-                scope._before_save.append(self.gather_optimizer_state)
+                scope.on_save(self.gather_optimizer_state)
         else:
             self.owners = None
             self.programs = [program] * self.D
@@ -95,23 +96,24 @@ class DataParallelRunner:
         """Every plan of every device this runner keeps."""
         return [plan for cache in self.device_caches for plan in cache.plans()]
 
-    def run(self, feed, fetch_list, return_merged=True, iterations=1, feeds=None):
-        """One run: `feed` (a dict or a per-device list) reused for `iterations`
-        iterations, or `feeds` (the K feeds an iterator gave), run as one unit: if any
-        iteration fails, every device's persistables are restored to before the first."""
-        with self.scopes[0]._lock:
-            if feeds is None:
-                return self._run_one(feed, fetch_list, return_merged, iterations)
-            saved = [snapshot_written(scope, self.programs[i].global_block().ops)
-                     for i, scope in enumerate(self.scopes)]
+    def written(self, program, scope):
+        return [(s, p.global_block().ops) for s, p in zip(self.scopes, self.programs)]
+
+    def run(self, program, feed, fetch_list, scope, iterations=1, return_merged=True):
+        """One run of `feed` (a dict split over the devices, or a per-device list),
+        `iterations` times (the user's scope is locked throughout)."""
+        with self.scopes[0].locked():
             try:
-                for f in feeds:
-                    result = self._run_one(f, fetch_list, return_merged, 1)
+                result = self._run_one(feed, fetch_list, return_merged, iterations)
             except BaseException:
-                for scope, state in zip(self.scopes, saved):
-                    restore(scope, state)
+                # each device's plan restores its own persistables, but the devices may
+                # not all have failed (Ctrl-C after one of them committed): the next run
+                # makes every replica hold the user's scope (device 0) again
+                self._synced = None
                 raise
-            return result
+        if self.drop_every:
+            self.ran()
+        return result
 
     def _run_one(self, feed, fetch_list, return_merged, iterations):
         block = self.program.global_block()
@@ -140,6 +142,7 @@ class DataParallelRunner:
             self._sync_parameters()
         plans = self._plans_for(feeds, fetch_list)
         self.last_plans = [plan for plan, _ in plans]
+        self.last_plan = plans[0][0]
         results = self._run_devices(plans, iterations)
         if self.world is not None and self.world.size > 1:
             self.world.step_ends()
@@ -170,8 +173,8 @@ class DataParallelRunner:
 
         def device(i):
             previous = numba.get_num_threads()
-            numba.set_num_threads(threads)   # thread-local in numba
             try:
+                numba.set_num_threads(threads)   # thread-local in numba
                 with _device_context(self.places[i]):
                     results[i] = plans[i][0].run(plans[i][1], iterations)
             except BaseException as e:      # noqa: B902 - reported below, on the caller
@@ -186,11 +189,22 @@ class DataParallelRunner:
             import threading
             workers = [threading.Thread(target=device, args=(i,), daemon=True,
                                         name=f"numbaflow-device-{i}") for i in range(1, n)]
-            for w in workers:
-                w.start()
-            device(0)
-            for w in workers:
-                w.join()
+            try:
+                for w in workers:
+                    w.start()
+                device(0)
+                for w in workers:
+                    w.join()
+            except BaseException:
+                # interrupted on this thread outside device 0's run (Ctrl-C between the
+                # starts and the joins): the other devices must not stay blocked in a
+                # collective, or the next run would wait on them forever
+                self.group.abort()
+                for w in workers:
+                    if w.ident is not None:       # (started)
+                        w.join()
+                self.group.reset()
+                raise
         if any(errors):
             self.group.reset()
             first = next(e for e in errors if e is not None and not isinstance(e, GroupAborted))
@@ -208,8 +222,9 @@ class DataParallelRunner:
         for name in sorted(self.state_of):
             owner_rank = self.owners[name] // self.D
             for state in self.state_of[name]:
-                if state in user._arrays:
-                    self.world.bcast_(user._host_array(state), root=owner_rank)
+                if state in user:
+                    self.world.bcast_(user.array(state), root=owner_rank)
+                    user.wrote_on_host([state])
 
     def _needs_sync(self):
         """At the first run and after any Scope.set on the user's scope (a sharer sees
@@ -226,15 +241,14 @@ class DataParallelRunner:
             used = {v for op in program.global_block().ops
                     for v in op.input_vars() + op.output_vars() if v.persistable}
             for v in sorted(used, key=lambda v: v.name):
-                if v.name not in user._arrays:
+                if v.name not in user:
                     continue
                 if self.reduce and not isinstance(v, Parameter):
                     # optimizer state: only its owner touches it; sharing the user's
                     # array keeps the user's scope (and a checkpoint) complete
-                    scope._arrays[v.name] = user._host_array(v.name)
-                    scope.version += 1
+                    scope.share(v.name, user.array(v.name))
                 else:
-                    scope.set(v.name, user._host_array(v.name))
+                    scope.set(v.name, user.array(v.name), create=True)
         self._synced = user.writes
 
 

@@ -1,4 +1,3 @@
 from .place import CPUPlace, CUDAPlace, cpu_places, cuda_places  # noqa: F401
 from .scope import Scope, global_scope, scope_guard  # noqa: F401
-from .strategy import BuildStrategy, ExecutionStrategy  # noqa: F401
 from .executor import Executor  # noqa: F401

@@ -35,10 +35,10 @@ class HostBackend:
         return buf[offset:offset + n].view(dtype).reshape(shape)
 
     def scope_array(self, scope, name):
-        return scope._host_array(name)
+        return scope.array(name)
 
     def ensure(self, scope, name, shape, dtype):
-        return scope._ensure(name, shape, dtype)
+        return scope.ensure(name, shape, dtype)
 
     def binder(self, opdef, cop):
         """The op's kernel specialised to `cop`: binder(ins, outs) -> thunk."""
@@ -54,10 +54,10 @@ class HostBackend:
         return buf.copy()
 
     def before_run(self, scope, names):
-        scope._sync_to_host(names)
+        scope.sync_to_host(names)
 
     def after_run(self, scope, written):
-        scope._host_wrote(written)
+        scope.wrote_on_host(written)
 
 
 class CudaBackend:
@@ -104,10 +104,10 @@ class CudaBackend:
         return buf[offset:offset + n].view(dtype).reshape(shape)
 
     def scope_array(self, scope, name):
-        return scope._device_array(name, self.device_id)
+        return scope.device_array(name, self.device_id)
 
     def ensure(self, scope, name, shape, dtype):
-        return scope._ensure_device(name, shape, dtype, self.device_id)
+        return scope.ensure_device(name, shape, dtype, self.device_id)
 
     def binder(self, opdef, cop):
         if opdef.gpu is not None:
@@ -128,7 +128,7 @@ class CudaBackend:
         pass            # device copies are never older than the host's (Scope.set uploads)
 
     def after_run(self, scope, written):
-        scope._device_wrote(written)
+        scope.wrote_on_device(written)
 
 
 def _host_fallback(opdef, cop, ins, outs):

@@ -1,9 +1,8 @@
-"""Lowering: (program, feed signature, fetch list, scope) -> a Plan of bound kernels.
+"""Plan: a lowered program (lowering.py: the checks, concrete shapes and buffer
+assignment) bound to buffers and kernels, and run.
 
-Built once per signature and cached by the Executor. Building does all the checking
-(missing feeds, uninitialised parameters), infers every concrete shape, assigns the
-temporaries to pooled buffers (memory.py: in-place and reuse by liveness) and binds
-each op's kernel to its buffers. A steady-state run is then: bind the fed arrays
+Built once per signature and cached by the runner's PlanCache. Binding allocates the
+pooled buffers and binds each op's kernel to them. A steady-state run is then: bind the fed arrays
 (host: used in place, no copy; the ops reading them are rebound only when a new array
 object is fed), call the kernels, copy the fetches out. Nothing else is allocated.
 
@@ -16,21 +15,20 @@ Failure atomicity: persistables written *before* the last op that may raise are 
 up into preallocated buffers at the start of each run and restored if it fails; so are
 persistables set through the feed.
 """
-import functools
 import sys
 import threading
 import time
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
 from .. import config
 from ..utils.log import compile_notice, first_run
-from ..graph.program import infer_op
-from ..kernels.registry import COLLECTIVE, ConcreteOp, get_op_def, may_fail, run_calls
+from ..kernels.registry import COLLECTIVE, get_op_def, may_fail
+from .atomic import backup_call
 from .backend import HostBackend
-from .memory import assign_buffers, nbytes
+from .lowering import lower
+from .memory import nbytes
 from .segments import compile_in_background, flatten
 
 
@@ -70,28 +68,6 @@ class PlanOptions:
     comm: object = None          # data parallel: this device's endpoint for collective ops
 
 
-def _close(name, candidates):
-    """Up to three candidates that look like `name` (case-insensitively)."""
-    import difflib
-    lower = {c.lower(): c for c in candidates}
-    return [lower[m] for m in difflib.get_close_matches(name.lower(), list(lower), n=3,
-                                                        cutoff=0.5)]
-
-
-def select_ops(block, fetch_vars):
-    """Ops needed for the fetches, plus every op that writes a persistable, plus every
-    collective (each device must make the same sequence of collective calls)."""
-    needed, keep = set(fetch_vars), []
-    for op in reversed(block.ops):
-        outs = op.output_vars()
-        if any(v in needed for v in outs) or any(v.persistable for v in outs) or \
-                get_op_def(op.type).has(COLLECTIVE):
-            keep.append(op)
-            needed.update(op.input_vars())
-    keep.reverse()
-    return keep
-
-
 class Plan:
     def __init__(self, program, feed, fetch_vars, scope, backend=None, options=None):
         """feed: {Variable: ndarray (already dtype/shape-checked)}; backend: where buffers
@@ -106,110 +82,32 @@ class Plan:
         self.buffers = None
         self.units = None
         self.runs = 0
-        block = program.global_block()
-        self.ops = select_ops(block, fetch_vars)
+        self.lowering = low = lower(program, feed, fetch_vars, scope, self.options,
+                                    isinstance(self.backend, HostBackend))
+        self.ops, self.concrete, self.shapes = low.ops, low.concrete, low.shapes
+        self.defines, self.written, self.assignment = low.defines, low.written, low.assignment
+        self.feed_vars, self.fetch_vars = low.feed_vars, low.fetch_vars
+        self.zero_copy, self.handoff, self.users = low.zero_copy, low.handoff, low.users
         self.scope = scope
         self.scope_version = None
-        fed = set(feed)
-        produced = set()
-        shapes = {}     # Variable -> concrete VarInfo
-        from ..kernels.registry import VarInfo
-        for v, a in feed.items():
-            shapes[v] = VarInfo(a.shape, a.dtype)
-        # check reads before any kernel exists
-        for op in self.ops:
-            for v in op.input_vars():
-                if v in fed or v in produced:
-                    continue
-                if v.persistable:
-                    arr = scope._arrays.get(v.name)
-                    if arr is None:
-                        raise RuntimeError(
-                            f"variable {v.name!r} (read by op {op.type}) is not initialised in "
-                            f"the scope; run the startup program first "
-                            f"(exe.run(static.default_startup_program())) or load a checkpoint")
-                    shapes[v] = VarInfo(arr.shape, arr.dtype)
-                elif v.is_data:
-                    raise ValueError(
-                        f"data variable {v.name!r} is needed (by op {op.type}) but was not fed; "
-                        f"add it to feed={{...}}. Fed: {sorted(x.name for x in fed)}")
-                else:
-                    raise ValueError(f"variable {v.name!r} is read by op {op.type} but nothing "
-                                     f"computes it and it was not fed")
-            produced.update(op.output_vars())
-        for v in fetch_vars:
-            if v in fed or v in produced:
-                continue
-            if v.persistable and v.name in scope._arrays:
-                arr = scope._arrays[v.name]
-                shapes[v] = VarInfo(arr.shape, arr.dtype)
-            elif v.persistable:
-                raise RuntimeError(f"fetched variable {v.name!r} is not initialised in the "
-                                   f"scope; run the startup program first")
-            elif v.is_data:
-                raise ValueError(f"fetched data variable {v.name!r} was not fed")
-            else:
-                raise ValueError(f"fetched variable {v.name!r} is neither computed by the "
-                                 f"program nor fed")
-        # concrete shapes
-        self.concrete = []
-        for op in self.ops:
-            inferred = infer_op(op, shapes)
-            ins = set(op.input_vars())
-            for slot, vs in op.outputs.items():
-                for v, info in zip(vs, inferred.get(slot, [])):
-                    if v in ins:      # in-place: keeps its buffer
-                        continue
-                    if v.persistable and v in shapes and tuple(shapes[v].shape) != tuple(info.shape):
-                        raise ValueError(f"op {op.type} produces {v.name} with shape "
-                                         f"{info.shape}, but it holds {shapes[v].shape}")
-                    shapes[v] = info
-            comm = self.options.comm if get_op_def(op.type).has(COLLECTIVE) else None
-            self.concrete.append(ConcreteOp(
-                op.type, op.attrs, {k: [shapes[v] for v in vs] for k, vs in op.inputs.items()},
-                {k: [shapes[v] for v in vs] for k, vs in op.outputs.items()}, comm))
-        self.shapes = shapes
         self._binders = [None] * len(self.ops)
-        # persistables this plan writes before (or without) reading: it may (re)allocate them
-        read, self.defines = set(fed), set()
-        for op in self.ops:
-            read.update(op.input_vars())
-            self.defines.update(v for v in op.output_vars() if v.persistable and v not in read)
-        self.feed_vars = list(feed)
-        self.fetch_vars = list(fetch_vars)
-        self.written = sorted({v.name for op in self.ops for v in op.output_vars()
-                               if v.persistable} | {v.name for v in self.feed_vars
-                                                    if v.persistable})
-        outputs = {v for op in self.ops for v in op.output_vars()}
-        # fed arrays used in place: host memory, and no op of the plan writes them
-        self.zero_copy = [v for v in self.feed_vars if not v.persistable and v not in outputs
-                          and isinstance(self.backend, HostBackend)]
-        # fetched temporaries are handed to the caller without a copy: the kernels write
-        # them into their own array, which the next run reuses unless the caller still
-        # holds it (then a new one is allocated and its ops rebound)
-        self.handoff = list(dict.fromkeys(
-            v for v in self.fetch_vars if not v.persistable and v not in fed
-            and isinstance(self.backend, HostBackend)))
-        self.users = {v: [i for i, op in enumerate(self.ops)
-                          if v in op.input_vars() or v in op.output_vars()]
-                      for v in self.zero_copy + self.handoff}
         self._held_refs = {}
-        pooled = {v for v in shapes if not v.persistable and v not in fed
-                  and v not in self.handoff}
-        keep = set(self.fetch_vars) | set(self.feed_vars)
-        # each gradient bucket's inputs back to back: one flat array per MPI call
-        buckets = [[v for v in op.inputs["X"] if v in pooled] for op in self.ops
-                   if op.type in ("c_allreduce_sum", "c_allreduce_start")]
-        buckets = [b for b in buckets if len(b) > 1 and len({shapes[v].dtype for v in b}) == 1]
-        self.assignment = assign_buffers(self.ops, shapes, pooled, keep,
-                                         self.options.memory_optimize,
-                                         self.options.enable_inplace, buckets)
         self._feed_seen = {}
 
     def bind(self, feed_arrays):
         """Allocate buffers and bind kernels (again after the scope replaced an array or
-        the pool was released)."""
+        the pool was released). Whole or not at all: `buffers` is what says a plan is
+        bound, so an exception anywhere in here (Ctrl-C included) leaves it unbound and
+        the next run binds again."""
+        try:
+            self._bind(feed_arrays)
+        except BaseException:
+            self.buffers = None
+            raise
+
+    def _bind(self, feed_arrays):
         scope, shapes, backend = self.scope, self.shapes, self.backend
+        scope.bound()
         self.pool = [backend.empty((size,), np.uint8) for size in self.assignment.sizes]
         self._held_refs = {}
         bufs = {}
@@ -242,7 +140,7 @@ class Plan:
         written.update(v for v in self.feed_vars if v.persistable)
         self.backups = [(bufs[v], backend.empty(bufs[v].shape, bufs[v].dtype))
                         for v in sorted(written, key=lambda v: v.name)]
-        self._backup = _backup_call(self.backups, backend)
+        self._backup = backup_call(self.backups, backend)
         host = isinstance(backend, HostBackend)
         # a run that is one compiled call can only happen whole when no kernel in it may
         # raise and no persistable is fed (copied in before it)
@@ -277,47 +175,16 @@ class Plan:
             thunk = _locked(thunk)
         return thunk
 
-    def _memory_key(self, v):
-        if v.persistable:
-            return ("scope", v.name)
-        if v in self.assignment.buffer_of:
-            return ("pool", self.assignment.buffer_of[v])
-        return ("var", v.name)
-
     def dependencies(self):
-        """For each op, the earlier ops it must wait for: producers of what it reads
-        (read after write) and earlier users of the memory it writes (write after read or
-        write), by buffer, so in-place and reused buffers are ordered too."""
-        last_write, readers_since, deps = {}, {}, []
-        last_collective = None      # collectives run in program order on every device
-        for i, op in enumerate(self.ops):
-            d = set()
-            if get_op_def(op.type).has(COLLECTIVE):
-                if last_collective is not None:
-                    d.add(last_collective)
-                last_collective = i
-            for v in op.input_vars():
-                k = self._memory_key(v)
-                if k in last_write:
-                    d.add(last_write[k])
-            for v in op.output_vars():
-                k = self._memory_key(v)
-                d.update(readers_since.get(k, ()))
-                if k in last_write:
-                    d.add(last_write[k])
-            for v in op.input_vars():
-                readers_since.setdefault(self._memory_key(v), []).append(i)
-            for v in op.output_vars():
-                k = self._memory_key(v)
-                last_write[k] = i
-                readers_since[k] = []
-            d.discard(i)
-            deps.append(tuple(sorted(d)))
-        return deps
+        """For each op, the earlier ops it must wait for (see Lowering.dependencies)."""
+        return self.lowering.dependencies()
+
+    def _memory_key(self, v):
+        return self.lowering.memory_key(v)
 
     def release(self):
         """Free the pooled temporaries (drop_local_exe_scopes); the next run rebinds."""
-        with self.scope._lock:
+        with self.scope.locked():
             self.buffers = self.pool = self.thunks = None
             for unit in self.units or ():   # (compiled code kept: refreshed on bind)
                 unit.release()
@@ -342,16 +209,16 @@ class Plan:
         """The scope's array for `v`. A variable this plan only reads or updates in place
         must still have the shape and dtype the plan was built for; one it defines (an
         initialiser's output, a fed value) is (re)allocated when missing or different."""
-        info, arr = self.shapes[v], self.scope._arrays.get(v.name)
-        if arr is not None and arr.shape == tuple(info.shape) and arr.dtype == info.dtype:
+        info, spec = self.shapes[v], self.scope.spec(v.name)
+        if spec is not None and spec[0] == tuple(info.shape) and spec[1] == info.dtype:
             return self.backend.scope_array(self.scope, v.name)
-        if arr is None or v in self.defines or v in self.feed_vars:
+        if spec is None or v in self.defines or v in self.feed_vars:
             return self.backend.ensure(self.scope, v.name, info.shape, info.dtype)
-        raise self._mismatch(v, arr)
+        raise self._mismatch(v, spec)
 
-    def _mismatch(self, v, arr):
+    def _mismatch(self, v, spec):
         info = self.shapes[v]
-        return ValueError(f"scope variable {v.name!r} now holds shape {arr.shape} {arr.dtype}, but "
+        return ValueError(f"scope variable {v.name!r} now holds shape {spec[0]} {spec[1]}, but "
                           f"the program uses it as {tuple(info.shape)} {info.dtype}; set an array "
                           f"of that shape and dtype (Scope.set) or rebuild the program")
 
@@ -430,7 +297,7 @@ class Plan:
         was before the run, then re-raises. Runs on one scope never interleave: the run
         holds the scope's lock (so does `release`)."""
         # a CUDA place: its device is current in this thread for the whole run
-        with self.scope._lock, self.backend.activate():
+        with self.scope.locked(), self.backend.activate():
             if self.runs:
                 return self._run(feed_arrays, iterations)
             # the first run compiles every kernel not yet in numba's disk cache
@@ -463,7 +330,11 @@ class Plan:
         if self.buffers is None or self.scope.version != self.scope_version:
             self.bind(feed_arrays)
         else:
-            self._take_buffers(feed_arrays)
+            try:
+                self._take_buffers(feed_arrays)
+            except BaseException:
+                self.buffers = None     # half rebound: the next run binds whole again
+                raise
         self.runs += 1
         if self._compiling is not None and not self._compiling.poll():
             self._compiling = None
@@ -507,82 +378,6 @@ class Plan:
             self._held_refs[v] = sys.getrefcount(buffers[v])
         return [buffers[v] if handed else backend.to_host(buffers[v])
                 for v, handed in self._fetch_out]
-
-
-BACKUP_CHUNK = 8
-
-
-@njit(nogil=True, cache=True)
-def _copy_bytes(src, dst):
-    """dst[k][:] = src[k] for each pair of byte views (one native call for every backup)."""
-    for k in range(len(src)):
-        s, d = src[k], dst[k]
-        for i in range(s.size):
-            d[i] = s[i]
-
-
-def _backup_call(backups, backend):
-    """One call copying every live persistable into its backup: on the host one njit
-    call over byte views (one Python dispatch for all of them), else the backend's
-    copies."""
-    if not backups:
-        return _nothing
-    if isinstance(backend, HostBackend):
-        def as_bytes(a):
-            return a.reshape(a.size).view(np.uint8)
-        # chunks of at most BACKUP_CHUNK pairs: numba compiles the copy once per tuple
-        # length, and a long tuple indexed at run time compiles slowly (256 parameters of
-        # a deep MLP took 18 s); 1..BACKUP_CHUNK lengths stay cheap and cached on disk
-        calls = tuple(functools.partial(
-            _copy_bytes, tuple(as_bytes(live) for live, _ in backups[i:i + BACKUP_CHUNK]),
-            tuple(as_bytes(saved) for _, saved in backups[i:i + BACKUP_CHUNK]))
-            for i in range(0, len(backups), BACKUP_CHUNK))
-        return calls[0] if len(calls) == 1 else functools.partial(run_calls, calls)
-    return functools.partial(_device_backups, backend, tuple(backups))
-
-
-def _device_backups(backend, backups):
-    for live, saved in backups:
-        backend.copy(saved, live)
-
-
-def _nothing():
-    pass
-
-
-def snapshot_written(scope, ops):
-    """Host copies of the persistables `ops` may write that `scope` holds, and the names
-    it does not hold yet: what `restore` needs to undo a failed multi-run step."""
-    names = {v.name for op in ops for v in op.output_vars() if v.persistable}
-    return ({n: scope.get(n) for n in names if n in scope._arrays},
-            {n for n in names if n not in scope._arrays})
-
-
-def restore(scope, state):
-    """Put back what `snapshot_written` saw (in place where the array still fits)."""
-    saved, absent = state
-    for name, value in saved.items():
-        scope.set(name, value)
-    for name in absent:
-        if scope._arrays.pop(name, None) is not None:
-            scope._device.pop(name, None)
-            scope._on_device.discard(name)
-            scope.version += 1
-
-
-def run_transaction(steps):
-    """Run [(plan, feed arrays)] in order as one unit (num_iteration_per_run over an
-    iterator feed): if any of them raises, every persistable they write is restored to
-    its value before the first, then the error propagates. Returns the last fetch."""
-    scope = steps[0][0].scope
-    state = snapshot_written(scope, [op for plan, _ in steps for op in plan.ops])
-    try:
-        for plan, arrays in steps:
-            result = plan.run(arrays)
-    except BaseException:
-        restore(scope, state)
-        raise
-    return result
 
 
 def _same_memory(a, b):

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterable, Iterator, Sequence
+    from typing import Any
 
     from numpy.typing import ArrayLike
 
@@ -20,7 +21,7 @@ class Tensor:
         self._scope, self._name = scope, name
 
     def __array__(self, dtype=None, copy=None):
-        a = self._scope._host_array(self._name)
+        a = self._scope.array(self._name)
         return a.astype(dtype) if dtype is not None else a.copy()
 
     def shape(self):
@@ -73,8 +74,77 @@ class Scope:
         self._on_device = set()
         self.version = 0
         self.writes = 0         # Scope.set calls: data-parallel replicas re-sync after one
-        self._before_save = []  # collectives static.save runs first (Reduce across ranks)
+        self._before_save = []  # collectives static.save runs first (see on_save)
         self._lock = threading.RLock()  # held by a run: runs on one scope never interleave
+        self._ran = False       # a program has run here: set() knows the variables (see set)
+
+    # ---- verbs for the executor, the data-parallel runner and static.save (nobody else
+    # touches the underscored state; tests/test_layering.py checks it)
+    def locked(self) -> threading.RLock:
+        """The scope's lock, a context manager: runs on one scope never interleave.
+
+        Returns:
+            threading.RLock: hold it (`with scope.locked():`) to keep runs out.
+        """
+        return self._lock
+
+    def __contains__(self, name):
+        return name in self._arrays
+
+    def spec(self, name: str) -> tuple | None:
+        """The shape and dtype of `name`'s array, without a copy or a device sync.
+
+        Args:
+            name (str): the variable's name.
+
+        Returns:
+            tuple or None: (shape, dtype), or None when the scope has no `name`.
+        """
+        a = self._arrays.get(name)
+        return None if a is None else (a.shape, a.dtype)
+
+    def bound(self) -> None:
+        """Called by a plan binding to this scope: from now on `set` of an unknown name
+        is taken for a typo (see `set`)."""
+        self._ran = True
+
+    def share(self, name: str, array: np.ndarray) -> None:
+        """Hold this very `array` as `name` (no copy): data-parallel replicas share the
+        user's optimizer state this way.
+
+        Args:
+            name (str): the variable's name.
+            array (numpy.ndarray): the array to hold.
+        """
+        self._arrays[name] = array
+        self._device.pop(name, None)
+        self._on_device.discard(name)
+        self.version += 1
+
+    def remove(self, name: str) -> None:
+        """Forget `name` and its device copy (nothing happens when it is absent).
+
+        Args:
+            name (str): the variable's name.
+        """
+        if self._arrays.pop(name, None) is not None:
+            self._device.pop(name, None)
+            self._on_device.discard(name)
+            self.version += 1
+
+    def on_save(self, fn: Callable[[], None]) -> None:
+        """Call `fn()` at the start of every `static.save` of this scope (a collective
+        that completes the scope first, e.g. gathering the optimizer state under Reduce).
+
+        Args:
+            fn (callable): called with no arguments.
+        """
+        self._before_save.append(fn)
+
+    def before_save(self) -> None:
+        """Run the `on_save` callbacks (static.save calls this first)."""
+        for fn in self._before_save:
+            fn()
 
     # ---- host <-> device bookkeeping (used by executor backends)
     def _on_gpu(self):
@@ -85,7 +155,16 @@ class Scope:
         from numba import cuda
         return cuda.gpus[self._device_id]
 
-    def _host_array(self, name):
+    def array(self, name: str) -> np.ndarray | None:
+        """The live host array of `name`, no copy (a newer device copy is brought home
+        first). Write through it only when `wrote_on_host([name])` follows.
+
+        Args:
+            name (str): the variable's name.
+
+        Returns:
+            numpy.ndarray or None: the array, or None when the scope has no `name`.
+        """
         a = self._arrays.get(name)
         if name in self._on_device:
             with self._on_gpu():
@@ -93,24 +172,47 @@ class Scope:
             self._on_device.discard(name)
         return a
 
-    def _sync_to_host(self, names):
+    def sync_to_host(self, names: Iterable[str]) -> None:
+        """Bring home the device copies of `names` that are newer than the host arrays.
+
+        Args:
+            names (iterable of str): the variables.
+        """
         if self._on_device:
             for n in self._on_device & set(names):
-                self._host_array(n)
+                self.array(n)
 
-    def _host_wrote(self, names):
+    def wrote_on_host(self, names: Iterable[str]) -> None:
+        """The host arrays of `names` were written: refresh their device copies.
+
+        Args:
+            names (iterable of str): the variables.
+        """
         if self._device:
             with self._on_gpu():
                 for n in names:
                     if n in self._device:
                         self._device[n].copy_to_device(self._arrays[n])
 
-    def _device_wrote(self, names):
+    def wrote_on_device(self, names: Iterable[str]) -> None:
+        """The device copies of `names` were written: their host arrays are stale.
+
+        Args:
+            names (iterable of str): the variables.
+        """
         self._on_device.update(names)
 
-    def _device_array(self, name, device_id=0):
-        """The device copy of `name` on GPU `device_id` (uploaded from the host array on
-        first use; a scope used on another GPU first brings its copies home)."""
+    def device_array(self, name: str, device_id: int = 0) -> Any:
+        """The device copy of `name` on GPU `device_id`, uploaded from the host array on
+        first use (a scope used on another GPU first brings its copies home).
+
+        Args:
+            name (str): the variable's name.
+            device_id (int): the GPU.
+
+        Returns:
+            numba DeviceNDArray or None: the copy, or None when the scope has no `name`.
+        """
         if self._device_id != device_id:
             self._move_to(device_id)
         d = self._device.get(name)
@@ -123,14 +225,26 @@ class Scope:
             self._on_device.discard(name)
         return d
 
-    def _ensure_device(self, name, shape, dtype, device_id=0):
-        self._ensure(name, shape, dtype)
-        return self._device_array(name, device_id)
+    def ensure_device(self, name: str, shape: Sequence[int], dtype: Any,
+                      device_id: int = 0) -> Any:
+        """`ensure`, then the device copy on GPU `device_id`.
+
+        Args:
+            name (str): the variable's name.
+            shape (sequence of int): the shape it must have.
+            dtype (numpy dtype): the dtype it must have.
+            device_id (int): the GPU.
+
+        Returns:
+            numba DeviceNDArray: the device copy.
+        """
+        self.ensure(name, shape, dtype)
+        return self.device_array(name, device_id)
 
     def _move_to(self, device_id):
         if self._device:
             for n in list(self._on_device):
-                self._host_array(n)
+                self.array(n)
             self._device.clear()
             self.version += 1      # plans bound to the old copies rebind
         self._device_id = device_id
@@ -172,30 +286,72 @@ class Scope:
         """
         if name not in self._arrays:
             raise KeyError(f"scope has no variable {name!r}")
-        return self._host_array(name).copy()
+        return self.array(name).copy()
 
-    def set(self, name: str, value: ArrayLike) -> None:
+    def set(self, name: str, value: ArrayLike, create: bool = False) -> None:
         """Set `name` to `value`. Same shape and dtype: written in place (and into its
-        device copy, if it has one).
+        device copy, if it has one); another shape replaces the array.
+
+        Once a program has run on this scope its variables are known: a name the scope
+        does not hold is then a typo unless `create=True` (it would be stored and never
+        read). A value of another dtype than the (non-empty) array it replaces is refused:
+        the program's kernels were built for that dtype.
 
         Args:
             name (str): the variable's name.
             value (array_like): the new value (copied).
+            create (bool): add `name` even though a program already ran on this scope.
+
+        Raises:
+            TypeError: name is not a str, or value has another dtype than the variable.
+            KeyError: a program ran on this scope and it holds no `name` (create=False).
+
+        Example:
+            >>> scope = static.Scope()
+            >>> scope.set('w', np.zeros((2,), 'float32'))
+            >>> scope.set('w', np.ones((2,), 'float64'))
+            Traceback (most recent call last):
+            ...
+            TypeError: Scope.set: variable 'w' holds float32, got a float64 value; ...
         """
+        if not isinstance(name, str):
+            raise TypeError(f"Scope.set: name must be a str, got {type(name).__name__} {name!r}")
         value = np.asarray(value)
-        self.writes += 1
         old = self._arrays.get(name)
+        if old is None and self._ran and not create:
+            import difflib
+            close = difflib.get_close_matches(name, list(self._arrays), n=3, cutoff=0.6)
+            raise KeyError(f"Scope.set: the scope has no variable {name!r}" +
+                           (f"; did you mean {close}?" if close else "") +
+                           " A program already ran on this scope, so a new name would be "
+                           "stored and never read. Check the name (scope.local_var_names()), "
+                           "or pass create=True to add it.")
+        if old is not None and old.size and value.dtype != old.dtype:
+            raise TypeError(f"Scope.set: variable {name!r} holds {old.dtype}, got a "
+                            f"{value.dtype} value; the program's kernels are built for "
+                            f"{old.dtype}: pass value.astype({str(old.dtype)!r})")
+        self.writes += 1
         self._on_device.discard(name)
         if old is not None and old.shape == value.shape and old.dtype == value.dtype:
             np.copyto(old, value)
-            self._host_wrote([name])
+            self.wrote_on_host([name])
         else:
             self._arrays[name] = np.array(value, copy=True, order="C")
             self._device.pop(name, None)
             self.version += 1
 
-    def _ensure(self, name, shape, dtype):
-        """The array for `name`, (re)allocated if missing or of another shape/dtype."""
+    def ensure(self, name: str, shape: Sequence[int], dtype: Any) -> np.ndarray:
+        """The host array for `name`, (re)allocated with zeros when missing or of
+        another shape or dtype.
+
+        Args:
+            name (str): the variable's name.
+            shape (sequence of int): the shape it must have.
+            dtype (numpy dtype): the dtype it must have.
+
+        Returns:
+            numpy.ndarray: the live array.
+        """
         a = self._arrays.get(name)
         if a is None or a.shape != tuple(shape) or a.dtype != dtype:
             a = self._arrays[name] = np.zeros(shape, dtype)

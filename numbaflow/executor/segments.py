@@ -180,9 +180,14 @@ class Unit:
     def activate(self):
         """Use the compiled segment from now on (with the current arguments)."""
         if self.ready is not None:
-            self._compiled, self._loop = self.ready
-            self.ready = None
-            self._set(self.calls)
+            # every field is computed before any is stored, and the stores run without a
+            # call between them (no signal lands there): an interrupt leaves the unit
+            # either as it was (then `ready` is still set) or swapped whole
+            compiled, loop = self.ready
+            args = tuple(a for c in self.calls for a in c.args)
+            run = functools.partial(compiled, *args)
+            self.args, self.run, self._loop, self._compiled, self.ready = \
+                args, run, loop, compiled, None
 
     def loop(self, k):
         """Run k times (in compiled code for a segment)."""
@@ -247,16 +252,6 @@ def plan_units(thunks):
                 flush()
                 units.append(Unit([step], [(i, k)]))
     flush()
-    return units
-
-
-def compile_units(thunks):
-    """plan_units, compiled now (in this thread) and in use."""
-    units = plan_units(thunks)
-    with_loop = len(units) == 1
-    for unit in units:
-        unit.compile(with_loop)
-        unit.activate()
     return units
 
 

@@ -6,8 +6,8 @@
 >>> x.shape, y_predict.shape
 ((-1, 13), (-1, 1))
 """
-from ..executor import (BuildStrategy, CPUPlace, CUDAPlace,  # noqa: F401
-                        ExecutionStrategy, Executor, Scope, cpu_places, cuda_places,
+from ..executor import (CPUPlace, CUDAPlace,  # noqa: F401
+                        Executor, Scope, cpu_places, cuda_places,
                         global_scope, scope_guard)
 from ..graph import (Operator, Parameter, Program, Variable, default_main_program,  # noqa: F401
                      default_startup_program, gradients, program_guard)
@@ -17,7 +17,8 @@ from ..static.io import load, save  # noqa: F401
 from ..utils import unique_name  # noqa: F401
 from . import (backward, clip, initializer, io, layers, optimizer,  # noqa: F401
                regularizer)
-from ..compiler import CompiledProgram, ParallelExecutor  # noqa: F401
+from ..compiler import (BuildStrategy, CompiledProgram, ExecutionStrategy,  # noqa: F401
+                        ParallelExecutor)
 from .data_feeder import DataFeeder  # noqa: F401
 from . import compiler, core, executor, nets  # noqa: F401,E402
 from .core import LoDTensor, Tensor, create_lod_tensor, is_compiled_with_cuda  # noqa: F401,E402

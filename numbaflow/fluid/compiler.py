@@ -1,6 +1,5 @@
 """fluid.compiler: `CompiledProgram`, `BuildStrategy`, `ExecutionStrategy` (Paddle 1.x's
 module path; the same classes as `static.*`)."""
-from ..compiler import CompiledProgram  # noqa: F401
-from ..executor import BuildStrategy, ExecutionStrategy  # noqa: F401
+from ..compiler import BuildStrategy, CompiledProgram, ExecutionStrategy  # noqa: F401
 
 __all__ = ["CompiledProgram", "BuildStrategy", "ExecutionStrategy"]

@@ -19,7 +19,7 @@ from .nodes import (BACKWARD, FORWARD, LOSS_GRAD, OPTIMIZE, Operator,  # noqa: F
 from .op_list import UseMaps
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
 
 class Block:
@@ -69,12 +69,6 @@ class Block:
         self.vars[name] = p
         self.program._bump()
         return p
-
-    def _adopt(self, var):
-        """Add a Variable object made for this block (e.g. a startup-program mirror)."""
-        self.vars[var.name] = var
-        self.program._bump()
-        return var
 
     def _rename_var(self, var, new_name):
         if new_name in self.vars:
@@ -350,9 +344,10 @@ class Program:
         >>> [op.type for op in main.global_block().ops]
         ['reduce_mean']
     """
-    # callables run with the scope before each run (learning-rate schedules set their
-    # rate: optimizer/lr.py); a program that has some gets its own list
-    _lr_hooks = ()
+    # the callables Executor.run calls with the scope before each run of this program
+    # (learning-rate schedules set their rate: optimizer/lr.py), in order; read-only:
+    # add one with `add_run_hook` (a program that has some gets its own list)
+    run_hooks = ()
     # the module that reads and writes persistables in a scope (static/program_state.py:
     # the scope is above this layer); it backs state_dict / set_state_dict
     _state_io = None
@@ -368,6 +363,22 @@ class Program:
 
     def _bump(self):
         self.version += 1
+
+    @property
+    def uid(self) -> int:
+        """A number no other Program of this process has (plan caches key on it)."""
+        return self._uid
+
+    def add_run_hook(self, hook: Callable, first: bool = False) -> None:
+        """Call `hook(scope)` before each run of this program (after the earlier hooks,
+        or before them all when `first`).
+
+        Args:
+            hook (callable): called with the run's Scope.
+            first (bool): run it before the hooks already added.
+        """
+        hooks = self.__dict__.setdefault("run_hooks", [])
+        hooks.insert(0, hook) if first else hooks.append(hook)
 
     def global_block(self) -> Block:
         """Block 0, which holds every op and variable.

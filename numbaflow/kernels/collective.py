@@ -11,7 +11,7 @@ import functools
 import numpy as np
 
 from . import gpu_util
-from .registry import COLLECTIVE, NO_GRAD, OpDef, Slot, VarInfo, register_op, sequence
+from .registry import COLLECTIVE, FLAT_INPUTS, NO_GRAD, OpDef, Slot, VarInfo, register_op, sequence
 
 
 def _same_as_x(ctx):
@@ -123,14 +123,14 @@ def _via_host(cpu_factory):
 register_op(OpDef(
     "c_allreduce_sum", (Slot("X", duplicable=True),), (Slot("Out", duplicable=True),),
     _same_as_x, _allreduce_cpu, gpu=_via_host(_allreduce_cpu), attrs={"bucket": 0},
-    inplace={"Out": "X"}, traits=frozenset({COLLECTIVE, NO_GRAD}),
+    inplace={"Out": "X"}, traits=frozenset({COLLECTIVE, NO_GRAD, FLAT_INPUTS}),
     doc="Out[k] = the sum of X[k] over every device and rank, in place (Out is X). All "
         "tensors of one op move as one bucket (one MPI call); `bucket` numbers it."))
 
 register_op(OpDef(
     "c_allreduce_start", (Slot("X", duplicable=True),), (Slot("Token"),),
     _start_infer, _start_cpu, gpu=_start_gpu, attrs={"bucket": 0},
-    traits=frozenset({COLLECTIVE, NO_GRAD}),
+    traits=frozenset({COLLECTIVE, NO_GRAD, FLAT_INPUTS}),
     doc="Starts summing the bucket X over every device and rank and returns at once (the "
         "MPI call runs on the group's communication thread); `c_allreduce_wait` with the "
         "same bucket, later in the program, finishes it. X must not change in between."))

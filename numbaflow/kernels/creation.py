@@ -34,10 +34,6 @@ def next_op_seed():
     return (_seed["base"] * 1_000_003 + next(_seed["counter"])) % (2 ** 31 - 1) or 1
 
 
-def global_seed():
-    return _seed["base"]
-
-
 def _shape_infer(ctx):
     shape = tuple(int(d) for d in ctx.attr("shape"))
     if any(d < 0 for d in shape):

@@ -25,7 +25,7 @@ import numpy as np
 
 from . import scalar as S
 from .elementwise import elementwise_op
-from .registry import NO_GRAD, Slot, get_op_def
+from .registry import FUSED, NO_GRAD, Slot, get_op_def
 
 ACTIVATIONS = ("relu", "tanh", "sigmoid", "gelu", "scale")
 ADD = "elementwise_add"
@@ -222,6 +222,7 @@ def _grad_rule(g):
 _fwd = elementwise_op(
     FORWARD, ("X", "Y"), _forward_body,
     outputs=("Out", Slot("IntermediateOut", optional=True)), attrs=ATTRS, grad=_grad_rule,
+    traits=(FUSED,),
     doc="Out = act(X + Y) or X + act(Y) (functor_list, outer first), in one kernel")
 _fwd.infer = _forward_infer(_fwd.infer)
 _fwd.cpu, _fwd.gpu = _forward_factory(_fwd.cpu), _forward_factory(_fwd.gpu)
@@ -234,7 +235,7 @@ _grad = elementwise_op(
              Slot("IntermediateOut@GRAD", optional=True)),
     attrs=ATTRS, out_like={"X@GRAD": "X", "Y@GRAD": "Y",
                            "IntermediateOut@GRAD": "IntermediateOut"},
-    traits=(NO_GRAD,),
+    traits=(NO_GRAD, FUSED),
     doc="X@GRAD, Y@GRAD (summed down to their shapes) and IntermediateOut@GRAD of "
         "fused_elemwise_add_activation, in one kernel")
 _grad.infer = _grad_infer(_grad.infer)

@@ -37,8 +37,8 @@ from .codegen.cpu import ElementwiseKernel
 from .codegen.render import inputs_used
 from .elementwise import _cuda_kernel, align
 from .registry import run_calls
-from .registry import (DIVIDES, ELEMENTWISE, NO_GRAD, ConcreteOp, InferContext, OpDef, Slot,
-                       VarInfo, broadcast_shapes, get_op_def, register_op)
+from .registry import (DIVIDES, ELEMENTWISE, FUSED, NO_GRAD, ConcreteOp, InferContext, OpDef,
+                       Slot, VarInfo, broadcast_shapes, get_op_def, register_op)
 
 REF_KINDS = ("x", "out", "tmp")
 HEADS = ("mul", "matmul_v2")                       # may come first: the BLAS call
@@ -331,7 +331,7 @@ register_op(OpDef(
     cpu=functools.partial(_bind_with, "cpu"),
     gpu=functools.partial(_bind_with, "gpu"),
     attrs={"ops": ()},
-    traits=frozenset((NO_GRAD,)),
+    traits=frozenset((NO_GRAD, FUSED)),
     doc="A group of elementwise ops (attr `ops`, see kernels/fused_elementwise.py) as one "
         "generated kernel, optionally after a matmul and before a reduction; made by the "
         "auto_fusion pass after the backward is built."))

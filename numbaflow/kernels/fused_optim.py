@@ -39,7 +39,7 @@ from .codegen import cache
 from .codegen.cpu import BLOCK, PARALLEL_MIN_SIZE, _SymKey
 from .codegen.render import inputs_used, render
 from .elementwise import _float_dtype, align
-from .registry import (NO_GRAD, OPTIMIZER, InferContext, OpDef, Slot, get_op_def,
+from .registry import (FUSED, NO_GRAD, OPTIMIZER, InferContext, OpDef, Slot, get_op_def,
                        numel, register_op)
 
 CUDA_PARAM_BYTES = 4096 - 64     # the kernel-parameter limit, less offsets and total
@@ -76,7 +76,7 @@ def fused_optimizer_op(base_type):
         type=fused, inputs=dup(base.inputs), outputs=dup(_body_outputs(base)),
         infer=functools.partial(_infer, base), cpu=functools.partial(_factory, base, "cpu"),
         gpu=functools.partial(_factory, base, "gpu"), attrs=dict(base.attrs),
-        traits=frozenset((OPTIMIZER, NO_GRAD)),
+        traits=frozenset((OPTIMIZER, NO_GRAD, FUSED)),
         doc=f"{base_type} over N parameters at once: entry i of every slot belongs to "
             f"parameter i ({base.doc})"))
 

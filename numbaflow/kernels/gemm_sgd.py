@@ -20,7 +20,7 @@ from numba import njit
 
 from . import gpu_util
 from .linalg import _flat2, gemm
-from .registry import NO_GRAD, OPTIMIZER, OpDef, Slot, register_op, run_calls
+from .registry import FUSED, NO_GRAD, OPTIMIZER, OpDef, Slot, register_op, run_calls
 
 
 def _blas(name):
@@ -144,7 +144,7 @@ register_op(OpDef(
     "mul_grad_sgd", (Slot("X"), Slot("Y"), Slot("Out@GRAD"), Slot("LearningRate")),
     (Slot("X@GRAD", optional=True), Slot("ParamOut")), _infer, _cpu, gpu=_gpu,
     attrs={"x_num_col_dims": 1, "y_num_col_dims": 1}, inplace={"ParamOut": "Y"},
-    traits=frozenset((OPTIMIZER, NO_GRAD)),
+    traits=frozenset((OPTIMIZER, NO_GRAD, FUSED)),
     doc="X@GRAD = dOut @ Y^T; ParamOut (Y, in place) = Y - LearningRate * X^T @ dOut: "
         "mul_grad with its sgd folded into the weight-gradient GEMM (CPU; the GPU kernel "
         "applies the update after the GEMM)"))

@@ -107,12 +107,6 @@ def sequence(calls):
     return calls[0] if len(calls) == 1 else functools.partial(call_all, calls)
 
 
-def nb_type(dtype):
-    """The numba scalar type of a numpy dtype (for cuda.shared.array in a per-dtype kernel)."""
-    from numba import from_dtype
-    return from_dtype(np.dtype(dtype))
-
-
 class _NS:
     def __init__(self, **kw):
         self.__dict__.update(kw)

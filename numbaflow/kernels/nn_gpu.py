@@ -196,24 +196,27 @@ def kernels():
                         acc += float64(dout[i, j])
             dw[r, j] = acc
 
-    return gpu_util._NS(bn_fwd=bn_fwd, bn_bwd=bn_bwd, dropout_train=dropout_train,
-                        dropout_test=dropout_test, dropout_bwd=dropout_bwd,
-                        lookup_fwd=lookup_fwd, lookup_bwd=lookup_bwd)
+    return gpu_util._NS(tree_sum=tree_sum, bn_fwd=bn_fwd, bn_bwd=bn_bwd,
+                        dropout_train=dropout_train, dropout_test=dropout_test,
+                        dropout_bwd=dropout_bwd, lookup_fwd=lookup_fwd, lookup_bwd=lookup_bwd)
 
 
-def _channel_launch(kernel, acb, *args):
-    """One block per channel of the (A, C, B) view; a power-of-two block of at most T
-    threads, no more than a channel's A*B elements need (rounded up to a warp)."""
+def channel_launch(kernel, acb, *args):
+    """A thunk launching `kernel` with one block per channel of the (A, C, B) view `acb`
+    (blocks stride over the channels past MAX_CHANNEL_BLOCKS): a power-of-two block of at
+    most T threads, no more than a channel's A*B elements need. batch_norm's and
+    sync_batch_norm's kernels (sync_bn.py) all launch this way."""
     blocks = max(1, min(MAX_CHANNEL_BLOCKS, acb[1]))
-    threads = min(T, max(32, 1 << max(0, acb[0] * acb[2] - 1).bit_length()))
-    return functools.partial(kernel[blocks, threads], *args)
+    threads = min(T, max(gpu_util.MIN_ROW_THREADS,
+                         1 << max(0, acb[0] * acb[2] - 1).bit_length()))
+    return functools.partial(gpu_util.configured(kernel, blocks, threads), *args)
 
 
 # ---------------------------------------------------------------- batch_norm
 def bn_forward(acb, use_global, momentum, eps):
     """The gpu factory body of batch_norm on the (A, C, B) view `acb` of X."""
     def bind(ins, outs):
-        return _channel_launch(
+        return channel_launch(
             kernels().bn_fwd, acb, ins["X"][0].reshape(acb), ins["Scale"][0],
             ins["Bias"][0], ins["Mean"][0], ins["Variance"][0], outs["Y"][0].reshape(acb),
             outs["MeanOut"][0], outs["VarianceOut"][0], outs["SavedMean"][0],
@@ -231,7 +234,7 @@ def bn_backward(acb, use_global):
             cuda.device_array((1, 1, 1), x.dtype)
         ds = outs["Scale@GRAD"][0] if outs.get("Scale@GRAD") else cuda.device_array(1, x.dtype)
         db = outs["Bias@GRAD"][0] if outs.get("Bias@GRAD") else cuda.device_array(1, x.dtype)
-        return _channel_launch(
+        return channel_launch(
             kernels().bn_bwd, acb, x, ins["Scale"][0], ins["SavedMean"][0],
             ins["SavedVariance"][0], ins["Y@GRAD"][0].reshape(acb), dx, ds, db, use_global,
             bool(outs.get("X@GRAD")), bool(outs.get("Scale@GRAD")),

@@ -35,6 +35,8 @@ OPTIMIZER = "optimizer"          # updates persistables in place
 RANDOM = "random"                # draws random numbers
 MAY_FAIL = "may_fail"            # can raise on bad data (e.g. label out of range)
 COLLECTIVE = "collective"        # talks to the other devices (its kernel gets `cop.comm`)
+FUSED = "fused"                  # made by a fusion pass from several ops: never fused again
+FLAT_INPUTS = "flat_inputs"      # moves its X list as one flat array: lay them out back to back
 
 
 @dataclass
@@ -161,12 +163,6 @@ def broadcast_shapes(*shapes, what="operands"):
 
 def numel(shape):
     return int(np.prod(shape)) if len(shape) else 1
-
-
-def normalize_axis(axis, ndim, op_type="op"):
-    if not -ndim <= axis < max(ndim, 1):
-        raise ValueError(f"{op_type}: axis {axis} is out of range for a tensor of rank {ndim}")
-    return axis % ndim if ndim else 0
 
 
 # ---------------------------------------------------------------- kernel helpers

@@ -178,18 +178,7 @@ def gpu_kernels():
     global cuda
     from numba import cuda
 
-    @cuda.jit(device=True)
-    def tree_sum(sh, tid):
-        """Sum sh[0:blockDim] (a power of two) into sh[0] and return it to every thread."""
-        s = cuda.blockDim.x // 2
-        while s > 0:
-            if tid < s:
-                sh[tid] += sh[tid + s]
-            cuda.syncthreads()
-            s //= 2
-        v = sh[0]
-        cuda.syncthreads()
-        return v
+    tree_sum = nn_gpu.kernels().tree_sum       # the one block reduction of the bn kernels
 
     @cuda.jit(cache=True)
     def stats(x, st):
@@ -304,13 +293,6 @@ class _HostAllreduce:
         self.dev.copy_to_device(self.host)
 
 
-def _launch(kernel, acb, *args):
-    """One block per channel (blocks stride over the rest), as nn_gpu's batch_norm."""
-    blocks = max(1, min(nn_gpu.MAX_CHANNEL_BLOCKS, acb[1]))
-    threads = min(T, max(gpu_util.MIN_ROW_THREADS, 1 << max(0, acb[0] * acb[2] - 1).bit_length()))
-    return functools.partial(gpu_util.configured(kernel, blocks, threads), *args)
-
-
 def _sbn_gpu(cop):
     if _bn_global(cop.attrs):
         return nn_ops._bn_gpu(cop)
@@ -322,10 +304,10 @@ def _sbn_gpu(cop):
         k = gpu_kernels()
         x = ins["X"][0].reshape(acb)
         st = cuda.device_array((3, acb[1]), np.float64)
-        steps = [_launch(k.stats, acb, x, st)]
+        steps = [nn_gpu.channel_launch(k.stats, acb, x, st)]
         if comm is not None:
             steps.append(_HostAllreduce(comm, st, key))
-        steps.append(_launch(
+        steps.append(nn_gpu.channel_launch(
             k.apply, acb, x, ins["Scale"][0], ins["Bias"][0], ins["Mean"][0],
             ins["Variance"][0], outs["Y"][0].reshape(acb), outs["MeanOut"][0],
             outs["VarianceOut"][0], outs["SavedMean"][0], outs["SavedVariance"][0], st,
@@ -352,11 +334,11 @@ def _sbn_grad_gpu(cop):
         red = cuda.device_array((3, C), np.float64)
         dy, mean, inv = ins["Y@GRAD"][0].reshape(acb), ins["SavedMean"][0], \
             ins["SavedVariance"][0]
-        steps = [_launch(k.grad_local, acb, x, mean, inv, dy, ds, db, red,
+        steps = [nn_gpu.channel_launch(k.grad_local, acb, x, mean, inv, dy, ds, db, red,
                          bool(outs.get("Scale@GRAD")), bool(outs.get("Bias@GRAD")))]
         if comm is not None:
             steps.append(_HostAllreduce(comm, red, key))
-        steps.append(_launch(k.grad_dx, acb, x, ins["Scale"][0], mean, inv, dy,
+        steps.append(nn_gpu.channel_launch(k.grad_dx, acb, x, ins["Scale"][0], mean, inv, dy,
                              outs["X@GRAD"][0].reshape(acb), red))
         return sequence(steps)
     return bind

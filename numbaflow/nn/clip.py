@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING
 
 from .. import tensor as M
 from ..graph.program import OPTIMIZE
+from ..utils import unique_name
 
 if TYPE_CHECKING:
     from ..graph.program import Variable
@@ -95,5 +96,7 @@ def _squared_l2_norm(gs):
 
 
 def _sum(vs):
-    from ..layer_helper import LayerHelper
-    return LayerHelper("sum").simple("sum", {"X": vs})
+    block = vs[0].block
+    out = block.create_var(unique_name.generate("sum"), vs[0].shape, vs[0].dtype)
+    block.append_op("sum", {"X": vs}, {"Out": out})
+    return out

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from ..graph.backward import append_backward
 from ..graph.program import OPTIMIZE, Variable, default_startup_program
+from ..regularizer import L1Decay, L2Decay
 from ..utils import unique_name
 from . import lr
 
@@ -25,36 +26,6 @@ if TYPE_CHECKING:
 __all__ = ["Optimizer", "SGD", "Momentum", "Adam", "L1Decay", "L2Decay",
            "SGDOptimizer", "MomentumOptimizer", "AdamOptimizer",
            "Adagrad", "RMSProp", "Adamax", "AdamW", "Lamb", "lr"]
-
-
-class L2Decay:
-    """grad += coeff * param (Paddle's L2Decay regularizer), for `weight_decay` or a
-    parameter's `ParamAttr(regularizer=...)`.
-
-    Args:
-        coeff (float): the coefficient.
-
-    Example:
-        >>> opt = paddle.optimizer.SGD(0.1, weight_decay=paddle.optimizer.L2Decay(1e-4))
-    """
-
-    def __init__(self, coeff: float = 0.0) -> None:
-        self.coeff = float(coeff)
-
-
-class L1Decay:
-    """grad += coeff * sign(param) (Paddle's L1Decay regularizer), for `weight_decay` or a
-    parameter's `ParamAttr(regularizer=...)`.
-
-    Args:
-        coeff (float): the coefficient.
-
-    Example:
-        >>> opt = paddle.optimizer.SGD(0.1, weight_decay=paddle.optimizer.L1Decay(1e-4))
-    """
-
-    def __init__(self, coeff: float = 0.0) -> None:
-        self.coeff = float(coeff)
 
 
 class Optimizer:

@@ -72,8 +72,7 @@ class LRScheduler:
     # ---- binding to a program (used by the optimizers)
     def _bind(self, program, lr_var):
         """Make `program`'s runs read this scheduler's rate into `lr_var`."""
-        hooks = program.__dict__.setdefault("_lr_hooks", [])
-        hooks.append(_SchedulerHook(self, lr_var.name, lr_var.dtype))
+        program.add_run_hook(_SchedulerHook(self, lr_var.name, lr_var.dtype))
         program.lr_sheduler = self          # Paddle's attribute (and spelling)
 
 

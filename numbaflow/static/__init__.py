@@ -5,8 +5,8 @@ from typing import TYPE_CHECKING
 
 from .. import dtypes
 from ..metric import accuracy  # noqa: F401  (paddle.static.accuracy)
-from ..executor import (BuildStrategy, CPUPlace, CUDAPlace,  # noqa: F401
-                        ExecutionStrategy, Executor, Scope, cpu_places, cuda_places,
+from ..executor import (CPUPlace, CUDAPlace,  # noqa: F401
+                        Executor, Scope, cpu_places, cuda_places,
                         global_scope, scope_guard)
 from ..graph import (Graph, Operator, Parameter, Program, Variable,  # noqa: F401
                      append_backward, default_main_program, default_startup_program,
@@ -15,7 +15,8 @@ from ..graph.program import default_main_program as _main
 from ..tensor import create_parameter  # noqa: F401  (paddle.static.create_parameter)
 from . import amp, nn  # noqa: F401
 from .ema import ExponentialMovingAverage, InputSpec  # noqa: F401
-from ..compiler import CompiledProgram, ParallelExecutor  # noqa: F401,E402
+from ..compiler import (BuildStrategy, CompiledProgram, ExecutionStrategy,  # noqa: F401,E402
+                        ParallelExecutor)
 
 __all__ = [
     # programs and variables

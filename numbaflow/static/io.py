@@ -170,8 +170,7 @@ def save(program: Program, model_path: str, protocol: int = 4, **configs: object
         raise ValueError(f"save: format must be 'numbaflow' or 'paddle', got {fmt!r}")
     model_path = _model_path(model_path, "save")
     scope = global_scope()
-    for gather in scope._before_save:     # Reduce across MPI ranks: a collective
-        gather()
+    scope.before_save()     # Reduce across MPI ranks: a collective gathers the state first
     pers = _persistables(program)
     arrays = _gather(pers, scope, "save")
     params = {v.name: arrays[v.name] for v in pers if isinstance(v, Parameter)}
@@ -230,7 +229,7 @@ def load(program: Program, model_path: str, executor: Executor | None = None,
     found = _check_against(targets, found, f"checkpoint {model_path!r} (read {read})")
     scope = global_scope()
     for v in targets:
-        scope.set(v.name, found[v.name])
+        scope.set(v.name, found[v.name], create=True)
 
 
 def _read_checkpoint(model_path, fn):
@@ -377,7 +376,7 @@ def _read_inference(model_file, params_file, fn):
                            f"parameters file {params_file!r}")
     scope = global_scope()
     for v in _persistables(desc["program"]):
-        scope.set(v.name, found[v.name])
+        scope.set(v.name, found[v.name], create=True)
     return [desc["program"], list(desc["feed"]), [block.var(n) for n in desc["fetch"]]]
 
 

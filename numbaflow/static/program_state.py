@@ -103,7 +103,7 @@ def set_state(program, state_dict, scope, fn):
                       f"not used", stacklevel=3)
     scope = global_scope() if scope is None else scope
     for v in present:
-        scope.set(v.name, found[v.name])
+        scope.set(v.name, found[v.name], create=True)
 
 
 def program_state_dict(program, mode, scope):

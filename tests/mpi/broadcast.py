@@ -28,10 +28,10 @@ mine = {n: scope.get(n) for n in params}
 before = w.allgather_obj(mine)
 assert not np.array_equal(before[0]["fc_0.w_0"], before[1]["fc_0.w_0"]), "seeds gave equal weights"
 
-held_arrays = {n: scope._arrays[n] for n in scope.local_var_names()}
+held_arrays = {n: scope.array(n) for n in scope.local_var_names()}
 sent = dist.broadcast_parameters(main, scope)
 assert sent == sorted(sent) and set(params) <= set(sent), sent
-assert all(scope._arrays[n] is a for n, a in held_arrays.items()), "arrays replaced, not in place"
+assert all(scope.array(n) is a for n, a in held_arrays.items()), "arrays replaced, not in place"
 after = w.allgather_obj({n: scope.get(n) for n in sent})
 for n in sent:
     np.testing.assert_array_equal(after[1][n], after[0][n])

@@ -38,7 +38,7 @@ def extra_name():
 def only_rank1():
     main, scope = build(3)
     if rank == 0:
-        scope._arrays.pop("fc_0.w_0")
+        scope.remove("fc_0.w_0")
     return main, scope
 
 

@@ -66,7 +66,7 @@ def autoincreased_step_counter(counter_name: str | None = None, begin: int = 1,
         return program.global_block().var(name)
     counter = create_global_var([1], int(begin) - int(step), "int64", persistable=True,
                                 name=name)
-    program.__dict__.setdefault("_lr_hooks", []).insert(0, _Counter(name, int(step)))
+    program.add_run_hook(_Counter(name, int(step)), first=True)
     return counter
 
 
@@ -87,14 +87,13 @@ def _decayed(fn, begin=0):
     """The lr Variable of the main program whose value at run k is fn(k + begin)."""
     program = default_main_program()
     block = program.global_block()
-    hooks = program.__dict__.setdefault("_lr_hooks", [])
     if COUNTER not in block.vars:
         create_global_var([1], -1, "int64", persistable=True, name=COUNTER)
-        hooks.insert(0, _Counter())
+        program.add_run_hook(_Counter(), first=True)
     lr = create_global_var([1], fn(begin), "float32", persistable=True,
                            name=unique_name.generate("learning_rate"))
     lr._lr_fn = lambda step: fn(step + begin)
-    hooks.append(_Decay(fn, lr.name, begin))
+    program.add_run_hook(_Decay(fn, lr.name, begin))
     return lr
 
 

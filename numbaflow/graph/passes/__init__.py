@@ -1,8 +1,9 @@
 """Graph passes: small objects that rewrite one Program in place.
 
-A pass is `run(program) -> changed`; CompiledProgram applies the passes its
-BuildStrategy asks for, in Paddle's order, to a private clone of the user's program and
-verifies the IR after each one that changed something. Passes edit the IR only through
+A pass is `run(program) -> changed`; `apply_passes` runs a list of them and verifies
+the IR after each one that changed something. Which passes a BuildStrategy turns on, and
+in what order, is the compiler's pass table (compiler/pipeline.py): nothing here knows
+BuildStrategy. Passes edit the IR only through
 the Block's mutators (`replace_ops`, `remove_ops`, `insert_before`, `replace_uses`,
 `set_input`, ...: program.py), which keep the producer/consumer maps (`block.consumers(v)`,
 `block.producer(v)`) and the program version right; `verify` checks the maps. A pass that sees a candidate
@@ -75,36 +76,18 @@ def remove_unused_vars(block, names):
             block._remove_var(n)
 
 
-# ---------------------------------------------------------------- the BuildStrategy pipeline
-def fusion_pass_names(bs):
-    """The fusion passes an (effective) BuildStrategy asks for, in Paddle's order."""
-    names = []
-    if bs.sync_batch_norm:
-        names.append("sync_batch_norm")
-    if bs.fuse_relu_depthwise_conv:
-        names.append("fuse_relu_depthwise_conv")
-    if bs.fuse_elewise_add_act_ops:
-        names.append("fuse_elewise_add_act")
-    if bs.fuse_all_optimizer_ops or bs.enable_auto_fusion:
-        # before the optimizer fusion: the updates it folds are no longer separate ops
-        names.append("fuse_sgd_into_gemm")
-    if bs.fuse_all_optimizer_ops:
-        names.append("fuse_all_optimizer_ops")
-    if bs.enable_auto_fusion:
-        names.append("auto_fusion")
-    return names
-
-
-def apply_passes(program, names, protected=(), device="cpu"):
-    """Run the named passes on `program` in order, verifying after each change.
-    Returns the passes run (each with its `refusals`)."""
+def apply_passes(program, passes, protected=(), device="cpu"):
+    """Run `passes` (Pass objects, or names made with `protected` and `device`) on
+    `program` in order, verifying after each change. Returns the passes run (each with
+    its `changed` and `refusals`)."""
     done = []
-    for name in names:
-        p = get_pass(name, protected=protected, device=device)
+    for p in passes:
+        if isinstance(p, str):
+            p = get_pass(p, protected=protected, device=device)
         p.changed = bool(p.run(program))
         if p.changed:
             verify(program)
-            log.debug("pass %s changed the program", name)
+            log.debug("pass %s changed the program", p.name)
         done.append(p)
     return done
 

@@ -22,7 +22,7 @@ Paddle forces this flag off in Reduce mode (each parameter's update runs on its 
 device); the data-parallel rewrite decides that, not this pass.
 """
 from ...kernels.fused_optim import fused_type_of
-from ...kernels.registry import OPTIMIZER, get_op_def, numel
+from ...kernels.registry import FUSED, OPTIMIZER, get_op_def, numel
 from ..program import infer_op
 from . import Pass, register_pass
 
@@ -63,7 +63,7 @@ class FuseAllOptimizerOps(Pass):
         """Lists of fusable ops (program order); refuses the optimizer ops left alone."""
         by_key, per_type = {}, {}
         for op in block.ops:
-            if not get_op_def(op.type).has(OPTIMIZER) or op.type.startswith("fused_"):
+            if not get_op_def(op.type).has(OPTIMIZER) or get_op_def(op.type).has(FUSED):
                 continue
             if fused_type_of(op.type) is None:
                 self.refuse(f"{op.type} op updating {op.input('Param')}",

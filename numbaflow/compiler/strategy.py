@@ -7,12 +7,13 @@ effective values on copies and never writes back into them.
 from __future__ import annotations
 
 import copy
-import enum
 import math
 import os
 import warnings
 
-from .. import config
+from ..distributed.modes import GradientScaleStrategy, ReduceStrategy
+from ..distributed.mpi import env_rank, env_size
+from . import pipeline
 
 # Worker threads: ops are compute-bound, so more workers than cores only add hand-offs;
 # far more (thousands) exhaust the process's thread limit and abort it.
@@ -20,38 +21,26 @@ MAX_NUM_THREADS = 256           # per place
 MAX_TOTAL_THREADS = 1024        # num_threads x number of places
 
 
-class ReduceStrategy(enum.Enum):
-    AllReduce = 0
-    Reduce = 1
-
-
-class GradientScaleStrategy(enum.Enum):
-    CoeffNumDevice = 0
-    One = 1
-    Customized = 2
-
-
-def _mpi_env():
-    """(world size, rank) from the launcher's environment, without importing MPI."""
-    rank, size = config.launcher_rank_size()
-    return size, rank
-
-
 class _Strict:
-    """Attributes limited to `_SCHEMA` = {name: (types, default)}; None allowed if listed."""
+    """Attributes limited to `_schema()` = {name: (types, default)}; None allowed if listed."""
     _SCHEMA = {}
 
+    @classmethod
+    def _schema(cls):
+        return cls._SCHEMA
+
     def __init__(self):
-        for name, (_, default) in self._SCHEMA.items():
+        for name, (_, default) in self._schema().items():
             object.__setattr__(self, name, default() if callable(default) else default)
 
     def __setattr__(self, name, value):
-        if name not in self._SCHEMA:
+        schema = self._schema()
+        if name not in schema:
             import difflib
-            close = difflib.get_close_matches(name, list(self._SCHEMA), n=1)
+            close = difflib.get_close_matches(name, list(schema), n=1)
             raise AttributeError(f"{type(self).__name__} has no option {name!r}" +
                                  (f"; did you mean {close[0]!r}?" if close else ""))
-        types, _ = self._SCHEMA[name]
+        types, _ = schema[name]
         ok = isinstance(value, types) and not (bool not in _as_tuple(types)
                                                and isinstance(value, bool)
                                                and int in _as_tuple(types))
@@ -65,7 +54,7 @@ class _Strict:
         return copy.copy(self)
 
     def __repr__(self):
-        items = ", ".join(f"{k}={getattr(self, k)!r}" for k in self._SCHEMA)
+        items = ", ".join(f"{k}={getattr(self, k)!r}" for k in self._schema())
         return f"{type(self).__name__}({items})"
 
 
@@ -81,17 +70,13 @@ class BuildStrategy(_Strict):
     gradients are combined. Set options as attributes; an unknown name raises
     AttributeError (with the closest option) and a wrongly typed value TypeError.
 
-    Options (name (type, default): meaning):
+    Pass flags (bool, default False; the rows of the pass table compiler/pipeline.py,
+    in the order the passes run):
 
-    - fuse_elewise_add_act_ops (bool, default False): fuse `act(x + y)` and
-      `x + act(y)` (relu, tanh, sigmoid, gelu, scale) and their gradients into one kernel.
-    - enable_auto_fusion (bool, default False): fuse every connected group of
-      elementwise ops of one shape (plus a producing matmul and a consuming reduction or
-      softmax) into one generated kernel.
-    - fuse_relu_depthwise_conv (bool, default False): run `depthwise_conv2d(relu(x))`
-      and its gradient as one kernel.
-    - fuse_all_optimizer_ops (bool, default False): one fused SGD / Momentum / Adam
-      kernel per optimizer type and dtype for all parameters (off in Reduce mode).
+    PASS_FLAGS
+
+    Other options (name (type, default): meaning):
+
     - memory_optimize (bool or None, default None): reuse buffers of dead temporaries;
       None means on.
     - enable_inplace (bool, default True): let an op write its output over an input
@@ -112,8 +97,6 @@ class BuildStrategy(_Strict):
       `fuse_all_reduce_ops`.
     - fuse_broadcast_ops (bool or None, default None): in Reduce mode, broadcast the
       updated parameters in one message per owner; None means on under Reduce.
-    - sync_batch_norm (bool, default False): batch_norm statistics (and their
-      gradients) span every place and rank.
     - remove_unnecessary_lock (bool, default True): False runs the kernels of all
       places behind one lock.
     - debug_graphviz_path (str, default ''): if set, write `<path>_original_graph`,
@@ -140,21 +123,22 @@ class BuildStrategy(_Strict):
         "debug_graphviz_path": (str, ""),
         "enable_sequential_execution": (_B, False),
         "fuse_broadcast_ops": (_OB, None),
-        "fuse_elewise_add_act_ops": (_B, False),
-        "fuse_relu_depthwise_conv": (_B, False),
         "gradient_scale_strategy": (GradientScaleStrategy, GradientScaleStrategy.CoeffNumDevice),
         "memory_optimize": (_OB, None),
         "reduce_strategy": (ReduceStrategy, ReduceStrategy.AllReduce),
         "remove_unnecessary_lock": (_B, True),
-        "sync_batch_norm": (_B, False),
         "enable_inplace": (_B, True),
         "fuse_all_reduce_ops": (_OB, None),
-        "fuse_all_optimizer_ops": (_B, False),
-        "enable_auto_fusion": (_B, False),
         "fuse_grad_size_in_MB": ((int, float), 32),
-        "num_trainers": (int, lambda: _mpi_env()[0]),
-        "trainer_id": (int, lambda: _mpi_env()[1]),
+        "num_trainers": (int, env_size),
+        "trainer_id": (int, env_rank),
     }
+
+    @classmethod
+    def _schema(cls):
+        # the pass flags are the pass table's rows (compiler/pipeline.py)
+        rows = {name: (_B, default) for name, (default, _) in pipeline.flags().items()}
+        return {**rows, **cls._SCHEMA}
 
     def __setattr__(self, name, value):
         # value checks once the type is right (the base class raises TypeError otherwise)
@@ -183,7 +167,7 @@ class BuildStrategy(_Strict):
             >>> static.BuildStrategy().effective().fuse_all_reduce_ops
             True
         """
-        size, rank = _mpi_env()
+        size, rank = env_size(), env_rank()
         if self.num_trainers != size:
             raise ValueError(f"BuildStrategy.num_trainers={self.num_trainers} but this job has "
                              f"{size} trainer process(es) (the MPI ranks: mpiexec -n {size}). "
@@ -205,6 +189,19 @@ class BuildStrategy(_Strict):
         if not allreduce:      # Reduce mode updates each parameter on its owner only
             object.__setattr__(e, "fuse_all_optimizer_ops", False)
         return e
+
+
+def _pass_flag_help():
+    lines = []
+    for name, (default, doc) in pipeline.flags().items():
+        lines.append(f"- {name}: {doc}" if default is False else
+                     f"- {name} (default {default}): {doc}")
+    import textwrap
+    return "\n    ".join(textwrap.fill(line, 84, subsequent_indent="  ").replace("\n", "\n    ")
+                          for line in lines)
+
+
+BuildStrategy.__doc__ = BuildStrategy.__doc__.replace("PASS_FLAGS", _pass_flag_help())
 
 
 class ExecutionStrategy(_Strict):

@@ -1,0 +1,118 @@
+"""The pass table: where a BuildStrategy flag meets its pass, in one row.
+
+`PIPELINE` is ordered (Paddle's order); each row names the flag that turns its pass on
+(with the flag's default and help: `BuildStrategy` takes its pass flags and their docs
+from here), the pass class, and when it applies (how many devices: some rewrites are
+only correct on one). The data-parallel rewrite is the last row. A new pass is its file
+under `graph/passes/` plus one row here (CONTRIBUTING shows it; tests/test_pipeline.py
+runs that example).
+"""
+from dataclasses import dataclass
+
+from ..distributed.rewrite import MultiDevicesPass
+from ..graph.passes import apply_passes
+from ..graph.passes.auto_fusion import AutoFusion
+from ..graph.passes.fuse_elewise_add_act import FuseElewiseAddAct
+from ..graph.passes.fuse_optimizer_ops import FuseAllOptimizerOps
+from ..graph.passes.fuse_relu_depthwise_conv import FuseReluDepthwiseConv
+from ..graph.passes.fuse_sgd_gemm import FuseSgdIntoGemm
+from ..graph.passes.sync_batch_norm import SyncBatchNormPass
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a compile knows besides the strategy: the devices over all ranks, whether
+    it is data parallel (and its loss), the device kind, the names no pass may remove."""
+    devices: int = 1
+    data_parallel: bool = False
+    loss_name: str = None
+    device: str = "cpu"
+    protected: frozenset = frozenset()
+
+
+@dataclass(frozen=True)
+class Row:
+    """One pass in the pipeline.
+
+    flag: the BuildStrategy flag that turns it on (None: only `also_on` flags or
+        `always_when` do); default and doc: that flag's default and help.
+    also_on: other flags that turn it on too.
+    devices: "any", or "one" (wrong with several devices, e.g. it updates a weight before
+        the gradients are summed).
+    data_parallel: the row runs for with_data_parallel programs only, always.
+    options: (strategy, context) -> the pass's own constructor arguments.
+    stage: the graph dump written after this row's stage (debug_graphviz_path).
+    """
+    flag: str
+    pass_class: type
+    doc: str = ""
+    default: bool = False
+    also_on: tuple = ()
+    devices: str = "any"
+    data_parallel: bool = False
+    options: object = None
+    stage: str = "fused"
+
+    def applies(self, bs, ctx):
+        """True when this row's pass runs under strategy `bs` in context `ctx`."""
+        if self.devices == "one" and ctx.devices > 1:
+            return False
+        if self.data_parallel:
+            return ctx.data_parallel
+        flags = ((self.flag,) if self.flag else ()) + self.also_on
+        return any(getattr(bs, f) for f in flags)
+
+    def make(self, bs, ctx):
+        extra = self.options(bs, ctx) if self.options is not None else {}
+        return self.pass_class(protected=ctx.protected, device=ctx.device, **extra)
+
+
+def _multi_devices_options(bs, ctx):
+    return dict(loss_name=ctx.loss_name, fuse_all_reduce=bs.fuse_all_reduce_ops,
+                bucket_bytes=int(bs.fuse_grad_size_in_MB * (1 << 20)), num_devices=ctx.devices)
+
+
+PIPELINE = [
+    Row("sync_batch_norm", SyncBatchNormPass,
+        "batch_norm statistics (and their gradients) span every place and rank."),
+    Row("fuse_relu_depthwise_conv", FuseReluDepthwiseConv,
+        "run `depthwise_conv2d(relu(x))` and its gradient as one kernel."),
+    Row("fuse_elewise_add_act_ops", FuseElewiseAddAct,
+        "fuse `act(x + y)` and `x + act(y)` (relu, tanh, sigmoid, gelu, scale) and their "
+        "gradients into one kernel."),
+    # before the optimizer fusion: the updates it folds are no longer separate ops; with
+    # several devices each weight gradient must be summed before its update
+    Row(None, FuseSgdIntoGemm, also_on=("fuse_all_optimizer_ops", "enable_auto_fusion"),
+        devices="one"),
+    Row("fuse_all_optimizer_ops", FuseAllOptimizerOps,
+        "one fused SGD / Momentum / Adam kernel per optimizer type and dtype for all "
+        "parameters (off in Reduce mode)."),
+    Row("enable_auto_fusion", AutoFusion,
+        "fuse every connected group of elementwise ops of one shape (plus a producing "
+        "matmul and a consuming reduction or softmax) into one generated kernel."),
+    Row(None, MultiDevicesPass, data_parallel=True, options=_multi_devices_options,
+        stage="multi_devices"),
+]
+
+
+def flags():
+    """{flag: (default, doc)} of the rows' BuildStrategy flags, in pipeline order."""
+    return {r.flag: (r.default, r.doc) for r in PIPELINE if r.flag}
+
+
+def passes_for(bs, ctx):
+    """[(stage, pass)] that the (effective) strategy `bs` runs in context `ctx`, in order."""
+    return [(r.stage, r.make(bs, ctx)) for r in PIPELINE if r.applies(bs, ctx)]
+
+
+def run_pipeline(program, bs, ctx, dump=None):
+    """Apply the passes of `bs` to `program` in place (the IR is verified after each
+    change); `dump(stage)` is called after each stage ("fused", "multi_devices").
+    Returns the passes run, each with its `changed` and `refusals`."""
+    done = []
+    chosen = passes_for(bs, ctx)
+    for stage in ("fused", "multi_devices"):
+        done += apply_passes(program, [p for s, p in chosen if s == stage])
+        if dump is not None:
+            dump(stage)
+    return done

@@ -1,0 +1,134 @@
+"""The feed and fetch rules at the run boundary: every fed value is converted and checked
+against its variable (name, dtype, rank, known dims) and every fetch resolved to a
+variable, before any kernel runs. Errors are TypeError / ValueError naming the variable
+and the fix."""
+import numpy as np
+
+from ..graph.program import Variable
+from ..utils.hints import close_names, one_place_feed, unknown_fetch
+
+
+def check_feed(block, feed):
+    """Convert and check every fed value; return {name: aligned C-contiguous ndarray}.
+
+    Names must exist; values are converted by `feed_array`. Rank and known dims must
+    match; a batch of 0 is refused. Every error is a TypeError / ValueError naming the
+    variable.
+    """
+    if feed is None:
+        return {}
+    feed = one_place_feed(feed)         # Paddle also takes [feed_dict]
+    out = {}
+    for key, value in feed.items():
+        var = feed_var(block, key)
+        arr = feed_array(var, value)
+        if var.persistable:
+            if arr.shape != var.shape and arr.size == max(1, int(np.prod(var.shape))):
+                arr = arr.reshape(var.shape)
+        _check_shape(var, arr)
+        # (np.require keeps 0-D arrays 0-D; aligned: a misaligned view is copied once here)
+        out[var.name] = np.require(arr, requirements="CA")
+    return out
+
+
+def feed_var(block, key):
+    """The variable a feed key (a name or a Variable) names; ValueError with close names."""
+    name = key.name if isinstance(key, Variable) else key
+    if not isinstance(name, str):
+        raise TypeError(f"feed keys must be variable names (str) or Variables, got "
+                        f"{type(key).__name__} {key!r}")
+    var = block.vars.get(name)
+    if var is None:
+        close = close_names(name, list(block.vars))
+        raise ValueError(f"feed: the program has no variable {name!r}" +
+                         (f"; did you mean {close}?" if close else "") +
+                         " Feed only variables created with static.data (or persistables).")
+    return var
+
+
+def feed_array(var, value):
+    """`value` fed to `var` as an ndarray (shape not checked). Arrays (and objects with
+    `__array__`) must have the declared dtype. Lists and scalars are read by numpy and
+    converted to the declared dtype only when every value fits: numbers only (no None,
+    strings, complex or ragged lists), integers in range, no fractional values into an
+    int or bool variable, no finite float that overflows to inf."""
+    name, dt = var.name, var.dtype
+    if value is None:
+        raise TypeError(f"feed {name!r}: expected an array of {dt} with shape "
+                        f"{tuple(var.shape)}, got None")
+    if np.ma.isMaskedArray(value) and np.ma.is_masked(value):
+        raise TypeError(f"feed {name!r}: a masked array has no values at its masked "
+                        f"positions; feed value.filled(fill_value) instead")
+    if isinstance(value, np.ndarray) or hasattr(value, "__array__") and not \
+            isinstance(value, (list, tuple, int, float)):
+        arr = np.asarray(value)
+        if arr.dtype != dt:
+            raise ValueError(f"The data type of fed Variable {name!r} must be "
+                             f"'{dt}', but received '{arr.dtype}'; convert it with "
+                             f".astype('{dt}')")
+        return arr
+    cannot = f"feed {name!r}: cannot convert {type(value).__name__} to {dt}"
+    try:
+        raw = np.asarray(value)        # numpy's reading of the (nested) lists
+    except (TypeError, ValueError) as e:      # ragged lists
+        raise ValueError(f"{cannot}: {e}") from None
+    if raw.dtype.kind not in "biuf":   # parsing strings would hide a mistake
+        raise ValueError(f"{cannot}: numpy reads it as {raw.dtype}, not numbers (None, "
+                         f"strings, complex numbers, mixed types or ints beyond 64 bits)")
+    bad = _unrepresentable(raw, dt)
+    if bad is not None:
+        raise ValueError(f"feed {name!r}: value {bad!r} cannot be represented as {dt} "
+                         f"(converting would truncate, wrap or overflow it); convert "
+                         f"it yourself or feed an array of {dt}")
+    with np.errstate(over="ignore"):
+        return raw.astype(dt)
+
+
+def _unrepresentable(raw, dt):
+    """The first value of `raw` (bool/int/float) that `dt` cannot hold, else None."""
+    if raw.size == 0 or raw.dtype == dt:
+        return None
+    flat = raw.ravel()
+    with np.errstate(all="ignore"):
+        if dt.kind == "b":
+            bad = (flat != 0) & (flat != 1)
+        elif dt.kind == "f":                    # rounding is fine, overflow is not
+            bad = np.isfinite(flat) & ~np.isfinite(flat.astype(dt))
+        elif flat.dtype.kind == "f":            # fractions, NaN, Inf, out of range
+            bad = flat.astype(dt).astype(flat.dtype) != flat
+        else:                                   # (a round trip hides int64 <-> uint64)
+            info = np.iinfo(dt)
+            bad = (flat < info.min) | (flat > info.max)
+    i = np.flatnonzero(bad)
+    return flat[i[0]].item() if i.size else None
+
+
+def _check_shape(var, arr):
+    expected = var.shape
+    ok = len(expected) == arr.ndim and all(e == -1 or e == a for e, a in zip(expected, arr.shape))
+    if not ok:
+        raise ValueError(f"The fed Variable {var.name!r} should have dimensions = "
+                         f"{len(expected)}, shape = {expected}, but received fed shape "
+                         f"{tuple(arr.shape)}" +
+                         ("" if len(expected) == arr.ndim else
+                          f" (rank {arr.ndim}); reshape it to rank {len(expected)}"))
+    if arr.ndim and arr.shape[0] == 0:
+        raise ValueError(f"The fed Variable {var.name!r} has a batch of size 0 (shape "
+                         f"{tuple(arr.shape)}); feed at least one sample")
+
+
+def resolve_fetch(block, fetch_list):
+    if fetch_list is None:
+        return []
+    if isinstance(fetch_list, (Variable, str)):
+        fetch_list = [fetch_list]
+    out = []
+    for f in fetch_list:
+        name = f.name if isinstance(f, Variable) else f
+        if not isinstance(name, str):
+            raise TypeError(f"fetch_list items must be Variables or names, got {type(f).__name__}")
+        var = block.vars.get(name)
+        if var is None:
+            raise ValueError(unknown_fetch(name, block))
+        out.append(var)
+    return out

@@ -1,0 +1,141 @@
+"""The pass table (compiler/pipeline.py), and CONTRIBUTING's "Adding a graph pass" worked
+example run as written: a new pass costs its file plus one row."""
+import numpy as np
+import pytest
+
+import numbaflow as paddle
+import numbaflow.static as static
+from numbaflow.compiler import pipeline
+from numbaflow.compiler.pipeline import Context, Row, passes_for
+from numbaflow.graph.passes import Pass, remove_unused_vars
+from numbaflow.utils import unique_name
+
+pytestmark = pytest.mark.usefixtures("fresh_graph_state")
+
+
+# ---- the pass file: numbaflow/graph/passes/fold_unit_scale.py would hold this class
+class FoldUnitScale(Pass):
+    """scale(x, scale=1, bias=0) is x: its readers read x, and the op goes."""
+    name = "fold_unit_scale"
+
+    def run(self, program):
+        block, changed = program.global_block(), False
+        for op in list(block.ops):
+            if op.type != "scale" or op.attrs["scale"] != 1.0 or op.attrs["bias"] != 0.0:
+                continue
+            x, out = op.inputs["X"][0], op.outputs["Out"][0]
+            if out.name in self.protected or out.persistable:
+                self.refuse(f"scale -> {out.name}", "its output is fetched or persistable")
+                continue
+            block.replace_uses(out, x)
+            block.remove_ops([op])
+            remove_unused_vars(block, [out.name])
+            changed = True
+        return changed
+
+
+# ---- the row, in compiler/pipeline.py's PIPELINE (before the data-parallel rewrite)
+ROW = Row("fold_unit_scale", FoldUnitScale, "drop `scale(x, 1, 0)` (it is x).")
+
+
+@pytest.fixture
+def with_row(monkeypatch):
+    monkeypatch.setattr(pipeline, "PIPELINE", pipeline.PIPELINE[:-1] + [ROW] +
+                        pipeline.PIPELINE[-1:])
+
+
+def net():
+    main, startup = static.Program(), static.Program()
+    with static.program_guard(main, startup), unique_name.guard():
+        x = static.data("x", [None, 3], "float32")
+        y = paddle.nn.functional.relu(paddle.scale(x, scale=1.0, bias=0.0))
+        out = paddle.mean(static.nn.fc(y, 2))
+    exe, scope = static.Executor(), static.Scope()
+    exe.run(startup, scope=scope)
+    return main, out, exe, scope
+
+
+def test_the_worked_example_new_pass_is_one_file_and_one_row(with_row):
+    main, out, exe, scope = net()
+    feed = {"x": np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32)}
+    want, = exe.run(main, feed=feed, fetch_list=[out], scope=scope)
+    bs = static.BuildStrategy()
+    assert bs.fold_unit_scale is False                 # the flag comes from the row
+    bs.fold_unit_scale = True
+    compiled = static.CompiledProgram(main, build_strategy=bs)
+    got, = exe.run(compiled, feed=feed, fetch_list=[out], scope=scope)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    passed, = compiled._passed.values()
+    assert "scale" not in [op.type for op in passed.global_block().ops]
+    assert "scale" in [op.type for op in main.global_block().ops]   # the user's is kept
+    assert [p.name for p in compiled.passes if p.changed] == ["fold_unit_scale"]
+    with pytest.raises(AttributeError, match="did you mean 'fold_unit_scale'"):
+        bs.fold_unit_scal = True
+
+
+def test_a_fetched_scale_is_refused_with_a_reason(with_row):
+    main, out, exe, scope = net()
+    scaled = next(op.outputs["Out"][0] for op in main.global_block().ops if op.type == "scale")
+    bs = static.BuildStrategy()
+    bs.fold_unit_scale = True
+    compiled = static.CompiledProgram(main, build_strategy=bs)
+    exe.run(compiled, feed={"x": np.ones((2, 3), np.float32)}, fetch_list=[out, scaled],
+            scope=scope)
+    fold, = [p for p in compiled.passes if p.name == "fold_unit_scale"]
+    assert not fold.changed and "fetched" in fold.refusals[0][1]
+
+
+def test_rows_decide_when_a_pass_applies():
+    bs = static.BuildStrategy()
+    bs.fuse_all_optimizer_ops = True
+    one = [p.name for _, p in passes_for(bs.effective(), Context(devices=1))]
+    assert one == ["fuse_sgd_into_gemm", "fuse_all_optimizer_ops"]
+    # a weight updated inside the gemm would miss the other devices' gradients
+    several = [p.name for _, p in passes_for(bs.effective(),
+                                             Context(devices=2, data_parallel=True))]
+    assert several == ["fuse_all_optimizer_ops", "multi_devices"]
+    assert [p.name for _, p in passes_for(static.BuildStrategy().effective(), Context())] == []
+
+
+def test_build_strategy_flags_and_help_come_from_the_rows():
+    flags = [r.flag for r in pipeline.PIPELINE if r.flag]
+    bs = static.BuildStrategy()
+    for flag in flags:
+        assert getattr(bs, flag) is False
+        assert f"- {flag}:" in static.BuildStrategy.__doc__
+    assert pipeline.PIPELINE[-1].data_parallel       # the rewrite is the last row
+
+
+def test_every_fetched_intermediate_survives_every_pass():
+    """A second angle on 'a fusion pass drops a fetched intermediate': with every pass
+    flag on, fetch each forward intermediate and compare it with the plain program's."""
+    import numbaflow.nn.functional as F
+    main, startup = static.Program(), static.Program()
+    with static.program_guard(main, startup), unique_name.guard():
+        x = static.data("x", [None, 6], "float32")
+        y = static.data("y", [None, 1], "int64")
+        h = static.nn.fc(x, 8, activation="relu")
+        h2 = paddle.nn.functional.sigmoid(static.nn.fc(h, 8) + h)
+        loss = paddle.mean(F.cross_entropy(static.nn.fc(h2, 3), y))
+        paddle.optimizer.SGD(learning_rate=0.1).minimize(loss)
+    forward = [v for op in main.global_block().ops if op.role == "forward"
+               for v in op.output_vars() if not v.persistable]
+    assert len(forward) >= 8
+    rng = np.random.default_rng(1)
+    feed = {"x": rng.standard_normal((5, 6)).astype(np.float32),
+            "y": rng.integers(0, 3, (5, 1)).astype(np.int64)}
+    exe = static.Executor()
+    plain_scope, fused_scope = static.Scope(), static.Scope()
+    exe.run(startup, scope=plain_scope)
+    for v in main.list_vars():
+        if v.persistable and v.name in plain_scope:
+            fused_scope.set(v.name, plain_scope.get(v.name))
+    want = exe.run(main, feed=feed, fetch_list=forward, scope=plain_scope)
+    bs = static.BuildStrategy()
+    for flag in pipeline.flags():
+        setattr(bs, flag, True)
+    compiled = static.CompiledProgram(main, build_strategy=bs)
+    got = exe.run(compiled, feed=feed, fetch_list=forward, scope=fused_scope)
+    assert any(p.changed for p in compiled.passes), [p.name for p in compiled.passes]
+    for v, g, w in zip(forward, got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6, err_msg=v.name)
