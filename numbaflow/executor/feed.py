@@ -75,7 +75,7 @@ def feed_array(var, value):
     if raw.dtype.kind not in "biuf":   # parsing strings would hide a mistake
         raise ValueError(f"{cannot}: numpy reads it as {raw.dtype}, not numbers (None, "
                          f"strings, complex numbers, mixed types or ints beyond 64 bits)")
-    bad = _unrepresentable(raw, dt)
+    bad = unrepresentable(raw, dt)
     if bad is not None:
         raise ValueError(f"feed {name!r}: value {bad!r} cannot be represented as {dt} "
                          f"(converting would truncate, wrap or overflow it); convert "
@@ -84,7 +84,7 @@ def feed_array(var, value):
         return raw.astype(dt)
 
 
-def _unrepresentable(raw, dt):
+def unrepresentable(raw, dt):
     """The first value of `raw` (bool/int/float) that `dt` cannot hold, else None."""
     if raw.size == 0 or raw.dtype == dt:
         return None

@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from ..distributed.feed import split_sizes
-from ..executor.executor import _unrepresentable
+from ..executor.feed import unrepresentable
 from ..graph.program import Variable, default_main_program
 
 
@@ -200,7 +200,7 @@ def _column(var, col, lossy=False, where="DataFeeder"):
         raise ValueError(f"{where}: cannot feed {var.name!r} ({dt}, shape {var.shape}): "
                          f"{what}; expected a number or an array of numbers in each sample")
     if not lossy:
-        value = _unrepresentable(raw, dt)
+        value = unrepresentable(raw, dt)
         if value is not None:
             flat = raw.ravel()
             at = np.flatnonzero(np.isnan(flat) if value != value else flat == value)[0]
