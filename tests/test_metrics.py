@@ -61,3 +61,17 @@ def test_train_digits_logdir_holds_the_printed_numbers(tmp_path):
                                        for r in history], tag
     steps = [s for s, _ in got["train/loss"]]
     assert steps == list(range(1, 2 * 3 + 1))      # 1437 samples / 512: 3 steps an epoch
+
+
+def test_train_gpt_logdir_holds_one_loss_per_step(tmp_path):
+    """train_gpt --logdir: train/loss per step, each group's printed mean their mean."""
+    from numbaflow.examples import train_gpt
+    args = train_gpt.parse_args(["--steps", "8", "--log-every", "4", "--layers", "1",
+                                 "--width", "32", "--context", "16", "--batch-size", "8",
+                                 "--sample", "0", "--logdir", str(tmp_path)])
+    history = train_gpt.train(args)["history"]
+    got = read_scalars(tmp_path)["train/loss"]
+    assert [s for s, _ in got] == list(range(1, 9))
+    for row, first in zip(history, (0, 4)):
+        assert row["loss"] == pytest.approx(sum(v for _, v in got[first:first + 4]) / 4,
+                                            rel=1e-5)

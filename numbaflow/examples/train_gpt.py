@@ -25,9 +25,9 @@ import numpy as np
 import numbaflow as paddle
 import numbaflow.nn.functional as F
 import numbaflow.static as static
-from numbaflow.examples.train_digits import (CompileClock, NotAvailable, _progress,
-                                             make_place, mpi_world, training_program)
-from numbaflow.utils import unique_name
+from numbaflow.examples.train_digits import (CompileClock, NotAvailable, make_place, mpi_world,
+                                             training_program)
+from numbaflow.utils import Progress, ScalarLogger, unique_name
 
 CORPUS_MODULES = ("textwrap", "string", "shlex", "fnmatch", "glob", "bisect", "heapq",
                   "colorsys", "calendar", "difflib")
@@ -54,6 +54,9 @@ def parse_args(argv=None):
                    help="sampling temperature; 0 takes the likeliest character")
     p.add_argument("--plot", metavar="PNG", default=None,
                    help="write the loss curve to this image (needs matplotlib)")
+    p.add_argument("--logdir", metavar="DIR", default=None,
+                   help="write TensorBoard event files (train/loss per step) in DIR "
+                        "(needs tensorboardX: pip install 'numbaflow[tensorboard]')")
     args = p.parse_args(argv)
     if min(args.steps, args.batch_size, args.context, args.places, args.log_every) < 1:
         p.error("--steps, --batch-size, --context, --places and --log-every must be >= 1")
@@ -153,7 +156,8 @@ def train(args):
     """Train, then sample; returns {"loss", "history", "sample", "rank", "seconds"}.
 
     Each history row: step (the group's last), loss (the group's mean), tokens_per_s
-    (without the first step and numba's compiles)."""
+    (wall time of the group's steps, the first step of the run left out) and compile_s
+    (numba's compile seconds during them: shown beside, never subtracted)."""
     rank, world_size = mpi_world()
     verbose = rank == 0
     text, chars = load_corpus()
@@ -163,37 +167,52 @@ def train(args):
     paddle.enable_static()
     paddle.seed(args.seed)
     place = make_place(args)
+    logger = None
+    if args.logdir and verbose:
+        try:
+            logger = ScalarLogger(args.logdir)
+        except ImportError as e:
+            raise NotAvailable(f"--logdir: {e}") from None
     with unique_name.guard(), static.scope_guard(static.Scope()), CompileClock() as clock:
         main, startup, sample_prog, loss, sample, sched = build_programs(args, len(chars))
         exe = static.Executor(place)
         exe.run(startup)
         prog = training_program(main, loss, args, world_size)
-        history, group, tokens, busy, first = [], [], 0, 0.0, True
+        history, group, tokens, busy, compile_s, first = [], [], 0, 0.0, 0.0, True
         t_start = time.perf_counter()
-        bar = _progress(range(1, args.steps + 1), args.steps, "train",
-                        verbose and sys.stderr.isatty())
-        for step in bar:
+        progress = Progress(total=args.steps, desc="train", bar=None if verbose else False,
+                            callbacks=[logger] if logger else [])
+        for step in range(1, args.steps + 1):
             starts = rng.integers(0, len(data) - T - 1, B)
             seq = data[starts[:, None] + np.arange(T + 1)]
             local = np.array_split(np.arange(B), world_size)[rank]
             t0, c0 = time.perf_counter(), clock.seconds
             (lv,) = exe.run(prog, feed={"tokens": seq[local, :-1], "labels": seq[local, 1:]},
                             fetch_list=[loss])
-            dt = time.perf_counter() - t0 - (clock.seconds - c0)
+            # wall time as the user waits for it; numba's compile time is reported beside
+            dt, dc = time.perf_counter() - t0, clock.seconds - c0
             sched.step()
             group.append(float(np.mean(lv)))
+            progress.step(**{"train/loss": group[-1]})
             if not first:
-                tokens, busy = tokens + B * T, busy + dt
+                tokens, busy, compile_s = tokens + B * T, busy + dt, compile_s + dc
             first = False
             if step % args.log_every == 0 or step == args.steps:
                 row = {"step": step, "loss": float(np.mean(group)),
-                       "tokens_per_s": tokens / busy if busy > 0 else float("nan")}
+                       "tokens_per_s": tokens / busy if busy > 0 else None,
+                       "compile_s": compile_s}
                 history.append(row)
-                group, tokens, busy = [], 0, 0.0
+                group, tokens, busy, compile_s = [], 0, 0.0, 0.0
                 if verbose:
-                    msg = (f"step {step:5d}/{args.steps}  loss {row['loss']:.3f}  "
-                           f"{row['tokens_per_s']:8.0f} tokens/s")
-                    (bar.write(msg) if hasattr(bar, "write") else print(msg, flush=True))
+                    rate = ("       - tokens/s" if row["tokens_per_s"] is None
+                            else f"{row['tokens_per_s']:8.0f} tokens/s")
+                    extra = f" (+{row['compile_s']:.1f} s compiling)" if row["compile_s"] >= 0.05 \
+                        else ""
+                    progress.write(f"step {step:5d}/{args.steps}  loss {row['loss']:.3f}  "
+                                   f"{rate}{extra}")
+        progress.close()
+        if logger:
+            logger.close()
         seconds = time.perf_counter() - t_start
         prompt = data[:T]
         sample_text = generate(exe, sample_prog, sample, prompt, args.sample, chars) \
