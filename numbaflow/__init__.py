@@ -68,7 +68,7 @@ __all__ = [
     "batch", "save", "load",
     # submodules
     "distributed", "dtypes", "fluid", "framework", "initializer", "io", "metric", "nn",
-    "optimizer", "reader", "static", "tensor", "utils",
+    "onnx", "optimizer", "reader", "static", "tensor", "utils",
 ]
 
 

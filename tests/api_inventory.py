@@ -29,6 +29,7 @@ INTERNAL_SUBMODULES = {
     "numbaflow.compiler", "numbaflow.config", "numbaflow.dtypes", "numbaflow.executor",
     "numbaflow.graph",
     "numbaflow.kernels", "numbaflow.layer_helper", "numbaflow.param_attr",
+    "numbaflow.regularizer",          # L1Decay/L2Decay, public as paddle.optimizer.*
     "numbaflow.testing", "numbaflow.bench", "numbaflow.examples",
     "numbaflow.gpu_check",            # a command (python -m numbaflow.gpu_check)
     "numbaflow.gpu_trace",            # its traced device layer

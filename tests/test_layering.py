@@ -115,8 +115,6 @@ RUN_PATH = ("executor/", "compiler/", "distributed/runner.py")
 ALLOWED = {
     ("executor/scheduler.py", "parallel._launch_threads"):
         "numba's thread pool has no public start; it must start before the workers",
-    ("executor/place.py", "nvrtc._get_nvrtc_version"):
-        "numba's NVRTC binding has no public version query",
     ("compiler/compiled_program.py", "other._runners"):
         "another CompiledProgram (share_vars_from): the same class",
     ("compiler/parallel_executor.py", "share_vars_from._compiled"):

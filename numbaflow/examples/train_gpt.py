@@ -66,6 +66,16 @@ def parse_args(argv=None):
     return args
 
 
+def _say(line):
+    """Print a line (above the progress bar, when tqdm draws one)."""
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        print(line, flush=True)
+    else:
+        tqdm.write(line)
+
+
 def load_corpus():
     """(text, chars): the sources of CORPUS_MODULES, and the sorted character set."""
     text = "\n".join(inspect.getsource(importlib.import_module(m)) for m in CORPUS_MODULES)
@@ -208,8 +218,7 @@ def train(args):
                             else f"{row['tokens_per_s']:8.0f} tokens/s")
                     extra = f" (+{row['compile_s']:.1f} s compiling)" if row["compile_s"] >= 0.05 \
                         else ""
-                    progress.write(f"step {step:5d}/{args.steps}  loss {row['loss']:.3f}  "
-                                   f"{rate}{extra}")
+                    _say(f"step {step:5d}/{args.steps}  loss {row['loss']:.3f}  {rate}{extra}")
         progress.close()
         if logger:
             logger.close()

@@ -10,6 +10,7 @@ import collections.abc
 
 from .atomic import transaction
 from .plan_cache import DEFAULT_OPTIONS, PlanCache
+from ..utils.hints import one_place_feed
 
 # periodic drops keep pools smaller than this: freeing them gives back nothing
 # measurable and the next run would pay a rebind (~0.2 ms for the seed model)
@@ -106,5 +107,5 @@ def iteration_feeds(feed, k):
                 raise ValueError(f"num_iteration_per_run={k} but the feed iterator ended after "
                                  f"{i} feeds") from None
         return out
-    raise TypeError(f"feed must be a dict, a list of dicts (one per device) or an iterator "
-                    f"of those, got {type(feed).__name__}")
+    one_place_feed(feed)    # neither: raises the TypeError that shows the fix
+    raise AssertionError("one_place_feed returned for a feed that is not a dict")

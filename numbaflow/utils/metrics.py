@@ -151,13 +151,6 @@ class Progress:
         for callback in self.callbacks:
             callback(self.count, dict(scalars))
 
-    def write(self, line: str) -> None:
-        """Print `line` above the bar (tqdm.write), or plainly when there is no bar."""
-        if self._bar is not None:
-            self._bar.write(line)
-        else:
-            print(line, flush=True)
-
     def close(self) -> None:
         """Remove the bar (the callbacks are not closed: their owner closes them)."""
         if self._bar is not None:

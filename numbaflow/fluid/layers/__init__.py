@@ -627,5 +627,5 @@ _elementwise_doc(elementwise_min, "min(x, y)")
 _elementwise_doc(elementwise_pow, "x ** y")
 
 
-__all__ += (["elementwise_max", "elementwise_min", "elementwise_pow", "auc"] + nn.__all__
+__all__ += (["elementwise_max", "elementwise_min", "elementwise_pow", "auc", "device"] + nn.__all__
             + tensor.__all__ + learning_rate_scheduler.__all__ + control_flow.__all__)
