@@ -439,7 +439,7 @@ def backup_overhead_case():
     persistable it writes, against the same plan with the backups switched off."""
 
     def build(cfg):
-        from ..executor import plan as plan_mod
+        from ..executor import atomic
         nf = _nf()
         x, y, feed, lr, _ = _mlp_batch(cfg)
         runs = []
@@ -450,7 +450,7 @@ def backup_overhead_case():
             run()
             if not backups:
                 plan, = exe._cache.plans()
-                plan._backup = plan_mod._nothing          # (kept off: same plan, no rebind)
+                plan._backup = atomic._nothing            # (kept off: same plan, no rebind)
             runs.append(run)
         return [Candidate("backups on", lambda: runs[0]()[0]),
                 Candidate("backups off", lambda: runs[1]()[0])]
