@@ -309,23 +309,33 @@ def train(args):
             "seconds": seconds, "compile_seconds": first_step}
 
 
+def train_and_plot(prog, args, train, plot):
+    """`train(args)`, its curves drawn by `plot(history, path)` on rank 0 with --plot; None
+    after saying on stderr why it cannot run (no matplotlib for --plot, an option this
+    build cannot run yet): the caller then exits 2. Shared by the example programs."""
+    if args.plot:
+        try:
+            import matplotlib  # noqa: F401  (fail before training, not after)
+        except ImportError:
+            print(f"{prog}: --plot needs matplotlib: pip install 'numbaflow[plot]'",
+                  file=sys.stderr)
+            return None
+    try:
+        result = train(args)
+        if args.plot and result["rank"] == 0:
+            plot(result["history"], args.plot)
+    except (NotAvailable, NotImplementedError) as e:  # the core says so for unfinished features
+        print(f"{prog}: {e}", file=sys.stderr)
+        return None
+    return result
+
+
 def main(argv=None):
     """Command-line entry point: 0 when the test accuracy reaches the model's TARGET_ACC,
     else non-zero."""
     args = parse_args(argv)
-    try:
-        if args.plot:
-            import matplotlib  # noqa: F401  (fail before training, not after)
-    except ImportError:
-        print("train_digits: --plot needs matplotlib: pip install 'numbaflow[plot]'",
-              file=sys.stderr)
-        return 2
-    try:
-        result = train(args)
-        if args.plot and result["rank"] == 0:
-            plot_history(result["history"], args.plot)
-    except (NotAvailable, NotImplementedError) as e:  # the core says so for unfinished features
-        print(f"train_digits: {e}", file=sys.stderr)
+    result = train_and_plot("train_digits", args, train, plot_history)
+    if result is None:
         return 2
     target = TARGET_ACC[args.model]
     ok = result["test_acc"] >= target

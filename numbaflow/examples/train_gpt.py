@@ -26,7 +26,7 @@ import numbaflow as paddle
 import numbaflow.nn.functional as F
 import numbaflow.static as static
 from numbaflow.examples.train_digits import (CompileClock, NotAvailable, make_place, mpi_world,
-                                             training_program)
+                                             train_and_plot, training_program)
 from numbaflow.utils import Progress, ScalarLogger, unique_name
 
 CORPUS_MODULES = ("textwrap", "string", "shlex", "fnmatch", "glob", "bisect", "heapq",
@@ -234,19 +234,8 @@ def train(args):
 def main(argv=None):
     """Command-line entry point: 0 when the last group's loss reaches TARGET_LOSS."""
     args = parse_args(argv)
-    try:
-        if args.plot:
-            import matplotlib  # noqa: F401  (fail before training, not after)
-    except ImportError:
-        print("train_gpt: --plot needs matplotlib: pip install 'numbaflow[plot]'",
-              file=sys.stderr)
-        return 2
-    try:
-        result = train(args)
-        if args.plot and result["rank"] == 0:
-            plot_losses(result["history"], args.plot)
-    except (NotAvailable, NotImplementedError) as e:
-        print(f"train_gpt: {e}", file=sys.stderr)
+    result = train_and_plot("train_gpt", args, train, plot_losses)
+    if result is None:
         return 2
     ok = result["loss"] <= TARGET_LOSS
     if result["rank"] == 0:
