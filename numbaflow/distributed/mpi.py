@@ -454,9 +454,9 @@ def _abort():
         supervisor.mark(supervisor.ABORT)
         sys.stdout.flush()
         sys.stderr.flush()
-        # MPI_Abort kills every process at once, and the launcher may not have forwarded
-        # the traceback yet (seen losing it ~1 run in 20 here): give it a moment.
-        time.sleep(0.2)
+        # MPI_Abort kills every process at once, and the launcher may not have read the
+        # traceback yet (a fixed 0.2 s pause lost it ~1 run in 20 here): wait until it has
+        supervisor.wait_forwarded()
     except BaseException:    # noqa: B902 - a second Ctrl-C must not skip the abort
         pass
     try:

@@ -13,11 +13,15 @@ The fork happens when numbaflow is imported, before MPI is initialised; it is sk
 MPI is already initialised, in a process a supervised rank started, or with
 NUMBAFLOW_SUPERVISE=0.
 """
+import array
 import atexit
 import ctypes
+import fcntl
 import os
 import signal
+import stat
 import sys
+import termios
 import threading
 import time
 
@@ -26,7 +30,7 @@ from .. import config
 CLEAN = b"c"       # the child left through Python's exit path
 ABORT = b"a"       # the child is aborting the job and has reported why
 
-ABORT_GRACE = 0.5  # seconds between a death's report and the job abort (see _abort_job)
+FORWARD_BOUND = 10.0   # seconds at most that an abort waits for its report to be read
 _SUPERVISED = config.SUPERVISED_VAR     # set in a supervised rank (its supervisor's pid)
 _FORWARD = ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
 _marker_fd = None
@@ -115,13 +119,36 @@ def _abort_job(code):
     host left its partner waiting in a collective)."""
     fd = config.pmi_fd()
     if fd.isdigit():
-        # first let the launcher forward the report just written to stderr: an abort
-        # makes it kill the proxies, which may drop output they still hold
-        time.sleep(ABORT_GRACE)
+        # first let the launcher read the report just written to stderr: an abort makes
+        # it kill the proxies, which drop output they have not read yet
+        wait_forwarded()
         try:
             os.write(int(fd), f"cmd=abort exitcode={code}\n".encode())
         except OSError:
             pass
+
+
+def wait_forwarded(bound=FORWARD_BOUND):
+    """Wait (at most `bound` seconds) until the launcher has read everything this process
+    wrote to its stdout and stderr pipes, before an abort makes it kill its proxies.
+    A fixed pause lost the report on a loaded machine (the proxy was not scheduled in
+    time); the pipe's count of unread bytes (FIONREAD) says when it has been read."""
+    deadline = time.monotonic() + bound
+    for fd in (1, 2):
+        while _unread(fd) and time.monotonic() < deadline:
+            time.sleep(0.005)
+
+
+def _unread(fd):
+    """Bytes written to pipe `fd` and not read yet (0 when `fd` is not a pipe)."""
+    try:
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return 0
+        n = array.array("i", [0])
+        fcntl.ioctl(fd, termios.FIONREAD, n)
+        return n[0]
+    except OSError:
+        return 0
 
 
 def _forward(pid, signum):

@@ -16,7 +16,9 @@ than the test waits, and rank 1 fails as MODE says once it has taken 3 steps:
              not abort rank 0, which has no collective left to run)
 
 Every rank prints `PID <rank> <pid>` first and `STEPS <rank> <n>` when it ends normally;
-the job must never end with status 0 after a fault."""
+rank 1 prints `FAULT <time.time()>` just before its fault (the tests time the job's end
+from there, not from a start-up that takes long on a loaded machine); the job must never
+end with status 0 after a fault."""
 import os
 import signal
 import sys
@@ -52,9 +54,14 @@ feed = {"x": rng.standard_normal((8, 16)).astype(np.float32),
         "y": rng.integers(0, 4, (8, 1)).astype(np.int64)}
 
 
+def fault_now():
+    print(f"FAULT {time.time()}", flush=True)
+
+
 def fault_in_a_thread():
     """os._exit / signals land while the main thread is inside a training step."""
     time.sleep(0.2)
+    fault_now()
     if mode.startswith("os_exit"):
         os._exit(int(mode[-1]))
     pid = os.getppid() if mode.endswith("_parent") else os.getpid()
@@ -69,6 +76,8 @@ if mode == "sigterm_exit":
 steps = 6 if mode == "none" else 10 ** 6
 bad = dict(feed, y=np.full((8, 1), 9, np.int64))
 for step in range(steps):
+    if (mode, rank, step) == ("caught", 1, 3):
+        fault_now()
     try:
         exe.run(c, feed=bad if (mode, rank, step) == ("caught", 1, 3) else feed,
                 fetch_list=[loss])
@@ -76,6 +85,8 @@ for step in range(steps):
         print(f"CAUGHT {rank}: {str(e)[:80]}", flush=True)
     if rank != 1 or step != 2:
         continue
+    if mode in ("raise", "exit0", "exit3", "fewer", "hang", "sleep"):
+        fault_now()
     if mode == "raise":
         raise RuntimeError("rank 1 failed at step 3")
     if mode in ("exit0", "exit3"):
