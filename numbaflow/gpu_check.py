@@ -84,6 +84,8 @@ def extra_cases():
         ("elementwise_div", {"X": i(64, 33), "Y": i(64, 33)}, {}),
         ("elementwise_div", {"X": i(64, 33), "Y": i(33)}, {}),
         ("elementwise_div", {"X": i(3, 4, 5), "Y": i(3, 1, 5)}, {}),
+        ("elementwise_mod", {"X": i(64, 33), "Y": i(33)}, {}),
+        ("elementwise_mod", {"X": i(3, 4, 5), "Y": i(3, 1, 5)}, {}),
         ("scale", {"X": i(64, 33)}, {"scale": 3.0, "bias": 1.0}),
         ("reduce_sum", {"X": i(2, 100)}, {"dim": [1]}),
         ("reduce_mean", {"X": i(3, 5, 40)}, {"dim": [0, 2]}),

@@ -104,6 +104,8 @@ class Variable:
     def __rmul__(self, o): return self._math("multiply", o, self)
     def __truediv__(self, o): return self._math("divide", self, o)
     def __rtruediv__(self, o): return self._math("divide", o, self)
+    def __mod__(self, o): return self._math("remainder", self, o)
+    def __rmod__(self, o): return self._math("remainder", o, self)
     def __pow__(self, o): return self._math("pow", self, o)
     def __rpow__(self, o): return self._math("pow", o, self)
     def __matmul__(self, o): return self._math("matmul", self, o)

@@ -161,6 +161,11 @@ _binary("elementwise_max", lambda a, x, y: S.maximum(x, y),
         lambda a, x, y, d: (S.where(x > y, d, 0.0), S.where(x > y, 0.0, d)))
 _binary("elementwise_min", lambda a, x, y: S.minimum(x, y),
         lambda a, x, y, d: (S.where(x < y, d, 0.0), S.where(x < y, 0.0, d)))
+# Paddle's mod (remainder, floor_mod, %): the divisor's sign, like Python's; Paddle
+# registers no gradient for it, so backward stops here as at a comparison
+elementwise_op("elementwise_mod", ("X", "Y"), lambda a, x, y: S.mod(x, y), attrs=_AXIS,
+               traits=(NO_GRAD,), doc="Out = X mod Y with Y's sign (Python's %); an integer "
+               "zero divisor raises ZeroDivisionError.")
 
 # ---------------------------------------------------------------- comparisons (bool out)
 _BOOL = lambda a, dts: np.dtype(np.bool_)  # noqa: E731

@@ -23,9 +23,10 @@ def int_str(v):
     return str(v)
 
 
-from .codegen.render import ZERO_DIVISION_MESSAGE
+from .codegen.render import ZERO_DIVISION_MESSAGE, ZERO_MODULO_MESSAGE
 
 ERR_SWCE, ERR_XENT, ERR_ACCURACY, ERR_LOOKUP, ERR_LOOKUP_GRAD, ERR_INT_DIV = 1, 2, 3, 4, 5, 6
+ERR_INT_MOD = 7
 ERROR_MESSAGES = {   # code -> (op type, the CPU kernel's message)
     ERR_SWCE: ("softmax_with_cross_entropy", "softmax_with_cross_entropy: label {value} "
                "(row {pos}) is outside [0, {bound}) and is not ignore_index"),
@@ -38,6 +39,7 @@ ERROR_MESSAGES = {   # code -> (op type, the CPU kernel's message)
                       "{pos} of Ids) is outside [0, {bound}), the rows of W"),
     # any generated kernel dividing integers (elementwise_div, or one fused from it)
     ERR_INT_DIV: ("elementwise_div", ZERO_DIVISION_MESSAGE),
+    ERR_INT_MOD: ("elementwise_mod", ZERO_MODULO_MESSAGE),     # (or one fused from it)
 }
 
 
@@ -84,5 +86,5 @@ def raise_device_error():
         return
     rec.copy_to_device(np.zeros(4, np.int64))
     op_type, text = ERROR_MESSAGES[int(h[0])]
-    kind = DeviceZeroDivisionError if h[0] == ERR_INT_DIV else DeviceError
+    kind = DeviceZeroDivisionError if h[0] in (ERR_INT_DIV, ERR_INT_MOD) else DeviceError
     raise kind(text.format(value=int(h[1]), pos=int(h[2]), bound=int(h[3])), op_type)

@@ -73,6 +73,11 @@ def equal(x, y): return _node("eq", x, y) if _traced(x, y) else np.equal(x, y)
 def not_equal(x, y): return _node("ne", x, y) if _traced(x, y) else np.not_equal(x, y)
 
 
+def mod(x, y):
+    """x mod y with the divisor's sign (Python's %, numpy's remainder, Paddle's mod)."""
+    return _node("mod", x, y) if _traced(x, y) else np.remainder(x, y)
+
+
 def where(c, a, b):
     """`a` where `c` else `b` (both evaluated, as in numpy)."""
     return _node("where", c, a, b) if _traced(c, a, b) else np.where(c, a, b)

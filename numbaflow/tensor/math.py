@@ -203,6 +203,32 @@ def divide(x: Variable | float, y: Variable | float, name: str | None = None) ->
     return _binary("elementwise_div", x, y, name)
 
 
+def remainder(x: Variable | float, y: Variable | float, name: str | None = None) -> Variable:
+    """x mod y, elementwise with numpy broadcasting (op `elementwise_mod`): the result
+    takes y's sign, as Python's % (-7 % 3 = 2, 7 % -3 = -2) for integers and floats.
+    An integer y holding a 0 raises ZeroDivisionError when the program runs; a float one
+    gives NaN. Not differentiable (Paddle has no gradient for it either).
+    `paddle.mod`, `paddle.floor_mod` and `x % y` are the same.
+
+    Args:
+        x (Variable or float): the dividend; a Python number becomes a constant.
+        y (Variable or float): the divisor, of x's dtype.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: the broadcast shape of x and y.
+
+    Example:
+        >>> x = static.data('x', [None, 3], 'int64')
+        >>> paddle.remainder(x, 4).shape
+        (-1, 3)
+    """
+    return _binary("elementwise_mod", x, y, name)
+
+
+mod = floor_mod = remainder
+
+
 def pow(x: Variable, y: Variable | float, name: str | None = None) -> Variable:
     """x ** y elementwise: op `pow` for a number y, else `elementwise_pow` (broadcasting).
 

@@ -42,6 +42,13 @@ for _op, (_fn, _mx, _my, _cases) in BINARY.items():
         row(_op, {"X": _mx(_xs), "Y": _my(_ys)}, binary(_fn), f"{_op}-{_c}",
             attrs={"axis": _axis})
 
+# mod (no gradient, as in Paddle): the divisor's sign, numpy's remainder; integers in
+# tests/test_mod.py
+for _c in ["same", "bias_last", "axis1", "both"]:
+    _xs, _ys, _axis = BROADCASTS[_c]
+    row("elementwise_mod", {"X": uniform(_xs, -5, 5), "Y": away_from_zero(_ys, 0.5, 2.0)},
+        binary(np.remainder), f"elementwise_mod-{_c}", attrs={"axis": _axis})
+
 # ---------------------------------------------------------------- comparisons (bool, no grad)
 _TIES = {"X": lambda rng: rng.integers(0, 3, (3, 4)).astype(F),   # many equal pairs
          "Y": lambda rng: rng.integers(0, 3, (3, 4)).astype(F)}

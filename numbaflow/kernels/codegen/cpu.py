@@ -16,7 +16,8 @@ from numba import njit
 
 from . import cache
 from ..registry import run_calls
-from .render import IDIV_SOURCE, ZERO_DIVISION_MESSAGE, inputs_used, render, uses_idiv
+from .render import (ZERO_DIVISION_MESSAGE, ZERO_MODULO_MESSAGE, division_helpers,
+                     inputs_used, render, uses_idiv)
 
 PARALLEL_MIN_SIZE = 1 << 20   # below this, waking the (passive) OpenMP workers, ~30 us, costs more than it saves
 BLOCK = 1 << 14               # elements per parallel task along the inner dimension
@@ -88,7 +89,9 @@ def kernel_source(outputs, n_in, ndim, inner_kinds, float_dtype, parallel, in_dt
         "from numba import njit, prange",
         "from numbaflow.kernels.fastmath import erf as _erf, exp as _exp",
         f"_F = np.{np.dtype(float_dtype).name}",
-        IDIV_SOURCE if idiv else "",
+        # a zero integer divisor flags err[0] (1: `/`, 2: mod), raised after the loop: a
+        # raise inside a prange loop would make it serial
+        division_helpers(body, "@njit(inline='always', nogil=True)", "err[0] = 1", "err[0] = 2"),
         f"@njit(parallel={parallel}, nogil=True, cache=True, error_model='numpy')",
         f"def kernel(shape, strides, nblk, block, {', '.join(out_args + in_args)}):",
         f"    inner = shape[{ndim - 1}]",
@@ -123,9 +126,9 @@ def kernel_source(outputs, n_in, ndim, inner_kinds, float_dtype, parallel, in_dt
     for k, e in enumerate(check_exprs):
         src.append(f"            if not math.isfinite({e}):")
         src.append(f"                err[{1 + k}] = 1")
-    if idiv:
-        message = f"{divides}: {ZERO_DIVISION_MESSAGE}" if divides else ZERO_DIVISION_MESSAGE
-        src += ["    if err[0]:", f"        raise ZeroDivisionError({message!r})"]
+    for code, text in ((1, ZERO_DIVISION_MESSAGE), (2, ZERO_MODULO_MESSAGE)) if idiv else ():
+        message = f"{divides}: {text}" if divides else text
+        src += [f"    if err[0] == {code}:", f"        raise ZeroDivisionError({message!r})"]
     for k, (_, message) in enumerate(checks):
         src += [f"    if err[{1 + k}]:", f"        raise FloatingPointError({message!r})"]
     return "\n".join(src) + "\n"

@@ -18,23 +18,7 @@ import numpy as np
 from ..gpu_util import configured, launch_dims
 from . import cache
 from .cpu import _SymKey, broadcast_strides
-from .render import inputs_used, render, uses_idiv
-
-# integer / on the device: a zero divisor records ERR_INT_DIV in the device's error record
-# (kernels cannot raise; gpu_errors.py), which the executor raises after the run
-_IDIV_SOURCE = """
-@cuda.jit(device=True)
-def _idiv(a, b, err):
-    if b == 0:
-        cuda.atomic.compare_and_swap(err, 0, {code})
-        return a - a
-    if b == -1:
-        return -a
-    q = a // b
-    if q * b != a and (a < 0) != (b < 0):
-        q += 1
-    return q
-"""
+from .render import division_helpers, inputs_used, render, uses_idiv
 
 
 def kernel_source(outputs, n_in, ndim, float_dtype, in_dtypes=None):
@@ -44,7 +28,7 @@ def kernel_source(outputs, n_in, ndim, float_dtype, in_dtypes=None):
     body, out_exprs = render(outputs, loads, in_dtypes=in_dtypes)
     args = [f"out{k}" for k in range(len(outputs))] + [f"in{i}" for i in range(n_in)]
     args += ["err"] if uses_idiv(body) else []
-    src = _header(float_dtype, uses_idiv(body)) + [
+    src = _header(float_dtype, body) + [
         f"def kernel(shape, strides, size, {', '.join(args)}):",
         "    for i in range(cuda.grid(1), size, cuda.gridsize(1)):",
         "        rem = i",
@@ -61,13 +45,18 @@ def kernel_source(outputs, n_in, ndim, float_dtype, in_dtypes=None):
     return "\n".join(src) + "\n"
 
 
-def _header(float_dtype, idiv=False):
-    # CUDA's erf and exp are fast already: `_erf` / `_exp` (kernels/fastmath.py on the CPU)
-    from ..gpu_errors import ERR_INT_DIV
+def _header(float_dtype, body):
+    # CUDA's erf and exp are fast already: `_erf` / `_exp` (kernels/fastmath.py on the CPU).
+    # A zero integer divisor records ERR_INT_DIV / ERR_INT_MOD in the device's error record
+    # (kernels cannot raise; gpu_errors.py), which the executor raises after the run.
+    from ..gpu_errors import ERR_INT_DIV, ERR_INT_MOD
+    flag = "cuda.atomic.compare_and_swap(err, 0, {})"
     return ["import math", "import numpy as np", "from numba import cuda",
             "_erf = math.erf", "_exp = math.exp",
             f"_F = np.{np.dtype(float_dtype).name}",
-            _IDIV_SOURCE.format(code=ERR_INT_DIV) if idiv else "", "@cuda.jit(cache=True)"]
+            division_helpers(body, "@cuda.jit(device=True)", flag.format(ERR_INT_DIV),
+                             flag.format(ERR_INT_MOD)),
+            "@cuda.jit(cache=True)"]
 
 
 FULL, COLUMN, ROW, SCALAR = "f", "c", "r", "s"
@@ -103,7 +92,7 @@ def fast_kernel_source(outputs, kinds, float_dtype, in_dtypes=None):
     track_r = any(kinds[i] == ROW for i in used)
     # all index arithmetic unsigned (size and C are passed as uint64): numba then emits
     # no negative-index wraparound per access, and the loop is a bare compare and add
-    src = _header(float_dtype, uses_idiv(body)) + [
+    src = _header(float_dtype, body) + [
         f"def kernel(size, C, {', '.join(args)}):",
         "    i = np.uint64(cuda.grid(1))",
         "    step = np.uint64(cuda.gridsize(1))",
@@ -138,7 +127,7 @@ def _compiled(outputs, n_in, ndim, float_dtype, kinds=None, in_dtypes=None):
         src = kernel_source(outputs, n_in, ndim, float_dtype, in_dtypes) if kinds is None \
             else fast_kernel_source(outputs, kinds, float_dtype, in_dtypes)
         got = _kernels[key] = (cache.load_source(src, label="cuda_elementwise").kernel,
-                               "_idiv(" in src)
+                               uses_idiv(src.splitlines()))
     return got
 
 

@@ -14,7 +14,7 @@ _FORMATS = {
     "exp": "_exp({0})", "log": "math.log({0})", "sqrt": "math.sqrt({0})",
     "tanh": "math.tanh({0})", "erf": "_erf({0})", "abs": "abs({0})",
     "max": "max({0}, {1})", "min": "min({0}, {1})",
-    "where": "({1} if {0} else {2})",
+    "where": "({1} if {0} else {2})", "mod": "_fmod({0}, {1})",
     "sign": "(_F(1.0) if {0} > _F(0.0) else (_F(-1.0) if {0} < _F(0.0) else _F(0.0)))",
 }
 
@@ -42,19 +42,21 @@ def render_cast(expr, dtype):
 # Integer arithmetic stays integer (Paddle's integer kernels; numpy's for + - * and
 # max/min): a float constant meeting an integer operand is rendered as an integer
 # literal when it is integral (`x * 1.0 + 1.0` on int64 must not pass through float64,
-# which holds only 53 bits), and `/` of two integers is `_idiv`: truncation toward zero
-# (C, Paddle) with a typed error on a zero divisor instead of numpy's silent 0 / INT_MIN.
+# which holds only 53 bits), and `/` and `mod` of two integers are `_idiv` / `_imod`:
+# truncation toward zero (C, Paddle) and the divisor's sign (Python, Paddle), each with a
+# typed error on a zero divisor instead of numpy's silent 0 / INT_MIN.
 _INT_KINDS = "iub"
 _FLOAT_FUNCS = ("exp", "log", "sqrt", "tanh", "erf")
 _BOOL_OPS = ("gt", "ge", "lt", "le", "eq", "ne")
+_DIVISIONS = ("div", "mod")
 
-IDIV_SOURCE = """
-@njit(inline='always', nogil=True)
+# The bodies of the division helpers; each template adds its decorator and the statement
+# that flags a zero integer divisor (the CPU sets err[0], a GPU kernel its error record).
+_IDIV_BODY = """
 def _idiv(a, b, err):
-    # integer a / b truncated toward zero (C, Paddle); b == 0 flags err[0] (raised after
-    # the loop: a raise inside a prange loop would make it serial)
+    # integer a / b truncated toward zero (C, Paddle)
     if b == 0:
-        err[0] = 1
+        {flag}
         return a - a
     if b == -1:
         return -a          # wraps at INT_MIN as numpy does (a // -1 would give 0)
@@ -63,8 +65,41 @@ def _idiv(a, b, err):
         q += 1
     return q
 """
+_IMOD_BODY = """
+def _imod(a, b, err):
+    # integer a mod b with the divisor's sign (numba's % is Python's)
+    if b == 0:
+        {flag}
+        return a - a
+    if b == -1:
+        return a - a       # INT_MIN % -1 would trap in the hardware division
+    return a % b
+"""
+_FMOD_BODY = """
+def _fmod(a, b):
+    # float a mod b with the divisor's sign (numba's % is numpy's remainder); NaN for a
+    # zero divisor, as numpy, whatever the target's error model
+    if b == 0:
+        return _F(np.nan)
+    return a % b
+"""
+
+
+def division_helpers(lines, decorator, div_flag, mod_flag):
+    """Source of the division helpers that rendered `lines` call, each under `decorator`;
+    a zero integer divisor runs the statement `div_flag` (in `_idiv`) or `mod_flag`."""
+    src = []
+    for name, body, flag in (("_idiv(", _IDIV_BODY, div_flag), ("_imod(", _IMOD_BODY, mod_flag),
+                             ("_fmod(", _FMOD_BODY, "")):
+        if any(name in line for line in lines):
+            src.append(decorator + body.format(flag=flag))
+    return "\n".join(src)
+
+
 ZERO_DIVISION_MESSAGE = ("integer division by zero: the divisor holds a 0 (Paddle raises here "
                          "too); replace zeros first, e.g. where(y == 0, 1, y), or divide floats")
+ZERO_MODULO_MESSAGE = ("integer modulo by zero: the divisor holds a 0 (Paddle raises here too); "
+                       "replace zeros first, e.g. where(y == 0, 1, y)")
 
 
 def _kind(dt):
@@ -105,8 +140,8 @@ def render(outputs, input_exprs, prefix="t", in_dtypes=None):
     `input_exprs[i]` is the source expression that loads input i (e.g. ``in0[b0 + j]``);
     only inputs the body uses are loaded. With `in_dtypes` (one per input), integer
     operands keep integer arithmetic (see above); a body that divides integers then
-    calls `_idiv(a, b, err)`, and the template must define `_idiv` (IDIV_SOURCE) and an
-    int64 array `err`.
+    calls `_idiv(a, b, err)` / `_imod(a, b, err)`, and the template must define them
+    (`division_helpers`) and an int64 array `err`; a float mod calls `_fmod(a, b)`.
     """
     lines, names, kinds = [], {}, {}
     typed = in_dtypes is not None
@@ -128,7 +163,7 @@ def render(outputs, input_exprs, prefix="t", in_dtypes=None):
                 kinds[k] = _join(kind_of(sym.args[1]), kind_of(sym.args[2]))
             elif sym.op == "pow" and not _whole_power(sym.args[1]):
                 kinds[k] = "f"
-            elif sym.op == "div":
+            elif sym.op in _DIVISIONS:
                 a, b = (kind_of(x) for x in sym.args)
                 ints = _join(a, b) == "i" and all(
                     kind_of(x) == "i" or _integral(x.value) for x in sym.args)
@@ -164,8 +199,8 @@ def render(outputs, input_exprs, prefix="t", in_dtypes=None):
                 args = [emit(sym.args[0]), operand(e, context if _whole_power(e) else "f")]
             else:
                 args = [operand(a, context) for a in sym.args]
-            if sym.op == "div" and typed and context == "i":
-                expr = f"_idiv({args[0]}, {args[1]}, err)"
+            if sym.op in _DIVISIONS and typed and context == "i":
+                expr = f"_i{sym.op}({args[0]}, {args[1]}, err)"
             else:
                 expr = _FORMATS[sym.op].format(*args)
         name = f"{prefix}{len(lines)}"
@@ -178,8 +213,9 @@ def render(outputs, input_exprs, prefix="t", in_dtypes=None):
 
 
 def uses_idiv(lines):
-    """True when rendered `lines` divide integers (the template then needs `_idiv`)."""
-    return any("_idiv(" in line for line in lines)
+    """True when rendered `lines` divide integers (`_idiv` or `_imod`: the kernel then
+    takes an int64 array `err` for a zero divisor)."""
+    return any("_idiv(" in line or "_imod(" in line for line in lines)
 
 
 def inputs_used(outputs):
