@@ -231,4 +231,4 @@ def test_mod_on_simulated_gpu_matches_numpy(tmp_path):
     r = subprocess.run([sys.executable, "-c", GPU_SCRIPT], env=env, capture_output=True,
                        text=True, timeout=900)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    assert "checked 27" in r.stdout, r.stdout[-2000:]
+    assert "checked 28" in r.stdout, r.stdout[-2000:]

@@ -109,11 +109,11 @@ def elementwise_op(type, inputs, body, outputs=("Out",), attrs=None, grad=None,
                              traits=frozenset((ELEMENTWISE,) + tuple(traits)), doc=doc))
 
 
-def _cuda_kernel(*args):
+def _cuda_kernel(*args, **kw):
     """CudaElementwiseKernel, imported only when a GPU kernel is first built (numba.cuda
     is slow to import)."""
     from .codegen.cuda import CudaElementwiseKernel
-    return CudaElementwiseKernel(*args)
+    return CudaElementwiseKernel(*args, **kw)
 
 
 def grad_rule(grad_type, inputs=("X",), outputs=("Out",), reads=("X",)):

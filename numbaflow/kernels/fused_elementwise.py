@@ -269,7 +269,7 @@ def _lift(v):
 def _bind_with(device, cop):
     """Kernel factory (OpDef.cpu / .gpu): the head's own kernel, then ONE kernel generated
     from the composed bodies (CPU or CUDA template), then the tail's own kernel. With
-    NUMBAFLOW_CHECK_NAN_INF on when the op is bound, the CPU kernel also checks every
+    NUMBAFLOW_CHECK_NAN_INF on when the op is bound, the kernel also checks every
     sub-op's float result (a second kernel, made on first use)."""
     g = Group(cop.attrs["ops"], cop.in_infos["X"])
     kouts = g.kernel_outputs()
@@ -291,7 +291,7 @@ def _bind_with(device, cop):
     sub_binds = [(st, getattr(st.opdef, device)(st.concrete(g.values))) for st in subs]
 
     def bind(ins, outs):
-        leaves, kern = generated(device == "cpu" and config.check_nan_inf())
+        leaves, kern = generated(config.check_nan_inf())
         bufs = {("x", i): a for i, a in enumerate(ins["X"])}
         bufs.update((("out", j), a) for j, a in enumerate(outs.get("Out", [])))
         for r, info in g.values.items():      # values only the head or tail touches

@@ -26,7 +26,7 @@ def int_str(v):
 from .codegen.render import ZERO_DIVISION_MESSAGE, ZERO_MODULO_MESSAGE
 
 ERR_SWCE, ERR_XENT, ERR_ACCURACY, ERR_LOOKUP, ERR_LOOKUP_GRAD, ERR_INT_DIV = 1, 2, 3, 4, 5, 6
-ERR_INT_MOD = 7
+ERR_INT_MOD, ERR_NAN_INF = 7, 8
 ERROR_MESSAGES = {   # code -> (op type, the CPU kernel's message)
     ERR_SWCE: ("softmax_with_cross_entropy", "softmax_with_cross_entropy: label {value} "
                "(row {pos}) is outside [0, {bound}) and is not ignore_index"),
@@ -40,6 +40,9 @@ ERROR_MESSAGES = {   # code -> (op type, the CPU kernel's message)
     # any generated kernel dividing integers (elementwise_div, or one fused from it)
     ERR_INT_DIV: ("elementwise_div", ZERO_DIVISION_MESSAGE),
     ERR_INT_MOD: ("elementwise_mod", ZERO_MODULO_MESSAGE),     # (or one fused from it)
+    # NUMBAFLOW_CHECK_NAN_INF in a fused kernel: read and raised by `raise_nan_check`
+    ERR_NAN_INF: ("fused_elementwise", "NUMBAFLOW_CHECK_NAN_INF: a fused op produced a NaN or "
+                  "Inf"),
 }
 
 
@@ -88,3 +91,17 @@ def raise_device_error():
     op_type, text = ERROR_MESSAGES[int(h[0])]
     kind = DeviceZeroDivisionError if h[0] in (ERR_INT_DIV, ERR_INT_MOD) else DeviceError
     raise kind(text.format(value=int(h[1]), pos=int(h[2]), bound=int(h[3])), op_type)
+
+
+def raise_nan_check(messages):
+    """After a fused kernel that checks its ops' results (NUMBAFLOW_CHECK_NAN_INF, see
+    codegen/cuda.py): when it recorded a NaN or Inf, clear the record and raise
+    FloatingPointError with the message of the first failing check in program order."""
+    rec = _error_records.get(_device_key())
+    if rec is None:
+        return
+    h = rec.copy_to_host()
+    if h[0] != ERR_NAN_INF:
+        return      # nothing, or another error: the end-of-run check raises that one
+    rec.copy_to_device(np.zeros(4, np.int64))
+    raise FloatingPointError(messages[len(messages) - int(h[1])])

@@ -12,6 +12,7 @@ iteration space (gradients of broadcast inputs) are computed full-size into a de
 scratch buffer and summed down by a second kernel, `reduce_to`.
 """
 import math
+import types
 
 import numpy as np
 
@@ -21,14 +22,27 @@ from .cpu import _SymKey, broadcast_strides
 from .render import division_helpers, inputs_used, render, uses_idiv
 
 
-def kernel_source(outputs, n_in, ndim, float_dtype, in_dtypes=None):
-    """The general kernel: offsets from decomposing i over the collapsed shape."""
-    used = inputs_used(outputs)
+def _body(outputs, loads, in_dtypes, checks):
+    """(rendered lines, output expressions, the lines flagging failed checks, whether
+    the kernel takes the device's error record)."""
+    body, exprs = render(list(outputs) + list(checks), loads, in_dtypes=in_dtypes)
+    out_exprs, check_exprs = exprs[:len(outputs)], exprs[len(outputs):]
+    n = len(check_exprs)
+    flags = []
+    for k, e in enumerate(check_exprs):      # k-th check: records n - k (see _nan_flag)
+        flags += [f"if not math.isfinite({e}):", f"    _nan_flag(err, {n - k})"]
+    return body, out_exprs, flags, uses_idiv(body) or bool(checks)
+
+
+def kernel_source(outputs, n_in, ndim, float_dtype, in_dtypes=None, checks=()):
+    """The general kernel: offsets from decomposing i over the collapsed shape.
+    checks: Syms that must be finite (NUMBAFLOW_CHECK_NAN_INF inside a fused kernel)."""
+    used = inputs_used(list(outputs) + list(checks))
     loads = [f"in{i}[b{i}]" for i in range(n_in)]
-    body, out_exprs = render(outputs, loads, in_dtypes=in_dtypes)
+    body, out_exprs, flags, takes_err = _body(outputs, loads, in_dtypes, checks)
     args = [f"out{k}" for k in range(len(outputs))] + [f"in{i}" for i in range(n_in)]
-    args += ["err"] if uses_idiv(body) else []
-    src = _header(float_dtype, body) + [
+    args += ["err"] if takes_err else []
+    src = _header(float_dtype, body, bool(checks)) + [
         f"def kernel(shape, strides, size, {', '.join(args)}):",
         "    for i in range(cuda.grid(1), size, cuda.gridsize(1)):",
         "        rem = i",
@@ -42,20 +56,44 @@ def kernel_source(outputs, n_in, ndim, float_dtype, in_dtypes=None):
         src += [f"            b{i} += idx * strides[{i}, d]" for i in sorted(used)]
     src += [f"        {line}" for line in body]
     src += [f"        out{k}[i] = {e}" for k, e in enumerate(out_exprs)]
+    src += [f"        {line}" for line in flags]
     return "\n".join(src) + "\n"
 
 
-def _header(float_dtype, body):
+# NUMBAFLOW_CHECK_NAN_INF in a fused kernel: a non-finite value of check k (of n) records
+# ERR_NAN_INF with err[1] = n - k, so that the largest, the first check in program order
+# (as on the CPU), is what remains; `raise_nan_check` reads it after the launch
+_NAN_FLAG_SOURCE = """
+@cuda.jit(device=True)
+def _nan_flag(err, v):
+    old = cuda.atomic.compare_and_swap(err, 0, {code})
+    if old == 0 or old == {code}:
+        cuda.atomic.max(err, 1, v)
+"""
+
+
+# `math` of the generated kernels under numba's CUDA simulator, which runs them as Python:
+# Python's math raises on overflow and outside the domain (exp(1e4), log(-1)) where a GPU
+# (and numba's CPU code) gives inf or NaN, so simulated kernels would fail where the
+# device computes on, and NUMBAFLOW_CHECK_NAN_INF could not be tested there
+SIMULATED_MATH = types.SimpleNamespace(exp=np.exp, log=np.log, sqrt=np.sqrt, tanh=np.tanh,
+                                       erf=math.erf, isfinite=math.isfinite)
+
+
+def _header(float_dtype, body, checks=False):
     # CUDA's erf and exp are fast already: `_erf` / `_exp` (kernels/fastmath.py on the CPU).
     # A zero integer divisor records ERR_INT_DIV / ERR_INT_MOD in the device's error record
     # (kernels cannot raise; gpu_errors.py), which the executor raises after the run.
-    from ..gpu_errors import ERR_INT_DIV, ERR_INT_MOD
+    from ..gpu_errors import ERR_INT_DIV, ERR_INT_MOD, ERR_NAN_INF
     flag = "cuda.atomic.compare_and_swap(err, 0, {})"
-    return ["import math", "import numpy as np", "from numba import cuda",
+    return ["import math", "import numpy as np", "from numba import config as _config, cuda",
+            "if _config.ENABLE_CUDASIM:",
+            "    from numbaflow.kernels.codegen.cuda import SIMULATED_MATH as math",
             "_erf = math.erf", "_exp = math.exp",
             f"_F = np.{np.dtype(float_dtype).name}",
             division_helpers(body, "@cuda.jit(device=True)", flag.format(ERR_INT_DIV),
                              flag.format(ERR_INT_MOD)),
+            _NAN_FLAG_SOURCE.format(code=ERR_NAN_INF) if checks else "",
             "@cuda.jit(cache=True)"]
 
 
@@ -79,20 +117,20 @@ def fast_kinds(shape, strides):
     return None if None in kinds else kinds
 
 
-def fast_kernel_source(outputs, kinds, float_dtype, in_dtypes=None):
+def fast_kernel_source(outputs, kinds, float_dtype, in_dtypes=None, checks=()):
     """The division-free kernel for `kinds` (see `fast_kinds`): kernel(size, C, outs, ins)
-    (and the device's error record last when it divides integers)."""
-    used = inputs_used(outputs)
+    (and the device's error record last when it divides integers or has `checks`)."""
+    used = inputs_used(list(outputs) + list(checks))
     loads = {FULL: "in{0}[i]", COLUMN: "in{0}[c]", ROW: "in{0}[r]", SCALAR: "s{0}"}
-    body, out_exprs = render(outputs, [loads[k].format(i) for i, k in enumerate(kinds)],
-                             in_dtypes=in_dtypes)
+    body, out_exprs, flags, takes_err = _body(
+        outputs, [loads[k].format(i) for i, k in enumerate(kinds)], in_dtypes, checks)
     args = [f"out{k}" for k in range(len(outputs))] + [f"in{i}" for i in range(len(kinds))]
-    args += ["err"] if uses_idiv(body) else []
+    args += ["err"] if takes_err else []
     track_c = any(kinds[i] in (COLUMN, ROW) for i in used)
     track_r = any(kinds[i] == ROW for i in used)
     # all index arithmetic unsigned (size and C are passed as uint64): numba then emits
     # no negative-index wraparound per access, and the loop is a bare compare and add
-    src = _header(float_dtype, body) + [
+    src = _header(float_dtype, body, bool(checks)) + [
         f"def kernel(size, C, {', '.join(args)}):",
         "    i = np.uint64(cuda.grid(1))",
         "    step = np.uint64(cuda.gridsize(1))",
@@ -105,6 +143,7 @@ def fast_kernel_source(outputs, kinds, float_dtype, in_dtypes=None):
     src += ["    while i < size:"]
     src += [f"        {line}" for line in body]
     src += [f"        out{k}[i] = {e}" for k, e in enumerate(out_exprs)]
+    src += [f"        {line}" for line in flags]
     src += ["        i += step"]
     if track_c:
         src += ["        c += dc"]
@@ -119,15 +158,16 @@ def fast_kernel_source(outputs, kinds, float_dtype, in_dtypes=None):
 _kernels = {}
 
 
-def _compiled(outputs, n_in, ndim, float_dtype, kinds=None, in_dtypes=None):
+def _compiled(outputs, n_in, ndim, float_dtype, kinds=None, in_dtypes=None, checks=()):
     """(kernel, whether it takes the device's error record last)."""
-    key = (_SymKey.of(outputs), n_in, ndim, float_dtype, kinds, in_dtypes)
+    key = (_SymKey.of(outputs), n_in, ndim, float_dtype, kinds, in_dtypes, _SymKey.of(checks))
     got = _kernels.get(key)
     if got is None:
-        src = kernel_source(outputs, n_in, ndim, float_dtype, in_dtypes) if kinds is None \
-            else fast_kernel_source(outputs, kinds, float_dtype, in_dtypes)
+        src = kernel_source(outputs, n_in, ndim, float_dtype, in_dtypes, checks) \
+            if kinds is None else fast_kernel_source(outputs, kinds, float_dtype, in_dtypes,
+                                                     checks)
         got = _kernels[key] = (cache.load_source(src, label="cuda_elementwise").kernel,
-                               uses_idiv(src.splitlines()))
+                               uses_idiv(src.splitlines()) or bool(checks))
     return got
 
 
@@ -163,10 +203,16 @@ def _launch_dims(n):
 
 class CudaElementwiseKernel:
     """The GPU twin of `cpu.ElementwiseKernel`: same constructor, `bind` takes device
-    arrays (C-contiguous) and returns a thunk that launches the kernel(s)."""
+    arrays (C-contiguous) and returns a thunk that launches the kernel(s).
+
+    checks: [(Sym, message)] values that must be finite (NUMBAFLOW_CHECK_NAN_INF in a
+    fused kernel): the kernel records the first failing one in program order in the
+    device's error record, and the thunk reads it after the launch (one small copy; the
+    checked variant is a separate kernel, so nothing of this runs with the flag off)
+    and raises FloatingPointError(message), as the CPU kernel does."""
 
     def __init__(self, outputs, in_shapes, out_shapes, full_shape, float_dtype,
-                 in_dtypes=None):
+                 in_dtypes=None, checks=()):
         from numba import cuda
         self.full_shape = tuple(full_shape)
         self.out_shapes = [tuple(s) for s in out_shapes]
@@ -182,7 +228,9 @@ class CudaElementwiseKernel:
             self.lead = (np.uint64(self.size), np.uint64(shape[-1]))
         dts = None if in_dtypes is None else tuple(np.dtype(d).name for d in in_dtypes)
         self.kernel, self.takes_err = _compiled(tuple(outputs), len(in_shapes), len(shape),
-                                                np.dtype(float_dtype).name, self.kinds, dts)
+                                                np.dtype(float_dtype).name, self.kinds, dts,
+                                                tuple(sym for sym, _ in checks))
+        self.check_messages = tuple(message for _, message in checks)
         self.reduce = cache.load_source(_REDUCE_SRC, label="cuda_reduce").reduce_to
 
     def bind(self, ins, outs):
@@ -206,10 +254,15 @@ class CudaElementwiseKernel:
             from ..gpu_errors import error_record
             args += (error_record(),)
 
+        messages = self.check_messages
+
         def thunk():
             launch(*args)
             for p in post:
                 p()
+            if messages:
+                from ..gpu_errors import raise_nan_check
+                raise_nan_check(messages)
         return thunk
 
     def _reduction(self, scratch, target, out):
