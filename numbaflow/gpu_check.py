@@ -166,6 +166,9 @@ def trace_launches(rows_dir=None):
                     arrays = make_inputs(case, dtype)
                     out = attempt(f"{case.id}-{dtype}",
                                   lambda: run_op(case.op, arrays, case.attrs, device="gpu"))
+                    if case.op == "fused_elementwise":   # its NaN/Inf-checked variant
+                        attempt(f"{case.id}-{dtype} (checked)", lambda: _nan_checked(
+                            run_op, case.op, arrays, case.attrs, device="gpu"))
                     traced.add(case.op)
                     gins = out is not None and gdef and _grad_inputs(gdef, arrays, out, rng)
                     if gins:
@@ -189,6 +192,20 @@ def trace_launches(rows_dir=None):
     untraced = sorted(t for t in types if get_op_def(t).gpu is not None and t not in traced
                       and not get_op_def(t).has(COLLECTIVE)) if rows_dir is not None else []
     return launches, problems, untraced
+
+
+def _nan_checked(fn, *args, **kw):
+    """fn(*args, **kw) with NUMBAFLOW_CHECK_NAN_INF on (kernels bound then take their
+    checked variant), as it was set afterwards."""
+    before = os.environ.get("NUMBAFLOW_CHECK_NAN_INF")
+    os.environ["NUMBAFLOW_CHECK_NAN_INF"] = "1"
+    try:
+        return fn(*args, **kw)
+    finally:
+        if before is None:
+            del os.environ["NUMBAFLOW_CHECK_NAN_INF"]
+        else:
+            os.environ["NUMBAFLOW_CHECK_NAN_INF"] = before
 
 
 def _trace_programs():

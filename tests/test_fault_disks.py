@@ -96,6 +96,51 @@ def test_full_kernel_cache_moves_with_one_warning(cache_dir, monkeypatch):
     assert len(our_warnings(caught, "No space left")) == 1
 
 
+def test_kernels_run_uncached_when_the_fallback_kernel_cache_is_full_too(cache_dir, monkeypatch):
+    """Both NUMBAFLOW_CACHE_DIR and the private fallback full: the kernels still load
+    (compiled without an on-disk cache), with one warning for each directory (it raised
+    OSError here before)."""
+    cache_dir.mkdir()
+    disk_full_under(monkeypatch, cache_dir)
+    disk_full_under(monkeypatch, config.fallback_dir("kernels"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert [cache.load_source(jit_source()).f(i) for i in range(3)] == [1, 3, 5]
+    assert len(our_warnings(caught, "No space left")) == 2, [str(w.message) for w in caught]
+    assert len(our_warnings(caught, "without an on-disk cache")) == 1
+    assert not list(cache_dir.rglob("nfk_*"))       # nothing half-written left behind
+
+
+def test_kernels_run_uncached_when_numba_finds_no_cache_directory(cache_dir, monkeypatch):
+    """numba raises 'no locator available' when none of its cache directories can be
+    written (NUMBA_CACHE_DIR, the source's __pycache__, the user's cache): the kernel is
+    then compiled without an on-disk cache, with one warning."""
+    monkeypatch.setattr(caching.CacheImpl, "_locator_classes", [])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert [cache.load_source(jit_source()).f(i) for i in range(2)] == [1, 3]
+    assert len(our_warnings(caught, "without an on-disk cache")) == 1, \
+        [str(w.message) for w in caught]
+
+
+def test_an_unusable_numba_cache_dir_is_reported_once(cache_dir, tmp_path, monkeypatch, caplog):
+    """NUMBA_CACHE_DIR under a file (numba skips it silently): one warning on numbaflow's
+    logger naming it and where numba's code for our kernels goes instead."""
+    from numba.core import config as numba_config
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    monkeypatch.setattr(numba_config, "CACHE_DIR", str(blocker / "numba"))
+    with caplog.at_level("WARNING", logger="numbaflow.cache"):
+        assert [cache.load_source(jit_source()).f(i) for i in range(2)] == [1, 3]
+        info = cache.info()
+    said = [r for r in caplog.records if "NUMBA_CACHE_DIR" in r.getMessage()]
+    assert len(said) == 1, [r.getMessage() for r in caplog.records]
+    assert str(blocker / "numba") in said[0].getMessage()
+    assert info["numba_path"] == str(cache_dir / "__pycache__")
+    assert info["numba_path"] in said[0].getMessage()
+    assert any(n.endswith(".nbi") for n in os.listdir(cache_dir / "__pycache__"))
+
+
 def numba_disk_full(monkeypatch):
     def full(self, name, data):
         raise OSError(errno.ENOSPC, "No space left on device", name)
@@ -182,6 +227,9 @@ def test_an_unusable_numba_cache_dir_does_not_fail_a_run(tmp_path):
     assert r.returncode == 0 and r.stdout.strip().endswith("True"), r.stdout + r.stderr
     # the cache's integrity checks and size cap look where numba really wrote
     assert r.stdout.split()[-2] == str(tmp_path / "kernels" / "__pycache__")
+    # and the skipped NUMBA_CACHE_DIR is reported once, naming where the code went instead
+    said = [line for line in r.stderr.splitlines() if "NUMBA_CACHE_DIR=" in line]
+    assert len(said) == 1 and str(tmp_path / "kernels" / "__pycache__") in said[0], r.stderr
     assert any(n.endswith(".nbi") for n in os.listdir(tmp_path / "kernels" / "__pycache__"))
 
 
@@ -235,6 +283,9 @@ def test_a_real_full_disk_under_every_directory_numbaflow_writes(full_disk, tmp_
     assert r.returncode == 0 and r.stdout.strip().endswith("True"), r.stdout + r.stderr
     for what in (str(full_disk / "dump"), str(full_disk / "kernels")):
         assert r.stderr.count(f"cannot write to {what!r}") == 1, r.stderr
+    # numba's directory: skipped (its probe file cannot be made) or failing at the first
+    # write; either way said once
+    assert r.stderr.count(str(full_disk / "numba")) == 1, r.stderr
 
 
 @pytest.mark.slow

@@ -22,6 +22,7 @@ import os
 import pickle
 import pickletools
 import sys
+import tempfile
 import threading
 import time
 import types
@@ -34,27 +35,35 @@ log = logging.getLogger("numbaflow.cache")
 
 PREFIX = "nfk_"
 _modules = {}           # digest -> module, for this process
-_numba_write_failed = set()     # numba cache dirs a write failed in (warned once)
+_numba_write_failed = set()     # directories (and "no disk") already warned about, once each
 _lock = threading.Lock()
 _TMP_MAX_AGE_S = 3600   # temporary files older than this are leftovers of killed writes
 
 
 def numba_cache_dir(cache_dir):
     """Where numba keeps the compiled code of the modules in `cache_dir` (mirrors numba's
-    own choice: NUMBA_CACHE_DIR when set and usable, else the directory's __pycache__)."""
+    own choice: NUMBA_CACHE_DIR when set and usable, else the directory's __pycache__).
+    numba skips an unusable NUMBA_CACHE_DIR (a file, not writable, full) silently: it is
+    reported here, once, on the numbaflow.cache logger."""
     from numba.core import config as numba_config
+    pycache = os.path.join(cache_dir, "__pycache__")
     if numba_config.CACHE_DIR:
         from numba.core.caching import _CacheLocator
         probe = os.path.join(cache_dir, PREFIX + "x.py")
         path = os.path.join(numba_config.CACHE_DIR,
                             _CacheLocator.get_suitable_cache_subpath(probe))
-        try:        # numba's test of the directory (it falls back silently when it fails)
+        try:        # numba's own test of the directory (ensure_cache_path)
             os.makedirs(path, exist_ok=True)
-            if os.access(path, os.W_OK | os.X_OK):
-                return path
-        except OSError:
-            pass
-    return os.path.join(cache_dir, "__pycache__")
+            tempfile.TemporaryFile(dir=path).close()
+            return path
+        except OSError as e:
+            if numba_config.CACHE_DIR not in _numba_write_failed:
+                _numba_write_failed.add(numba_config.CACHE_DIR)
+                log.warning("NUMBA_CACHE_DIR=%r is not usable (%s): numba skips it, so the "
+                            "compiled code of numbaflow's kernels is cached in %s instead (set "
+                            "NUMBA_CACHE_DIR to a writable directory, or unset it)",
+                            numba_config.CACHE_DIR, e.strerror or e, pycache)
+    return pycache
 
 
 def _numba_files(numba_dir, digest=None):
@@ -148,11 +157,28 @@ def _store(cache_dir, digest, source, data):
         atomic_write(path, source)
     except OSError as e:      # a full disk: the rest of this process uses a private dir
         fallback = config.abandon_dir("kernels", cache_dir, e, "NUMBAFLOW_CACHE_DIR")
-        if fallback is None:
-            raise
+        if fallback is None:      # that one is full too: no file (see load_source)
+            _without_disk_cache(f"cannot write to {cache_dir!r} either ({e})")
+            return None, False
         config.private_dir(os.path.join(fallback, "__pycache__"))
         return _store(fallback, digest, source, data)
     return cache_dir, True
+
+
+def _without_disk_cache(why):
+    """Warn, once per process, that kernels are compiled without an on-disk cache."""
+    if "no disk" not in _numba_write_failed:
+        _numba_write_failed.add("no disk")
+        warnings.warn(f"numbaflow: {why}; generated kernels are compiled without an on-disk "
+                      f"cache for now (each process compiles them again; free space in the "
+                      f"temporary directory or set NUMBAFLOW_CACHE_DIR to a writable "
+                      f"directory)", RuntimeWarning, stacklevel=4)
+
+
+def _uncached(source):
+    """`source` with numba's on-disk caching off: our generated modules ask for it only
+    in their decorators' `cache=True`."""
+    return source.replace("cache=True", "cache=False")
 
 
 def _dump(source, name):
@@ -219,18 +245,28 @@ def load_source(source, label="kernel"):
         if mod is not None:
             return mod
         cache_dir, wrote = _store(config.kernel_cache_dir(), digest, source, data)
-        _check_numba_files(cache_dir, digest)
+        if cache_dir is not None:
+            _check_numba_files(cache_dir, digest)
         _dump(source, f"{label}_{digest}.py")
-        path = os.path.join(cache_dir, f"{PREFIX}{digest}.py")
+        path = os.path.join(cache_dir or "<no cache>", f"{PREFIX}{digest}.py")
         name = f"numbaflow_generated.{PREFIX}{digest}"
         mod = types.ModuleType(name)
         mod.__file__ = path
         sys.modules[name] = mod
         # Run the source we generated (checked equal to the file numba stamps), not the file.
-        exec(compile(source, path, "exec"), mod.__dict__)
+        try:
+            exec(compile(source if cache_dir else _uncached(source), path, "exec"),
+                 mod.__dict__)
+        except RuntimeError as e:
+            if "no locator available" not in str(e):
+                raise
+            # numba could write its cache in none of its directories (NUMBA_CACHE_DIR,
+            # the __pycache__ beside the file, the user's cache): run without one
+            _without_disk_cache(f"numba can write its compiled code nowhere ({e})")
+            exec(compile(_uncached(source), path, "exec"), mod.__dict__)
         tolerate_cache_errors(mod.__dict__)
         _modules[digest] = mod
-        if wrote:
+        if wrote and cache_dir is not None:
             _evict(cache_dir, config.cache_size_limit(), keep=set(_modules))
         return mod
 
