@@ -32,8 +32,16 @@ import numbaflow.distributed as dist
 import numbaflow.static as static
 from numbaflow.utils import unique_name
 
+
+def say(line):
+    """One stdout line in one write: with PYTHONUNBUFFERED, print() writes the text and
+    its newline separately, and the launcher then interleaved the other rank's line
+    between them ('PID 0 11429PID 1 11430')."""
+    os.write(1, f"{line}\n".encode())
+
+
 mode = sys.argv[1]
-print(f"PID {os.environ.get('PMI_RANK')} {os.getpid()}", flush=True)
+say(f"PID {os.environ.get('PMI_RANK')} {os.getpid()}")
 places = int(sys.argv[2]) if len(sys.argv) > 2 else 1
 rank, size = dist.get_rank(), dist.get_world_size()
 assert size == 2, size
@@ -55,7 +63,7 @@ feed = {"x": rng.standard_normal((8, 16)).astype(np.float32),
 
 
 def fault_now():
-    print(f"FAULT {time.time()}", flush=True)
+    say(f"FAULT {time.time()}")
 
 
 def fault_in_a_thread():
@@ -82,7 +90,7 @@ for step in range(steps):
         exe.run(c, feed=bad if (mode, rank, step) == ("caught", 1, 3) else feed,
                 fetch_list=[loss])
     except ValueError as e:
-        print(f"CAUGHT {rank}: {str(e)[:80]}", flush=True)
+        say(f"CAUGHT {rank}: {str(e)[:80]}")
     if rank != 1 or step != 2:
         continue
     if mode in ("raise", "exit0", "exit3", "fewer", "hang", "sleep"):
@@ -102,4 +110,4 @@ for step in range(steps):
         threading.Thread(target=fault_in_a_thread, daemon=True).start()
 if mode == "none" and rank == 0:
     time.sleep(1.0)
-print(f"STEPS {rank} {step + 1}", flush=True)
+say(f"STEPS {rank} {step + 1}")
