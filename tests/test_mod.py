@@ -232,3 +232,54 @@ def test_mod_on_simulated_gpu_matches_numpy(tmp_path):
                        text=True, timeout=900)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "checked 28" in r.stdout, r.stdout[-2000:]
+
+
+PADDLE_PYTHON = os.environ.get("NUMBAFLOW_PADDLE_PYTHON")
+PADDLE_SCRIPT = textwrap.dedent("""
+    import sys
+    import numpy as np
+    import paddle
+    paddle.enable_static()
+    data = dict(np.load(sys.argv[1]))
+    out = {}
+    for dt in ("int32", "int64", "float32", "float64"):
+        main, startup = paddle.static.Program(), paddle.static.Program()
+        with paddle.static.program_guard(main, startup):
+            x = paddle.static.data("x", data["x_" + dt].shape, dt)
+            y = paddle.static.data("y", data["y_" + dt].shape, dt)
+            r = paddle.remainder(x, y)
+        exe = paddle.static.Executor(paddle.CPUPlace())
+        out[dt], = exe.run(main, feed={"x": data["x_" + dt], "y": data["y_" + dt]},
+                           fetch_list=[r])
+    np.savez(sys.argv[2], **out)
+""")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not PADDLE_PYTHON, reason="set NUMBAFLOW_PADDLE_PYTHON to a Paddle 2.6 "
+                                               "interpreter (its own venv: Paddle needs numpy < 2)")
+def test_mod_equals_real_paddle(tmp_path):
+    """paddle.remainder in real Paddle and here give the same numbers, bit for bit."""
+    rng = np.random.default_rng(5)
+    data = {}
+    for dt in ("int32", "int64", "float32", "float64"):
+        if dt.startswith("int"):
+            x = rng.integers(-1000, 1000, (4, 6)).astype(dt)
+            y = rng.integers(1, 30, (4, 6)).astype(dt) * rng.choice([-1, 1], (4, 6)).astype(dt)
+        else:
+            x = rng.uniform(-100, 100, (4, 6)).astype(dt)
+            y = (rng.uniform(0.5, 9, (4, 6)) * rng.choice([-1, 1], (4, 6))).astype(dt)
+        data["x_" + dt], data["y_" + dt] = x, y
+    np.savez(tmp_path / "in.npz", **data)
+    r = subprocess.run([PADDLE_PYTHON, "-c", PADDLE_SCRIPT, str(tmp_path / "in.npz"),
+                        str(tmp_path / "out.npz")], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    theirs = np.load(tmp_path / "out.npz")
+    for dt in ("int32", "int64", "float32", "float64"):
+        main, startup = static.Program(), static.Program()
+        with static.program_guard(main, startup):
+            x = static.data("x", [4, 6], dt)
+            y = static.data("y", [4, 6], dt)
+            r = paddle.remainder(x, y)
+        ours, = _EXE.run(main, feed={"x": data["x_" + dt], "y": data["y_" + dt]}, fetch_list=[r])
+        np.testing.assert_array_equal(ours, theirs[dt], err_msg=dt)
