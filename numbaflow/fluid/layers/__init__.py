@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = ["data", "fc", "mean", "square_error_cost", "cross_entropy", "softmax", "relu",
            "sigmoid", "tanh", "elementwise_add", "elementwise_sub", "elementwise_mul",
-           "elementwise_div", "elementwise_mod", "reduce_mean", "reduce_sum", "matmul", "reshape", "concat",
+           "elementwise_div", "reduce_mean", "reduce_sum", "matmul", "reshape", "concat",
            "fill_constant", "cast", "accuracy", "argmax", "softmax_with_cross_entropy",
            "batch_norm", "dropout", "pool2d", "conv2d"]
 
@@ -365,31 +365,6 @@ def elementwise_div(x: Variable, y: Variable, axis: int = -1, act: str | None = 
     return _elementwise("elementwise_div", x, y, axis, act, name)
 
 
-def elementwise_mod(x: Variable, y: Variable, axis: int = -1, act: str | None = None,
-                    name: str | None = None) -> Variable:
-    """x mod y with y's sign, as Python's % (op `elementwise_mod`); `y` is broadcast
-    against x's dims starting at `axis` (-1: the trailing dims), then the activation
-    `act`. An integer zero divisor raises ZeroDivisionError when the program runs.
-
-    Args:
-        x (Variable): the dividend.
-        y (Variable): the divisor, of x's dtype.
-        axis (int): where y's dims align with x's.
-        act (str, optional): an activation applied after.
-        name (str, optional): a prefix for the output's name.
-
-    Returns:
-        Variable: x's shape.
-
-    Example:
-        >>> x = fluid.layers.data('x', [3])
-        >>> b = fluid.layers.fill_constant([3], 'float32', 2.0)
-        >>> fluid.layers.elementwise_mod(x, b).shape
-        (-1, 3)
-    """
-    return _elementwise("elementwise_mod", x, y, axis, act, name)
-
-
 def reduce_mean(input: Variable, dim: int | Sequence[int] | None = None, keep_dim: bool = False,
                 name: str | None = None) -> Variable:
     """Mean over `dim` (op reduce_mean).
@@ -647,10 +622,17 @@ def elementwise_pow(x: Variable, y: Variable, axis: int = -1, act: str | None = 
     return _elementwise("elementwise_pow", x, y, axis, act, name)
 
 
+def elementwise_mod(x: Variable, y: Variable, axis: int = -1, act: str | None = None,
+                    name: str | None = None) -> Variable:
+    return _elementwise("elementwise_mod", x, y, axis, act, name)
+
+
 _elementwise_doc(elementwise_max, "max(x, y)")
 _elementwise_doc(elementwise_min, "min(x, y)")
 _elementwise_doc(elementwise_pow, "x ** y")
+_elementwise_doc(elementwise_mod, "x mod y with y's sign (an integer 0 in y: ZeroDivisionError)")
 
 
-__all__ += (["elementwise_max", "elementwise_min", "elementwise_pow", "auc", "device"] + nn.__all__
+__all__ += (["elementwise_max", "elementwise_min", "elementwise_pow", "elementwise_mod", "auc",
+             "device"] + nn.__all__
             + tensor.__all__ + learning_rate_scheduler.__all__ + control_flow.__all__)

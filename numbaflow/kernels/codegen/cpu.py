@@ -79,7 +79,7 @@ def kernel_source(outputs, n_in, ndim, inner_kinds, float_dtype, parallel, in_dt
     out_exprs, check_exprs = exprs[:len(outputs)], exprs[len(outputs):]
     idiv = uses_idiv(body)
     n_err = 1 + len(checks)        # err[0]: a zero divisor; err[1 + k]: check k failed
-    used = inputs_used(list(outputs) + checked)   # a checked value may read an input no output reads
+    used = inputs_used(list(outputs) + checked)   # a check may read an input no output reads
     out_args = [f"out{k}" for k in range(len(outputs))]
     in_args = [f"in{i}" for i in range(n_in)]
     loop = "prange" if parallel else "range"
