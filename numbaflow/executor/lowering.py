@@ -9,6 +9,7 @@ in-place and reuse by liveness; each gradient bucket back to back).
 """
 from dataclasses import dataclass
 
+from ..graph.passes.fuse_softmax_mask import fuse_in_op_list
 from ..graph.program import infer_op
 from ..kernels.registry import COLLECTIVE, FLAT_INPUTS, ConcreteOp, VarInfo, get_op_def
 from .memory import assign_buffers
@@ -88,6 +89,8 @@ def lower(program, feed, fetch_vars, scope, options, host):
     `fetch_vars` and the arrays `scope` holds; `host`: buffers live in host memory."""
     block = program.global_block()
     ops = select_ops(block, fetch_vars)
+    if options.fuse_softmax_mask:      # a plain Program: its one default-on rewrite
+        ops = fuse_in_op_list(block, ops, {v.name for v in feed} | {v.name for v in fetch_vars})
     fed = set(feed)
     shapes = {v: VarInfo(a.shape, a.dtype) for v, a in feed.items()}
     _check_reads(ops, fed, fetch_vars, scope, shapes)
