@@ -89,3 +89,29 @@ def test_gpu_kernels_on_the_simulator_match_numpy(tmp_path):
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     worst = float(r.stdout.split("worst")[1])
     assert worst < 1e-6, r.stdout
+
+
+def test_paddle_incubate_names_match_numpy_forward_and_backward():
+    import numbaflow as paddle
+    from numbaflow import static
+    rng = np.random.default_rng(3)
+    xv = rng.standard_normal((2, 3, 5, 5))
+    mv = rng.standard_normal((2, 1, 5, 5))
+    wv = rng.standard_normal((2, 3, 5, 5))
+    main, startup = static.Program(), static.Program()
+    with static.program_guard(main, startup):
+        x = static.data("x", [None, 3, 5, 5], "float64")
+        x.stop_gradient = False
+        m = static.data("m", [None, 1, 5, 5], "float64")
+        w = static.data("w", [None, 3, 5, 5], "float64")
+        outs = [paddle.incubate.softmax_mask_fuse(x, m),
+                paddle.incubate.softmax_mask_fuse_upper_triangle(x)]
+        grads = [static.gradients(paddle.sum(y * w), [x])[0] for y in outs]
+    exe = static.Executor(paddle.CPUPlace())
+    y1, y2, g1, g2 = exe.run(main, feed={"x": xv, "m": mv, "w": wv}, fetch_list=outs + grads)
+    r1, r2 = softmax_ref(xv, 1.0, mv), softmax_ref(xv, 1.0, causal=True)
+    np.testing.assert_allclose(y1, r1, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(y2, r2, rtol=1e-12, atol=1e-15)
+    assert (y2[..., np.triu_indices(5, 1)[0], np.triu_indices(5, 1)[1]] == 0).all()
+    np.testing.assert_allclose(g1, grad_ref(r1, wv, 1.0), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(g2, grad_ref(r2, wv, 1.0), rtol=1e-9, atol=1e-12)
