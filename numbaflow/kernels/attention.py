@@ -44,16 +44,21 @@ def fused_softmax_rows(x2, mask2, mrow, out2, scale, has_mask, causal, tq):
     for n in range(N):
         xr, orow = x2[n], out2[n]
         valid = min(R, n % tq + 1) if causal else R
+        # z = scale * x + mask into the output row, and its max (m starts as a z: of
+        # X's dtype, so the loop stays in it)
         if has_mask:
             mr = mask2[mrow[n]]
+            m = scale * xr[0] + mr[0]
             for r in range(valid):
-                orow[r] = scale * xr[r] + mr[r]
+                z = scale * xr[r] + mr[r]
+                orow[r] = z
+                m = max(m, z)
         else:
+            m = scale * xr[0]
             for r in range(valid):
-                orow[r] = scale * xr[r]
-        m = orow[0]
-        for r in range(1, valid):
-            m = max(m, orow[r])
+                z = scale * xr[r]
+                orow[r] = z
+                m = max(m, z)
         s = 0.0
         for r in range(valid):
             e = _fast_exp(orow[r] - m)
