@@ -62,7 +62,7 @@ def test_hand_written_gpt_attention_is_fused_and_trains_the_same(compiled):
         assert row.changed and not row.refusals
 
 
-def _attention_program(mask_grad=False):
+def _attention_program(mask_grad=False, mask_first=False):
     main, startup = static.Program(), static.Program()
     with static.program_guard(main, startup):
         q = static.data("q", [None, 2, 4, 3])
@@ -71,7 +71,10 @@ def _attention_program(mask_grad=False):
         if mask_grad:
             mask = static.create_parameter([4, 4], "float32")
         scores = paddle.scale(paddle.matmul(q, q, transpose_y=True), 0.5)
-        att = paddle.nn.functional.softmax(scores + mask, axis=-1)
+        if mask_first:      # a full-shape mask written first: the scores are still found
+            mask = paddle.expand(mask, [2, 2, 4, 4])
+        att = paddle.nn.functional.softmax(mask + scores if mask_first else scores + mask,
+                                           axis=-1)
         loss = paddle.mean(paddle.matmul(att, q))
         grads = static.gradients([loss], [q])
     return main, startup, scores, att, loss, grads[0]
@@ -114,3 +117,17 @@ def test_a_mask_that_needs_a_gradient_is_not_fused():
     row = [p for p in compiled.passes if p.name == "fuse_softmax_mask"][0]
     assert not row.changed
     assert any("needs a gradient" in reason for _, reason in row.refusals), row.refusals
+
+
+def test_a_full_shape_mask_added_first_is_still_the_mask():
+    main, startup, _, att, loss, dq = _attention_program(mask_first=True)
+    q = np.random.default_rng(1).standard_normal((2, 2, 4, 3)).astype("float32")
+    exe = static.Executor(paddle.CPUPlace())
+    exe.run(startup)
+    a, g = exe.run(main, feed={"q": q}, fetch_list=[att, dq])
+    fused = [op for op in exe._runner.last_plan.ops if op.type == "fused_softmax_mask"]
+    assert len(fused) == 1 and fused[0].attrs["scale"] == 0.5
+    np.testing.assert_allclose(a, _numpy_attention(q), rtol=1e-5, atol=1e-7)
+    exe._runner.options = PlanOptions(fuse_softmax_mask=False)
+    g_ref, = exe.run(main, feed={"q": q}, fetch_list=[dq])
+    np.testing.assert_allclose(g, g_ref, rtol=1e-5, atol=1e-7)

@@ -42,9 +42,19 @@ def _mask_fits(mask, scores, add):
             (add.attrs.get("axis", -1) not in (-1, len(scores.shape) - len(mask.shape))):
         return False
     try:
-        return broadcast_shapes(mask.shape, scores.shape) == tuple(scores.shape)
+        return _same_shape(broadcast_shapes(mask.shape, scores.shape), scores.shape)
     except ValueError:
         return False
+
+
+def _same_shape(a, b):
+    """Equal shapes, a -1 (unknown) dim matching any size."""
+    return len(a) == len(b) and all(x == y or -1 in (x, y) for x, y in zip(a, b))
+
+
+def _made_by_scale(block, var):
+    p = block.producer(var)
+    return p is not None and p.type == "scale"
 
 
 def _only_readers(block, var, allowed):
@@ -60,8 +70,11 @@ def _match_one(block, sm, protected):
     p = block.producer(z)
     if p is not None and p.type == "elementwise_add" and len(block.producers(z)) == 1:
         a, b = p.inputs["X"][0], p.inputs["Y"][0]
-        for s_var, m_var in ((a, b), (b, a)):
-            if tuple(s_var.shape) == tuple(z.shape) and _mask_fits(m_var, s_var, p):
+        pairs = [(a, b), (b, a)]
+        if _made_by_scale(block, b):        # `mask + scale(scores)`: b holds the scores
+            pairs.reverse()
+        for s_var, m_var in pairs:
+            if _same_shape(s_var.shape, z.shape) and _mask_fits(m_var, s_var, p):
                 add, scores, mask = p, s_var, m_var
                 break
         else:
