@@ -3,9 +3,9 @@ from, checked before any kernel exists.
 
 `lower` selects the ops the fetches need (for a plain Program, PlanOptions.fuse_softmax_mask,
 with attention's `scale -> + mask -> softmax` chains replaced by fused_softmax_mask in that
-list: graph/passes/fuse_softmax_mask.py; the program is not changed), checks every read (a missing feed, an
-uninitialised parameter: typed errors naming the variable and the fix), infers every
-concrete shape, decides which fed arrays are used in place and which fetched ones are
+list: graph/passes/fuse_softmax_mask.py; the program is not changed), checks every read
+(a missing feed, an uninitialised parameter: typed errors naming the variable and the
+fix), infers every concrete shape, decides which fed arrays are used in place and which fetched ones are
 handed over without a copy, and assigns the temporaries to pooled buffers (memory.py:
 in-place and reuse by liveness; each gradient bucket back to back).
 """
