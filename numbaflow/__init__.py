@@ -50,6 +50,7 @@ from .static.program_state import load_state as load, save_state as save  # noqa
 from . import io  # noqa: F401,E402  (paddle.io: Dataset, DataLoader, ...)
 from . import framework  # noqa: F401,E402
 from . import onnx  # noqa: F401,E402  (paddle.onnx.export; the onnx package loads on use)
+from . import incubate  # noqa: F401,E402  (paddle.incubate.softmax_mask_fuse, ...)
 utils.log.configure_from_env()      # NUMBAFLOW_LOG_LEVEL
 from ._health import run_check as _run_check  # noqa: E402
 utils.run_check = _run_check         # paddle.utils.run_check (utils is a lower layer)
@@ -67,7 +68,8 @@ __all__ = [
     # data and checkpoints
     "batch", "save", "load",
     # submodules
-    "distributed", "dtypes", "fluid", "framework", "initializer", "io", "metric", "nn",
+    "distributed", "dtypes", "fluid", "framework", "incubate", "initializer", "io", "metric",
+    "nn",
     "onnx", "optimizer", "reader", "static", "tensor", "utils",
 ]
 

@@ -20,7 +20,7 @@ PUBLIC_MODULES = [
     "numbaflow.fluid.regularizer", "numbaflow.fluid.backward", "numbaflow.distributed",
     "numbaflow.metric", "numbaflow.utils", "numbaflow.utils.unique_name",
     "numbaflow.fluid.layers.device",
-    "numbaflow.utils.metrics",
+    "numbaflow.utils.metrics", "numbaflow.incubate",
 ]
 
 # Implementation modules reachable as attributes of a public module: their public
@@ -46,6 +46,7 @@ HELPER_IMPORTS = {
     "numbaflow.fluid.io": {"default_main_program"},
     "numbaflow.distributed": {"env_size", "install_abort_hooks"},
     "numbaflow.metric": {"LayerHelper"},
+    "numbaflow.incubate": {"LayerHelper", "Variable"},
     "numbaflow.nn.initializer": {"next_op_seed"},
 }
 

@@ -196,7 +196,8 @@ def test_three_sgd_steps_equal_the_unfused_run(act):
     assert (main.version, str(main)) == before          # the user's program is untouched
     program, = compiled._passed.values()
     assert FUSED in types(program) and FUSED_GRAD in types(program)
-    assert [p.name for p in compiled.passes] == [PASS] and compiled.passes[0].changed
+    # (fuse_softmax_mask, on by default, runs too and finds nothing here)
+    assert [p.name for p in compiled.passes if p.changed] == [PASS]
 
 
 def test_refusals_say_why():

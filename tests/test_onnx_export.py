@@ -87,6 +87,23 @@ def test_more_ops_run_in_onnxruntime_with_our_outputs(tmp_path):
         assert g.dtype == w.dtype
 
 
+def test_attention_runs_in_onnxruntime_with_our_outputs(tmp_path):
+    # F.scaled_dot_product_attention's fused_softmax_mask (causal rule and mask)
+    main, startup = static.Program(), static.Program()
+    with static.program_guard(main, startup):
+        q = static.data("q", [None, 4, 2, 3], "float32")
+        m = static.data("m", [None, 1, 4, 4], "float32")
+        out = F.scaled_dot_product_attention(q, q, q, m, is_causal=True)
+    exe = static.Executor(paddle.CPUPlace())
+    rng = np.random.default_rng(5)
+    feed = {"q": rng.normal(size=(2, 4, 2, 3)).astype("float32"),
+            "m": rng.normal(size=(2, 1, 4, 4)).astype("float32")}
+    want, = exe.run(main, feed=feed, fetch_list=[out])
+    path = paddle.onnx.export(main, [q, m], [out], str(tmp_path / "m.onnx"))
+    got, = run_onnx(path, feed)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
 def test_ops_without_a_mapping_are_named(tmp_path):
     main, startup = static.Program(), static.Program()
     with static.program_guard(main, startup):

@@ -89,20 +89,23 @@ def test_rows_decide_when_a_pass_applies():
     bs = static.BuildStrategy()
     bs.fuse_all_optimizer_ops = True
     one = [p.name for _, p in passes_for(bs.effective(), Context(devices=1))]
-    assert one == ["fuse_sgd_into_gemm", "fuse_all_optimizer_ops"]
+    assert one == ["fuse_softmax_mask", "fuse_sgd_into_gemm", "fuse_all_optimizer_ops"]
     # a weight updated inside the gemm would miss the other devices' gradients
     several = [p.name for _, p in passes_for(bs.effective(),
                                              Context(devices=2, data_parallel=True))]
-    assert several == ["fuse_all_optimizer_ops", "multi_devices"]
-    assert [p.name for _, p in passes_for(static.BuildStrategy().effective(), Context())] == []
+    assert several == ["fuse_softmax_mask", "fuse_all_optimizer_ops", "multi_devices"]
+    # the default strategy runs only the default-on row
+    assert [p.name for _, p in passes_for(static.BuildStrategy().effective(), Context())] == \
+        ["fuse_softmax_mask"]
 
 
 def test_build_strategy_flags_and_help_come_from_the_rows():
-    flags = [r.flag for r in pipeline.PIPELINE if r.flag]
     bs = static.BuildStrategy()
-    for flag in flags:
-        assert getattr(bs, flag) is False
-        assert f"- {flag}:" in static.BuildStrategy.__doc__
+    for row in pipeline.PIPELINE:
+        if row.flag:
+            assert getattr(bs, row.flag) is row.default
+            assert f"- {row.flag}" in static.BuildStrategy.__doc__
+    assert bs.fuse_softmax_mask is True       # the one default-on row
     assert pipeline.PIPELINE[-1].data_parallel       # the rewrite is the last row
 
 

@@ -72,16 +72,30 @@ def test_scaled_dot_product_attention_causal_and_masks():
           [q, k, v, keep], sdpa_ref(q, k, v, keep), rtol=1e-9)
 
 
-def test_attention_lowers_to_transposed_matmul_and_one_softmax():
+def test_attention_lowers_to_transposed_matmul_and_one_fused_softmax():
     main = static.Program()
     with static.program_guard(main, static.Program()):
         q = static.data("q", [None, 5, 2, 8])
-        F.scaled_dot_product_attention(q, q, q, is_causal=True, dropout_p=0.1)
+        m = static.data("m", [None, 1, 5, 5])
+        F.scaled_dot_product_attention(q, q, q, m, is_causal=True, dropout_p=0.1)
     ops = [op for op in main.global_block().ops]
     types = [op.type for op in ops]
-    assert types.count("softmax") == 1 and types.count("dropout") == 1
+    assert types == ["transpose2"] * 3 + ["matmul_v2", "fused_softmax_mask", "dropout",
+                                          "matmul_v2", "transpose2"]
+    fused = ops[4]
+    assert fused.attr("causal") and fused.attr("scale") == pytest.approx(8 ** -0.5)
+    assert fused.input("Mask") == ["m"]
     mm = [op for op in ops if op.type == "matmul_v2"]
-    assert len(mm) == 2 and mm[0].attr("trans_y") and not mm[1].attr("trans_y")
+    assert mm[0].attr("trans_y") and not mm[1].attr("trans_y")
+    with pytest.raises(ValueError, match="must broadcast to the scores"):
+        F.scaled_dot_product_attention(q, q, q, static.data("bad", [None, 5, 1]))
+
+
+def test_attention_causal_with_a_mask_and_its_gradient():
+    q, k, v = u(2, 4, 2, 3), u(2, 4, 2, 3), u(2, 4, 2, 3)
+    add = u(2, 1, 4, 4)
+    check(lambda a, b, c, m: F.scaled_dot_product_attention(a, b, c, m, is_causal=True),
+          [q, k, v, add], sdpa_ref(q, k, v, add, causal=True), rtol=1e-9)
 
 
 def test_small_functions():

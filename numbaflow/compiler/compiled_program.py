@@ -294,7 +294,8 @@ class CompiledProgram:
         return PlanOptions(memory_optimize=bs.memory_optimize, enable_inplace=bs.enable_inplace,
                            num_threads=es.num_threads,
                            sequential=bs.enable_sequential_execution,
-                           device_lock=not bs.remove_unnecessary_lock)
+                           device_lock=not bs.remove_unnecessary_lock,
+                           fuse_softmax_mask=False)   # the pipeline's row did it (or not)
 
     def memory_stats(self) -> dict[str, int]:
         """Memory of the last run's plan.

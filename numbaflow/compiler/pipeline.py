@@ -16,6 +16,7 @@ from ..graph.passes.fuse_elewise_add_act import FuseElewiseAddAct
 from ..graph.passes.fuse_optimizer_ops import FuseAllOptimizerOps
 from ..graph.passes.fuse_relu_depthwise_conv import FuseReluDepthwiseConv
 from ..graph.passes.fuse_sgd_gemm import FuseSgdIntoGemm
+from ..graph.passes.fuse_softmax_mask import FuseSoftmaxMask
 from ..graph.passes.sync_batch_norm import SyncBatchNormPass
 
 
@@ -77,6 +78,9 @@ PIPELINE = [
         "batch_norm statistics (and their gradients) span every place and rank."),
     Row("fuse_relu_depthwise_conv", FuseReluDepthwiseConv,
         "run `depthwise_conv2d(relu(x))` and its gradient as one kernel."),
+    Row("fuse_softmax_mask", FuseSoftmaxMask,
+        "run attention's `softmax(scale(x) + mask)` and its gradient as one kernel each "
+        "(on by default; a plain Program run by Executor.run gets it too).", default=True),
     Row("fuse_elewise_add_act_ops", FuseElewiseAddAct,
         "fuse `act(x + y)` and `x + act(y)` (relu, tanh, sigmoid, gelu, scale) and their "
         "gradients into one kernel."),

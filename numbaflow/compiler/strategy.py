@@ -70,8 +70,8 @@ class BuildStrategy(_Strict):
     gradients are combined. Set options as attributes; an unknown name raises
     AttributeError (with the closest option) and a wrongly typed value TypeError.
 
-    Pass flags (bool, default False; the rows of the pass table compiler/pipeline.py,
-    in the order the passes run):
+    Pass flags (bool, default False unless marked; the rows of the pass table
+    compiler/pipeline.py, in the order the passes run):
 
     PASS_FLAGS
 

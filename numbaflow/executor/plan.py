@@ -66,6 +66,9 @@ class PlanOptions:
     segments: bool = True        # merge runs of compiled kernels into one njit function
     device_lock: bool = False    # remove_unnecessary_lock=False: runs of all places take one lock
     comm: object = None          # data parallel: this device's endpoint for collective ops
+    # `scale -> + mask -> softmax` (and its gradient) run as fused_softmax_mask: on for a
+    # plain Program; a CompiledProgram's pipeline row decides instead (off here)
+    fuse_softmax_mask: bool = True
 
 
 class Plan:

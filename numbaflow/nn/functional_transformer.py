@@ -2,9 +2,9 @@
 linear, scaled_dot_product_attention, one_hot, pad, normalize, label_smooth, silu, relu6,
 adaptive_avg_pool2d; and static.nn.layer_norm (the layer with its own parameters).
 
-Each is built from registered ops. Attention is written as the ops a fusion pass can
-recognise: `matmul_v2` with trans_y (K read transposed in place), a `scale`, an additive
-mask, one `softmax` over the last axis, optional `dropout`, `matmul_v2` with V.
+Each is built from registered ops. Attention is `matmul_v2` with trans_y (K read
+transposed in place), one `fused_softmax_mask` (scale, mask and causal rule inside the
+softmax's pass), optional `dropout`, `matmul_v2` with V.
 """
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from .. import tensor as M
 from ..graph.program import Variable
+from ..kernels.registry import broadcast_shapes
 from ..layer_helper import LayerHelper
 from ..tensor._helpers import _var
 from .functional_nn import _check_p, avg_pool2d, dropout
@@ -155,9 +156,12 @@ def scaled_dot_product_attention(query: Variable, key: Variable, value: Variable
                                  is_causal: bool = False, training: bool = True,
                                  name: str | None = None) -> Variable:
     """softmax(Q K^T / sqrt(d) + mask) V per batch and head, Paddle's layout
-    [batch, seq_len, num_heads, head_dim]. Lowered to `transpose2`, `matmul_v2`
-    (trans_y), `scale`, the mask (an `elementwise_add`), one `softmax`, `dropout` on the
-    weights when training with dropout_p > 0, and `matmul_v2`.
+    [batch, seq_len, num_heads, head_dim]. Lowered to `transpose2`, `matmul_v2` (trans_y:
+    K read transposed in place), ONE `fused_softmax_mask` (the 1/sqrt(d) scale, the mask
+    and the causal rule applied inside the softmax's single pass over the scores; its
+    gradient is one op too), `dropout` on the weights when training with dropout_p > 0,
+    and `matmul_v2`. A float attn_mask that needs a gradient (stop_gradient=False) is
+    added by its own `elementwise_add` first, so that it gets one.
 
     Args:
         query (Variable): [B, Tq, H, D].
@@ -166,7 +170,7 @@ def scaled_dot_product_attention(query: Variable, key: Variable, value: Variable
         attn_mask (Variable, optional): added to the scores, broadcast to [B, H, Tq, Tk];
             a bool mask keeps the True positions (the others get -1e9).
         dropout_p (float): the dropout probability of the attention weights.
-        is_causal (bool): position i attends to positions <= i only (Tq, Tk known).
+        is_causal (bool): position i attends to positions <= i only.
         training (bool): apply dropout.
         name (str, optional): a prefix for the output's name.
 
@@ -185,24 +189,34 @@ def scaled_dot_product_attention(query: Variable, key: Variable, value: Variable
                              f"num_heads, head_dim], got {v.name} {v.shape}")
     p = _check_p(dropout_p, "scaled_dot_product_attention", "dropout_p")
     q, k, v = (M.transpose(t, [0, 2, 1, 3]) for t in (query, key, value))
-    scores = M.scale(M.matmul(q, k, transpose_y=True), 1.0 / math.sqrt(query.shape[-1]))
-    if is_causal:
-        tq, tk = query.shape[1], key.shape[1]
-        if -1 in (tq, tk):
-            raise ValueError("scaled_dot_product_attention: is_causal needs known sequence "
-                             f"lengths, got query {query.shape} and key {key.shape}")
-        causal = M.triu(M.full([tq, tk], -1e9, scores.dtype), 1)
-        scores = M.add(scores, causal)
+    scores = M.matmul(q, k, transpose_y=True)
+    ins, scale = {"X": scores}, 1.0 / math.sqrt(query.shape[-1])
     if attn_mask is not None:
         _var(attn_mask, "scaled_dot_product_attention", "attn_mask")
-        if attn_mask.dtype.kind == "b":
-            scores = M.where(attn_mask, scores, -1e9)
-        else:
-            scores = M.add(scores, attn_mask)
-    weights = LayerHelper("softmax").simple("softmax", {"X": scores}, {"axis": -1})
+        if attn_mask.dtype.kind == "b":     # True keeps: 0 there, -1e9 elsewhere
+            attn_mask = M.scale(M.cast(attn_mask, scores.dtype), 1e9, -1e9)
+        if not _broadcasts_over(attn_mask, scores):
+            raise ValueError(f"scaled_dot_product_attention: attn_mask {attn_mask.name} "
+                             f"{attn_mask.shape} must broadcast to the scores [B, H, Tq, Tk] "
+                             f"{scores.shape} with its last dim Tk")
+        if attn_mask.stop_gradient:
+            ins["Mask"] = attn_mask
+        else:       # the fused op gives its mask no gradient
+            ins["X"], scale = M.add(M.scale(scores, scale), attn_mask), 1.0
+    weights = LayerHelper("softmax").simple("fused_softmax_mask", ins,
+                                            {"scale": scale, "causal": bool(is_causal)})
     if p > 0.0 and training:
         weights = dropout(weights, p)
     return M.transpose(M.matmul(weights, v), [0, 2, 1, 3], name=name)
+
+
+def _broadcasts_over(mask, scores):
+    if not 0 < mask.ndim <= scores.ndim or mask.shape[-1] not in (scores.shape[-1], -1):
+        return False
+    try:
+        return broadcast_shapes(mask.shape, scores.shape) == tuple(scores.shape)
+    except ValueError:
+        return False
 
 
 # ---------------------------------------------------------------- small functions

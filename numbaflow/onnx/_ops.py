@@ -104,6 +104,21 @@ def _softmax(g, op, kind="Softmax"):
     g.node(kind, [_in(op, "X").name], [_out(op)], axis=int(op.attrs["axis"]))
 
 
+def _fused_softmax_mask(g, op):
+    """softmax(scale * X + Mask) over the last axis; the causal rule as a constant
+    -inf upper triangle (it needs X's last two dims)."""
+    x = _in(op, "X")
+    z = g.node("Mul", [x.name, g.const(op.attrs["scale"], x.dtype)])
+    if op.inputs.get("Mask"):
+        z = g.node("Add", [z, _in(op, "Mask").name])
+    if op.attrs["causal"]:
+        tq, tk = x.shape[-2:]
+        if -1 in (tq, tk):
+            raise Unsupported(f"fused_softmax_mask causal=True over unknown sizes {x.shape}")
+        z = g.node("Add", [z, g.const(np.triu(np.full((tq, tk), -np.inf), 1), x.dtype)])
+    g.node("Softmax", [z], [_out(op)], axis=-1)
+
+
 def _mul(g, op):
     x, y = _in(op, "X"), _in(op, "Y")
     xn, yn = op.attrs["x_num_col_dims"], op.attrs["y_num_col_dims"]
@@ -316,6 +331,7 @@ _MAP = {**{k: _elementwise for k in _ELEMENTWISE}, **{k: _unary for k in _UNARY}
         **{k: _reduce for k in _REDUCE},
         "square": _square, "leaky_relu": _leaky_relu, "gelu": _gelu, "scale": _scale,
         "softmax": _softmax, "log_softmax": lambda g, op: _softmax(g, op, "LogSoftmax"),
+        "fused_softmax_mask": _fused_softmax_mask,
         "mul": _mul, "matmul_v2": _matmul_v2, "conv2d": _conv2d, "depthwise_conv2d": _conv2d,
         "pool2d": _pool2d, "batch_norm": _batch_norm, "layer_norm": _layer_norm,
         "reshape2": _reshape2, "transpose2": _transpose2, "flatten_contiguous_range": _flatten,

@@ -1,0 +1,29 @@
+"""Table rows for fused_softmax_mask: numpy's softmax(scale * x + mask) over the last axis,
+the causal case as numpy's -inf upper triangle (np.triu), written from the definition."""
+import numpy as np
+
+from numbaflow.testing.op_test import uniform
+
+from . import f64, row, softmax_np
+
+
+def fused_softmax_mask_ref(ins, a):
+    x = f64(ins["X"])
+    z = a["scale"] * x + (f64(ins["Mask"]) if "Mask" in ins else 0.0)
+    if a["causal"]:
+        tq, tk = x.shape[-2:]
+        z = z + np.triu(np.full((tq, tk), -np.inf), 1)
+    return {"Out": softmax_np(z, -1).astype(ins["X"].dtype)}
+
+
+for _id, _ins, _attrs in [
+        ("mask-bcast-heads", {"X": uniform((2, 3, 4, 5), -2, 2), "Mask": uniform((2, 1, 4, 5))},
+         {"scale": 0.5}),
+        ("mask-2d", {"X": uniform((2, 3, 4, 4), -2, 2), "Mask": uniform((4, 4))},
+         {"scale": 1.0}),
+        ("causal", {"X": uniform((2, 2, 4, 4), -2, 2)}, {"scale": 0.35, "causal": True}),
+        ("causal-mask-wide", {"X": uniform((3, 2, 6), -2, 2), "Mask": uniform((1, 6))},
+         {"scale": 2.0, "causal": True}),
+        ("plain-1d", {"X": uniform((7,), -2, 2)}, {})]:
+    row("fused_softmax_mask", _ins, fused_softmax_mask_ref, f"fused_softmax_mask-{_id}",
+        attrs=_attrs)
