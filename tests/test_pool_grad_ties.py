@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from numbaflow.kernels import run_op
-from numbaflow.kernels.pool import max2x2_fwd, pool2d_bwd, pool2d_fwd, tiled_bwd
+from numbaflow.kernels.pool import max2x2_bwd, max2x2_fwd, pool2d_bwd, pool2d_fwd, tiled_bwd
 
 
 def _first_max_grad(x, dout, k, s, pad):
@@ -39,6 +39,8 @@ def test_max_pool_grad_gives_ties_to_the_first_maximum(k, s, pad, hw):
     kernels = [lambda dx: pool2d_bwd(x, out, dout, dx, *geo)]
     if k == s and pad == 0 and hw % k == 0:                       # the windows tile x
         kernels.append(lambda dx: tiled_bwd(x, out, dout, dx, k, k, True))
+    if k == s == 2 and pad == 0 and hw % 2 == 0:
+        kernels.append(lambda dx: max2x2_bwd(x, out, dout, dx))
     for kernel in kernels:
         dx = np.full_like(x, np.nan)                              # every cell must be written
         kernel(dx)

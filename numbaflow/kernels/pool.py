@@ -88,6 +88,26 @@ def pool2d_fwd(x, out, kh, kw, sh, sw, pt, pb, pl, pr, is_max, exclusive):
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
+def max2x2_bwd(x, out, dout, dx):
+    """tiled_bwd for 2x2 max windows, unrolled: branch-free selects."""
+    N, C = x.shape[0], x.shape[1]
+    OH, OW = out.shape[2], out.shape[3]
+    for n in range(N):
+        for c in range(C):
+            xp, op, dp, gp = x[n, c], out[n, c], dout[n, c], dx[n, c]
+            for oh in range(OH):
+                r0, r1, g0, g1 = xp[2 * oh], xp[2 * oh + 1], gp[2 * oh], gp[2 * oh + 1]
+                for ow in range(OW):
+                    m, d = op[oh, ow], dp[oh, ow]
+                    a, b = r0[2 * ow] == m, r0[2 * ow + 1] == m
+                    e, f = r1[2 * ow] == m, r1[2 * ow + 1] == m
+                    g0[2 * ow] = d if a else 0.0
+                    g0[2 * ow + 1] = d if b and not a else 0.0
+                    g1[2 * ow] = d if e and not (a or b) else 0.0
+                    g1[2 * ow + 1] = d if f and not (a or b or e) else 0.0
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
 def tiled_bwd(x, out, dout, dx, kh, kw, is_max):
     """pool2d_bwd when the windows tile the input exactly (stride == kernel, no padding,
     no remainder: the usual 2x2 / stride 2): every input cell lies in one window, so each
@@ -98,18 +118,6 @@ def tiled_bwd(x, out, dout, dx, kh, kw, is_max):
     for n in range(N):
         for c in range(C):
             xp, op, dp, gp = x[n, c], out[n, c], dout[n, c], dx[n, c]
-            if is_max and kh == 2 and kw == 2:      # unrolled: branch-free selects
-                for oh in range(OH):
-                    r0, r1, g0, g1 = xp[2 * oh], xp[2 * oh + 1], gp[2 * oh], gp[2 * oh + 1]
-                    for ow in range(OW):
-                        m, d = op[oh, ow], dp[oh, ow]
-                        a, b = r0[2 * ow] == m, r0[2 * ow + 1] == m
-                        e, f = r1[2 * ow] == m, r1[2 * ow + 1] == m
-                        g0[2 * ow] = d if a else 0.0
-                        g0[2 * ow + 1] = d if b and not a else 0.0
-                        g1[2 * ow] = d if e and not (a or b) else 0.0
-                        g1[2 * ow + 1] = d if f and not (a or b or e) else 0.0
-                continue
             for oh in range(OH):
                 for ow in range(OW):
                     d = dp[oh, ow]
@@ -293,6 +301,8 @@ def _pool_grad_cpu(cop):
         x, out = _nchw(ins["X"][0], fmt), _nchw(ins["Out"][0], fmt)
         d, dx = _nchw(ins["Out@GRAD"][0], fmt), _nchw(outs["X@GRAD"][0], fmt)
         if _is_tiled(args, x, out):
+            if args[8] and args[0] == args[1] == 2:
+                return functools.partial(max2x2_bwd, x, out, d, dx)
             return functools.partial(tiled_bwd, x, out, d, dx, args[0], args[1], args[8])
         return functools.partial(pool2d_bwd, x, out, d, dx, *args)
     return bind
