@@ -135,12 +135,17 @@ def _helper(work):
 
     with open(os.path.join(work, "kernels.pkl"), "rb") as f:
         specs = pickle.load(f)
-    kernels = []
-    for module, name, source, sig in specs:
-        mod = cache.load_source(source) if source is not None else \
-            importlib.import_module(module)
-        kernels.append((getattr(mod, name), sig))
-    _compile_all(range(len(kernels)), kernels, os.path.join(work, "claims"))
+    kernels, order = [], []
+    for i, (module, name, source, sig) in enumerate(specs):
+        try:        # a kernel defined in the user's __main__ cannot be found here: skip it
+            mod = cache.load_source(source) if source is not None else \
+                importlib.import_module(module)
+            kernels.append((getattr(mod, name), sig))
+            order.append(i)
+        except Exception as e:
+            kernels.append(None)
+            print(f"skipped {module}.{name}: {e!r}", file=sys.stderr)
+    _compile_all(order, kernels, os.path.join(work, "claims"))
 
 
 if __name__ == "__main__":
