@@ -1,17 +1,20 @@
-"""Measure the README example's first training step on a cold cache, after
+"""Measure the README examples' first training step on a cold cache, after
 ``python -m numbaflow warmup``, and warm: the numbers in BENCHMARKS.md's "First step" section.
 
-    python docs/first_step.py                 # --model cnn (default) and mlp
+    python docs/first_step.py                 # --model cnn, mlp and gpt
     python docs/first_step.py --model cnn
     python docs/first_step.py --profile cnn   # where a cold first run's compile time goes
 
-Each case runs ``python -m numbaflow.examples.train_digits --epochs 1`` in a fresh process
-with private, initially empty caches (NUMBAFLOW_CACHE_DIR for the generated kernels,
-NUMBA_CACHE_DIR for numba's compiled code of every kernel), so "cold" is a new machine:
+Each case runs in a fresh process with private, initially empty caches (NUMBAFLOW_CACHE_DIR
+for the generated kernels, NUMBA_CACHE_DIR for numba's compiled code of every kernel), so
+"cold" is a new machine:
   cold          the first run on empty caches
   after warmup  empty caches, then `python -m numbaflow warmup`, then the run
   warm          a second run on the caches the cold run filled
-and reads the example's own "first step (compile) N s" line. Prints a markdown table.
+cnn / mlp run ``python -m numbaflow.examples.train_digits --epochs 1`` and read its own
+"first step (compile) N s" line; gpt builds the programs of ``numbaflow.examples.train_gpt``
+(its default sizes), runs the startup program and times the first training ``exe.run``
+(the same thing: plan, feed checks and every kernel's first compile). Prints a markdown table.
 """
 import argparse
 import os
@@ -38,10 +41,33 @@ def _run(args, cache, timeout=1200):
     return r.stdout, time.perf_counter() - t0
 
 
+# train_gpt prints no first-step line: this builds its programs and times the first step
+GPT_FIRST_STEP = """
+import sys, time
+import numpy as np
+import numbaflow as paddle
+from numbaflow import static
+from numbaflow.examples import train_gpt
+args = train_gpt.parse_args(sys.argv[1:])
+text, chars = train_gpt.load_corpus()
+paddle.enable_static()
+main, startup, _, loss, _, _ = train_gpt.build_programs(args, len(chars))
+exe = static.Executor(paddle.CPUPlace())
+exe.run(startup)
+seq = np.random.default_rng(0).integers(0, len(chars), (args.batch_size, args.context + 1))
+t0 = time.perf_counter()
+exe.run(main, feed={"tokens": seq[:, :-1], "labels": seq[:, 1:]}, fetch_list=[loss])
+print(f"first step (compile) {time.perf_counter() - t0:.2f} s")
+"""
+
+
 def first_step(model, cache):
     """Seconds of the example's first training step with the caches in `cache`."""
-    out, _ = _run(["-m", "numbaflow.examples.train_digits", "--model", model, "--epochs", "1"],
-                  cache)
+    if model == "gpt":
+        out, _ = _run(["-c", GPT_FIRST_STEP], cache)
+    else:
+        out, _ = _run(["-m", "numbaflow.examples.train_digits", "--model", model, "--epochs",
+                       "1"], cache)
     return float(re.search(r"first step \(compile\) ([0-9.]+) s", out).group(1))
 
 
@@ -68,8 +94,12 @@ class Clock(event.Listener):          # numba's real compiles (a cache load is n
             f = ev.data["dispatcher"].py_func
             seconds[f.__module__ + "." + f.__qualname__] += time.perf_counter() - t0
 event.register("numba:compile", Clock())
-from numbaflow.examples import train_digits
-train_digits.main(["--model", sys.argv[1], "--epochs", "1"])
+if sys.argv[1] == "gpt":     # 20 steps: the segments (built after 8 runs) compile too
+    from numbaflow.examples import train_gpt
+    train_gpt.main(["--steps", "20", "--log-every", "10", "--sample", "0"])
+else:
+    from numbaflow.examples import train_digits
+    train_digits.main(["--model", sys.argv[1], "--epochs", "1"])
 total = sum(seconds.values())
 print(f"numba compiled for {total:.1f} s in all")
 for name, s in seconds.most_common(12):
@@ -84,10 +114,13 @@ def profile(model):
     print(out[out.index("numba compiled for"):])
 
 
+MODELS = ["cnn", "mlp", "gpt"]
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", choices=["cnn", "mlp"], action="append")
-    p.add_argument("--profile", choices=["cnn", "mlp"], help="profile one cold run instead")
+    p.add_argument("--model", choices=MODELS, action="append")
+    p.add_argument("--profile", choices=MODELS, help="profile one cold run instead")
     args = p.parse_args(argv)
     if args.profile:
         print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
@@ -96,7 +129,7 @@ def main(argv=None):
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print("| model | first step, cold | after `warmup` | warm | `warmup` itself |")
     print("|---|---|---|---|---|")
-    for model in args.model or ["cnn", "mlp"]:
+    for model in args.model or MODELS:
         got = measure(model)
         print(f"| {model} | {got['cold']:.1f} s | {got['after warmup']:.2f} s | "
               f"{got['warm']:.2f} s | {got['warmup']:.0f} s |", flush=True)

@@ -3,9 +3,10 @@
 numba compiles each kernel the first time it runs with a given type signature and keeps
 the machine code on disk, so only the first run on a machine pays (tens of seconds for a
 small CNN on a cold cache). This runs a few small programs that use the common ops in
-float32 (the README's MLP and CNN with Adam, an fc regression with SGD and Momentum), each
-in its own process so that they compile in parallel, and lets their compiled segments
-finish, so that the user's own first run loads kernels instead of compiling them.
+float32 (the README's MLP and CNN with Adam, an fc regression with SGD and Momentum, the
+char-level GPT with AdamW), each in its own process so that they compile in parallel, and
+lets their compiled segments finish, so that the user's own first run loads kernels
+instead of compiling them.
 """
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ TASKS = {
     "mlp": "fc, relu, softmax, cross_entropy, accuracy, Adam (train_digits' MLP)",
     "cnn": "conv2d, batch_norm, max_pool2d, reshape, fc, Adam (train_digits --model cnn)",
     "quickstart": "fc, mean, square_error_cost, SGD, Momentum (the Quick start, fit-a-line)",
+    "gpt": "embedding, layer_norm, matmul, softmax, gelu, cross_entropy, AdamW, multinomial "
+           "(train_gpt)",
 }
 STEPS = 10      # more than a plan's hot-run count, so that its segments compile too
 
@@ -61,6 +64,8 @@ def _run_task(name):
             exe.run(startup, scope=scope)
             _steps(exe, main, feed, [loss, acc], scope)
             exe.run(test_prog, feed=feed, fetch_list=[acc], scope=scope)
+        elif name == "gpt":
+            _gpt(exe, scope, rng)
         else:
             # the README's Quick start (SGD), then fit-a-line (Momentum)
             for features, size, opt in ((1, 10, paddle.optimizer.SGD(learning_rate=0.01)),
@@ -81,6 +86,21 @@ def _run_task(name):
                 _steps(exe, main, feed, [loss], scope)
         _wait_for_segments(exe)
     return time.perf_counter() - t0
+
+
+def _gpt(exe, scope, rng):
+    """train_gpt's training steps at its default sizes, then one sampling run."""
+    from numbaflow.examples import train_gpt
+
+    args = train_gpt.parse_args(["--steps", str(STEPS)])
+    vocab = 64
+    main, startup, sample_prog, loss, sample, _ = train_gpt.build_programs(args, vocab)
+    seq = rng.integers(0, vocab, (args.batch_size, args.context + 1))
+    exe.run(startup, scope=scope)
+    _steps(exe, main, {"tokens": seq[:, :-1], "labels": seq[:, 1:]}, [loss], scope)
+    window = seq[:1, :-1]
+    exe.run(sample_prog, feed={"tokens": window, "labels": window}, fetch_list=[sample],
+            scope=scope)
 
 
 def warmup(tasks=None, processes=None, report=print):

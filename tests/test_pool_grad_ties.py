@@ -1,10 +1,12 @@
 """Max-pool gradient with ties: the first maximum of each window (row-major) takes the
 whole gradient (Paddle's MaxPool2dGradFunctor), on the tiled fast paths (2x2 unrolled,
-kxk) and on the general loop, against a numpy reference."""
+kxk) and on the general loop, against a numpy reference; the op picks the fast paths when
+it binds its kernel."""
 import numpy as np
 import pytest
 
-from numbaflow.kernels.pool import pool2d_bwd, pool2d_fwd
+from numbaflow.kernels import run_op
+from numbaflow.kernels.pool import max2x2_bwd, max2x2_fwd, pool2d_bwd, pool2d_fwd, tiled_bwd
 
 
 def _first_max_grad(x, dout, k, s, pad):
@@ -33,9 +35,19 @@ def test_max_pool_grad_gives_ties_to_the_first_maximum(k, s, pad, hw):
     geo = (k, k, s, s, pad, pad, pad, pad, True, True)
     pool2d_fwd(x, out, *geo)
     dout = rng.standard_normal(out.shape).astype(np.float32)
-    dx = np.full_like(x, np.nan)                                  # every cell must be written
-    pool2d_bwd(x, out, dout, dx, *geo)
-    np.testing.assert_allclose(dx, _first_max_grad(x, dout, k, s, pad), rtol=1e-6, atol=1e-7)
+    want = _first_max_grad(x, dout, k, s, pad)
+    kernels = [lambda dx: pool2d_bwd(x, out, dout, dx, *geo)]
+    if k == s and pad == 0 and hw % k == 0:                       # the windows tile x
+        kernels.append(lambda dx: tiled_bwd(x, out, dout, dx, k, k, True))
+    if k == s == 2 and pad == 0 and hw % 2 == 0:
+        kernels.append(lambda dx: max2x2_bwd(x, out, dout, dx))
+    for kernel in kernels:
+        dx = np.full_like(x, np.nan)                              # every cell must be written
+        kernel(dx)
+        np.testing.assert_allclose(dx, want, rtol=1e-6, atol=1e-7)
+    attrs = {"pooling_type": "max", "ksize": [k, k], "strides": [s, s], "paddings": [pad, pad]}
+    got = run_op("pool2d_grad", {"X": x, "Out": out, "Out@GRAD": dout}, attrs)["X@GRAD"]
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
 
 
 @pytest.mark.parametrize("hw", [8, 9])          # 9: the last row / column is left out
@@ -43,7 +55,11 @@ def test_max_pool_2x2_forward_fast_path_matches_the_window_maxima(hw):
     rng = np.random.default_rng(1)
     x = rng.standard_normal((2, 3, hw, hw)).astype(np.float32)
     OH = hw // 2
-    out = np.full((2, 3, OH, OH), np.nan, np.float32)
-    pool2d_fwd(x, out, 2, 2, 2, 2, 0, 0, 0, 0, True, True)
     want = x[:, :, :2 * OH, :2 * OH].reshape(2, 3, OH, 2, OH, 2).max(axis=(3, 5))
-    np.testing.assert_array_equal(out, want)
+    for kernel in (max2x2_fwd, lambda x, out: pool2d_fwd(x, out, 2, 2, 2, 2, 0, 0, 0, 0,
+                                                          True, True)):
+        out = np.full((2, 3, OH, OH), np.nan, np.float32)
+        kernel(x, out)
+        np.testing.assert_array_equal(out, want)
+    attrs = {"pooling_type": "max", "ksize": [2, 2], "strides": [2, 2]}
+    np.testing.assert_array_equal(run_op("pool2d", {"X": x}, attrs)["Out"], want)

@@ -29,6 +29,7 @@ from .atomic import backup_call
 from .backend import HostBackend
 from .lowering import lower
 from .memory import nbytes
+from .precompile import precompile
 from .segments import compile_in_background, flatten
 
 
@@ -338,6 +339,8 @@ class Plan:
             except BaseException:
                 self.buffers = None     # half rebound: the next run binds whole again
                 raise
+        if self.runs == 0 and isinstance(self.backend, HostBackend):
+            precompile(self.thunks)     # a cold cache: two processes compile (precompile.py)
         self.runs += 1
         if self._compiling is not None and not self._compiling.poll():
             self._compiling = None

@@ -21,14 +21,17 @@ import numpy as np
 from numba import float64, njit
 
 from . import gpu_errors, gpu_util
-from .gpu_errors import int_str
+from .gpu_errors import ERR_SWCE, ERR_XENT, ERROR_MESSAGES, DataError
 from .reduction import arc_view, exp_shifted
 from .registry import MAY_FAIL, NO_GRAD, OpDef, Slot, VarInfo, numel, register_op
 
 
 # ---------------------------------------------------------------- kernels
-# The out-of-range message is built inside njit (numba formats ints with str); the
+# An out-of-range label raises DataError (its message is formatted in Python); the
 # executor adds the op's variable names around it.
+_SWCE_MSG, _XENT_MSG = ERROR_MESSAGES[ERR_SWCE][1], ERROR_MESSAGES[ERR_XENT][1]
+
+
 @njit(nogil=True, cache=True, error_model="numpy")
 def swce_hard(x, label, sm, loss, ignore):
     A, R, C = x.shape
@@ -41,9 +44,7 @@ def swce_hard(x, label, sm, loss, ignore):
             if lab == ignore:
                 loss[a, c] = 0.0
             elif lab < 0 or lab >= R:
-                raise ValueError("softmax_with_cross_entropy: label " + int_str(lab) + " (row " +
-                                 str(a * C + c) + ") is outside [0, " + str(R) +
-                                 ") and is not ignore_index")
+                raise DataError(_SWCE_MSG, lab, a * C + c, R)
             else:
                 loss[a, c] = np.log(s) - (x[a, lab, c] - m)
 
@@ -98,8 +99,7 @@ def xent_hard(x, label, y, ignore):
         if lab == ignore:
             y[i] = 0.0
         elif lab < 0 or lab >= D:
-            raise ValueError("cross_entropy: label " + int_str(lab) + " (row " + str(i) +
-                             ") is outside [0, " + str(D) + ") and is not ignore_index")
+            raise DataError(_XENT_MSG, lab, i, D)
         else:
             y[i] = -np.log(x[i, lab])
 

@@ -15,8 +15,10 @@ import numpy as np
 from numba import njit
 
 from . import gpu_errors, gpu_util
-from .gpu_errors import int_str
+from .gpu_errors import ERR_ACCURACY, ERROR_MESSAGES, DataError
 from .registry import MAY_FAIL, NO_GRAD, OpDef, Slot, VarInfo, register_op
+
+_MSG = ERROR_MESSAGES[ERR_ACCURACY][1]     # an out-of-range label (DataError formats it)
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
@@ -26,8 +28,7 @@ def accuracy_kernel(x, label, k, acc, correct, total):
     for i in range(N):
         lab = label[i]
         if lab < 0 or lab >= C:
-            raise ValueError("accuracy: label " + int_str(lab) + " (row " + str(i) +
-                             ") is outside [0, " + str(C) + ")")
+            raise DataError(_MSG, lab, i, C)
         s = x[i, lab]
         above = 0
         for j in range(C):

@@ -35,7 +35,7 @@ import numpy as np
 from numba import njit
 
 from . import nn_gpu
-from .gpu_errors import int_str
+from .gpu_errors import ERR_LOOKUP, ERR_LOOKUP_GRAD, ERROR_MESSAGES, DataError
 from .registry import MAY_FAIL, NO_GRAD, RANDOM, OpDef, Slot, VarInfo, numel, register_op
 
 
@@ -398,6 +398,10 @@ register_op(OpDef(
 
 
 # ================================================================ lookup_table_v2
+_LOOKUP_MSG = ERROR_MESSAGES[ERR_LOOKUP][1]      # an id out of range (DataError formats it)
+_LOOKUP_GRAD_MSG = ERROR_MESSAGES[ERR_LOOKUP_GRAD][1]
+
+
 @njit(nogil=True, cache=True, error_model="numpy")
 def lookup_fwd(w, ids, out, padding_idx):
     V, D = w.shape
@@ -407,8 +411,7 @@ def lookup_fwd(w, ids, out, padding_idx):
             for j in range(D):
                 out[i, j] = 0.0
         elif k < 0 or k >= V:
-            raise ValueError("lookup_table_v2: id " + int_str(k) + " (position " + str(i) +
-                             " of Ids) is outside [0, " + str(V) + "), the rows of W")
+            raise DataError(_LOOKUP_MSG, k, i, V)
         else:
             for j in range(D):
                 out[i, j] = w[k, j]
@@ -425,8 +428,7 @@ def lookup_bwd(ids, dout, dw, padding_idx):
         if k == padding_idx and padding_idx != -1:   # -1: no padding row
             continue
         if k < 0 or k >= V:
-            raise ValueError("lookup_table_v2_grad: id " + int_str(k) + " (position " + str(i) +
-                             " of Ids) is outside [0, " + str(V) + "), the rows of W")
+            raise DataError(_LOOKUP_GRAD_MSG, k, i, V)
         for j in range(D):
             dw[k, j] += dout[i, j]
 

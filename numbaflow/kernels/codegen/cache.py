@@ -231,6 +231,18 @@ def tolerate_cache_errors(namespace):
             obj._cache = _TolerantCache(inner)
 
 
+def in_disk_cache(dispatcher, sig):
+    """True when numba's disk cache holds `dispatcher` compiled for the argument types
+    `sig` (executor/precompile.py asks before starting a compile helper); also True when
+    that cannot be told (no cache=True, another numba's internals): nothing to help with."""
+    inner = getattr(dispatcher._cache, "_inner", dispatcher._cache)    # _TolerantCache's
+    try:
+        key = inner._index_key(sig, dispatcher.targetctx.codegen())
+        return key in inner._cache_file._load_index()
+    except Exception:
+        return True
+
+
 def load_source(source, label="kernel"):
     """Import `source` as a module (cached by hash in memory and on disk) and return it.
 
