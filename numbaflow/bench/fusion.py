@@ -6,7 +6,7 @@ Both contenders live in this process, each with its own scope holding the same i
 weights, and must compute the same losses for AGREE_STEPS steps (rtol LOSS_RTOL) before
 they are timed. Timing: warm-up (the plan goes hot and its segments compile), then
 `cfg.repeat` interleaved rounds, the order alternating; each sample is a block of steps
-lasting about 2 x cfg.min_time. The ratio is the median over rounds of flagged / unfused
+lasting about 4 x cfg.min_time. The ratio is the median over rounds of flagged / unfused
 from the same round. At 1 thread the clock is the process's CPU time (what a loaded
 machine inflates least; the background segment compiles are finished before timing), at
 more threads the wall clock (CPU time would count spinning pools).
@@ -80,7 +80,7 @@ def paired(flagged, plain, repeat, min_time, clock):
         c()
     t0 = time.perf_counter()
     plain()
-    n = max(1, int(2 * min_time / max(time.perf_counter() - t0, 1e-6)))
+    n = max(1, int(4 * min_time / max(time.perf_counter() - t0, 1e-6)))
     a, b = [], []
     for r in range(repeat):
         if r % 2:
