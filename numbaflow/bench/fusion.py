@@ -110,7 +110,7 @@ def measure_flag(flag, model, cfg):
     got = [flagged.step() for _ in range(AGREE_STEPS)]
     name = f"fusion/{flag}/{model}"
     if not np.allclose(got, want, rtol=LOSS_RTOL, atol=0):
-        return Row(name, "", flag, "no flag", note=f"ERROR losses differ: {got} vs {want}")
+        return Row(name, "", "with the flag", "no flag", note=f"ERROR losses differ: {got} vs {want}")
     changed, passes = flagged.fired()
     one_thread = cfg.threads == 1
     clock = time.process_time if one_thread else time.perf_counter
@@ -121,7 +121,7 @@ def measure_flag(flag, model, cfg):
                "program as the baseline, the ratio is noise"))
     checks = {f"ratio <= {TARGET:g}x": ratio <= TARGET} if changed else \
         {"fires only where it pays": True}
-    return Row(name, "", f"CompiledProgram {flag}", "CompiledProgram, no flag", ratio,
+    return Row(name, "", "with the flag", "no flag", ratio,
                Timing.of(a), Timing.of(b), note, checks)
 
 
