@@ -19,6 +19,12 @@ kernel reads) and a `reduce_sum`/`reduce_mean`/`softmax` reading one of its valu
 last). Those are separate kernels inside the one op: the win is fewer ops and buffers,
 not fewer passes over memory.
 
+Each group then meets the cost rule (cost.py): of the group with and without its head
+and tail, the variant that saves most is fused, and none where none saves anything (the
+refusal gives the numbers). On the CPU a head or tail saves one dispatch but makes the
+fused op a Python sequence of kernels, so it stays outside; a GEMM + bias add alone is
+left as it is.
+
 Left alone, each with a recorded reason: optimizer updates (ParamOut is Param: state
 updated in place; `fuse_all_optimizer_ops` is their fusion), ops that write a
 persistable or one of their own inputs, random or failing ops, and ops the executor
