@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 from . import models
-from .harness import Case, Row, Timing
+from .harness import Case, Row, Skip, Timing
 
 FLAGS = ("fuse_elewise_add_act_ops", "enable_auto_fusion", "fuse_all_optimizer_ops",
          "fuse_relu_depthwise_conv")
@@ -57,7 +57,7 @@ class _Contender:
         return float(np.asarray(loss).ravel()[0])
 
     def fired(self):
-        """'pass: n refusals' summary and whether any pass changed the program."""
+        """(whether any pass changed the program, the passes run)."""
         passes = self.compiled.passes
         return any(p.changed for p in passes), passes
 
@@ -128,7 +128,6 @@ def measure_flag(flag, model, cfg):
 def fusion_case(flag, model):
     """fusion/<flag>/<model>, measured by itself (two programs in this process)."""
     def report(cfg):
-        from .harness import Skip
         if cfg.quick and model != "mlp":
             raise Skip("--quick runs the MLP only (drop --quick for the CNN and GPT)")
         return [measure_flag(flag, model, cfg)]

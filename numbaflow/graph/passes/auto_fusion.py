@@ -389,7 +389,7 @@ class AutoFusion(Pass):
                   if np.dtype(v.dtype).kind == "f"}
         if len(floats) > 1:
             refuse(what, f"mixes float dtypes {sorted(floats)}; one generated kernel "
-                              f"computes in one float type")
+                         f"computes in one float type")
             return None
         new_op = block._make_op("fused_elementwise", {"X": x_vars}, {"Out": out_vars},
                                 {"ops": make_ops(entries)})
@@ -402,6 +402,6 @@ class AutoFusion(Pass):
         for v, info in zip(out_vars, inferred):
             if tuple(info.shape) != tuple(v.shape) or np.dtype(info.dtype) != np.dtype(v.dtype):
                 refuse(what, f"the fused op would give {v.name} shape {info.shape} "
-                                  f"{info.dtype}, not {v.shape} {v.dtype}")
+                             f"{info.dtype}, not {v.shape} {v.dtype}")
                 return None
         return new_op
