@@ -13,11 +13,18 @@ import pytest
 import numbaflow as paddle
 import numbaflow.static as static
 from numbaflow.graph import verify
-from numbaflow.graph.passes import get_pass
+from numbaflow.graph.passes import Pass, get_pass
 from numbaflow.kernels.fused_elementwise import parse_ops
 from numbaflow.utils import unique_name
 
 pytestmark = pytest.mark.usefixtures("fresh_graph_state")
+
+
+@pytest.fixture(autouse=True)
+def fuse_whatever_it_costs(monkeypatch):
+    """These tests check the rewrite itself on small graphs, where the cost rule would
+    refuse most groups (its decisions are tested in tests/test_fusion_cost.py)."""
+    monkeypatch.setattr(Pass, "cost_rule", False)
 
 
 # ---------------------------------------------------------------- graphs

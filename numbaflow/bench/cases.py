@@ -527,4 +527,6 @@ def all_cases():
     cases += dp_cases()
     from .model_rows import model_cases
     cases += model_cases()
+    from .fusion import fusion_cases
+    cases += fusion_cases()
     return cases

@@ -50,12 +50,17 @@ def all_pass_names():
 
 class Pass:
     """Base of every pass. `protected`: names of variables that must stay in the graph
-    (fed and fetched ones): a pass may not fuse them away."""
+    (fed and fetched ones): a pass may not fuse them away. `cost_rule`: a fusion pass
+    rewrites a candidate only where the cost rule (cost.py) says it pays; False fuses every
+    candidate that is correct (the rewrite's mechanics alone, e.g. in its tests)."""
     name = ""
+    cost_rule = True
 
-    def __init__(self, protected=(), device="cpu"):
+    def __init__(self, protected=(), device="cpu", cost_rule=None):
         self.protected = frozenset(protected)
         self.device = device
+        if cost_rule is not None:
+            self.cost_rule = bool(cost_rule)
         self.refusals = []          # [(what, reason)]
         self.changed = False        # set by apply_passes
 
@@ -65,6 +70,17 @@ class Pass:
     def refuse(self, what, reason):
         self.refusals.append((what, reason))
         log.debug("%s: not rewriting %s: %s", self.name, what, reason)
+
+    def pays(self, what, old_ops, new_ops):
+        """True when replacing `old_ops` by `new_ops` (an op or a list) pays by the cost
+        rule (or the rule is off); otherwise the candidate is refused with the rule's
+        numbers."""
+        if not self.cost_rule:
+            return True
+        verdict = judge(old_ops, new_ops, self.device)
+        if not verdict.pays:
+            self.refuse(what, f"fusing does not pay: {verdict}")
+        return verdict.pays
 
 
 # ---------------------------------------------------------------- helpers for pattern passes
@@ -92,6 +108,7 @@ def apply_passes(program, passes, protected=(), device="cpu"):
     return done
 
 
+from .cost import judge  # noqa: E402
 from . import fuse_elewise_add_act, auto_fusion  # noqa: E402,F401
 from . import fuse_relu_depthwise_conv, fuse_optimizer_ops, fuse_sgd_gemm  # noqa: E402,F401
 from . import sync_batch_norm  # noqa: E402,F401

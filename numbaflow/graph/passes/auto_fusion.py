@@ -19,6 +19,12 @@ kernel reads) and a `reduce_sum`/`reduce_mean`/`softmax` reading one of its valu
 last). Those are separate kernels inside the one op: the win is fewer ops and buffers,
 not fewer passes over memory.
 
+Each group then meets the cost rule (cost.py): of the group with and without its head
+and tail, the variant that saves most is fused, and none where none saves anything (the
+refusal gives the numbers). On the CPU a head or tail saves one dispatch but makes the
+fused op a Python sequence of kernels, so it stays outside; a GEMM + bias add alone is
+left as it is.
+
 Left alone, each with a recorded reason: optimizer updates (ParamOut is Param: state
 updated in place; `fuse_all_optimizer_ops` is their fusion), ops that write a
 persistable or one of their own inputs, random or failing ops, and ops the executor
@@ -36,6 +42,7 @@ from ...kernels.registry import (ELEMENTWISE, MAY_FAIL, OPTIMIZER, RANDOM, broad
                                  get_op_def)
 from ..program import infer_op
 from . import Pass, register_pass, remove_unused_vars
+from .cost import judge
 
 
 def _desc(op):
@@ -280,17 +287,18 @@ class AutoFusion(Pass):
         changed = False
         groups = [[block.ops[i] for i in g] for g in self._groups(block)]
         for group in groups:
+            what = "group " + " + ".join(_desc(op) for op in group)
+            chosen = self._cheapest(block, group, what)
+            if chosen is None:
+                continue
+            group, new_op = chosen
             # an earlier rewrite may have joined two of this group's paths into one op
             members = {block.index(op) for op in group}
             succ = BlockDependencies(block)
             j = escape(members, succ)
-            what = "group " + " + ".join(_desc(op) for op in group)
             if j is not None:
                 self.refuse(what, f"no longer convex after an earlier fusion: "
                                   f"{_desc(block.ops[j])} lies on a path through it")
-                continue
-            new_op = self._fused_op(block, group, what)
-            if new_op is None:
                 continue
             lo, hi = min(members), max(members)
             before = set()      # window ops the group depends on
@@ -307,8 +315,41 @@ class AutoFusion(Pass):
             changed = True
         return changed
 
-    def _fused_op(self, block, group, what):
-        """The fused_elementwise op replacing `group` (in sub-op order), or None (refused)."""
+    def _cheapest(self, block, group, what):
+        """(ops, fused op) of the variant of `group` that pays most: with or without its
+        head matmul and its tail reduction (each a separate kernel inside the fused op,
+        saving one op but adding a call sequence), by the cost rule (cost.py); None when
+        no variant pays or the group cannot be fused (each refusal says why)."""
+        head = group[:1] if group[0].type in HEADS else []
+        tail = group[-1:] if group[-1].type in TAILS and len(group) > 1 else []
+        body = group[len(head):len(group) - len(tail)]
+        full = self._fused_op(block, group, what)
+        if full is None or not self.cost_rule:
+            return None if full is None else (group, full)
+        verdicts = []
+        for h in ([head, []] if head else [[]]):
+            for t in ([tail, []] if tail else [[]]):
+                ops = h + body + t
+                if len(ops) < 2 or len(body) < 1:
+                    continue
+                new_op = full if len(ops) == len(group) else \
+                    self._fused_op(block, ops, what, quiet=True)
+                if new_op is not None:
+                    verdicts.append((judge(ops, new_op, self.device), ops, new_op))
+        verdict, ops, new_op = max(verdicts, key=lambda x: x[0].saved_s)
+        if not verdict.pays:
+            self.refuse(what, f"fusing does not pay: {verdict}")
+            return None
+        for end in (e for e in head + tail if all(e is not o for o in ops)):
+            self.refuse(f"{_desc(end)} at the end of the {what}",
+                        f"the group pays more without it: {verdict.saved_s * 1e6:+.1f} us "
+                        f"per run against {verdicts[0][0].saved_s * 1e6:+.1f} us with it")
+        return ops, new_op
+
+    def _fused_op(self, block, group, what, quiet=False):
+        """The fused_elementwise op replacing `group` (in sub-op order), or None (refused,
+        with the reason unless `quiet`)."""
+        refuse = (lambda *a: None) if quiet else self.refuse
         inside = {id(op) for op in group}
 
         def read_outside(v):
@@ -342,13 +383,13 @@ class AutoFusion(Pass):
                 outs[slot] = refs
             entries.append((op.type, op.attrs, ins, outs))
         if not out_vars:
-            self.refuse(what, "nothing reads its results")
+            refuse(what, "nothing reads its results")
             return None
         floats = {np.dtype(v.dtype).name for v in list(local) + x_vars
                   if np.dtype(v.dtype).kind == "f"}
         if len(floats) > 1:
-            self.refuse(what, f"mixes float dtypes {sorted(floats)}; one generated kernel "
-                              f"computes in one float type")
+            refuse(what, f"mixes float dtypes {sorted(floats)}; one generated kernel "
+                         f"computes in one float type")
             return None
         new_op = block._make_op("fused_elementwise", {"X": x_vars}, {"Out": out_vars},
                                 {"ops": make_ops(entries)})
@@ -356,11 +397,11 @@ class AutoFusion(Pass):
         try:
             inferred = infer_op(new_op)["Out"]
         except ValueError as e:
-            self.refuse(what, f"the fused op's shape inference fails: {e}")
+            refuse(what, f"the fused op's shape inference fails: {e}")
             return None
         for v, info in zip(out_vars, inferred):
             if tuple(info.shape) != tuple(v.shape) or np.dtype(info.dtype) != np.dtype(v.dtype):
-                self.refuse(what, f"the fused op would give {v.name} shape {info.shape} "
-                                  f"{info.dtype}, not {v.shape} {v.dtype}")
+                refuse(what, f"the fused op would give {v.name} shape {info.shape} "
+                             f"{info.dtype}, not {v.shape} {v.dtype}")
                 return None
         return new_op

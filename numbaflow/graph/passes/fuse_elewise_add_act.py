@@ -124,6 +124,8 @@ class FuseElewiseAddAct(Pass):
                               "fused op is computed between the two ops, and one of its "
                               "outputs is used there)")
             return False
+        if not self.pays(what, old, new):
+            return False
         new.role = old[0].role
         block.replace_ops(old, new, where=block.ops[pos])
         for o in old:

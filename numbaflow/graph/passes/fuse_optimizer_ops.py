@@ -131,6 +131,8 @@ class FuseAllOptimizerOps(Pass):
         except ValueError as e:
             self.refuse(what, f"the fused op does not accept them: {e}")
             return False
+        if not self.pays(what, members, fused):
+            return False
         # the fused op goes where the last member was; the ops that depend on an earlier
         # member move, in order, to right after it
         block.replace_ops(members, fused, where=members[-1])

@@ -62,6 +62,11 @@ class FuseReluDepthwiseConv(Pass):
         elif dy is not None:
             return self._refuse(what, f"{dy.name} ({y.name}'s gradient) is not consumed by "
                                       f"relu_grad")
+        # x and y (and their gradients) have one shape: the rewritten conv ops cost what
+        # they cost now, and the relu ops go
+        convs = [o for o in (conv, grad) if o is not None]
+        if not self.pays(what, [o for o in (relu, relu_grad) if o is not None] + convs, convs):
+            return False
         x = relu.inputs["X"][0]
         dropped = [y.name] + ([dy.name] if dy is not None else [])
         for op in (conv, grad):

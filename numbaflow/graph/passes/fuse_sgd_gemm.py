@@ -71,6 +71,8 @@ class FuseSgdIntoGemm(Pass):
             outputs, {"x_num_col_dims": mg.attrs["x_num_col_dims"],
                       "y_num_col_dims": mg.attrs["y_num_col_dims"]})
         fused.role = sgd.role
+        if not self.pays(what, [mg, sgd], fused):
+            return False
         block.replace_ops([mg, sgd], fused, where=mg)
         if not block.is_used(dw) and not dw.persistable:
             block._remove_var(dw.name)
