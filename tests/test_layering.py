@@ -109,21 +109,6 @@ def test_public_import_paths_unchanged():
 # ---------------------------------------------------------------- private state stays private
 # Scope's state: only executor/scope.py touches it; everyone else uses its verbs.
 SCOPE_STATE = {"_arrays", "_device", "_device_id", "_on_device", "_before_save", "_ran"}
-# the run path's floors read no other object's underscored names
-RUN_PATH = ("executor/", "compiler/", "distributed/runner.py")
-# (file, expression): why it is allowed
-ALLOWED = {
-    ("executor/scheduler.py", "parallel._launch_threads"):
-        "numba's thread pool has no public start; it must start before the workers",
-    ("compiler/compiled_program.py", "other._runners"):
-        "another CompiledProgram (share_vars_from): the same class",
-    ("compiler/parallel_executor.py", "share_vars_from._compiled"):
-        "another ParallelExecutor: the same class",
-    ("compiler/parallel_executor.py", "(build_strategy or BuildStrategy())._copy"):
-        "the compiler's own strategy class",
-}
-
-
 def private_reads(path):
     """(line, expression, attribute) of every `x._name` where x is not self/cls/super()."""
     tree = ast.parse(path.read_text(), str(path))
@@ -152,20 +137,208 @@ def test_nobody_but_scope_touches_its_state():
         "\n".join(bad)
 
 
-def test_the_run_path_reads_no_private_names():
+# ---------------------------------------------------------------- nobody reads others' privates
+# An underscored name is its module's own. Another module that needs it asks its owner for
+# a public name or a verb. Checked over the whole package (issue 21): `x._name` where x is not
+# self/cls/super() and `_name` is a name numbaflow defines, but not this module (reads of
+# another instance of the module's own class are the class's business), and
+# `from numbaflow.m import _name` / `import numbaflow.m._name` from another module
+# (a sibling `_module` of the same package is that package's own).
+# (file, expression): why it is allowed
+ALLOWED = {
+}
+# Reads still to give a public name: each entry is a debt (the list may only shrink).
+PENDING = {
+    ('_warmup.py', 'exe._cache'),
+    ('bench/cases.py', 'atomic._nothing'),
+    ('bench/cases.py', 'compiled._passed'),
+    ('bench/cases.py', 'exe._cache'),
+    ('bench/compile_time.py', 'cases._mlp_batch'),
+    ('bench/compile_time.py', 'cases._seed_batch'),
+    ('bench/dp_overheads.py', 'group._mpi'),
+    ('compiler/parallel_executor.py', '(build_strategy or BuildStrategy())._copy'),
+    ('fluid/initializer.py', 'from numbaflow.nn.initializer import _fans'),
+    ('fluid/io.py', 'from numbaflow.static.io import _program_of'),
+    ('fluid/io.py', 'from numbaflow.static.io import _read_inference'),
+    ('fluid/io.py', 'from numbaflow.static.io import _write_inference'),
+    ('fluid/layers/__init__.py', 'from numbaflow.fluid.layers.nn import _scalar_1d'),
+    ('fluid/layers/__init__.py', 'from numbaflow.tensor import _activation'),
+    ('fluid/layers/learning_rate_scheduler.py', 'from numbaflow.optimizer.lr import _check_piecewise'),
+    ('fluid/layers/metric_op.py', 'from numbaflow.fluid.layers.nn import _scalar_1d'),
+    ('fluid/layers/nn.py', 'from numbaflow.tensor import _activation'),
+    ('formats/paddle_model.py', 'from numbaflow.kernels.registry import _REGISTRY'),
+    ('gpu_check.py', 'creation._seed'),
+    ('gpu_check.py', 'from numbaflow.executor.place import _simulated'),
+    ('gpu_check.py', 'from numbaflow.executor.place import _toolkit_problem'),
+    ('graph/passes/sync_batch_norm.py', 'from numbaflow.kernels.nn_ops import _bn_global'),
+    ('io/_atomic.py', 'from numbaflow.utils import _atomic_file'),
+    ('io/_workers.py', '_dataset._worker_local'),
+    ('io/dataloader.py', 'from numbaflow.fluid.data_feeder import _column'),
+    ('kernels/auc.py', 'gpu_util._NS'),
+    ('kernels/codegen/cuda.py', 'from numbaflow.kernels.codegen.cpu import _SymKey'),
+    ('kernels/conv_gpu.py', 'gpu_util._NS'),
+    ('kernels/conv_gpu.py', 'gpu_util._cstrides'),
+    ('kernels/depthwise.py', 'from numbaflow.kernels.conv import _ATTRS'),
+    ('kernels/depthwise.py', 'from numbaflow.kernels.conv import _GRAD_IN'),
+    ('kernels/depthwise.py', 'from numbaflow.kernels.conv import _GRAD_OUT'),
+    ('kernels/depthwise.py', 'from numbaflow.kernels.conv import _IN'),
+    ('kernels/depthwise.py', 'from numbaflow.kernels.conv import _JIT'),
+    ('kernels/depthwise.py', 'from numbaflow.kernels.conv import _conv_gpu'),
+    ('kernels/depthwise.py', 'from numbaflow.kernels.conv import _conv_grad_gpu'),
+    ('kernels/depthwise.py', 'from numbaflow.kernels.conv import _conv_grad_infer'),
+    ('kernels/depthwise.py', 'from numbaflow.kernels.conv import _conv_grad_rule'),
+    ('kernels/depthwise.py', 'from numbaflow.kernels.conv import _conv_infer'),
+    ('kernels/depthwise.py', 'from numbaflow.kernels.conv import _geometry'),
+    ('kernels/depthwise.py', 'from numbaflow.kernels.conv import _zero'),
+    ('kernels/fused_elementwise.py', 'from numbaflow.kernels.elementwise import _cuda_kernel'),
+    ('kernels/fused_optim.py', 'from numbaflow.kernels.codegen.cpu import _SymKey'),
+    ('kernels/fused_optim.py', 'from numbaflow.kernels.elementwise import _float_dtype'),
+    ('kernels/gather_ops.py', 'gpu_util._NS'),
+    ('kernels/gemm_sgd.py', 'from numbaflow.kernels.linalg import _ONE'),
+    ('kernels/gemm_sgd.py', 'from numbaflow.kernels.linalg import _flat2'),
+    ('kernels/indexing.py', 'gpu_util._NS'),
+    ('kernels/lamb.py', 'gpu_util._NS'),
+    ('kernels/layer_norm.py', 'gpu_util._NS'),
+    ('kernels/loss.py', 'gpu_util._NS'),
+    ('kernels/nn_gpu.py', 'gpu_util._NS'),
+    ('kernels/norm_ops.py', 'gpu_util._NS'),
+    ('kernels/sync_bn.py', 'from numbaflow.kernels.nn_ops import _bn_acb'),
+    ('kernels/sync_bn.py', 'from numbaflow.kernels.nn_ops import _bn_global'),
+    ('kernels/sync_bn.py', 'from numbaflow.kernels.nn_ops import _bn_grad_infer'),
+    ('kernels/sync_bn.py', 'from numbaflow.kernels.nn_ops import _bn_infer'),
+    ('kernels/sync_bn.py', 'gpu_util._NS'),
+    ('kernels/sync_bn.py', 'nn_ops._bn_cpu'),
+    ('kernels/sync_bn.py', 'nn_ops._bn_gpu'),
+    ('kernels/sync_bn.py', 'nn_ops._bn_grad_cpu'),
+    ('kernels/sync_bn.py', 'nn_ops._bn_grad_gpu'),
+    ('kernels/tensor_ops.py', 'gpu_util._NS'),
+    ('kernels/tensor_ops.py', 'gpu_util._cstrides'),
+    ('layer_helper.py', 'ParamAttr._to_attr'),
+    ('nn/functional_conv.py', 'from numbaflow.tensor import _activation'),
+    ('nn/functional_nn.py', 'M._activation'),
+    ('nn/functional_transformer.py', 'M._activation'),
+    ('nn/functional_transformer.py', 'from numbaflow.nn.functional_nn import _check_p'),
+    ('nn/functional_transformer.py', 'from numbaflow.tensor._helpers import _var'),
+    ('onnx/__init__.py', 'from numbaflow.static.io import _as_var_list'),
+    ('onnx/__init__.py', 'from numbaflow.static.io import _gather'),
+    ('onnx/__init__.py', 'from numbaflow.static.io import _persistables'),
+    ('onnx/__init__.py', 'from numbaflow.static.io import _program_of'),
+    ('onnx/__init__.py', 'from numbaflow.static.io import _prune'),
+    ('optimizer/__init__.py', 'self._learning_rate._bind'),
+    ('static/__init__.py', 'from numbaflow.fluid.layers.metric_op import _auc'),
+    ('static/io.py', 'from numbaflow.io import _arrays'),
+    ('static/io.py', 'from numbaflow.io import _atomic'),
+    ('static/io.py', 'from numbaflow.io import _pickle'),
+    ('static/nn.py', 'from numbaflow.tensor import _activation'),
+    ('static/program_state.py', 'from numbaflow.io import _arrays'),
+    ('static/program_state.py', 'from numbaflow.io import _atomic'),
+    ('static/program_state.py', 'from numbaflow.io import _pickle'),
+    ('static/program_state.py', 'from numbaflow.static.io import _as_program'),
+    ('static/program_state.py', 'from numbaflow.static.io import _check_against'),
+    ('static/program_state.py', 'from numbaflow.static.io import _gather'),
+    ('static/program_state.py', 'from numbaflow.static.io import _model_path'),
+    ('static/program_state.py', 'from numbaflow.static.io import _persistables'),
+    ('static/program_state.py', 'from numbaflow.static.io import _read_checkpoint'),
+    ('static/program_state.py', 'from numbaflow.static.io import _writer'),
+    ('tensor/__init__.py', 'from numbaflow.tensor.manipulation import _slice_op'),
+    ('tensor/__init__.py', 'from numbaflow.tensor.math import _activation'),
+    ('tensor/creation.py', 'ParamAttr._to_attr'),
+    ('tensor/creation.py', 'from numbaflow.tensor._helpers import _var'),
+    ('tensor/linalg.py', 'from numbaflow.tensor._helpers import _var'),
+    ('tensor/logic.py', 'from numbaflow.tensor.math import _binary'),
+    ('tensor/manipulation.py', 'from numbaflow.tensor._helpers import _rank1'),
+    ('tensor/manipulation.py', 'from numbaflow.tensor._helpers import _var'),
+    ('tensor/math.py', 'from numbaflow.tensor._helpers import _rank1'),
+    ('tensor/math.py', 'from numbaflow.tensor._helpers import _var'),
+    ('tensor/random.py', 'from numbaflow.tensor._helpers import _var'),
+    ('tensor/search.py', 'from numbaflow.tensor._helpers import _var'),
+    ('tensor/search.py', 'from numbaflow.tensor.math import _const_like'),
+}
+
+
+def defined_names(tree):
+    """Every name a module defines: functions, classes, assigned names and attributes."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            out.add(node.attr)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            out.add(node.id)
+    return out
+
+
+def foreign_private_names(package=None):
+    """[(file, line, expression)] of every read of another module's underscored name."""
+    package = package or PACKAGE
+    trees = {p: ast.parse(p.read_text(), str(p)) for p in sorted(package.rglob("*.py"))}
+    own = {p: defined_names(t) for p, t in trees.items()}
+    ours = set().union(*own.values()) | {p.stem for p in trees}
+    private = lambda n: n.startswith("_") and not n.startswith("__")
+    found = []
+    for path, tree in trees.items():
+        rel = path.relative_to(package).as_posix()
+        mod = module_name_in(path, package)
+        pkg = mod if path.name == "__init__.py" else mod.rsplit(".", 1)[0]
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and private(node.attr):
+                v = node.value
+                if isinstance(v, ast.Name) and v.id in ("self", "cls") or \
+                        isinstance(v, ast.Call) and getattr(v.func, "id", None) == "super":
+                    continue
+                if node.attr in ours and node.attr not in own[path]:
+                    found.append((rel, node.lineno, ast.unparse(node)))
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = pkg.split(".")[:len(pkg.split(".")) - node.level + 1]
+                    target = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    target = node.module or ""
+                if target.split(".")[0] != "numbaflow":
+                    continue
+                for a in node.names:
+                    sibling = target == pkg and (package.parent / (pkg.replace(".", "/") + "/"
+                                                                 + a.name + ".py")).exists()
+                    if private(a.name) and not sibling:
+                        found.append((rel, node.lineno, f"from {target} import {a.name}"))
+    return found
+
+
+def module_name_in(path, package):
+    rel = path.relative_to(package.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def test_no_module_reads_another_modules_private_names():
     bad, used = [], set()
-    for path in sorted(PACKAGE.rglob("*.py")):
-        rel = path.relative_to(PACKAGE).as_posix()
-        if not rel.startswith(RUN_PATH) or rel == "executor/scope.py":
-            continue
-        for line, expr, _ in private_reads(path):
-            if (rel, expr) in ALLOWED:
-                used.add((rel, expr))
-            else:
-                bad.append(f"numbaflow/{rel}:{line} {expr}")
-    assert not bad, "underscored names of other objects read on the run path:\n" + \
-        "\n".join(bad)
-    assert used == set(ALLOWED), f"allowed but no longer used: {set(ALLOWED) - used}"
+    for rel, line, expr in foreign_private_names():
+        if (rel, expr) in ALLOWED or (rel, expr) in PENDING:
+            used.add((rel, expr))
+        else:
+            bad.append(f"numbaflow/{rel}:{line} {expr}")
+    assert not bad, ("another module's underscored names read (ask the owner for a public "
+                     "name or a verb):\n" + "\n".join(bad))
+    stale = (set(ALLOWED) | set(PENDING)) - used
+    assert not stale, f"listed but no longer read (remove the entries): {sorted(stale)}"
+
+
+def test_the_foreign_private_name_check_sees_them(tmp_path):
+    pkg = tmp_path / "numbaflow"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("from . import _impl\n")      # own sibling
+    (pkg / "sub" / "_impl.py").write_text("def _helper():\n    pass\n_table = {}\n")
+    (pkg / "sub" / "user.py").write_text(
+        "from ._impl import _helper\nimport os\nfrom . import _impl\n"
+        "class C:\n    def __init__(self, other):\n        self._mine = other._mine\n"
+        "def f(o):\n    os._exit(0)\n    return _impl._table, o._mine\n")
+    assert foreign_private_names(pkg) == [
+        ("sub/user.py", 1, "from numbaflow.sub._impl import _helper"),
+        ("sub/user.py", 9, "_impl._table")]
 
 
 def test_the_private_read_check_sees_one(tmp_path):

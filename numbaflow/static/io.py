@@ -285,16 +285,14 @@ def _prune(program, feed_names, fetch_names):
                                  f"{v.name!r} (read by op {op.type}), which is not in feed_vars; "
                                  f"add it to feed_vars")
         produced.update(op.output_vars())
-    for i in reversed(range(len(block.ops))):
-        if i not in keep:
-            block._remove_op(i)
+    block.remove_ops([op for i, op in enumerate(block.ops) if i not in keep])
     used = set(feeds) | {block.vars[n] for n in fetch_names}
     for op in block.ops:
         used.update(op.input_vars())
         used.update(op.output_vars())
     for name, v in list(block.vars.items()):
         if v not in used:
-            block._remove_var(name)
+            block.remove_var(name)
     for v in feeds:         # what is fed is an input of the inference program
         v.is_data = True
     return pruned
