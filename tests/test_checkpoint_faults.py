@@ -18,7 +18,7 @@ import pytest
 
 import numbaflow as paddle
 import numbaflow.static as static
-import numbaflow.static.io as nf_io
+from numbaflow.persistence import checkpoint
 from numbaflow.graph.serialize import FORMAT_KEY, program_to_dict
 
 pytestmark = pytest.mark.usefixtures("fresh_graph_state")
@@ -166,7 +166,7 @@ def test_damaged_paddle_pickle_raises_value_error_naming_it(tmp_path, protocol):
 def test_wrong_format_versions(tmp_path, monkeypatch):
     main, exe, x, pred = build()
     for version in (0, 3, 99, -1):
-        monkeypatch.setattr(nf_io, "FORMAT_VERSION", version)
+        monkeypatch.setattr(checkpoint, "FORMAT_VERSION", version)
         static.save(main, str(tmp_path / f"v{version}"))
         monkeypatch.undo()
         with pytest.raises(ValueError, match=f"v{version}.pdparams.*format version {version}"):

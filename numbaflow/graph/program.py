@@ -361,7 +361,7 @@ class Program:
         self._current_role = FORWARD
         self._uid = next(Program._ids)
 
-    def bump(self):
+    def bump(self) -> None:
         """Mark the program changed: plan caches keyed on `version` rebuild."""
         self.version += 1
 
@@ -431,7 +431,14 @@ class Program:
 
     @contextlib.contextmanager
     def role_guard(self, role):
-        """Ops appended inside get `role` (forward, backward, optimize, loss_grad)."""
+        """Ops appended inside the `with` block get `role` (the optimizers and clipping use it).
+
+        Args:
+            role (str): "forward", "backward", "optimize" or "loss_grad" (graph.nodes).
+
+        Returns:
+            a context manager.
+        """
         old, self._current_role = self._current_role, role
         try:
             yield
