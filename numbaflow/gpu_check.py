@@ -473,10 +473,11 @@ def main(argv=None):
     p.add_argument("-v", "--verbose", action="store_true")
     a = p.parse_args(argv)
     ccs = a.cc or [(9, 0)]
-    from .executor.place import _simulated, _toolkit_problem
-    if _simulated():
+    from .config import cuda_simulator
+    from .utils.cuda_check import toolkit_problem
+    if cuda_simulator():
         p.error("the gate compiles for a real GPU: unset NUMBA_ENABLE_CUDASIM")
-    problem = _toolkit_problem()
+    problem = toolkit_problem()
     if problem:
         print(f"cannot compile CUDA kernels here: {problem}", file=sys.stderr)
         return 2

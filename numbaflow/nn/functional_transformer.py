@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from .. import tensor as M
 from ..graph.program import Variable
 from ..layer_helper import LayerHelper
-from ..tensor._helpers import _var
+from ..tensor._helpers import check_variable as _var
 from .functional_nn import _check_p, avg_pool2d, dropout
 from .initializer import Constant
 
