@@ -4,8 +4,7 @@
 (with the flag's default and help: `BuildStrategy` takes its pass flags and their docs
 from here), the pass class, and when it applies (how many devices: some rewrites are
 only correct on one; training or inference programs: an optimizer fusion has nothing to
-do in a program without optimizer ops, and sync_batch_norm nothing in one that does not
-train). The data-parallel rewrite is the last row. A new pass is its file
+do in a program without optimizer ops). The data-parallel rewrite is the last row. A new pass is its file
 under `graph/passes/` plus one row here (CONTRIBUTING shows it; tests/test_pipeline.py
 runs that example).
 """
@@ -99,9 +98,9 @@ def _multi_devices_options(bs, ctx):
 
 
 PIPELINE = [
+    # (any program: a forward-only one computes batch statistics too, unless is_test)
     Row("sync_batch_norm", SyncBatchNormPass,
-        "batch_norm statistics (and their gradients) span every place and rank.",
-        programs="training"),
+        "batch_norm statistics (and their gradients) span every place and rank."),
     Row("fuse_relu_depthwise_conv", FuseReluDepthwiseConv,
         "run `depthwise_conv2d(relu(x))` and its gradient as one kernel."),
     Row("fuse_elewise_add_act_ops", FuseElewiseAddAct,
