@@ -20,7 +20,7 @@ from .logic import (equal, greater_equal, greater_than, less_equal,  # noqa: F40
 from .manipulation import (_slice_op, cast, concat, expand, expand_as, flatten,  # noqa: F401
                            gather, reshape, split, squeeze, stack, take_along_axis, tile,
                            transpose, unsqueeze)
-from .math import (_activation, abs, add, clip, cumsum, divide, erf, exp, log,  # noqa: F401
+from .math import (abs, add, clip, cumsum, divide, erf, exp, log,  # noqa: F401
                    max, maximum, mean, min, minimum, multiply, pow, rsqrt, scale, sqrt,
                    sign, square, subtract, sum, tanh)
 from .random import multinomial, normal, rand, randn, uniform  # noqa: F401

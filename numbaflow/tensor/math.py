@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from .. import dtypes
 from ..graph.program import Variable
 from ..layer_helper import LayerHelper
-from ._helpers import check_variable as _var, rank1 as _rank1
+from ._helpers import activation as _activation, check_variable as _var, rank1 as _rank1
 from .manipulation import cast
 
 if TYPE_CHECKING:
@@ -42,20 +42,6 @@ def _unary(op_type: str) -> Callable[..., Variable]:
     fn.__name__ = op_type
     fn.__doc__ = _UNARY_DOC.format(op=op_type)
     return fn
-
-
-_ACTIVATIONS = ("relu", "sigmoid", "tanh", "gelu", "leaky_relu", "softmax", "log_softmax",
-                "exp", "sqrt", "square", "abs")
-
-
-def _activation(x, act, helper=None):
-    """Apply activation `act` (a name) to x; with `helper`, the output is named after the
-    layer (fc's activation output is `fc_0.tmp_2`, as in Paddle)."""
-    if act is None:
-        return x
-    if act not in _ACTIVATIONS:
-        raise ValueError(f"unknown activation {act!r}; use one of {', '.join(_ACTIVATIONS)}")
-    return (helper or LayerHelper(act)).simple(act, {"X": x})
 
 
 def _binary(op_type, x, y, name=None):
