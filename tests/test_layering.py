@@ -191,8 +191,6 @@ PENDING = {
     ('nn/functional_transformer.py', 'from numbaflow.nn.functional_nn import _check_p'),
     ('static/__init__.py', 'from numbaflow.fluid.layers.metric_op import _auc'),
     ('tensor/__init__.py', 'from numbaflow.tensor.manipulation import _slice_op'),
-    ('tensor/logic.py', 'from numbaflow.tensor.math import _binary'),
-    ('tensor/search.py', 'from numbaflow.tensor.math import _const_like'),
 }
 
 
