@@ -17,7 +17,6 @@ Prints `compiled N signatures of M kernels, K failed` and exits 1 when K > 0.
 `--counts` prints the instruction counts of the hot loops (BENCHMARKS.md's GPU section).
 """
 import argparse
-import itertools
 import os
 import re
 import subprocess
@@ -193,9 +192,7 @@ def _trace_programs():
     import numbaflow as paddle
     import numbaflow.static as static
     from .kernels import creation
-    saved = dict(creation._seed)     # leave the caller's random stream as it was
-    creation._seed["counter"] = itertools.count(1)
-    try:
+    with creation.fresh_seed_counter():     # the caller's random stream is left as it was
         for name, build in _programs():
             main, startup, feed, loss = build()
             scope = static.Scope()
@@ -203,8 +200,6 @@ def _trace_programs():
             exe.run(startup, scope=scope)
             for _ in range(2):
                 exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
-    finally:
-        creation._seed.update(saved)
 
 
 def signatures(launches):

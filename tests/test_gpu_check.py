@@ -247,3 +247,20 @@ def test_the_gate_rejects_a_kernel_over_its_register_limit():
     heavy._nf_block_threads = 32
     assert gpu_check.compile_all({heavy: [sig]}, [(9, 0)], use_ptxas=True,
                                  log=lambda m: None) == []
+
+
+def test_fresh_seed_counter_restarts_the_op_seeds_and_restores_the_callers(monkeypatch):
+    # the trace builds its programs inside it: the same kernels whatever ran before, and
+    # the caller's random stream unchanged afterwards
+    import itertools
+
+    from numbaflow.kernels import creation
+    monkeypatch.setitem(creation._seed, "base", 5)
+    monkeypatch.setitem(creation._seed, "counter", itertools.count(1))
+    first = [creation.next_op_seed() for _ in range(3)]
+    creation.set_global_seed(5)
+    creation.next_op_seed()
+    with creation.fresh_seed_counter():
+        inside = [creation.next_op_seed() for _ in range(3)]
+    assert inside == first
+    assert creation.next_op_seed() == first[1]
