@@ -167,7 +167,6 @@ PENDING = {
     ('fluid/layers/__init__.py', 'from numbaflow.fluid.layers.nn import _scalar_1d'),
     ('fluid/layers/learning_rate_scheduler.py', 'from numbaflow.optimizer.lr import _check_piecewise'),
     ('fluid/layers/metric_op.py', 'from numbaflow.fluid.layers.nn import _scalar_1d'),
-    ('io/_workers.py', '_dataset._worker_local'),
     ('io/dataloader.py', 'from numbaflow.fluid.data_feeder import _column'),
     ('kernels/codegen/cuda.py', 'from numbaflow.kernels.codegen.cpu import _SymKey'),
     ('kernels/depthwise.py', 'from numbaflow.kernels.conv import _ATTRS'),
