@@ -15,14 +15,10 @@ LIMIT = 500
 EXCEPTIONS = {
     "numbaflow/fluid/layers/__init__.py": (640, "Paddle 1.x's fluid.layers names, one wrapper "
                                                 "each; to split like static.nn"),
-    "numbaflow/graph/program.py": (630, "Program/Block/Operator/Variable and the Block "
+    "numbaflow/graph/program.py": (640, "Program/Block/Operator/Variable and the Block "
                                         "mutators that keep the use maps right (and, since "
                                         "issue 20, Program.state_dict/set_state_dict); the "
                                         "mutators are to move into their own module"),
-    "numbaflow/static/io.py": (550, "paddle.static's save/load and save/load_inference_model "
-                                    "in numbaflow's and Paddle's formats (issue 20); the "
-                                    "inference-model file reading and writing is to move "
-                                    "into its own module"),
     "numbaflow/bench/cases.py": (570, "the benchmark case table; to split model/ and "
                                       "kernel/ cases"),
     "numbaflow/nn/functional_nn.py": (530, "paddle.nn.functional's layers with their argument "

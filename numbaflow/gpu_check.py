@@ -17,7 +17,6 @@ Prints `compiled N signatures of M kernels, K failed` and exits 1 when K > 0.
 `--counts` prints the instruction counts of the hot loops (BENCHMARKS.md's GPU section).
 """
 import argparse
-import itertools
 import os
 import re
 import subprocess
@@ -198,9 +197,7 @@ def _trace_programs():
     import numbaflow as paddle
     import numbaflow.static as static
     from .kernels import creation
-    saved = dict(creation._seed)     # leave the caller's random stream as it was
-    creation._seed["counter"] = itertools.count(1)
-    try:
+    with creation.fresh_seed_counter():     # the caller's random stream is left as it was
         for name, build in _programs():
             main, startup, feed, loss = build()
             scope = static.Scope()
@@ -208,8 +205,6 @@ def _trace_programs():
             exe.run(startup, scope=scope)
             for _ in range(2):
                 exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
-    finally:
-        creation._seed.update(saved)
 
 
 def signatures(launches):
@@ -478,10 +473,11 @@ def main(argv=None):
     p.add_argument("-v", "--verbose", action="store_true")
     a = p.parse_args(argv)
     ccs = a.cc or [(9, 0)]
-    from .executor.place import _simulated, _toolkit_problem
-    if _simulated():
+    from .config import cuda_simulator
+    from .utils.cuda_check import toolkit_problem
+    if cuda_simulator():
         p.error("the gate compiles for a real GPU: unset NUMBA_ENABLE_CUDASIM")
-    problem = _toolkit_problem()
+    problem = toolkit_problem()
     if problem:
         print(f"cannot compile CUDA kernels here: {problem}", file=sys.stderr)
         return 2

@@ -35,6 +35,7 @@ INTERNAL_SUBMODULES = {
     "numbaflow.gpu_trace",            # its traced device layer
     "numbaflow.initializer",          # the same module object as numbaflow.nn.initializer
     "numbaflow.formats",              # other frameworks' files, read by static.io
+    "numbaflow.persistence",          # save/load's home, public as static.* and fluid.io.*
 }
 
 # Names a public module imports for its own use; they are not part of its API.

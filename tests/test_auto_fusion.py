@@ -411,41 +411,61 @@ def _dumped_fused_kernels(monkeypatch, tmp_path, run):
     return {os.path.basename(f): open(f).read() for f in glob.glob(str(tmp_path / "*.py"))}
 
 
-def _loop_body(source):
-    lines = source.splitlines()
-    start = lines.index("        for jj in range(n):")
-    return "\n".join(line.strip() for line in lines[start + 1:])
+def _numpy_chain(sub_ops, xs):
+    """An independent numpy evaluation of a fused op's description, for the op types the
+    fc + relu training graph fuses: {(kind, index): value}, the fused op's slots."""
+    vals = {("x", i): x.astype(np.float64) for i, x in enumerate(xs)}
+    for t, _, ins, outs in sub_ops:
+        a = {slot: vals[refs[0]] for slot, refs in ins.items()}
+        if t == "mul":
+            res = {"Out": a["X"] @ a["Y"]}
+        elif t == "elementwise_add":
+            res = {"Out": a["X"] + a["Y"]}
+        elif t == "relu":
+            res = {"Out": np.maximum(a["X"], 0)}
+        elif t == "reduce_mean":
+            res = {"Out": np.mean(a["X"])}
+        elif t == "relu_grad":
+            res = {"X@GRAD": np.where(a["Out"] > 0, a["Out@GRAD"], 0)}
+        elif t == "elementwise_add_grad":
+            res = {"X@GRAD": a["Out@GRAD"], "Y@GRAD": a["Out@GRAD"].sum(axis=0)}
+        else:
+            raise AssertionError(f"no numpy reference for {t}")
+        for slot, refs in outs.items():
+            vals[refs[0]] = res[slot]
+    return vals
 
 
-# the innermost loop of fc's bias add + relu, and of its backward (relu_grad + add_grad:
-# the bias gradient is summed down by the template after the loop)
-FORWARD_BODY = """t0 = x0[jj]
-t1 = x1[jj]
-t2 = (t0 + t1)
-t3 = max(t2, _F(0.0))
-y0[jj] = t3"""
-BACKWARD_BODY = """t0 = x0[jj]
-t1 = (t0 > _F(0.0))
-t2 = x1[jj]
-t3 = (t2 if t1 else _F(0.0))
-y0[jj] = t3
-y1[jj] = t3"""
-
-
-def test_generated_source_snapshot(monkeypatch, tmp_path):
+def test_generated_kernels_compute_their_chain_in_one_loop(monkeypatch, tmp_path):
+    """The kernels auto_fusion generates for fc + relu training give numpy's results for
+    their op chain, each makes one pass over the elements (one loop), and the source run
+    is the on-disk cache entry."""
     from numbaflow import config
-    feeds = [{"x": np.ones((4, 6), "float32")}]
-    sources = _dumped_fused_kernels(monkeypatch, tmp_path,
-                                    lambda: train(fc_relu, None, feeds, True))
-    bodies = {_loop_body(s): (name, s) for name, s in sources.items()}
-    assert FORWARD_BODY in bodies, "\n\n".join(bodies)
-    assert BACKWARD_BODY in bodies, "\n\n".join(bodies)
-    name, src = bodies[BACKWARD_BODY]
-    assert "def kernel(shape, strides, nblk, block, out0, out1, in0, in1):" in src
-    # the same source is the on-disk cache entry (keyed by its hash)
-    digest = name.rsplit("_", 1)[1][:-3]
-    with open(os.path.join(config.kernel_cache_dir(), f"nfk_{digest}.py")) as f:
-        assert f.read() == src
+    from numbaflow.kernels import run_op
+    main, startup, loss = fc_relu()
+    program, _ = passed(main, [loss.name])
+    ops = fused(program)
+    assert [sub_ops(op) for op in ops] == [["mul", "elementwise_add", "relu", "reduce_mean"],
+                                           ["relu_grad", "elementwise_add_grad"]]
+    block, rng = program.global_block(), np.random.default_rng(0)
+
+    def run_all():
+        for op in ops:
+            xs = [rng.standard_normal([4 if d < 0 else d for d in block.var(n).shape])
+                  .astype("float32") for n in op.input("X")]
+            got = run_op("fused_elementwise", {"X": xs}, {"ops": op.attr("ops")})["Out"]
+            want = _numpy_chain(parse_ops(op.attr("ops")), xs)
+            assert len(got) == len(op.output("Out"))
+            for i, g in enumerate(got):
+                np.testing.assert_allclose(g, want["out", i], rtol=1e-5, atol=1e-6,
+                                           err_msg=f"{sub_ops(op)} output {i}")
+    sources = _dumped_fused_kernels(monkeypatch, tmp_path, run_all)
+    assert len(sources) == 2, sorted(sources)        # one kernel per fused op
+    for name, src in sources.items():
+        assert src.count("for jj in range(") == 1, src       # one pass over the elements
+        digest = name.rsplit("_", 1)[1][:-3]
+        with open(os.path.join(config.kernel_cache_dir(), f"nfk_{digest}.py")) as f:
+            assert f.read() == src
 
 
 # ---------------------------------------------------------------- GPU (CUDA simulator)

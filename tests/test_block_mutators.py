@@ -106,13 +106,13 @@ def test_each_mutator_keeps_maps_order_and_version():
 
     y = block.create_var("y", (-1, 3))
     versions.append(main.version)
-    exp = block.insert_before(tanh, block._make_op("exp", {"X": scale.outputs["Out"]},
+    exp = block.insert_before(tanh, block.make_op("exp", {"X": scale.outputs["Out"]},
                                                    {"Out": y}, {}))
     mirror.insert(2, exp)
     check()
     z = block.create_var("z", (-1, 3))
     versions.append(main.version)
-    sig = block.insert_after(add, block._make_op("sigmoid", {"X": y}, {"Out": z}, {}))
+    sig = block.insert_after(add, block.make_op("sigmoid", {"X": y}, {"Out": z}, {}))
     mirror.append(sig)
     check()
     block.move_before(relu, [tanh, exp])        # in the order given
@@ -150,18 +150,18 @@ def test_each_mutator_keeps_maps_order_and_version():
     block.set_attr(scale, "scale", 5.0)
     assert scale.attrs["scale"] == 5.0
     check()
-    fused = block._make_op("assign", {"X": x}, {"Out": w}, {})
+    fused = block.make_op("assign", {"X": x}, {"Out": w}, {})
     block.replace_ops([exp, relu], fused, where=relu)
     mirror[:] = [scale, tanh, fused, add, sig]
     check()
-    fused2 = block._make_op("assign", {"X": x}, {"Out": w}, {})
+    fused2 = block.make_op("assign", {"X": x}, {"Out": w}, {})
     block.replace_ops([fused], [fused2])
     mirror[:] = [scale, tanh, fused2, add, sig]
     check()
     block.remove_ops([sig, scale])
     mirror[:] = [tanh, fused2, add]
     check()
-    block._remove_op(0)
+    block.remove_ops(block.ops[:1])
     mirror[:] = [fused2, add]
     check()
     new = block._insert_op(1, "relu", {"X": x}, {"Out": y})
@@ -180,7 +180,7 @@ def test_many_inserts_at_one_place_keep_the_order():
     anchor = mirror[1]
     for i in range(70):
         v = block.create_var(f"t{i}", (-1, 3))
-        op = block._make_op("relu", {"X": x}, {"Out": v}, {})
+        op = block.make_op("relu", {"X": x}, {"Out": v}, {})
         if i % 2:
             block.insert_before(anchor, op)
             mirror.insert(mirror.index(anchor), op)
@@ -217,7 +217,7 @@ def test_random_edits_keep_maps_equal_to_a_scan():
                 kind = "insert"
             version = main.version
             if kind == "insert":
-                op = block._make_op("elementwise_add", {"X": rng.choice(pool),
+                op = block.make_op("elementwise_add", {"X": rng.choice(pool),
                                                         "Y": rng.choice(pool)},
                                     {"Out": rng.choice(pool)}, {})
                 anchor = rng.choice(mirror + [None])
@@ -250,7 +250,7 @@ def test_random_edits_keep_maps_equal_to_a_scan():
                 block.set_input(op, slot, rng.choice(pool))
             elif kind == "replace":
                 old = rng.sample(mirror, 2)
-                new = block._make_op("relu", {"X": rng.choice(pool)}, {"Out": rng.choice(pool)},
+                new = block.make_op("relu", {"X": rng.choice(pool)}, {"Out": rng.choice(pool)},
                                      {})
                 where = rng.choice(old)
                 block.replace_ops(old, new, where=where)
@@ -295,7 +295,7 @@ def test_mutators_refuse_bad_edits_with_clear_errors():
         block.insert_before(None, foreign)
     with pytest.raises(ValueError, match="already in block"):
         block.insert_before(None, relu)
-    made = block._make_op("relu", {"X": x}, {"Out": block.create_var("q", (-1, 3))}, {})
+    made = block.make_op("relu", {"X": x}, {"Out": block.create_var("q", (-1, 3))}, {})
     with pytest.raises(ValueError, match="twice"):
         block.insert_before(None, [made, made])
     with pytest.raises(ValueError, match="not in this block"):
@@ -372,7 +372,7 @@ def test_mutators_cost_does_not_grow_with_the_program(monkeypatch):
             block.producer(v)
             block.replace_uses(v, extra)
             block.replace_uses(extra, v)
-            new = block._make_op("relu", {"X": v}, {"Out": extra}, {})
+            new = block.make_op("relu", {"X": v}, {"Out": extra}, {})
             block.insert_after(mid, new)
             block.remove_ops([new])
             block.move_before(block.ops[1], [mid])

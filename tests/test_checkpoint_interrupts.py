@@ -21,8 +21,8 @@ import pytest
 
 import numbaflow as paddle
 import numbaflow.static as static
-from numbaflow.io import _atomic
-from numbaflow.utils import _atomic_file
+from numbaflow.persistence import atomic as _atomic
+from numbaflow.utils import atomic_file as _atomic_file
 
 pytestmark = pytest.mark.usefixtures("fresh_graph_state")
 TRACED = {os.path.abspath(_atomic.__file__), os.path.abspath(_atomic_file.__file__)}

@@ -22,7 +22,7 @@ import numbaflow as paddle
 import numbaflow.static as static
 from numbaflow import config
 from numbaflow.kernels.codegen import cache
-from numbaflow.utils import _atomic_file
+from numbaflow.utils import atomic_file as _atomic_file
 
 pytestmark = pytest.mark.usefixtures("fresh_graph_state")
 

@@ -209,3 +209,58 @@ def test_block_register_budget():
     assert _block_registers(238, 256) == 61440
     assert _block_registers(32, 257) == 9 * 1024
     assert _block_registers(256, 257) > REGISTERS_PER_BLOCK
+
+
+def _register_heavy_kernel(n=96):
+    """A real kernel that needs far more than 64 registers per thread: n float64 values
+    are loaded, summed, then each is divided by the sum and stored to another array (which
+    may alias the first, so no value can be loaded again): all n stay live."""
+    from numba import cuda
+    src = "def heavy(a, b):\n    i = cuda.grid(1)\n" + \
+        "".join(f"    v{k} = a[i, {k}]\n" for k in range(n)) + \
+        f"    s = {' + '.join(f'v{k} * v{k}' for k in range(n))}\n" + \
+        "".join(f"    b[i, {k}] = v{k} / s\n" for k in range(n))
+    ns = {}
+    exec(src, {"cuda": cuda}, ns)
+    return cuda.jit(ns["heavy"])
+
+
+@cuda_compiler
+@needs_toolkit
+def test_the_gate_rejects_a_kernel_over_its_register_limit():
+    """compile_all with ptxas rejects a kernel whose registers per thread x the largest
+    block it is launched with (gpu_trace records it) exceed a block's registers, and passes
+    the same kernel launched with a small block: the decision, not only the arithmetic."""
+    from numba import types
+
+    from numbaflow import gpu_check
+    sig = (types.Array(types.float64, 2, "C"),) * 2
+    heavy = _register_heavy_kernel()
+    regs = int(gpu_check.re.search(r"Used (\d+) registers", gpu_check.assemble(
+        gpu_check.compile_ptx(heavy, sig, (9, 0)), (9, 0), verbose=True)).group(1))
+    assert regs > 64, regs          # 64 x 1024 threads is exactly a block's 65536
+    heavy._nf_block_threads = 1024
+    failures = gpu_check.compile_all({heavy: [sig]}, [(9, 0)], use_ptxas=True,
+                                     log=lambda m: None)
+    assert len(failures) == 1 and "heavy" in failures[0] and \
+        f"{regs} registers per thread x 1024 threads exceed" in failures[0], failures
+    heavy._nf_block_threads = 32
+    assert gpu_check.compile_all({heavy: [sig]}, [(9, 0)], use_ptxas=True,
+                                 log=lambda m: None) == []
+
+
+def test_fresh_seed_counter_restarts_the_op_seeds_and_restores_the_callers(monkeypatch):
+    # the trace builds its programs inside it: the same kernels whatever ran before, and
+    # the caller's random stream unchanged afterwards
+    import itertools
+
+    from numbaflow.kernels import creation
+    monkeypatch.setitem(creation._seed, "base", 5)
+    monkeypatch.setitem(creation._seed, "counter", itertools.count(1))
+    first = [creation.next_op_seed() for _ in range(3)]
+    creation.set_global_seed(5)
+    creation.next_op_seed()
+    with creation.fresh_seed_counter():
+        inside = [creation.next_op_seed() for _ in range(3)]
+    assert inside == first
+    assert creation.next_op_seed() == first[1]

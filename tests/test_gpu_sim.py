@@ -26,15 +26,11 @@ SCRIPT = textwrap.dedent("""
     rng = np.random.default_rng(0)
 
 
-    def compare(label, op, arrays, attrs, guessed=False):
-        # guessed: inputs built by grad_inputs, which may not fit every grad op's slots
+    def compare(label, op, arrays, attrs):
+        # every row's CPU run must succeed (grad ops too, with grad_inputs' inputs): a CPU
+        # error ends the script, so no comparison is dropped silently
         global checked
-        try:
-            cpu = run_op(op, arrays, attrs)
-        except Exception:
-            if guessed:
-                return None
-            raise
+        cpu = run_op(op, arrays, attrs)
         try:
             gpu = run_op(op, arrays, attrs, device="gpu")
         except Exception as e:
@@ -82,7 +78,7 @@ SCRIPT = textwrap.dedent("""
             out = compare(f"{{case.id}}-{{dtype}}", case.op, arrays, case.attrs)
             gins = gdef and grad_inputs(gdef, arrays, out)
             if gins:
-                compare(f"{{case.id}}-{{dtype}} (grad)", gt, gins, case.attrs, True)
+                compare(f"{{case.id}}-{{dtype}} (grad)", gt, gins, case.attrs)
 
     # shapes the table's tiny rows do not reach: several tiles / blocks, long rows,
     # the wide-C (thread per output) reduction, non-contiguous reduced axes
@@ -116,7 +112,7 @@ SCRIPT = textwrap.dedent("""
             if gt in types:
                 gins = grad_inputs(get_op_def(gt), arrs, out)
                 if gins:
-                    compare(f"extra {{gt}} {{attrs}} {{dtype}}", gt, gins, attrs, True)
+                    compare(f"extra {{gt}} {{attrs}} {{dtype}}", gt, gins, attrs)
 
     # random initialisers: drawn on the host from the CPU kernel's stream, so equal
     for op in sorted(types):
@@ -149,7 +145,9 @@ SCRIPT = textwrap.dedent("""
 
     print("checked", checked)
     print("\\n".join(failures))
-    sys.exit(1 if failures or checked < 50 else 0)
+    # 1166 comparisons when this floor was set (op rows x dtypes, their grads, the extra
+    # shapes, the initialisers, the bad data): fewer means some were skipped
+    sys.exit(1 if failures or checked < 1166 else 0)
 """)
 
 

@@ -10,7 +10,7 @@ import pytest
 
 import numbaflow as paddle
 import numbaflow.static as static
-import numbaflow.static.io as nf_io
+from numbaflow.persistence import checkpoint
 from numbaflow.graph import verify
 from numbaflow.graph.serialize import program_from_dict, program_to_dict
 from numbaflow.kernels import creation
@@ -101,8 +101,8 @@ def test_save_load_restores_every_persistable_exactly(tmp_path):
 def test_params_and_optimizer_state_go_to_separate_files(tmp_path):
     exe, main, *_ = trained("adam")
     static.save(main, str(tmp_path / "m"))
-    params = nf_io._read_arrays(str(tmp_path / "m.pdparams"))
-    opt = nf_io._read_arrays(str(tmp_path / "m.pdopt"))
+    params = checkpoint.read_arrays(str(tmp_path / "m.pdparams"))
+    opt = checkpoint.read_arrays(str(tmp_path / "m.pdopt"))
     assert sorted(params) == sorted(p.name for p in main.all_parameters())
     assert "learning_rate_0" in opt
     assert any("moment1" in n for n in opt) and any("beta2_pow_acc" in n for n in opt)
@@ -223,7 +223,7 @@ def test_load_missing_files(tmp_path):
 
 def test_bad_format_version(tmp_path, monkeypatch):
     exe, main, *_ = trained("sgd")
-    monkeypatch.setattr(nf_io, "FORMAT_VERSION", 99)      # the writer's version
+    monkeypatch.setattr(checkpoint, "FORMAT_VERSION", 99)      # the writer's version
     static.save(main, str(tmp_path / "future"))
     monkeypatch.undo()
     _expect_load_error(main, str(tmp_path / "future"), "format version 99", "reads version 1")
@@ -249,7 +249,7 @@ def test_failed_save_leaves_old_files_and_no_temp_files(tmp_path, monkeypatch):
         calls.append(fd)
         if len(calls) == 2:                                 # while writing the second file
             raise OSError(28, "No space left on device")
-    monkeypatch.setattr(nf_io.os, "fsync", failing_fsync)
+    monkeypatch.setattr(os, "fsync", failing_fsync)
     with pytest.raises(OSError, match="No space"):
         static.save(main, str(tmp_path / "m"))
     monkeypatch.undo()
@@ -263,7 +263,7 @@ def test_failed_first_save_creates_no_final_file(tmp_path, monkeypatch):
 
     def failing_fsync(fd):
         raise OSError(5, "I/O error")
-    monkeypatch.setattr(nf_io.os, "fsync", failing_fsync)
+    monkeypatch.setattr(os, "fsync", failing_fsync)
     with pytest.raises(OSError):
         static.save(main, str(tmp_path / "m"))
     assert os.listdir(tmp_path) == []

@@ -109,21 +109,6 @@ def test_public_import_paths_unchanged():
 # ---------------------------------------------------------------- private state stays private
 # Scope's state: only executor/scope.py touches it; everyone else uses its verbs.
 SCOPE_STATE = {"_arrays", "_device", "_device_id", "_on_device", "_before_save", "_ran"}
-# the run path's floors read no other object's underscored names
-RUN_PATH = ("executor/", "compiler/", "distributed/runner.py")
-# (file, expression): why it is allowed
-ALLOWED = {
-    ("executor/scheduler.py", "parallel._launch_threads"):
-        "numba's thread pool has no public start; it must start before the workers",
-    ("compiler/compiled_program.py", "other._runners"):
-        "another CompiledProgram (share_vars_from): the same class",
-    ("compiler/parallel_executor.py", "share_vars_from._compiled"):
-        "another ParallelExecutor: the same class",
-    ("compiler/parallel_executor.py", "(build_strategy or BuildStrategy())._copy"):
-        "the compiler's own strategy class",
-}
-
-
 def private_reads(path):
     """(line, expression, attribute) of every `x._name` where x is not self/cls/super()."""
     tree = ast.parse(path.read_text(), str(path))
@@ -152,20 +137,150 @@ def test_nobody_but_scope_touches_its_state():
         "\n".join(bad)
 
 
-def test_the_run_path_reads_no_private_names():
+# ---------------------------------------------------------------- nobody reads others' privates
+# An underscored name is its module's own. Another module that needs it asks its owner for
+# a public name or a verb. Checked over the whole package (issue 21): `x._name` where x is not
+# self/cls/super() and `_name` is a name numbaflow defines, but not this module (reads of
+# another instance of the module's own class are the class's business), and
+# `from numbaflow.m import _name` / `import numbaflow.m._name` from another module
+# (a sibling `_module` of the same package is that package's own).
+# (file, expression): why it is allowed
+ALLOWED = {
+    ("compiler/parallel_executor.py", "(build_strategy or BuildStrategy())._copy"):
+        "the compiler's own strategy class (a public copy() would be API Paddle lacks)",
+    ("layer_helper.py", "ParamAttr._to_attr"):
+        "Paddle's own name: its layers call ParamAttr._to_attr the same way",
+    ("tensor/creation.py", "ParamAttr._to_attr"):
+        "Paddle's own name: its layers call ParamAttr._to_attr the same way",
+    ("optimizer/__init__.py", "self._learning_rate._bind"):
+        "LRScheduler is Paddle's public class; the optimizer is the one caller of its "
+        "binding (a public bind() would be API Paddle lacks)",
+}
+# Reads still to give a public name: each entry is a debt (the list may only shrink).
+PENDING = {
+    # the benches and the warm-up tool reach into the executor's plans and a runner's group
+    # (a public plan list would be API Paddle's Executor lacks)
+    ("_warmup.py", "exe._cache"),
+    ("bench/cases.py", "atomic._nothing"),
+    ("bench/cases.py", "compiled._passed"),
+    ("bench/cases.py", "exe._cache"),
+    ("bench/dp_overheads.py", "group._mpi"),
+    # helpers living in public API modules: to move into a private helper module
+    ("fluid/initializer.py", "from numbaflow.nn.initializer import _fans"),
+    ("fluid/layers/__init__.py", "from numbaflow.fluid.layers.nn import _scalar_1d"),
+    ("fluid/layers/learning_rate_scheduler.py",
+     "from numbaflow.optimizer.lr import _check_piecewise"),
+    ("fluid/layers/metric_op.py", "from numbaflow.fluid.layers.nn import _scalar_1d"),
+    ("io/dataloader.py", "from numbaflow.fluid.data_feeder import _column"),
+    ("nn/functional_transformer.py", "from numbaflow.nn.functional_nn import _check_p"),
+    ("static/__init__.py", "from numbaflow.fluid.layers.metric_op import _auc"),
+    # Tensor's `_math("_slice_op", ...)` looks the function up by this name
+    ("tensor/__init__.py", "from numbaflow.tensor.manipulation import _slice_op"),
+    # kernel files other work was changing in the same wave (conv, codegen, fusion, matmul)
+    ("kernels/codegen/cuda.py", "from numbaflow.kernels.codegen.cpu import _SymKey"),
+    ("kernels/fused_optim.py", "from numbaflow.kernels.codegen.cpu import _SymKey"),
+    ("kernels/fused_elementwise.py", "from numbaflow.kernels.elementwise import _cuda_kernel"),
+    ("kernels/fused_optim.py", "from numbaflow.kernels.elementwise import _float_dtype"),
+    ("kernels/gemm_sgd.py", "from numbaflow.kernels.linalg import _ONE"),
+    ("kernels/gemm_sgd.py", "from numbaflow.kernels.linalg import _flat2"),
+    ("kernels/depthwise.py", "from numbaflow.kernels.conv import _ATTRS"),
+    ("kernels/depthwise.py", "from numbaflow.kernels.conv import _GRAD_IN"),
+    ("kernels/depthwise.py", "from numbaflow.kernels.conv import _GRAD_OUT"),
+    ("kernels/depthwise.py", "from numbaflow.kernels.conv import _IN"),
+    ("kernels/depthwise.py", "from numbaflow.kernels.conv import _JIT"),
+    ("kernels/depthwise.py", "from numbaflow.kernels.conv import _conv_gpu"),
+    ("kernels/depthwise.py", "from numbaflow.kernels.conv import _conv_grad_gpu"),
+    ("kernels/depthwise.py", "from numbaflow.kernels.conv import _conv_grad_infer"),
+    ("kernels/depthwise.py", "from numbaflow.kernels.conv import _conv_grad_rule"),
+    ("kernels/depthwise.py", "from numbaflow.kernels.conv import _conv_infer"),
+    ("kernels/depthwise.py", "from numbaflow.kernels.conv import _geometry"),
+    ("kernels/depthwise.py", "from numbaflow.kernels.conv import _zero"),
+}
+
+
+def defined_names(tree):
+    """Every name a module defines: functions, classes, assigned names and attributes."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            out.add(node.attr)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            out.add(node.id)
+    return out
+
+
+def foreign_private_names(package=None):
+    """[(file, line, expression)] of every read of another module's underscored name."""
+    package = package or PACKAGE
+    trees = {p: ast.parse(p.read_text(), str(p)) for p in sorted(package.rglob("*.py"))}
+    own = {p: defined_names(t) for p, t in trees.items()}
+    ours = set().union(*own.values()) | {p.stem for p in trees}
+    private = lambda n: n.startswith("_") and not n.startswith("__")
+    found = []
+    for path, tree in trees.items():
+        rel = path.relative_to(package).as_posix()
+        mod = module_name_in(path, package)
+        pkg = mod if path.name == "__init__.py" else mod.rsplit(".", 1)[0]
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and private(node.attr):
+                v = node.value
+                if isinstance(v, ast.Name) and v.id in ("self", "cls") or \
+                        isinstance(v, ast.Call) and getattr(v.func, "id", None) == "super":
+                    continue
+                if node.attr in ours and node.attr not in own[path]:
+                    found.append((rel, node.lineno, ast.unparse(node)))
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = pkg.split(".")[:len(pkg.split(".")) - node.level + 1]
+                    target = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    target = node.module or ""
+                if target.split(".")[0] != "numbaflow":
+                    continue
+                for a in node.names:
+                    sibling = target == pkg and (package.parent / (pkg.replace(".", "/") + "/"
+                                                                 + a.name + ".py")).exists()
+                    if private(a.name) and not sibling:
+                        found.append((rel, node.lineno, f"from {target} import {a.name}"))
+    return found
+
+
+def module_name_in(path, package):
+    rel = path.relative_to(package.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def test_no_module_reads_another_modules_private_names():
     bad, used = [], set()
-    for path in sorted(PACKAGE.rglob("*.py")):
-        rel = path.relative_to(PACKAGE).as_posix()
-        if not rel.startswith(RUN_PATH) or rel == "executor/scope.py":
-            continue
-        for line, expr, _ in private_reads(path):
-            if (rel, expr) in ALLOWED:
-                used.add((rel, expr))
-            else:
-                bad.append(f"numbaflow/{rel}:{line} {expr}")
-    assert not bad, "underscored names of other objects read on the run path:\n" + \
-        "\n".join(bad)
-    assert used == set(ALLOWED), f"allowed but no longer used: {set(ALLOWED) - used}"
+    for rel, line, expr in foreign_private_names():
+        if (rel, expr) in ALLOWED or (rel, expr) in PENDING:
+            used.add((rel, expr))
+        else:
+            bad.append(f"numbaflow/{rel}:{line} {expr}")
+    assert not bad, ("another module's underscored names read (ask the owner for a public "
+                     "name or a verb):\n" + "\n".join(bad))
+    stale = (set(ALLOWED) | set(PENDING)) - used
+    assert not stale, f"listed but no longer read (remove the entries): {sorted(stale)}"
+
+
+def test_the_foreign_private_name_check_sees_them(tmp_path):
+    pkg = tmp_path / "numbaflow"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("from . import _impl\n")      # own sibling
+    (pkg / "sub" / "_impl.py").write_text("def _helper():\n    pass\n_table = {}\n")
+    (pkg / "sub" / "user.py").write_text(
+        "from ._impl import _helper\nimport os\nfrom . import _impl\n"
+        "class C:\n    def __init__(self, other):\n        self._mine = other._mine\n"
+        "def f(o):\n    os._exit(0)\n    return _impl._table, o._mine\n")
+    assert foreign_private_names(pkg) == [
+        ("sub/user.py", 1, "from numbaflow.sub._impl import _helper"),
+        ("sub/user.py", 9, "_impl._table")]
 
 
 def test_the_private_read_check_sees_one(tmp_path):

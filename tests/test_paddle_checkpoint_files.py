@@ -151,7 +151,7 @@ def test_paddle_format_checkpoint_reads_back(tmp_path):
                     "interpreter to run real Paddle")
 @pytest.mark.parametrize("model, protocol", [("mlp", 4), ("cnn", 2)])
 def test_checkpoint_written_here_resumes_in_paddle(model, protocol, tmp_path, monkeypatch):
-    from numbaflow.io import _pickle
+    from numbaflow.persistence import paddle_pickle as _pickle
     monkeypatch.setattr(_pickle, "_SPLIT_BYTES", 64)       # protocol 2: big arrays split
     exe, main, loss = build(model)
     static.load(main, os.path.join(FIXTURES, model, "ckpt"), exe)   # Paddle's 3 steps
@@ -172,7 +172,7 @@ def test_protocol_2_splits_big_arrays_as_paddle_does(tmp_path, monkeypatch):
     slices listed under `UnpackBigParamInfor@@`; the split is shrunk here to 64 bytes."""
     import pickle
 
-    from numbaflow.io import _pickle
+    from numbaflow.persistence import paddle_pickle as _pickle
     monkeypatch.setattr(_pickle, "_SPLIT_BYTES", 64)
     exe, main, loss = build("mlp")
     before = main.state_dict()

@@ -142,3 +142,57 @@ def test_every_fetched_intermediate_survives_every_pass():
     assert any(p.changed for p in compiled.passes), [p.name for p in compiled.passes]
     for v, g, w in zip(forward, got, want):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6, err_msg=v.name)
+
+
+def trained_net():
+    main, startup = static.Program(), static.Program()
+    with static.program_guard(main, startup), unique_name.guard():
+        x = static.data("x", [None, 3], "float32")
+        out = paddle.mean(static.nn.fc(paddle.nn.functional.relu(x + 1.0), 2))
+        paddle.optimizer.SGD(0.1).minimize(out)
+    exe, scope = static.Executor(), static.Scope()
+    exe.run(startup, scope=scope)
+    return main, out, exe, scope
+
+
+def test_training_or_inference_column():
+    """A program trains when it has backward or optimizer ops; its clone for_test does not.
+    The optimizer rows run on training programs only, the others on both; a row may also
+    be for inference programs only."""
+    main, out, exe, scope = trained_net()
+    test_program = main.clone(for_test=True)
+    assert pipeline.is_training(main) and not pipeline.is_training(test_program)
+    bs = static.BuildStrategy()
+    bs.fuse_all_optimizer_ops = bs.enable_auto_fusion = bs.sync_batch_norm = True
+    names = lambda training: [p.name for _, p in passes_for(bs.effective(),
+                                                            Context(training=training))]
+    assert names(True) == ["sync_batch_norm", "fuse_sgd_into_gemm", "fuse_all_optimizer_ops",
+                           "auto_fusion"]
+    # (a forward-only program may still compute batch statistics: sync_batch_norm stays)
+    assert names(False) == ["sync_batch_norm", "auto_fusion"]
+    for r in pipeline.PIPELINE:
+        assert r.programs in pipeline.PROGRAMS, r
+    only_inference = Row("enable_auto_fusion", FoldUnitScale, programs="inference")
+    assert only_inference.applies(bs, Context(training=False))
+    assert not only_inference.applies(bs, Context(training=True))
+    with pytest.raises(ValueError, match="programs must be one of.*'test'"):
+        Row("fold_unit_scale", FoldUnitScale, programs="test")
+
+
+def test_an_inference_program_is_compiled_without_the_optimizer_passes():
+    # end to end: the CompiledProgram of the for_test clone runs only the passes that
+    # apply to inference, and gives the plain program's numbers
+    main, out, exe, scope = trained_net()
+    test_program = main.clone(for_test=True)
+    feed = {"x": np.random.default_rng(1).standard_normal((4, 3)).astype(np.float32)}
+    want, = exe.run(test_program, feed=feed, fetch_list=[out], scope=scope)
+    bs = static.BuildStrategy()
+    bs.fuse_all_optimizer_ops = bs.enable_auto_fusion = True
+    compiled = static.CompiledProgram(test_program, build_strategy=bs)
+    got, = exe.run(compiled, feed=feed, fetch_list=[out], scope=scope)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert [p.name for p in compiled.passes] == ["auto_fusion"]
+    train = static.CompiledProgram(main, build_strategy=bs)
+    exe.run(train, feed=feed, fetch_list=[out], scope=scope)
+    assert [p.name for p in train.passes] == ["fuse_sgd_into_gemm", "fuse_all_optimizer_ops",
+                                              "auto_fusion"]

@@ -71,7 +71,7 @@ def test_clone_for_test_keeps_forward_only():
     verify(test)
     # the clone is independent: mutating it leaves the original alone
     n_before = len(main.global_block().ops)
-    test.global_block()._remove_op(0)
+    test.global_block().remove_ops(test.global_block().ops[:1])
     assert len(main.global_block().ops) == n_before
 
 
@@ -104,7 +104,7 @@ def test_verify_catches_broken_invariants():
     tmp.shape = (-1, 10)
     # two producers of one temporary
     first = block.ops[0]
-    block.insert_before(None, block._make_op(first.type, first.inputs, first.outputs, first.attrs))
+    block.insert_before(None, block.make_op(first.type, first.inputs, first.outputs, first.attrs))
     with pytest.raises(IRError, match="produced twice"):
         verify(main)
 

@@ -441,7 +441,7 @@ def backup_overhead_case():
     def build(cfg):
         from ..executor import atomic
         nf = _nf()
-        x, y, feed, lr, _ = _mlp_batch(cfg)
+        x, y, feed, lr, _ = mlp_batch(cfg)
         runs = []
         for backups in (True, False):
             main, loss, scope, params = _initialised(nf, mlp_program, 3)
@@ -459,12 +459,14 @@ def backup_overhead_case():
                 build, targets={"backups off": 1.05})
 
 
-def _seed_batch(cfg):
+def seed_batch(cfg):
+    """The seed step's batch: (x, y, feed, learning rate, loss kind)."""
     x = np.random.default_rng(3).random((10, 1), dtype=np.float32)
     return x, None, {"X": x}, 0.01, "mean"
 
 
-def _mlp_batch(cfg):
+def mlp_batch(cfg):
+    """The MLP step's batch: (x, y, feed, learning rate, loss kind)."""
     rng = np.random.default_rng(4)
     x = rng.standard_normal((cfg.mlp_batch, 784), dtype=np.float32)
     y = rng.integers(0, 10, size=(cfg.mlp_batch, 1), dtype=np.int64)
@@ -484,7 +486,7 @@ def seed_x100_case(k=100):
 
     def build(cfg):
         nf = _nf()
-        x, _, feed, lr, _ = _seed_batch(cfg)
+        x, _, feed, lr, _ = seed_batch(cfg)
         main, loss, scope, params = _initialised(nf, seed_program, 1)
         es = nf.static.ExecutionStrategy()
         es.num_iteration_per_run = k
@@ -509,15 +511,15 @@ def all_cases():
     cases += [bias_relu_case(), matmul_case()]
     cases += [fused_depthwise_case(), depthwise_relu_case(), conv2d_case()]
     cases.append(model_case("model/seed_step", "fc 1->10, mean, SGD, batch 10", seed_program, 1,
-                            _seed_batch, _numpy_seed, {"numpy": 0.7}))
+                            seed_batch, _numpy_seed, {"numpy": 0.7}))
     cases.append(model_case("model/seed_step_compiled", "fc 1->10, mean, SGD, batch 10",
-                            seed_program, 1, _seed_batch, _numpy_seed, {"numpy": 0.8},
+                            seed_program, 1, seed_batch, _numpy_seed, {"numpy": 0.8},
                             compiled=True))
     cases.append(seed_x100_case())
     for fused in (False, True):
         cases.append(model_case("model/mlp_step" + ("_fused" if fused else ""),
                                 "MLP 784-512-512-10, batch {mlp_batch}, SGD", mlp_program, 3,
-                                _mlp_batch, _numpy_mlp, {"numpy": 0.95}, fused=fused))
+                                mlp_batch, _numpy_mlp, {"numpy": 0.95}, fused=fused))
     cases.append(backup_overhead_case())
     from .compile_time import compile_case     # it imports this module
     cases.append(compile_case())

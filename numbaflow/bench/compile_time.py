@@ -37,8 +37,8 @@ def child(model, t_import):
 
     import numbaflow as nf
     from . import cases
-    build, batch = {"mlp": (cases.mlp_program, cases._mlp_batch),
-                    "seed": (cases.seed_program, cases._seed_batch)}[model]
+    build, batch = {"mlp": (cases.mlp_program, cases.mlp_batch),
+                    "seed": (cases.seed_program, cases.seed_batch)}[model]
     feed = batch(cases.Config())[2]
     t0 = time.perf_counter()
     main, startup, loss = build(nf)

@@ -21,7 +21,7 @@ from ..executor.plan import PlanOptions
 from ..executor.backend import backend_for
 from ..executor.place import CUDAPlace, cpu_places, cuda_places, to_place
 from ..executor.runner import LocalRunner
-from .pipeline import Context, run_pipeline
+from .pipeline import Context, is_training, run_pipeline
 from .strategy import BuildStrategy, ExecutionStrategy
 
 if TYPE_CHECKING:
@@ -232,7 +232,7 @@ class CompiledProgram:
         ctx = Context(devices=devices,
                       data_parallel=self._is_data_parallel, loss_name=self._loss_name,
                       device="gpu" if isinstance(self._place, CUDAPlace) else "cpu",
-                      protected=frozenset(protected))
+                      protected=frozenset(protected), training=is_training(program))
         path = bs.debug_graphviz_path
         if path:
             write_dot(program, path + "_original_graph")

@@ -3,13 +3,15 @@
 `PIPELINE` is ordered (Paddle's order); each row names the flag that turns its pass on
 (with the flag's default and help: `BuildStrategy` takes its pass flags and their docs
 from here), the pass class, and when it applies (how many devices: some rewrites are
-only correct on one). The data-parallel rewrite is the last row. A new pass is its file
+only correct on one; training or inference programs: an optimizer fusion has nothing to
+do in a program without optimizer ops). The data-parallel rewrite is the last row. A new pass is its file
 under `graph/passes/` plus one row here (CONTRIBUTING shows it; tests/test_pipeline.py
 runs that example).
 """
 from dataclasses import dataclass
 
 from ..distributed.rewrite import MultiDevicesPass
+from ..graph.nodes import FORWARD
 from ..graph.passes import apply_passes
 from ..graph.passes.auto_fusion import AutoFusion
 from ..graph.passes.fuse_elewise_add_act import FuseElewiseAddAct
@@ -19,16 +21,26 @@ from ..graph.passes.fuse_sgd_gemm import FuseSgdIntoGemm
 from ..graph.passes.fuse_softmax_mask import FuseSoftmaxMask
 from ..graph.passes.sync_batch_norm import SyncBatchNormPass
 
+PROGRAMS = ("any", "training", "inference")
+
 
 @dataclass(frozen=True)
 class Context:
     """What a compile knows besides the strategy: the devices over all ranks, whether
-    it is data parallel (and its loss), the device kind, the names no pass may remove."""
+    it is data parallel (and its loss), the device kind, the names no pass may remove,
+    and whether the program trains (`is_training`: it has backward or optimizer ops)."""
     devices: int = 1
     data_parallel: bool = False
     loss_name: str = None
     device: str = "cpu"
     protected: frozenset = frozenset()
+    training: bool = True
+
+
+def is_training(program):
+    """True when `program` has backward or optimizer ops; False for an inference program
+    (forward ops only, as `clone(for_test=True)` or `load_inference_model` make)."""
+    return any(op.role != FORWARD for block in program.blocks for op in block.ops)
 
 
 @dataclass(frozen=True)
@@ -40,6 +52,8 @@ class Row:
     also_on: other flags that turn it on too.
     devices: "any", or "one" (wrong with several devices, e.g. it updates a weight before
         the gradients are summed).
+    programs: "any", "training" (programs with backward or optimizer ops only) or
+        "inference" (forward-only programs only).
     data_parallel: the row runs for with_data_parallel programs only, always.
     options: (strategy, context) -> the pass's own constructor arguments.
     stage: the graph dump written after this row's stage (debug_graphviz_path).
@@ -53,10 +67,21 @@ class Row:
     data_parallel: bool = False
     options: object = None
     stage: str = "fused"
+    programs: str = "any"
+
+    def __post_init__(self):
+        if self.programs not in PROGRAMS:
+            raise ValueError(f"Row({self.pass_class.__name__}): programs must be one of "
+                             f"{PROGRAMS}, got {self.programs!r}")
+        if self.devices not in ("any", "one"):
+            raise ValueError(f"Row({self.pass_class.__name__}): devices must be 'any' or "
+                             f"'one', got {self.devices!r}")
 
     def applies(self, bs, ctx):
         """True when this row's pass runs under strategy `bs` in context `ctx`."""
         if self.devices == "one" and ctx.devices > 1:
+            return False
+        if self.programs != "any" and (self.programs == "training") != ctx.training:
             return False
         if self.data_parallel:
             return ctx.data_parallel
@@ -74,6 +99,7 @@ def _multi_devices_options(bs, ctx):
 
 
 PIPELINE = [
+    # (any program: a forward-only one computes batch statistics too, unless is_test)
     Row("sync_batch_norm", SyncBatchNormPass,
         "batch_norm statistics (and their gradients) span every place and rank."),
     Row("fuse_relu_depthwise_conv", FuseReluDepthwiseConv,
@@ -87,10 +113,10 @@ PIPELINE = [
     # before the optimizer fusion: the updates it folds are no longer separate ops; with
     # several devices each weight gradient must be summed before its update
     Row(None, FuseSgdIntoGemm, also_on=("fuse_all_optimizer_ops", "enable_auto_fusion"),
-        devices="one"),
+        devices="one", programs="training"),
     Row("fuse_all_optimizer_ops", FuseAllOptimizerOps,
         "one fused SGD / Momentum / Adam kernel per optimizer type and dtype for all "
-        "parameters (off in Reduce mode)."),
+        "parameters (off in Reduce mode).", programs="training"),
     Row("enable_auto_fusion", AutoFusion,
         "fuse every connected group of elementwise ops of one shape (plus a producing "
         "matmul and a consuming reduction or softmax) into one generated kernel."),

@@ -75,9 +75,9 @@ class MultiDevicesPass(Pass):
                 block.replace_writes(g, lg, upto)
             token = block.create_var(f"allreduce_bucket_{k}.token", (), "int64")
             role = block.ops[at].role
-            start = block._make_op("c_allreduce_start", {"X": local}, {"Token": token},
+            start = block.make_op("c_allreduce_start", {"X": local}, {"Token": token},
                                    {"bucket": k})
-            wait = block._make_op("c_allreduce_wait", {"X": local, "Token": token},
+            wait = block.make_op("c_allreduce_wait", {"X": local, "Token": token},
                                   {"Out": bucket}, {"bucket": k})
             start.role = wait.role = role
             inserts += [(at + 1, 0, k, start), (use, 1, k, wait)]
@@ -94,7 +94,7 @@ class MultiDevicesPass(Pass):
             if op.role == LOSS_GRAD and op.output_arg_names == [name]:
                 self.loss_grad = block.vars[name]
                 self.loss_grad.is_data = True
-                block._remove_op(i)
+                block.remove_ops([op])
                 return True
         if name in block.vars:         # already fed (a Graph rewritten before)
             self.loss_grad = block.vars[name]
@@ -205,7 +205,7 @@ def owner_program(program, owners, device, fuse_broadcast=True):
         else:
             groups.append((key, [p]))
     for k, ((owner, _), params) in enumerate(groups):
-        op = block._make_op("c_broadcast", {"X": params}, {"Out": params},
+        op = block.make_op("c_broadcast", {"X": params}, {"Out": params},
                             {"root": owner, "bucket": k})
         op.role = block.ops[-1].role if block.ops else op.role
         block.insert_before(None, op)

@@ -10,7 +10,8 @@ import os
 from typing import TYPE_CHECKING
 
 from ..graph.program import Variable as _Variable, default_main_program
-from ..static.io import _program_of, _read_inference, _write_inference, load, save
+from ..persistence.checkpoint import load, save
+from ..persistence import inference_model as _inference
 from ..io import DataLoader  # noqa: F401
 from ..reader import (batch, buffered, cache, chain, compose, firstn, map_readers,  # noqa: F401
                       shuffle, xmap_readers)
@@ -76,8 +77,8 @@ def save_inference_model(dirname: str, feeded_var_names: str | Sequence[str],
                         f"{bad!r}")
     targets = target_vars if isinstance(target_vars, (list, tuple)) else [target_vars]
     # no main_program: the program the targets were built in (not always the default one)
-    program = _program_of([t for t in targets if isinstance(t, _Variable)], main_program,
-                          "save_inference_model")
+    program = _inference.program_of([t for t in targets if isinstance(t, _Variable)],
+                                    main_program, "save_inference_model")
     block = program.global_block()
     missing = [n for n in names if n not in block.vars]
     if missing:
@@ -86,8 +87,8 @@ def save_inference_model(dirname: str, feeded_var_names: str | Sequence[str],
     feed_vars = [block.var(n) for n in names]
     model_file, params_file = _files(dirname, model_filename, params_filename,
                                      "save_inference_model")
-    _write_inference(model_file, params_file, feed_vars, list(targets), program,
-                     "save_inference_model")
+    _inference.write_inference(model_file, params_file, feed_vars, list(targets), program,
+                               "save_inference_model")
     return [v.name for v in targets]
 
 
@@ -122,7 +123,7 @@ def load_inference_model(dirname: str, executor: Executor, model_filename: str |
     """
     model_file, params_file = _files(dirname, model_filename, params_filename,
                                      "load_inference_model")
-    return _read_inference(model_file, params_file, "load_inference_model")
+    return _inference.read_inference(model_file, params_file, "load_inference_model")
 
 
 def save_persistables(executor: Executor, dirname: str, main_program: Program | None = None,

@@ -20,7 +20,7 @@ import numpy as np
 from ..graph.program import Program
 from ..graph.serialize import FileFormatError
 from ..graph.verify import verify
-from ..kernels.registry import _REGISTRY as _OPS
+from ..kernels.registry import all_op_types, get_op_def
 from . import paddle_proto as pp
 
 # VarType.Type <-> numpy dtype (the tensor types numbaflow has)
@@ -210,10 +210,10 @@ def parse_program_desc(raw, path):
 def _translate(op, where):
     """(inputs, outputs, attrs) of `op` (an OpDesc) in numbaflow's terms; FileFormatError
     naming what numbaflow would have to ignore."""
-    opdef = _OPS.get(op.type)
-    if opdef is None:
+    if op.type not in all_op_types():
         raise FileFormatError(f"{where}: numbaflow has no op {op.type!r}; the model cannot "
                               f"be run here")
+    opdef = get_op_def(op.type)
     slots_in = {s.name for s in opdef.inputs}
     slots_out = {s.name for s in opdef.outputs}
     inputs, outputs, attrs = {}, {}, {}
@@ -443,7 +443,7 @@ def program_to_desc(program, feed_names, fetch_names):
         io_op("feed", "feed", n, col)
     for i, op in enumerate(block.ops):
         where = f"op {i} ({op.type})"
-        opdef = _OPS[op.type]
+        opdef = get_op_def(op.type)
         od = bd.ops.add(type=op.type)
         for slot, vs in op.inputs.items():
             od.inputs.add(parameter=slot, arguments=[v.name for v in vs])

@@ -107,7 +107,7 @@ class _Engine:
             self.final[var] = None
             return None
         if len(lst) == 1:
-            self.block._rename_var(lst[0], self.grad_name(var))
+            self.block.rename_var(lst[0], self.grad_name(var))
             g = lst[0]
         else:
             g = self.block.create_var(self.grad_name(var), var.shape, var.dtype)
@@ -118,7 +118,7 @@ class _Engine:
     def seed(self, target, target_grad):
         if target_grad is None:
             g = self.block.create_var(self.grad_name(target), target.shape, target.dtype)
-            with self.block.program._role_guard(LOSS_GRAD):
+            with self.block.program.role_guard(LOSS_GRAD):
                 if all(d >= 0 for d in target.shape):
                     self.block.append_op("fill_constant", outputs={"Out": g},
                                          attrs={"shape": list(target.shape), "value": 1.0,
@@ -167,7 +167,7 @@ def _backward(targets, target_grads, wanted, no_grad_set):
             relevant.append(op)
             needed.update(i for i in op.input_vars() if i in req)
     engine = _Engine(block, no_grad)
-    with program._role_guard(BACKWARD):
+    with program.role_guard(BACKWARD):
         for t, tg in zip(targets, target_grads):
             engine.seed(t, tg)
         for op in relevant:

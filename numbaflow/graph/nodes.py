@@ -329,7 +329,7 @@ class Operator:
 
     def _set_attr(self, name, value):
         self.attrs[name] = value
-        self.block.program._bump()
+        self.block.program.bump()
 
     def input_vars(self) -> list[Variable]:
         """Every input Variable, slot by slot.
@@ -352,7 +352,8 @@ class Operator:
         return op_to_string(self)
 
 
-def _as_var_list(v):
+def as_var_list(v):
+    """[v] for one Variable, v (Nones dropped) for a list or tuple, [] for None."""
     if v is None:
         return []
     if isinstance(v, (list, tuple)):

@@ -69,6 +69,13 @@ class UseMaps:
     def contains(self, op):
         return id(op) in self._rank
 
+    def ranks_follow(self, ops):
+        """True when the ranks are those of `ops` (the block's list), increasing, and
+        no other op has one (the IR verifier's check of this bookkeeping)."""
+        ranks = [self._rank.get(id(op)) for op in ops]
+        return ranks == self._ranks and len(self._rank) == len(ranks) and \
+            all(a < b for a, b in zip(ranks, ranks[1:]))
+
     def in_order(self, ops):
         rank = self._rank
         return sorted(ops, key=lambda op: rank[id(op)])

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from ..kernels.registry import InferContext, get_op_def
 # the IR's nodes and op roles live in nodes.py; they are imported from here as before
 from .nodes import (BACKWARD, FORWARD, LOSS_GRAD, OPTIMIZE, Operator,  # noqa: F401
-                    Parameter, Variable, _as_var_list)
+                    Parameter, Variable, as_var_list)
 from .op_list import UseMaps
 
 if TYPE_CHECKING:
@@ -28,17 +28,17 @@ class Block:
     the program `version` (the executor's cache key) up to date.
 
     >>> block.replace_uses(old_var, new_var)            # every reader of old_var
-    >>> block.replace_ops([add, relu], fused_op)         # fused_op from block._make_op
+    >>> block.replace_ops([add, relu], fused_op)         # fused_op from block.make_op
     """
 
     def __init__(self, program, idx):
         self.program, self.idx = program, idx
         self.vars = {}
-        self._uses = UseMaps()
+        self.uses = UseMaps()
 
     @property
     def ops(self):
-        return self._uses.ops
+        return self.uses.ops
 
     def var(self, name):
         try:
@@ -58,7 +58,7 @@ class Block:
             raise ValueError(f"variable {name!r} already exists in block {self.idx}")
         v = Variable(self, name, shape, dtype, persistable, stop_gradient, is_data)
         self.vars[name] = v
-        self.program._bump()
+        self.program.bump()
         return v
 
     def create_parameter(self, name, shape, dtype, **kw):
@@ -67,43 +67,45 @@ class Block:
                              f"name or ParamAttr(name=...)")
         p = Parameter(self, name, shape, dtype, **kw)
         self.vars[name] = p
-        self.program._bump()
+        self.program.bump()
         return p
 
-    def _rename_var(self, var, new_name):
+    def rename_var(self, var, new_name):
+        """Give `var` (of this block) the name `new_name`, which must be free."""
         if new_name in self.vars:
             raise ValueError(f"variable {new_name!r} already exists")
         del self.vars[var.name]
         var.name = new_name
         self.vars[new_name] = var
-        self.program._bump()
+        self.program.bump()
 
-    def _remove_var(self, name):
+    def remove_var(self, name):
+        """Drop the variable `name` from this block (no op may use it any more)."""
         del self.vars[name]
-        self.program._bump()
+        self.program.bump()
 
     # ------------------------------------------------------------ uses (O(uses) lookups)
     def index(self, op):
         """The position of `op` in `ops` (ValueError if it is not in this block)."""
-        return self._uses.index(op)
+        return self.uses.index(op)
 
     def consumers(self, var):
         """The ops reading `var`, in program order."""
-        return self._uses.in_order(self._uses.readers.get(var, {}).values())
+        return self.uses.in_order(self.uses.readers.get(var, {}).values())
 
     def producers(self, var):
         """The ops writing `var`, in program order (one, except for persistables
         updated in place)."""
-        return self._uses.in_order(self._uses.writers.get(var, {}).values())
+        return self.uses.in_order(self.uses.writers.get(var, {}).values())
 
     def producer(self, var):
         """The last op writing `var`, or None."""
-        writers = self._uses.writers.get(var)
-        return self._uses.in_order(writers.values())[-1] if writers else None
+        writers = self.uses.writers.get(var)
+        return self.uses.in_order(writers.values())[-1] if writers else None
 
     def is_used(self, var):
         """Whether any op reads or writes `var`."""
-        return var in self._uses.readers or var in self._uses.writers
+        return var in self.uses.readers or var in self.uses.writers
 
     # ------------------------------------------------------------ adding ops
     def append_op(self, type, inputs=None, outputs=None, attrs=None, infer=True):
@@ -112,20 +114,20 @@ class Block:
         inputs/outputs: {slot: Variable | [Variable]}; attrs are checked against the
         OpDef and completed with its defaults.
         """
-        op = self._make_op(type, inputs, outputs, attrs)
+        op = self.make_op(type, inputs, outputs, attrs)
         if infer:
             _apply_inference(op)
         self._put(len(self.ops), [op])
         return op
 
     def _insert_op(self, index, type, inputs=None, outputs=None, attrs=None):
-        op = self._make_op(type, inputs, outputs, attrs)
+        op = self.make_op(type, inputs, outputs, attrs)
         _apply_inference(op)
         self._put(index, [op])
         return op
 
     def insert_before(self, anchor, ops):
-        """Put `ops` (an op or a list, made with `_make_op`) right before `anchor`, an op
+        """Put `ops` (an op or a list, made with `make_op`) right before `anchor`, an op
         of this block, in the order given; `anchor=None` appends them. Returns `ops`."""
         self._put(len(self.ops) if anchor is None else self.index(anchor), _op_list(ops))
         return ops
@@ -144,31 +146,28 @@ class Block:
                 raise TypeError(f"expected an Operator, got {type(op).__name__}")
             if op.block is not self:
                 raise ValueError(f"op {op.type} was made for another block; make it with "
-                                 f"this block's _make_op")
-            if self._uses.contains(op):
+                                 f"this block's make_op")
+            if self.uses.contains(op):
                 raise ValueError(f"op {op.type} is already in block {self.idx}; move it "
                                  f"with move_before / move_after")
         if len({id(op) for op in ops}) != len(ops):
             raise ValueError("the same op is given twice")
-        self._uses.insert(index, ops)
+        self.uses.insert(index, ops)
         for op in ops:
-            self._uses.link(op)
-        self.program._bump()
+            self.uses.link(op)
+        self.program.bump()
 
     # ------------------------------------------------------------ removing, replacing, moving
-    def _remove_op(self, index):
-        self.remove_ops([self.ops[index]])
-
     def remove_ops(self, ops):
         """Take `ops` (ops of this block) out of it; their variables stay."""
         ops = self._own(ops)
-        self._uses.delete(ops)
+        self.uses.delete(ops)
         for op in ops:
-            self._uses.unlink(op)
-        self.program._bump()
+            self.uses.unlink(op)
+        self.program.bump()
 
     def replace_ops(self, old, new, where=None):
-        """Replace the ops `old` by `new` (an op or a list, made with `_make_op`), put where
+        """Replace the ops `old` by `new` (an op or a list, made with `make_op`), put where
         `where` (one of `old`; default: the first of them in program order) was."""
         old = self._own(old)
         if where is None:
@@ -194,9 +193,9 @@ class Block:
         if any(o is anchor for o in ops):
             raise ValueError(f"cannot move op {anchor.type} next to itself")
         self.index(anchor)
-        self._uses.delete(ops)
-        self._uses.insert(self.index(anchor) + after, ops)
-        self.program._bump()
+        self.uses.delete(ops)
+        self.uses.insert(self.index(anchor) + after, ops)
+        self.program.bump()
 
     def _own(self, ops):
         ops = list({id(op): op for op in _op_list(ops)}.values())
@@ -208,11 +207,11 @@ class Block:
     def replace_uses(self, old, new, ops=None):
         """Make `ops` (default: every reader of `old`) read the variable `new` where they
         read `old`. O(uses of old)."""
-        self._replace_var(old, new, ops, self._uses.readers, "inputs")
+        self._replace_var(old, new, ops, self.uses.readers, "inputs")
 
     def replace_writes(self, old, new, ops=None):
         """Make `ops` (default: every writer of `old`) write `new` where they wrote `old`."""
-        self._replace_var(old, new, ops, self._uses.writers, "outputs")
+        self._replace_var(old, new, ops, self.uses.writers, "outputs")
 
     def _replace_var(self, old, new, ops, table, side):
         if not isinstance(new, Variable) or self.vars.get(new.name) is not new:
@@ -222,13 +221,13 @@ class Block:
         ops = list(users.values()) if ops is None else \
             [op for op in _op_list(ops) if id(op) in users]
         for op in ops:
-            self._uses.unlink(op)
+            self.uses.unlink(op)
             slots = getattr(op, side)
             for slot, vs in slots.items():
                 if any(v is old for v in vs):
                     slots[slot] = [new if v is old else v for v in vs]
-            self._uses.link(op)
-        self.program._bump()
+            self.uses.link(op)
+        self.program.bump()
 
     def set_input(self, op, slot, vars):
         """Set input slot `slot` of `op` to `vars` (a Variable or a list; empty or None
@@ -246,19 +245,19 @@ class Block:
         if slot not in names:
             raise ValueError(f"{op.type}: unknown {side[:-1]} slot {slot!r}; slots are "
                              f"{sorted(names)}")
-        vars = _as_var_list(vars)
+        vars = as_var_list(vars)
         for v in vars:
             if not isinstance(v, Variable) or self.vars.get(v.name) is not v:
                 raise ValueError(f"{op.type}.{slot}: {v!r} is not a Variable of block "
                                  f"{self.idx}")
-        self._uses.unlink(op)
+        self.uses.unlink(op)
         slots = getattr(op, side)
         if vars:
             slots[slot] = vars
         else:
             slots.pop(slot, None)
-        self._uses.link(op)
-        self.program._bump()
+        self.uses.link(op)
+        self.program.bump()
 
     def set_op_type(self, op, type):
         """Turn `op` into a `type` op with the same slots and attributes (a rename such
@@ -266,7 +265,7 @@ class Block:
         self.index(op)
         get_op_def(type)            # raises for an unregistered type
         op.type = type
-        self.program._bump()
+        self.program.bump()
 
     def set_attr(self, op, name, value):
         """Set attribute `name` of `op` (an attribute its OpDef declares)."""
@@ -275,12 +274,13 @@ class Block:
             raise ValueError(f"{op.type}: unknown attribute {name!r}; attributes are "
                              f"{sorted(op.attrs)}")
         op.attrs[name] = value
-        self.program._bump()
+        self.program.bump()
 
-    def _make_op(self, type, inputs, outputs, attrs):
+    def make_op(self, type, inputs, outputs, attrs):
+        """A new Operator of this block (slots checked against the OpDef), not inserted."""
         opdef = get_op_def(type)
-        inputs = {k: _as_var_list(v) for k, v in (inputs or {}).items()}
-        outputs = {k: _as_var_list(v) for k, v in (outputs or {}).items()}
+        inputs = {k: as_var_list(v) for k, v in (inputs or {}).items()}
+        outputs = {k: as_var_list(v) for k, v in (outputs or {}).items()}
         for kind, given, slots in (("input", inputs, opdef.inputs),
                                    ("output", outputs, opdef.outputs)):
             names = {s.name for s in slots}
@@ -361,7 +361,8 @@ class Program:
         self._current_role = FORWARD
         self._uid = next(Program._ids)
 
-    def _bump(self):
+    def bump(self) -> None:
+        """Mark the program changed: plan caches keyed on `version` rebuild."""
         self.version += 1
 
     @property
@@ -429,7 +430,15 @@ class Program:
         return self.global_block().all_parameters()
 
     @contextlib.contextmanager
-    def _role_guard(self, role):
+    def role_guard(self, role):
+        """Ops appended inside the `with` block get `role` (the optimizers and clipping use it).
+
+        Args:
+            role (str): "forward", "backward", "optimize" or "loss_grad" (graph.nodes).
+
+        Returns:
+            a context manager.
+        """
         old, self._current_role = self._current_role, role
         try:
             yield
@@ -499,7 +508,7 @@ class Program:
                                  {k: [mapping[v] for v in vs] for k, vs in op.outputs.items()},
                                  attrs, op.role))
         dst.insert_before(None, nops)
-        new._bump()
+        new.bump()
         return new
 
     def state_dict(self, mode: str = "all", scope: object = None) -> dict:

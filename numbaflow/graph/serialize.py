@@ -138,7 +138,7 @@ def program_from_dict(d):
 
     for i, od in enumerate(bd["ops"]):
         where = f"op {i} ({od['type']})"
-        with program._role_guard(od.get("role", FORWARD)):
+        with program.role_guard(od.get("role", FORWARD)):
             # infer=False: keep the saved shapes exactly; `verify` re-checks them.
             block.append_op(od["type"],
                             {k: lookup(ns, where) for k, ns in od["inputs"].items()},

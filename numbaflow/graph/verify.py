@@ -75,10 +75,8 @@ def _check_maps(block):
     """The block's producer/consumer maps agree with its ops."""
     if len({id(op) for op in block.ops}) != len(block.ops):
         raise IRError(f"block {block.idx}: an op appears twice in the op list")
-    uses = block._uses
-    ranks = [uses._rank.get(id(op)) for op in block.ops]
-    if ranks != uses._ranks or len(uses._rank) != len(ranks) or \
-            any(a >= b for a, b in zip(ranks, ranks[1:])):
+    uses = block.uses
+    if not uses.ranks_follow(block.ops):
         raise IRError(f"block {block.idx}: the op ranks do not follow the op list")
     for what, table, vars_of in (("consumer", uses.readers, "input_vars"),
                                  ("producer", uses.writers, "output_vars")):

@@ -4,8 +4,8 @@
 >>> [x.shape for x, y in paddle.io.DataLoader(ds, batch_size=3)]
 [(3, 2), (1, 2)]
 
-The private modules `_atomic`, `_arrays` and `_pickle` hold the checkpoint file machinery
-that `static.save/load` and `save_inference_model` use.
+Data in only: state out and back (checkpoints, inference models) lives in
+`numbaflow/persistence/`.
 """
 from .dataset import (BatchSampler, Dataset, IterableDataset, RandomSampler,  # noqa: F401
                       Sampler, SequenceSampler, TensorDataset, get_worker_info)

@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import random
-import threading
 from typing import Any, Iterator, Sequence
 
 import numpy as np
@@ -98,11 +97,6 @@ class WorkerInfo:
         self.id, self.num_workers, self.dataset, self.seed = id, num_workers, dataset, seed
 
 
-# set in each worker (a worker process's one thread, or a worker thread where there is
-# no fork), so the main thread always sees None
-_worker_local = threading.local()
-
-
 def get_worker_info() -> WorkerInfo | None:
     """Which DataLoader worker is calling (for sharding an IterableDataset).
 
@@ -114,7 +108,8 @@ def get_worker_info() -> WorkerInfo | None:
         >>> paddle.io.get_worker_info() is None
         True
     """
-    return getattr(_worker_local, "info", None)
+    from ._workers import worker_local      # (late: _workers imports this module)
+    return getattr(worker_local, "info", None)
 
 
 # ----------------------------------------------------------------------------- samplers

@@ -52,7 +52,7 @@ def _gpu_kernels():
         if cuda.grid(1) == 0:
             loop(pred, width, label, pos, neg, nt, out)
 
-    return gpu_util._NS(auc=auc_one_thread)
+    return gpu_util.Kernels(auc=auc_one_thread)
 
 
 def _infer(ctx):

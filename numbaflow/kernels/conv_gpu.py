@@ -231,7 +231,7 @@ def kernels():
                         acc += float64(dout[oi]) / size
             dx[xi] = acc
 
-    return gpu_util._NS(conv_fwd=conv_fwd, conv_dinput=conv_dinput, conv_dfilter=conv_dfilter,
+    return gpu_util.Kernels(conv_fwd=conv_fwd, conv_dinput=conv_dinput, conv_dfilter=conv_dfilter,
                         pool_fwd=pool_fwd, pool_bwd=pool_bwd)
 
 
@@ -267,7 +267,7 @@ def conv_backward(k, relu_in):
 
 def _strides(shape, nhwc):
     """Element strides of a C-contiguous buffer of `shape`, in (n, c, h, w) order."""
-    s = gpu_util._cstrides(shape)
+    s = gpu_util.c_strides(shape)
     return (s[0], s[3], s[1], s[2]) if nhwc else tuple(s)
 
 

@@ -9,6 +9,7 @@ uploaded at bind time. The random initialisers draw on the host from the CPU ker
 numpy stream and upload the result: they run once (startup), and this way a seeded
 program initialises to the same values on either device.
 """
+import contextlib
 import functools
 import itertools
 
@@ -25,6 +26,18 @@ def set_global_seed(n):
     """`numbaflow.seed(n)`: later random ops get seeds derived from n, in creation order."""
     _seed["base"] = int(n)
     _seed["counter"] = itertools.count(1)
+
+
+@contextlib.contextmanager
+def fresh_seed_counter():
+    """Inside: op seeds are counted from 1 again (the same seeds whatever ran before);
+    after: the caller's stream goes on where it was."""
+    saved = dict(_seed)
+    _seed["counter"] = itertools.count(1)
+    try:
+        yield
+    finally:
+        _seed.update(saved)
 
 
 def next_op_seed():

@@ -326,5 +326,5 @@ def _gpu_kernels():
             out3[o, rank, j] = v
             idx3[o, rank, j] = i
 
-    return gpu_util._NS(gather=gather, gather_grad=gather_grad, take_along=take_along,
+    return gpu_util.Kernels(gather=gather, gather_grad=gather_grad, take_along=take_along,
                         take_along_grad=take_along_grad, argsort=argsort)

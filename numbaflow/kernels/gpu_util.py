@@ -107,7 +107,8 @@ def sequence(calls):
     return calls[0] if len(calls) == 1 else functools.partial(call_all, calls)
 
 
-class _NS:
+class Kernels:
+    """The kernels of one lazily built family, as attributes (`common().tree`)."""
     def __init__(self, **kw):
         self.__dict__.update(kw)
 
@@ -414,7 +415,7 @@ def common():
             else:
                 acc[0] = n_ok / N if N > 0 else 0.0
 
-    return _NS(tree=tree, row_reduce=row_reduce, softmax_row=softmax_row, fill=fill,
+    return Kernels(tree=tree, row_reduce=row_reduce, softmax_row=softmax_row, fill=fill,
                strided_copy=strided_copy, reduce_rows=reduce_rows, reduce_cols=reduce_cols,
                reduce_grad=reduce_grad, argmax_rows=argmax_rows, softmax_rows=softmax_rows,
                softmax_grad_rows=softmax_grad_rows, swce_hard_rows=swce_hard_rows,
@@ -441,7 +442,8 @@ def copy_thunk(src, dst):
     return functools.partial(d.copy_to_device, s)
 
 
-def _cstrides(shape):
+def c_strides(shape):
+    """The C-order strides, in elements, of `shape`."""
     out, acc = [], 1
     for n in reversed(shape):
         out.append(acc)
@@ -463,9 +465,9 @@ def strided_copy_thunk(src, dst, shape, sstr, dstr, soff=0, doff=0):
 
 def transpose_thunk(src, dst, perm):
     """dst = src.transpose(perm) (both C-contiguous device arrays)."""
-    ss = _cstrides(src.shape)
+    ss = c_strides(src.shape)
     return strided_copy_thunk(src, dst, tuple(dst.shape), [ss[p] for p in perm],
-                              _cstrides(dst.shape))
+                              c_strides(dst.shape))
 
 
 def block_copy_thunk(whole, part, ax, offset, into_whole):

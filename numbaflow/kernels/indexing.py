@@ -76,7 +76,7 @@ def _index(walk):
 
 
 def _cstrides(shape):
-    return gpu_util._cstrides(shape)
+    return gpu_util.c_strides(shape)
 
 
 def _gpu_walk(shape, walk):
@@ -214,7 +214,7 @@ def _gpu_kernels():
             for j in range(k):
                 dx[r * C + idx[r * k + j]] += dout[r * k + j]
 
-    return gpu_util._NS(one_hot=one_hot, top_k=top_k, top_k_grad=top_k_grad)
+    return gpu_util.Kernels(one_hot=one_hot, top_k=top_k, top_k_grad=top_k_grad)
 
 
 def _one_hot_gpu(cop):

@@ -136,7 +136,7 @@ def _gpu_kernels():
         for i in range(cuda.grid(1), p.size, cuda.gridsize(1)):
             p[i] = p[i] - step * r[i]
 
-    return gpu_util._NS(moments=moments, norms=norms, update=update)
+    return gpu_util.Kernels(moments=moments, norms=norms, update=update)
 
 
 def _gpu(cop):

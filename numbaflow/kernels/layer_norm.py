@@ -137,7 +137,7 @@ def _gpu_kernels():
         for c in range(cuda.grid(1), x2.shape[1], cuda.gridsize(1)):
             param_col(x2, mean, var, dy2, dscale, dbias, c, eps, want_scale, want_bias)
 
-    return gpu_util._NS(forward=forward, dx=dx, params=params)
+    return gpu_util.Kernels(forward=forward, dx=dx, params=params)
 
 
 # ---------------------------------------------------------------- shapes

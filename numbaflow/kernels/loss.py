@@ -188,7 +188,7 @@ def _gk():
             j = e - i * D
             dx2[i, j] = -dy[i] * label2[i, j] / x2[i, j]
 
-    return gpu_util._NS(swce_hard_grad=swce_hard_grad, xent_hard=xent_hard,
+    return gpu_util.Kernels(swce_hard_grad=swce_hard_grad, xent_hard=xent_hard,
                         xent_hard_grad=xent_hard_grad, xent_soft_grad=xent_soft_grad)
 
 

@@ -196,7 +196,7 @@ def kernels():
                         acc += float64(dout[i, j])
             dw[r, j] = acc
 
-    return gpu_util._NS(tree_sum=tree_sum, bn_fwd=bn_fwd, bn_bwd=bn_bwd,
+    return gpu_util.Kernels(tree_sum=tree_sum, bn_fwd=bn_fwd, bn_bwd=bn_bwd,
                         dropout_train=dropout_train, dropout_test=dropout_test,
                         dropout_bwd=dropout_bwd, lookup_fwd=lookup_fwd, lookup_bwd=lookup_bwd)
 

@@ -131,7 +131,7 @@ def bn_grad(x, scale, saved_mean, saved_inv, dy, dx, dscale, dbias, use_global,
                         dx[a, c, b] = k * (dy[a, c, b] - (m1 + xhat * m2))
 
 
-def _bn_acb(shape, layout):
+def bn_acb(shape, layout):
     """The (A, C, B) view of a batch_norm input of `shape`."""
     if len(shape) == 2 or layout == "NHWC":
         C = shape[-1] if layout == "NHWC" else shape[1]
@@ -139,12 +139,14 @@ def _bn_acb(shape, layout):
     return (shape[0], shape[1], numel(shape[2:]))
 
 
-def _bn_global(attrs):
+def bn_uses_global_stats(attrs):
+    """True when batch_norm normalises with the running statistics (no batch statistics)."""
     return bool(attrs["use_global_stats"]) or (bool(attrs["is_test"]) and
                                                not attrs["trainable_statistics"])
 
 
-def _bn_infer(ctx):
+def bn_infer(ctx):
+    """batch_norm's shape inference."""
     x = ctx.input("X")
     xn = ctx.name("X")
     layout = ctx.attr("data_layout")
@@ -171,9 +173,10 @@ def _bn_infer(ctx):
             "SavedMean": stat, "SavedVariance": stat}
 
 
-def _bn_cpu(cop):
-    acb = _bn_acb(cop.input("X").shape, cop.attrs["data_layout"])
-    glob = _bn_global(cop.attrs)
+def bn_cpu(cop):
+    """batch_norm's CPU kernel thunk."""
+    acb = bn_acb(cop.input("X").shape, cop.attrs["data_layout"])
+    glob = bn_uses_global_stats(cop.attrs)
     eps, mom = float(cop.attrs["epsilon"]), float(cop.attrs["momentum"])
 
     def bind(ins, outs):
@@ -186,15 +189,17 @@ def _bn_cpu(cop):
     return bind
 
 
-def _bn_gpu(cop):
-    return nn_gpu.bn_forward(_bn_acb(cop.input("X").shape, cop.attrs["data_layout"]),
-                             _bn_global(cop.attrs), float(cop.attrs["momentum"]),
+def bn_gpu(cop):
+    """batch_norm's GPU kernel thunk."""
+    return nn_gpu.bn_forward(bn_acb(cop.input("X").shape, cop.attrs["data_layout"]),
+                             bn_uses_global_stats(cop.attrs), float(cop.attrs["momentum"]),
                              float(cop.attrs["epsilon"]))
 
 
-def _bn_grad_gpu(cop):
-    return nn_gpu.bn_backward(_bn_acb(cop.input("X").shape, cop.attrs["data_layout"]),
-                              _bn_global(cop.attrs))
+def bn_grad_gpu(cop):
+    """batch_norm_grad's GPU kernel thunk."""
+    return nn_gpu.bn_backward(bn_acb(cop.input("X").shape, cop.attrs["data_layout"]),
+                              bn_uses_global_stats(cop.attrs))
 
 
 def _bn_grad_rule(g):
@@ -206,14 +211,16 @@ def _bn_grad_rule(g):
              dict(g.attrs))
 
 
-def _bn_grad_infer(ctx):
+def bn_grad_infer(ctx):
+    """batch_norm_grad's shape inference."""
     return {"X@GRAD": ctx.input("X"), "Scale@GRAD": ctx.input("Scale"),
             "Bias@GRAD": ctx.input("Scale")}
 
 
-def _bn_grad_cpu(cop):
-    acb = _bn_acb(cop.input("X").shape, cop.attrs["data_layout"])
-    glob = _bn_global(cop.attrs)
+def bn_grad_cpu(cop):
+    """batch_norm_grad's CPU kernel thunk."""
+    acb = bn_acb(cop.input("X").shape, cop.attrs["data_layout"])
+    glob = bn_uses_global_stats(cop.attrs)
 
     def bind(ins, outs):
         x = ins["X"][0].reshape(acb)
@@ -238,7 +245,7 @@ register_op(OpDef(
      Slot("Variance", no_grad=True)),
     (Slot("Y"), Slot("MeanOut"), Slot("VarianceOut"), Slot("SavedMean"),
      Slot("SavedVariance")),
-    _bn_infer, _bn_cpu, gpu=_bn_gpu, attrs=dict(BN_ATTRS), grad=_bn_grad_rule,
+    bn_infer, bn_cpu, gpu=bn_gpu, attrs=dict(BN_ATTRS), grad=_bn_grad_rule,
     inplace={"MeanOut": "Mean", "VarianceOut": "Variance"},
     doc="Y = (X - mean) / sqrt(var + eps) * Scale + Bias per channel; batch statistics "
         "(biased variance) and a running-statistics update in training, the running "
@@ -249,7 +256,7 @@ register_op(OpDef(
      Slot("SavedVariance"), Slot("Y@GRAD")),
     (Slot("X@GRAD", optional=True), Slot("Scale@GRAD", optional=True),
      Slot("Bias@GRAD", optional=True)),
-    _bn_grad_infer, _bn_grad_cpu, gpu=_bn_grad_gpu, attrs=dict(BN_ATTRS),
+    bn_grad_infer, bn_grad_cpu, gpu=bn_grad_gpu, attrs=dict(BN_ATTRS),
     traits=frozenset((NO_GRAD,)),
     doc="Bias@GRAD = sum(dY); Scale@GRAD = sum(dY * xhat); X@GRAD through the batch "
         "statistics (training) or Scale * inv_std * dY (global statistics)"))

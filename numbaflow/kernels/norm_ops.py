@@ -87,7 +87,7 @@ def _gpu_kernels():
         if cuda.grid(1) == 0:
             out[0] = acc[0]
 
-    return gpu_util._NS(sq_sum=sq_sum, store=store)
+    return gpu_util.Kernels(sq_sum=sq_sum, store=store)
 
 
 register_op(OpDef("squared_l2_norm", (Slot("X", duplicable=True),), (Slot("Out"),), _infer,

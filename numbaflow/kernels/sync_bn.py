@@ -40,7 +40,7 @@ import numpy as np
 from numba import float64, njit
 
 from . import gpu_util, nn_gpu, nn_ops
-from .nn_ops import (BN_ATTRS, _bn_acb, _bn_global, _bn_grad_infer, _bn_infer,
+from .nn_ops import (BN_ATTRS, bn_acb, bn_uses_global_stats, bn_grad_infer, bn_infer,
                      bn_normalize_channel)
 from .registry import COLLECTIVE, NO_GRAD, OpDef, Slot, register_op, sequence
 
@@ -120,9 +120,9 @@ def _bucket(kind, C):
 
 
 def _sbn_cpu(cop):
-    if _bn_global(cop.attrs):
-        return nn_ops._bn_cpu(cop)          # running statistics: nothing to reduce
-    acb = _bn_acb(cop.input("X").shape, cop.attrs["data_layout"])
+    if bn_uses_global_stats(cop.attrs):
+        return nn_ops.bn_cpu(cop)          # running statistics: nothing to reduce
+    acb = bn_acb(cop.input("X").shape, cop.attrs["data_layout"])
     eps, mom = float(cop.attrs["epsilon"]), float(cop.attrs["momentum"])
     comm, key = cop.comm, _bucket("sync_batch_norm", acb[1])
 
@@ -142,11 +142,11 @@ def _sbn_cpu(cop):
 
 
 def _sbn_grad_cpu(cop):
-    if _bn_global(cop.attrs):
-        return nn_ops._bn_grad_cpu(cop)     # statistics are constants: nothing to reduce
-    acb = _bn_acb(cop.input("X").shape, cop.attrs["data_layout"])
+    if bn_uses_global_stats(cop.attrs):
+        return nn_ops.bn_grad_cpu(cop)     # statistics are constants: nothing to reduce
+    acb = bn_acb(cop.input("X").shape, cop.attrs["data_layout"])
     comm, key = cop.comm, _bucket("sync_batch_norm_grad", acb[1])
-    plain = nn_ops._bn_grad_cpu(cop)
+    plain = nn_ops.bn_grad_cpu(cop)
 
     def bind(ins, outs):
         if not outs.get("X@GRAD"):          # Scale/Bias@GRAD are local sums anyway
@@ -276,7 +276,7 @@ def gpu_kernels():
                 xhat = (float64(x[a, c, b]) - mu) * inv
                 dx[a, c, b] = kk * (float64(dy[a, c, b]) - (sdy + xhat * sdyx) / n)
 
-    return gpu_util._NS(stats=stats, apply=apply, grad_local=grad_local, grad_dx=grad_dx)
+    return gpu_util.Kernels(stats=stats, apply=apply, grad_local=grad_local, grad_dx=grad_dx)
 
 
 class _HostAllreduce:
@@ -294,9 +294,9 @@ class _HostAllreduce:
 
 
 def _sbn_gpu(cop):
-    if _bn_global(cop.attrs):
-        return nn_ops._bn_gpu(cop)
-    acb = _bn_acb(cop.input("X").shape, cop.attrs["data_layout"])
+    if bn_uses_global_stats(cop.attrs):
+        return nn_ops.bn_gpu(cop)
+    acb = bn_acb(cop.input("X").shape, cop.attrs["data_layout"])
     eps, mom = float(cop.attrs["epsilon"]), float(cop.attrs["momentum"])
     comm, key = cop.comm, _bucket("sync_batch_norm", acb[1])
 
@@ -317,11 +317,11 @@ def _sbn_gpu(cop):
 
 
 def _sbn_grad_gpu(cop):
-    if _bn_global(cop.attrs):
-        return nn_ops._bn_grad_gpu(cop)
-    acb = _bn_acb(cop.input("X").shape, cop.attrs["data_layout"])
+    if bn_uses_global_stats(cop.attrs):
+        return nn_ops.bn_grad_gpu(cop)
+    acb = bn_acb(cop.input("X").shape, cop.attrs["data_layout"])
     comm, key = cop.comm, _bucket("sync_batch_norm_grad", acb[1])
-    plain = nn_ops._bn_grad_gpu(cop)
+    plain = nn_ops.bn_grad_gpu(cop)
 
     def bind(ins, outs):
         if not outs.get("X@GRAD"):
@@ -360,7 +360,7 @@ register_op(OpDef(
      Slot("Variance", no_grad=True)),
     (Slot("Y"), Slot("MeanOut"), Slot("VarianceOut"), Slot("SavedMean"),
      Slot("SavedVariance")),
-    _bn_infer, _sbn_cpu, gpu=_sbn_gpu, attrs=dict(BN_ATTRS), grad=_sbn_grad_rule,
+    bn_infer, _sbn_cpu, gpu=_sbn_gpu, attrs=dict(BN_ATTRS), grad=_sbn_grad_rule,
     inplace={"MeanOut": "Mean", "VarianceOut": "Variance"},
     traits=frozenset((COLLECTIVE,)),
     doc="batch_norm whose batch mean/variance are computed over every device and rank of "
@@ -371,7 +371,7 @@ register_op(OpDef(
      Slot("SavedVariance"), Slot("Y@GRAD")),
     (Slot("X@GRAD", optional=True), Slot("Scale@GRAD", optional=True),
      Slot("Bias@GRAD", optional=True)),
-    _bn_grad_infer, _sbn_grad_cpu, gpu=_sbn_grad_gpu, attrs=dict(BN_ATTRS),
+    bn_grad_infer, _sbn_grad_cpu, gpu=_sbn_grad_gpu, attrs=dict(BN_ATTRS),
     traits=frozenset((NO_GRAD, COLLECTIVE)),
     doc="batch_norm_grad with sum(dY) and sum(dY * xhat) reduced over every device for "
         "X@GRAD; Scale@GRAD and Bias@GRAD are the local sums (the data-parallel rewrite "

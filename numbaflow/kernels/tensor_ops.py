@@ -319,14 +319,14 @@ def _pad_gpu(cop):
     shape = tuple(cop.input("X").shape)
     walk = _pad_inner(shape, _pad_pairs(cop.attrs, len(shape)))
     oshape = tuple(d + b + a for d, (b, a) in zip(shape, _pad_pairs(cop.attrs, len(shape))))
-    ostr = gpu_util._cstrides(oshape)
+    ostr = gpu_util.c_strides(oshape)
     off = sum(b * c for (b, _, _), c in zip(walk, ostr))
 
     def bind(ins, outs):
         out = outs["Out"][0]
         return gpu_util.sequence([
             gpu_util.fill_thunk(out, cop.attrs["pad_value"]),
-            gpu_util.strided_copy_thunk(ins["X"][0], out, shape, gpu_util._cstrides(shape),
+            gpu_util.strided_copy_thunk(ins["X"][0], out, shape, gpu_util.c_strides(shape),
                                         ostr, 0, off)])
     return bind
 
@@ -388,4 +388,4 @@ def _gpu_kernels():
                     acc += x3[o, i, j]
                     out3[o, i, j] = acc
 
-    return gpu_util._NS(tril_triu=tril_triu, range=range_, linspace=linspace, cumsum=cumsum)
+    return gpu_util.Kernels(tril_triu=tril_triu, range=range_, linspace=linspace, cumsum=cumsum)

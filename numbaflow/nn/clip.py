@@ -39,7 +39,7 @@ class ClipGradByGlobalNorm:
         if not params_grads:
             return params_grads
         program = params_grads[0][0].block.program
-        with program._role_guard(OPTIMIZE):
+        with program.role_guard(OPTIMIZE):
             # one squared_l2_norm op per dtype reads every gradient in one pass
             by_dtype = {}
             for _, g in params_grads:
@@ -82,7 +82,7 @@ class ClipGradByNorm:
             return params_grads
         program = params_grads[0][0].block.program
         out = []
-        with program._role_guard(OPTIMIZE):
+        with program.role_guard(OPTIMIZE):
             for p, g in params_grads:
                 norm = M.sqrt(_squared_l2_norm([g]))
                 clip = M.full([], self.clip_norm, dtype=g.dtype)

@@ -12,6 +12,7 @@ import numbers
 from typing import TYPE_CHECKING
 
 from .. import tensor as M
+from ..tensor._helpers import activation as _activation
 from ..graph.program import Variable
 from ..kernels.creation import next_op_seed
 from ..layer_helper import LayerHelper
@@ -331,7 +332,7 @@ def static_batch_norm(input: Variable, act: str | None = None, is_test: bool = F
         "momentum": float(momentum), "epsilon": float(epsilon), "is_test": bool(is_test),
         "data_layout": data_layout, "use_global_stats": bool(use_global_stats),
         "trainable_statistics": False})
-    return M._activation(y, act, helper)
+    return _activation(y, act, helper)
 
 
 fluid_batch_norm = static_batch_norm

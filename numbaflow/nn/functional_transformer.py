@@ -13,10 +13,11 @@ import numbers
 from typing import TYPE_CHECKING
 
 from .. import tensor as M
+from ..tensor._helpers import activation as _activation
 from ..graph.program import Variable
 from ..kernels.registry import broadcast_shapes
 from ..layer_helper import LayerHelper
-from ..tensor._helpers import _var
+from ..tensor._helpers import check_variable as _var
 from .functional_nn import _check_p, avg_pool2d, dropout
 from .initializer import Constant
 
@@ -124,7 +125,7 @@ def static_layer_norm(input: Variable, scale: bool = True, shift: bool = True,
                                 default_initializer=Constant(1.0)) if scale else None
     b = helper.create_parameter(bias_attr, [right], input.dtype, is_bias=True) \
         if shift else None
-    return M._activation(_layer_norm(helper, input, begin_norm_axis, epsilon, w, b), act)
+    return _activation(_layer_norm(helper, input, begin_norm_axis, epsilon, w, b), act)
 
 
 # ---------------------------------------------------------------- linear, attention

@@ -13,7 +13,8 @@ import os
 from typing import TYPE_CHECKING
 
 from ..executor.scope import global_scope as _global_scope
-from ..static.io import _as_var_list, _gather, _persistables, _program_of, _prune
+from ..persistence import checkpoint as _checkpoint
+from ..persistence import inference_model as _inference
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -84,13 +85,13 @@ def export(program: Program, feed_vars: Sequence[Variable] | str,
     if opset_version != OPSET:
         raise ValueError(f"export: opset_version {opset_version} is not supported; numbaflow "
                          f"writes opset {OPSET}")
-    feeds = _as_var_list([] if feed_vars is None else feed_vars, "feed_vars",
-                         allow_empty=True)
-    fetches = _as_var_list(fetch_vars, "fetch_vars")
-    program = _program_of(feeds + fetches, program, "export")
-    pruned = _prune(program, [v.name for v in feeds], [v.name for v in fetches])
-    params = _gather(_persistables(pruned), _global_scope() if scope is None else scope,
-                     "export")
+    feeds = _inference.checked_var_list([] if feed_vars is None else feed_vars, "feed_vars",
+                                        allow_empty=True)
+    fetches = _inference.checked_var_list(fetch_vars, "fetch_vars")
+    program = _inference.program_of(feeds + fetches, program, "export")
+    pruned = _inference.prune(program, [v.name for v in feeds], [v.name for v in fetches])
+    params = _checkpoint.gather(_checkpoint.persistables(pruned),
+                                _global_scope() if scope is None else scope, "export")
     onnx = _onnx()
     from . import _ops
     model = _ops.build_model(onnx, pruned, [v.name for v in feeds],

@@ -155,7 +155,7 @@ class Optimizer:
         if not params_grads:
             return []
         block = params_grads[0][0].block
-        with block.program._role_guard(OPTIMIZE):
+        with block.program.role_guard(OPTIMIZE):
             if self._grad_clip is not None:
                 params_grads = self._grad_clip(params_grads)
             params_grads = [(p, self._regularized(block, p, g)) for p, g in params_grads]

@@ -54,7 +54,7 @@ class ExponentialMovingAverage:
         from ..fluid.layers.tensor import create_global_var
         program = default_main_program()
         params = [p for p in program.all_parameters() if p.trainable]
-        with program._role_guard(OPTIMIZE):
+        with program.role_guard(OPTIMIZE):
             decay = M.full([1], self._decay, "float32")
             if self._thres_steps is not None:
                 t = M.cast(self._thres_steps, "float32")

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..graph.program import Variable
 from ..layer_helper import LayerHelper
-from ..tensor import _activation
+from ..tensor._helpers import activation as _activation
 from ..utils.hints import renamed_arguments as _renamed_arguments
 
 __all__ = ["fc", "batch_norm", "conv2d", "embedding", "layer_norm"]

@@ -1,5 +1,6 @@
 """State dicts: `paddle.save` / `paddle.load` and `static.load_program_state` /
-`static.set_program_state` (dicts {name: ndarray}, over the same files as static/io.py).
+`static.set_program_state` (dicts {name: ndarray}, over the files of
+persistence/checkpoint.py).
 """
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ import numpy as np
 
 from ..executor.scope import global_scope
 from ..graph.program import Parameter, Program, Variable
-from ..io import _arrays, _atomic, _pickle
-from .io import _as_program, _check_against, _gather, _model_path, _persistables, \
-    _read_checkpoint, _writer
+from ..persistence import arrays as array_files
+from ..persistence import atomic, paddle_pickle
+from ..persistence.checkpoint import (arrays_writer, as_program, check_against,
+                                      checkpoint_prefix, gather, persistables, read_checkpoint)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -47,8 +49,8 @@ def load_program_state(model_path: str,
         >>> sorted(static.load_program_state(path))
         ['fc_0.b_0', 'fc_0.w_0']
     """
-    model_path = _model_path(model_path, "load_program_state")
-    found, _ = _read_checkpoint(model_path, "load_program_state")
+    model_path = checkpoint_prefix(model_path, "load_program_state")
+    found, _ = read_checkpoint(model_path, "load_program_state")
     if var_list is None:
         return found
     names = [v.name if isinstance(v, Variable) else v for v in var_list]
@@ -79,7 +81,7 @@ def set_program_state(program: Program, state_dict: dict) -> None:
         >>> float(static.global_scope().get('fc_0.w_0').sum())
         6.0
     """
-    set_state(_as_program(program, "set_program_state"), state_dict, None,
+    set_state(as_program(program, "set_program_state"), state_dict, None,
               "set_program_state")
 
 
@@ -89,15 +91,15 @@ def set_state(program, state_dict, scope, fn):
     if not isinstance(state_dict, dict):
         raise TypeError(f"{fn}: state_dict must be a dict of arrays, got "
                         f"{type(state_dict).__name__}")
-    pers = _persistables(program)
+    pers = persistables(program)
     present = [v for v in pers if v.name in state_dict]
-    found = _check_against(present, {v.name: np.asarray(state_dict[v.name]) for v in present},
+    found = check_against(present, {v.name: np.asarray(state_dict[v.name]) for v in present},
                            f"{fn}: state_dict")
     absent = [v.name for v in pers if v.name not in state_dict]
     if absent:
         warnings.warn(f"{fn}: state_dict has no value for {absent}; they keep their current "
                       f"values", stacklevel=3)
-    unused = sorted(set(state_dict) - {v.name for v in pers} - {_pickle.NAME_TABLE_KEY})
+    unused = sorted(set(state_dict) - {v.name for v in pers} - {paddle_pickle.NAME_TABLE_KEY})
     if unused:
         warnings.warn(f"{fn}: the program has no persistable {unused}; those entries were "
                       f"not used", stacklevel=3)
@@ -110,10 +112,10 @@ def program_state_dict(program, mode, scope):
     """`Program.state_dict`: {name: ndarray copy} of the persistables `mode` selects."""
     if mode not in ("all", "param", "opt"):
         raise ValueError(f"state_dict: mode must be 'all', 'param' or 'opt', got {mode!r}")
-    pers = [v for v in _persistables(program)
+    pers = [v for v in persistables(program)
             if mode == "all" or isinstance(v, Parameter) == (mode == "param")]
     scope = global_scope() if scope is None else scope
-    return {k: np.array(a) for k, a in _gather(pers, scope, "state_dict").items()}
+    return {k: np.array(a) for k, a in gather(pers, scope, "state_dict").items()}
 
 
 Program._state_io = sys.modules[__name__]
@@ -154,9 +156,9 @@ def save_state(obj: dict, path: str, protocol: int = 4, **configs: object) -> No
     fmt = configs.get("format", "numbaflow")
     if fmt not in ("numbaflow", "paddle"):
         raise ValueError(f"save: format must be 'numbaflow' or 'paddle', got {fmt!r}")
-    save_id = _atomic.new_save_id()
-    _atomic.commit({os.fspath(path): _pickle.writer(arrays, protocol) if fmt == "paddle"
-                    else _writer(arrays, "state", save_id)}, save_id)
+    save_id = atomic.new_save_id()
+    atomic.commit({os.fspath(path): paddle_pickle.writer(arrays, protocol) if fmt == "paddle"
+                    else arrays_writer(arrays, "state", save_id)}, save_id)
 
 
 def load_state(path: str, **configs: object) -> dict:
@@ -195,8 +197,8 @@ def load_state(path: str, **configs: object) -> dict:
         if path.endswith(ext):
             group = [path[:-len(ext)] + first, path]
     keep = bool(configs.get("keep_name_table", False))
-    got, _ = _atomic.read_group(
-        group, lambda p, real: _arrays.read_arrays(p, real, keep)[0] if p == path else None)
+    got, _ = atomic.read_group(
+        group, lambda p, real: array_files.read_arrays(p, real, keep)[0] if p == path else None)
     if got[path] is None:
         hint = (f"; a checkpoint prefix? give the file, e.g. {path + '.pdparams'!r}"
                 if os.path.exists(path + ".pdparams") else "")

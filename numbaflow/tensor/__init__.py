@@ -20,9 +20,9 @@ from .logic import (equal, greater_equal, greater_than, less_equal,  # noqa: F40
 from .manipulation import (_slice_op, cast, concat, expand, expand_as, flatten,  # noqa: F401
                            gather, reshape, split, squeeze, stack, take_along_axis, tile,
                            transpose, unsqueeze)
-from .math import (_activation, abs, add, clip, cumsum, divide, erf, exp, floor_mod,  # noqa: F401
-                   log, max, maximum, mean, min, minimum, mod, multiply, pow, remainder,
-                   rsqrt, scale, sqrt, sign, square, subtract, sum, tanh)
+from .math import (abs, add, clip, cumsum, divide, erf, exp, floor_mod, log,  # noqa: F401
+                   max, maximum, mean, min, minimum, mod, multiply, pow, remainder, rsqrt,
+                   scale, sqrt, sign, square, subtract, sum, tanh)
 from .random import multinomial, normal, rand, randn, uniform  # noqa: F401
 from .search import argmax, argsort, masked_fill, sort, topk, where  # noqa: F401
 

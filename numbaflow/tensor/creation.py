@@ -9,7 +9,7 @@ import numpy as np
 from .. import dtypes
 from ..graph.program import Variable
 from ..layer_helper import LayerHelper
-from ._helpers import _var
+from ._helpers import check_variable as _var
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

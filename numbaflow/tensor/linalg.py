@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..graph.program import Variable
 from ..layer_helper import LayerHelper
-from ._helpers import _var
+from ._helpers import check_variable as _var
 from .manipulation import reshape, transpose
 from .math import sum as reduce_sum
 

@@ -6,7 +6,7 @@ constant of the other operand's dtype.
 from __future__ import annotations
 
 from ..graph.program import Variable
-from .math import _binary
+from ._helpers import binary as _binary
 
 _DOC = """x {sym} y elementwise, with numpy broadcasting (op `{op}`).
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from .. import dtypes
 from ..graph.program import Variable
 from ..layer_helper import LayerHelper
-from ._helpers import _rank1, _var
+from ._helpers import check_variable as _var, rank1 as _rank1
 from .creation import full
 
 if TYPE_CHECKING:

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 from .. import dtypes
 from ..graph.program import Variable
 from ..layer_helper import LayerHelper
-from ._helpers import _rank1, _var
+from ._helpers import activation as _activation, binary as _binary, check_variable as _var, \
+    rank1 as _rank1
 from .manipulation import cast
 
 if TYPE_CHECKING:
@@ -42,41 +43,6 @@ def _unary(op_type: str) -> Callable[..., Variable]:
     fn.__name__ = op_type
     fn.__doc__ = _UNARY_DOC.format(op=op_type)
     return fn
-
-
-_ACTIVATIONS = ("relu", "sigmoid", "tanh", "gelu", "leaky_relu", "softmax", "log_softmax",
-                "exp", "sqrt", "square", "abs")
-
-
-def _activation(x, act, helper=None):
-    """Apply activation `act` (a name) to x; with `helper`, the output is named after the
-    layer (fc's activation output is `fc_0.tmp_2`, as in Paddle)."""
-    if act is None:
-        return x
-    if act not in _ACTIVATIONS:
-        raise ValueError(f"unknown activation {act!r}; use one of {', '.join(_ACTIVATIONS)}")
-    return (helper or LayerHelper(act)).simple(act, {"X": x})
-
-
-def _binary(op_type, x, y, name=None):
-    helper = LayerHelper(op_type, name)
-    if isinstance(x, numbers.Number) and isinstance(y, Variable):
-        x = _const_like(x, y, helper)
-    elif isinstance(y, numbers.Number) and isinstance(x, Variable):
-        y = _const_like(y, x, helper)
-    _var(x, op_type, "x"), _var(y, op_type, "y")
-    if x.dtype != y.dtype:
-        raise TypeError(f"{op_type}: x ({x.name}, {x.dtype}) and y ({y.name}, {y.dtype}) must "
-                        f"have the same dtype; cast one with paddle.cast")
-    return helper.simple(op_type, {"X": x, "Y": y}, {"axis": -1})
-
-
-def _const_like(value, like, helper):
-    """A shape-(1,) constant of `like`'s dtype (for scalar-on-the-left arithmetic)."""
-    c = helper.create_tmp(like.dtype, stop_gradient=True)
-    helper.append_op("fill_constant", outputs={"Out": c},
-                     attrs={"shape": [1], "value": float(value), "dtype": str(like.dtype)})
-    return c
 
 
 def scale(x: Variable, scale: float = 1.0, bias: float = 0.0, bias_after_scale: bool = True,

@@ -12,7 +12,7 @@ from .. import dtypes
 from ..graph.program import Variable
 from ..kernels.creation import next_op_seed
 from ..layer_helper import LayerHelper
-from ._helpers import _var
+from ._helpers import check_variable as _var
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

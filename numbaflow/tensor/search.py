@@ -9,9 +9,9 @@ import numpy as np
 from .. import dtypes
 from ..graph.program import Variable
 from ..layer_helper import LayerHelper
-from ._helpers import _var
+from ._helpers import check_variable as _var
 from .creation import full
-from .math import _const_like
+from ._helpers import const_like as _const_like
 
 if TYPE_CHECKING:
     from numpy.typing import DTypeLike

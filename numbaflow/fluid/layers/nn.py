@@ -7,7 +7,7 @@ from ... import static
 from ... import tensor as M
 from ...graph.program import Variable
 from ...layer_helper import LayerHelper
-from ...tensor import _activation
+from ...tensor._helpers import activation as _activation
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -89,7 +89,7 @@ def remove_unused_vars(block, names):
     for n in names:
         v = block.vars.get(n)
         if v is not None and not v.persistable and not block.is_used(v):
-            block._remove_var(n)
+            block.remove_var(n)
 
 
 def apply_passes(program, passes, protected=(), device="cpu"):

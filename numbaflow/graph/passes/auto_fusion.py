@@ -391,7 +391,7 @@ class AutoFusion(Pass):
             refuse(what, f"mixes float dtypes {sorted(floats)}; one generated kernel "
                          f"computes in one float type")
             return None
-        new_op = block._make_op("fused_elementwise", {"X": x_vars}, {"Out": out_vars},
+        new_op = block.make_op("fused_elementwise", {"X": x_vars}, {"Out": out_vars},
                                 {"ops": make_ops(entries)})
         new_op.role = group[0].role
         try:

@@ -154,7 +154,7 @@ class FuseElewiseAddAct(Pass):
         if inter.dtype.kind != "f":
             self.refuse(what(act), f"{inter.name} is {inter.dtype}, not a float")
             return
-        new = self.block._make_op(
+        new = self.block.make_op(
             FORWARD, {"X": add.inputs["X"], "Y": add.inputs["Y"]},
             {"Out": act.outputs["Out"], "IntermediateOut": [inter]},
             dict(_act_attrs(act.type, act.attrs), functor_list=[act.type, ADD],
@@ -193,7 +193,7 @@ class FuseElewiseAddAct(Pass):
                                   f"{r.shape}, smaller than {out.shape}: the fused kernel "
                                   f"writes its outputs over the add's shape")
                 continue
-            new = self.block._make_op(
+            new = self.block.make_op(
                 FORWARD, {"X": add.inputs[other_side], "Y": act.inputs["X"]},
                 {"Out": [out], "IntermediateOut": [r]},
                 dict(_act_attrs(act.type, act.attrs), functor_list=[ADD, act.type],
@@ -242,7 +242,7 @@ class FuseElewiseAddAct(Pass):
         outs = {k: g2.outputs[k] for k in ("X@GRAD", "Y@GRAD") if g2.outputs.get(k)}
         if self._keep(d_inter, [g2]):
             outs["IntermediateOut@GRAD"] = [d_inter]
-        new = self.block._make_op(
+        new = self.block.make_op(
             GRAD, self._grad_inputs(g2.inputs["X"][0], g2.inputs["Y"][0], d_out, out, inter),
             outs, dict(_act_attrs(act, g1.attrs if act != "scale" else
                                   {"scale": g1.attrs["scale"], "bias": 0.0,
@@ -320,7 +320,7 @@ class FuseElewiseAddAct(Pass):
             if self._keep(dr, [g1]):
                 outs["IntermediateOut@GRAD"] = [dr]
             inter = r if reads == "Out" else None
-            new = self.block._make_op(
+            new = self.block.make_op(
                 GRAD, self._grad_inputs(g2.inputs[other_side][0], h, g2.inputs["Out@GRAD"][0],
                                         out, inter),
                 outs, dict(_act_attrs(act, g1.attrs if act != "scale" else

@@ -124,7 +124,7 @@ class FuseAllOptimizerOps(Pass):
         first = members[0]
         inputs = {k: [m.inputs[k][0] for m in members] for k in first.inputs}
         outputs = {k: [m.outputs[k][0] for m in members] for k in first.outputs}
-        fused = block._make_op(fused_type_of(first.type), inputs, outputs, dict(first.attrs))
+        fused = block.make_op(fused_type_of(first.type), inputs, outputs, dict(first.attrs))
         fused.role = members[-1].role
         try:
             infer_op(fused)

@@ -64,7 +64,7 @@ class FuseSgdIntoGemm(Pass):
         outputs = {"ParamOut": [w]}
         if mg.outputs.get("X@GRAD"):
             outputs["X@GRAD"] = mg.outputs["X@GRAD"]
-        fused = block._make_op(
+        fused = block.make_op(
             "mul_grad_sgd",
             {"X": mg.inputs["X"], "Y": [w], "Out@GRAD": mg.inputs["Out@GRAD"],
              "LearningRate": [lr]},
@@ -75,7 +75,7 @@ class FuseSgdIntoGemm(Pass):
             return False
         block.replace_ops([mg, sgd], fused, where=mg)
         if not block.is_used(dw) and not dw.persistable:
-            block._remove_var(dw.name)
+            block.remove_var(dw.name)
         return True
 
     def _no(self, what, reason):

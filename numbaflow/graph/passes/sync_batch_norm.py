@@ -7,7 +7,7 @@ Same slots and attributes, so the rename is the whole rewrite. Ops that normalis
 the running statistics (is_test without trainable_statistics, or use_global_stats) have
 no batch statistics to share and are left alone, with the reason recorded.
 """
-from ...kernels.nn_ops import _bn_global
+from ...kernels.nn_ops import bn_uses_global_stats
 from . import Pass, register_pass
 
 RENAME = {"batch_norm": "sync_batch_norm", "batch_norm_grad": "sync_batch_norm_grad"}
@@ -24,7 +24,7 @@ class SyncBatchNormPass(Pass):
             new = RENAME.get(op.type)
             if new is None:
                 continue
-            if _bn_global(op.attrs):
+            if bn_uses_global_stats(op.attrs):
                 why = "use_global_stats" if op.attrs["use_global_stats"] else "is_test"
                 self.refuse(f"{op.type} -> {new} (X = {op.inputs['X'][0].name})",
                             f"it normalises with the running statistics ({why}): there "

@@ -12,7 +12,7 @@ when its bytes are exactly that source (so its content hash matches its name), e
 rewritten, and the module is executed from the in-memory source, never re-read from disk.
 numba's files for an entry are checked to be whole pickles before numba loads them; an
 empty, truncated or corrupt entry is regenerated with one warning. Writes are fsync'd and
-atomic (`utils._atomic_file.atomic_write`). The cache is capped (NUMBAFLOW_CACHE_SIZE_MB):
+atomic (`utils.atomic_file.atomic_write`). The cache is capped (NUMBAFLOW_CACHE_SIZE_MB):
 when a new entry pushes it past the cap, the least recently used entries are removed.
 """
 import hashlib
@@ -29,7 +29,7 @@ import types
 import warnings
 
 from ... import config
-from ...utils._atomic_file import atomic_write
+from ...utils.atomic_file import atomic_write
 
 log = logging.getLogger("numbaflow.cache")
 
@@ -322,7 +322,7 @@ def _stale_tmp(cache_dir):
         except OSError:
             continue
         for n in names:
-            # ours: `.<name>.<pid>-<hex>.tmp` (utils._atomic_file); numba's: `<name>.tmp.<hex>`
+            # ours: `.<name>.<pid>-<hex>.tmp` (utils.atomic_file); numba's: `<name>.tmp.<hex>`
             if (n.startswith(".") and n.endswith(".tmp")) or ".tmp." in n:
                 p = os.path.join(d, n)
                 try:

@@ -30,8 +30,8 @@ import secrets
 import socket
 import time
 
-from ..utils import _atomic_file
-from ..utils._atomic_file import fsync_dir as _fsync_dir
+from ..utils import atomic_file
+from ..utils.atomic_file import fsync_dir as _fsync_dir
 
 try:
     import fcntl
@@ -203,9 +203,9 @@ def commit(writers, save_id):
         _recover(paths, dirfd)
         try:
             for tmp, write in zip(temps, writers.values()):
-                _atomic_file.write_new(tmp, write)
+                atomic_file.write_new(tmp, write)
             _fsync_dir(dirfd)
-            _atomic_file.write_new(journal_tmp, lambda f: f.write(body))
+            atomic_file.write_new(journal_tmp, lambda f: f.write(body))
             os.replace(journal_tmp, journal)            # the commit point
         except BaseException:
             # An interrupt can land after the rename returned, before this frame knows:
@@ -213,7 +213,7 @@ def commit(writers, save_id):
             # files are the checkpoint (readers and the next save roll it forward).
             if not _committed(journal, save_id):
                 for t in temps + [journal_tmp]:
-                    _atomic_file.unlink_quietly(t)
+                    atomic_file.unlink_quietly(t)
             raise
         # committed: from here on a failure leaves the journal and the temp files it names,
         # and readers (and the next save) roll the save forward

@@ -1,5 +1,5 @@
 """Durable file writes, the one home of the pattern (the kernel cache and the checkpoint
-commit protocol, numbaflow/io/_atomic.py, both use it).
+commit protocol, numbaflow/persistence/atomic.py, both use it).
 
 `write_new` creates a file that must not exist, fills it and fsyncs it, removing it again
 on any failure (a full disk, Ctrl-C); `atomic_write` adds a temporary sibling renamed over

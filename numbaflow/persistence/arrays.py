@@ -5,7 +5,7 @@ An uncompressed `.npz` holding `__numbaflow_format__` (the format version), a JS
 `.npy` member per variable. The reader checks everything against the index before any
 array is returned, and a file that is not one it can read (damaged, truncated, another
 version) raises FileFormatError (a ValueError) naming it. A Paddle pickle given where an
-arrays file is expected is read by the restricted unpickler in `_pickle`.
+arrays file is expected is read by the restricted unpickler in `paddle_pickle`.
 """
 import json
 import zipfile
@@ -14,7 +14,7 @@ import zlib
 import numpy as np
 
 from ..graph.serialize import FORMAT_KEY, FORMAT_VERSION, FileFormatError, check_format
-from . import _pickle
+from . import paddle_pickle
 
 INDEX_KEY = "__numbaflow_vars__"
 _NPY_HEADER_MAX = 1 << 16          # a .npy header is far smaller; beyond it: damaged
@@ -50,10 +50,10 @@ def read_arrays(path, real_path=None, keep_name_table=False):
     # opened once: a save may rename a temp file into place meanwhile (loads take no lock)
     with open(real_path, "rb") as f:
         head = f.read(4)
-        if _pickle.is_pickle(head):
+        if paddle_pickle.is_pickle(head):
             f.seek(0)
-            obj = _pickle.load_pickle(f.read(), path)
-            return _pickle.paddle_state(obj, path, keep_name_table), {"kind": "paddle"}
+            obj = paddle_pickle.load_pickle(f.read(), path)
+            return paddle_pickle.paddle_state(obj, path, keep_name_table), {"kind": "paddle"}
         if not head:
             raise FileFormatError(f"file {path!r} is empty (an interrupted copy or save?)")
         if head != b"PK\x03\x04":

@@ -135,7 +135,7 @@ _SPLIT_BYTES = 1 << 30
 
 
 def writer(arrays, protocol, split=True):
-    """A writer (for io/_atomic.commit) of {name: ndarray} as Paddle's `static.save` and
+    """A writer (for persistence/atomic.commit) of {name: ndarray} as Paddle's `static.save` and
     `paddle.save` write it: one pickled dict, big arrays split as Paddle splits them
     (`split=False` for `.pdopt`, which Paddle neither splits nor re-joins)."""
     out = {k: np.ascontiguousarray(a) for k, a in arrays.items()}
