@@ -131,3 +131,29 @@ def test_a_full_shape_mask_added_first_is_still_the_mask():
     exe._runner.options = PlanOptions(fuse_softmax_mask=False)
     g_ref, = exe.run(main, feed={"q": q}, fetch_list=[dq])
     np.testing.assert_allclose(g, g_ref, rtol=1e-5, atol=1e-7)
+
+
+def test_a_classifier_bias_is_a_mask_in_inference_and_blocks_in_training():
+    # fc -> softmax: `x @ w + b` then softmax is softmax(x @ w + mask=b) in a test program;
+    # in training b needs its gradient, so the pass refuses and says so
+    main, startup = static.Program(), static.Program()
+    with static.program_guard(main, startup):
+        x = static.data("x", [None, 5])
+        prob = paddle.nn.functional.softmax(static.nn.fc(x, 3), axis=-1)
+        test = main.clone(for_test=True)
+        loss = paddle.mean(prob)
+        paddle.optimizer.SGD(0.1).minimize(loss)
+    exe = static.Executor(paddle.CPUPlace())
+    exe.run(startup)
+    xv = np.random.default_rng(2).standard_normal((4, 5)).astype("float32")
+    got, = exe.run(test, feed={"x": xv}, fetch_list=[prob.name])
+    assert "fused_softmax_mask" in {op.type for op in exe._runner.last_plan.ops}
+    w, b = (np.array(static.global_scope().find_var(p.name).get_tensor())
+            for p in main.all_parameters())
+    z = xv.astype(np.float64) @ w + b
+    want = np.exp(z - z.max(1, keepdims=True))
+    np.testing.assert_allclose(got, want / want.sum(1, keepdims=True), rtol=1e-5)
+    compiled = static.CompiledProgram(main)
+    exe.run(compiled, feed={"x": xv}, fetch_list=[loss])
+    row = [p for p in compiled.passes if p.name == "fuse_softmax_mask"][0]
+    assert not row.changed and "needs a gradient" in row.refusals[0][1]
