@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..graph.program import Variable
 from ..layer_helper import LayerHelper
-from ..tensor._helpers import _var
+from ..tensor._helpers import check_variable
 
 __all__ = ["softmax_mask_fuse", "softmax_mask_fuse_upper_triangle"]
 
@@ -35,8 +35,8 @@ def softmax_mask_fuse(x: Variable, mask: Variable, name: str | None = None) -> V
         >>> paddle.incubate.softmax_mask_fuse(x, m).shape
         (-1, 2, 4, 4)
     """
-    _var(x, "softmax_mask_fuse")
-    _var(mask, "softmax_mask_fuse", "mask")
+    check_variable(x, "softmax_mask_fuse")
+    check_variable(mask, "softmax_mask_fuse", "mask")
     return LayerHelper("softmax_mask_fuse", name).simple(
         "fused_softmax_mask", {"X": x, "Mask": mask}, {"scale": 1.0, "causal": False})
 
@@ -57,6 +57,6 @@ def softmax_mask_fuse_upper_triangle(x: Variable) -> Variable:
         >>> paddle.incubate.softmax_mask_fuse_upper_triangle(x).shape
         (-1, 2, 4, 4)
     """
-    _var(x, "softmax_mask_fuse_upper_triangle")
+    check_variable(x, "softmax_mask_fuse_upper_triangle")
     return LayerHelper("softmax_mask_fuse_upper_triangle").simple(
         "fused_softmax_mask", {"X": x}, {"scale": 1.0, "causal": True})
