@@ -13,7 +13,6 @@ nothing but time: whatever it did not compile, the run compiles as usual.
 import logging
 import os
 import pickle
-import resource
 import subprocess
 import sys
 import tempfile
@@ -68,18 +67,26 @@ def _claim(claims, i):
         return False
 
 
-def _compile_all(order, kernels, claims):
-    """Compile each kernel of `kernels` (indices in `order`) not claimed by the other side."""
+def _compile_all(order, kernel, claims):
+    """Compile each kernel `kernel(i)` -> (dispatcher, signature) for i in `order` that the
+    other side has not claimed; return the indices claimed here."""
+    ours = []
     for i in order:
         if _claim(claims, i):
-            kernels[i][0].compile(kernels[i][1])
+            ours.append(i)
+            try:
+                disp, sig = kernel(i)
+                disp.compile(sig)
+            except Exception as e:      # the run's own call raises it, naming the op
+                log.debug("precompile of kernel %d failed: %r", i, e)
+    return ours
 
 
 def start_helper(cold, work):
     """Start the helper process on the kernels `cold` ([(dispatcher, signature)]) in the
     directory `work` (its list, its claims, its stderr); returns (Popen, stderr file)."""
     payload = pickle.dumps([_spec(d, s) for d, s in cold])
-    os.mkdir(os.path.join(work, "claims"))
+    os.makedirs(os.path.join(work, "claims"), exist_ok=True)   # (may hold claims already)
     with open(os.path.join(work, "kernels.pkl"), "wb") as f:
         f.write(payload)
     err = open(os.path.join(work, "stderr"), "w+b")
@@ -101,7 +108,7 @@ def precompile(thunks):
         cold = cold_kernels(thunks)
         if len(cold) < MIN_COLD:
             return 0
-        t0, c0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime
+        t0, c0 = time.perf_counter(), os.times().children_user
         with tempfile.TemporaryDirectory(prefix="numbaflow-compile-") as work:
             try:
                 helper, err = start_helper(cold, work)
@@ -110,7 +117,10 @@ def precompile(thunks):
                 return 0
             with err:
                 try:
-                    _compile_all(reversed(range(len(cold))), cold, os.path.join(work, "claims"))
+                    ours = _compile_all(reversed(range(len(cold))), cold.__getitem__,
+                                        os.path.join(work, "claims"))
+                    if len(ours) == len(cold):  # the helper claimed nothing: do not wait for it
+                        helper.kill()
                     helper.wait(timeout=HELPER_TIMEOUT_S)
                 except subprocess.TimeoutExpired:       # the run compiles what is missing
                     helper.kill()
@@ -121,31 +131,29 @@ def precompile(thunks):
                     raise
                 err.seek(0)
                 why = err.read()[-500:].decode(errors="replace") if helper.returncode else ""
-        ours = sum(1 for d, s in cold if s in d.overloads)
         log.debug("compiled %d cold kernels in %.1f s: %d here, %d by the helper (%.1f s of "
-                  "CPU, exit %s)%s", len(cold), time.perf_counter() - t0, ours, len(cold) - ours,
-                  resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime - c0,
+                  "CPU, exit %s)%s", len(cold), time.perf_counter() - t0, len(ours),
+                  len(cold) - len(ours),
+                  os.times().children_user - c0,
                   helper.returncode, f": {why}" if why else "")
         return len(cold)
 
 
 def _helper(work):
-    """The helper's side: compile the kernels listed in `work`, from the front."""
+    """The helper's side: compile the kernels listed in `work`, from the front, each found
+    only once claimed (so that claiming starts at once)."""
     import importlib
 
     with open(os.path.join(work, "kernels.pkl"), "rb") as f:
         specs = pickle.load(f)
-    kernels, order = [], []
-    for i, (module, name, source, sig) in enumerate(specs):
-        try:        # a kernel defined in the user's __main__ cannot be found here: skip it
-            mod = cache.load_source(source) if source is not None else \
-                importlib.import_module(module)
-            kernels.append((getattr(mod, name), sig))
-            order.append(i)
-        except Exception as e:
-            kernels.append(None)
-            print(f"skipped {module}.{name}: {e!r}", file=sys.stderr)
-    _compile_all(order, kernels, os.path.join(work, "claims"))
+
+    def kernel(i):      # one defined in the user's __main__ is not found here: it fails
+        module, name, source, sig = specs[i]
+        mod = cache.load_source(source) if source is not None else \
+            importlib.import_module(module)
+        return getattr(mod, name), sig
+
+    _compile_all(range(len(specs)), kernel, os.path.join(work, "claims"))
 
 
 if __name__ == "__main__":
