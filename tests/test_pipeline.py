@@ -166,10 +166,10 @@ def test_training_or_inference_column():
     bs.fuse_all_optimizer_ops = bs.enable_auto_fusion = bs.sync_batch_norm = True
     names = lambda training: [p.name for _, p in passes_for(bs.effective(),
                                                             Context(training=training))]
-    assert names(True) == ["sync_batch_norm", "fuse_sgd_into_gemm", "fuse_all_optimizer_ops",
-                           "auto_fusion"]
+    assert names(True) == ["sync_batch_norm", "fuse_softmax_mask", "fuse_sgd_into_gemm",
+                           "fuse_all_optimizer_ops", "auto_fusion"]
     # (a forward-only program may still compute batch statistics: sync_batch_norm stays)
-    assert names(False) == ["sync_batch_norm", "auto_fusion"]
+    assert names(False) == ["sync_batch_norm", "fuse_softmax_mask", "auto_fusion"]
     for r in pipeline.PIPELINE:
         assert r.programs in pipeline.PROGRAMS, r
     only_inference = Row("enable_auto_fusion", FoldUnitScale, programs="inference")

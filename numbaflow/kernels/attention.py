@@ -152,7 +152,7 @@ def _gpu_kernels():
                 dx2[n, r] = scale * float64(y2[n, r]) * (float64(dy2[n, r]) - s) \
                     if r < valid else 0.0
 
-    return gpu_util._NS(forward=forward, backward=backward)
+    return gpu_util.Kernels(forward=forward, backward=backward)
 
 
 # ---------------------------------------------------------------- shapes and binding

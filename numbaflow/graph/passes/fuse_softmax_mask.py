@@ -132,11 +132,11 @@ def _match_one(block, sm, protected):
             return None, f"{v.name} is fetched, persistable or read by another op"
     attrs = {"scale": float(sc.attrs["scale"]) if sc else 1.0, "causal": False}
     ins = {"X": [x]} if mask is None else {"X": [x], "Mask": [mask]}
-    new = [block._make_op("fused_softmax_mask", ins, {"Out": [y]}, attrs)]
+    new = [block.make_op("fused_softmax_mask", ins, {"Out": [y]}, attrs)]
     new[0].role = sm.role
     at = [sm]
     if bwd:
-        gop = block._make_op("fused_softmax_mask_grad", {"Out": [y], "Out@GRAD": [g_out]},
+        gop = block.make_op("fused_softmax_mask_grad", {"Out": [y], "Out@GRAD": [g_out]},
                              {"X@GRAD": [dx]}, attrs)
         gop.role = bwd[-1].role
         new.append(gop)
