@@ -47,7 +47,7 @@ HELPER_IMPORTS = {
     "numbaflow.fluid.io": {"default_main_program"},
     "numbaflow.distributed": {"env_size", "install_abort_hooks"},
     "numbaflow.metric": {"LayerHelper"},
-    "numbaflow.incubate": {"LayerHelper", "Variable"},
+    "numbaflow.incubate": {"LayerHelper", "Variable", "check_variable"},
     "numbaflow.nn.initializer": {"next_op_seed"},
 }
 

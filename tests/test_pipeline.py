@@ -191,8 +191,8 @@ def test_an_inference_program_is_compiled_without_the_optimizer_passes():
     compiled = static.CompiledProgram(test_program, build_strategy=bs)
     got, = exe.run(compiled, feed=feed, fetch_list=[out], scope=scope)
     np.testing.assert_allclose(got, want, rtol=1e-6)
-    assert [p.name for p in compiled.passes] == ["auto_fusion"]
+    assert [p.name for p in compiled.passes] == ["fuse_softmax_mask", "auto_fusion"]
     train = static.CompiledProgram(main, build_strategy=bs)
     exe.run(train, feed=feed, fetch_list=[out], scope=scope)
-    assert [p.name for p in train.passes] == ["fuse_sgd_into_gemm", "fuse_all_optimizer_ops",
-                                              "auto_fusion"]
+    assert [p.name for p in train.passes] == ["fuse_softmax_mask", "fuse_sgd_into_gemm",
+                                              "fuse_all_optimizer_ops", "auto_fusion"]
