@@ -85,7 +85,7 @@ def kernels():
             out[n, m, oh, ow] = acc
 
     @cuda.jit(cache=True)
-    def conv_dinput(x, w, d, dx, sh, sw, pt, pl, dil_h, dil_w, relu, o, act):
+    def conv_dinput(x, w, d, dx, sh, sw, pt, pl, dil_h, dil_w, relu, fwd_out, act):
         N, C, H, W = dx.shape
         M, Cg, KH, KW = w.shape
         OH, OW = d.shape[2], d.shape[3]
@@ -115,12 +115,12 @@ def kernels():
                     ow = tw // sw
                     for mm in range(Mg):
                         m = g * Mg + mm
-                        if not act or o[n, m, oh, ow] > 0:     # act: relu's mask
+                        if not act or fwd_out[n, m, oh, ow] > 0:     # act: relu's mask
                             acc += float64(w[m, cc, i, j]) * float64(d[n, m, oh, ow])
             dx[n, c, ih, iw] = acc
 
     @cuda.jit(cache=True)
-    def conv_dfilter(x, d, dw, sh, sw, pt, pl, dil_h, dil_w, relu, o, act):
+    def conv_dfilter(x, d, dw, sh, sw, pt, pl, dil_h, dil_w, relu, fwd_out, act):
         N, C, H, W = x.shape
         M, Cg, KH, KW = dw.shape
         OH, OW = d.shape[2], d.shape[3]
@@ -141,7 +141,8 @@ def kernels():
                         continue
                     for ow in range(OW):
                         iw = ow * sw - pl + j * dil_w
-                        if iw >= 0 and iw < W and (not act or o[n, m, oh, ow] > 0):
+                        if iw >= 0 and iw < W and (not act or
+                                                   fwd_out[n, m, oh, ow] > 0):
                             v = float64(x[n, c, ih, iw])
                             if relu and not v > 0:
                                 v = 0.0
@@ -149,7 +150,7 @@ def kernels():
             dw[m, cc, i, j] = acc
 
     @cuda.jit(cache=True)
-    def conv_dbias(d, o, db, act):
+    def conv_dbias(d, fwd_out, db, act):
         # thread per channel: the sum over N, OH, OW of dOut (masked by o > 0 with act)
         N, M, OH, OW = d.shape
         for m in range(cuda.grid(1), M, cuda.gridsize(1)):
@@ -157,7 +158,7 @@ def kernels():
             for n in range(N):
                 for oh in range(OH):
                     for ow in range(OW):
-                        if not act or o[n, m, oh, ow] > 0:
+                        if not act or fwd_out[n, m, oh, ow] > 0:
                             acc += float64(d[n, m, oh, ow])
             db[m] = acc
 
