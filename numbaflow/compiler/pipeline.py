@@ -108,10 +108,12 @@ PIPELINE = [
     # before the elementwise fusions, which would take the conv's bias add and relu
     Row("fold_conv_batch_norm", FoldConvBatchNorm,
         "fold an is_test batch_norm (and the bias and relu around it) into the conv's "
-        "kernel, from its variables at run time.", programs="inference"),
+        "kernel, from its variables at run time (on by default; a plain Program run by "
+        "Executor.run gets it too).", default=True, programs="inference"),
     Row("fuse_conv_bias", FuseConvBias,
         "add a conv2d's bias (and apply a following relu) in the conv's kernel, and take "
-        "the bias gradient in its backward pass."),
+        "the bias gradient in its backward pass (on by default; a plain Program run by "
+        "Executor.run gets it too).", default=True),
     Row("fuse_softmax_mask", FuseSoftmaxMask,
         "run attention's `softmax(scale(x) + mask)` and its gradient as one kernel each "
         "(on by default; a plain Program run by Executor.run gets it too).", default=True),
