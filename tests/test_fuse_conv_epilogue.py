@@ -159,3 +159,34 @@ def test_inference_program_folds_batch_norm_at_run_time(compiled):
             assert row.changed and not row.refusals
     np.testing.assert_allclose(outs[True], outs[False], rtol=1e-5)
     assert abs(outs[True][1] - outs[True][0]) > 1e-4      # the new parameters were used
+
+
+def test_train_digits_cnn_is_fused_in_training_and_folded_in_its_test_program():
+    """examples/train_digits.py --model cnn (conv -> batch_norm(act=relu), twice): plain
+    Executor.run, as the example runs it."""
+    import argparse
+    from numbaflow.examples import train_digits
+    rng = np.random.default_rng(0)
+    feed = {"x": rng.standard_normal((16, 64)).astype(np.float32),
+            "y": rng.integers(0, 10, (16, 1)).astype(np.int64)}
+    runs = {}
+    for fuse in (False, True):
+        paddle.enable_static()
+        paddle.seed(0)
+        main, startup, test, loss, _ = train_digits.build_programs(
+            argparse.Namespace(model="cnn", lr=0.01))
+        exe, scope = static.Executor(paddle.CPUPlace()), static.Scope()
+        exe._runner.options = PlanOptions(fuse_conv_epilogue=fuse)
+        exe.run(startup, scope=scope)
+        got = [float(exe.run(main, feed=feed, fetch_list=[loss], scope=scope)[0])
+               for _ in range(3)]
+        train_ops = collections.Counter(op.type for op in exe._runner.last_plan.ops)
+        got.append(float(exe.run(test, feed=feed, fetch_list=[loss], scope=scope)[0]))
+        test_ops = collections.Counter(op.type for op in exe._runner.last_plan.ops)
+        runs[fuse] = got, train_ops, test_ops
+    (ref, _, before), (got, train_ops, test_ops) = runs[False], runs[True]
+    assert train_ops["fused_conv2d"] == train_ops["fused_conv2d_grad"] == 2
+    assert train_ops["batch_norm"] == 2
+    assert test_ops["fused_conv2d"] == 2 and test_ops["batch_norm"] == 0
+    assert before["batch_norm"] == 2 and before["conv2d"] == 2
+    np.testing.assert_allclose(got, ref, rtol=1e-5)
