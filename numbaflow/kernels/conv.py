@@ -12,7 +12,9 @@ padding multiply the input planes directly (they already are the columns).
 `fuse_relu_before_depthwise_conv` (set by a fusion pass, as Paddle's GPU pass does)
 applies relu to Input inside the kernel; the grad then masks Input@GRAD by Input > 0.
 
-Bias is not part of these ops: layers add it with `elementwise_add(axis=1)`, as Paddle.
+Bias is not part of these ops: layers add it with `elementwise_add(axis=1)`, as Paddle;
+fused_conv2d (conv_fused.py) runs these kernels with an epilogue (conv_epilogue.py) that
+adds it (and a relu, a folded batch_norm) as each output block is written.
 
 The CUDA kernels (direct: thread per output / dInput / dFilter element) are in conv_gpu.py.
 """
@@ -22,6 +24,7 @@ import numpy as np
 from numba import njit
 
 from . import conv_gpu
+from .conv_epilogue import dout_epilogue, epilogue
 from .registry import NO_GRAD, OpDef, Slot, VarInfo, register_op
 
 # reassoc lets LLVM vectorise the dFilter dot products; contract allows FMAs.
@@ -246,53 +249,6 @@ def col2im_unit(cols, gp, dx, kh, kw, pt, pl, OH, OW):
 # Python at bind time, so that a cold cache compiles only the path a program runs: with
 # both paths in one kernel behind a runtime test, the LeNet's conv backward took 2.3 s
 # of CPU to compile, 1.3 s without the strided path.
-# The epilogue (fused_conv2d, conv_fused.py) runs on each (sample, group) block right
-# after its GEMM wrote it, while it is still in cache: `epi` 0 nothing, 1 adds a
-# per-channel `add`, 2 computes `o * mul + add` (a folded batch_norm); `act` 1: relu.
-# Plain conv2d passes epi = act = 0 and empty (G, 0) arrays.
-@njit(**_JIT)
-def epilogue(o, mul, add, epi, act):
-    """o[r, :] = act(o[r, :] * mul[r] + add[r]) for the epi / act modes above."""
-    if epi == 0:
-        return
-    for r in range(o.shape[0]):
-        row = o[r]
-        a = add[r]
-        if epi == 2:
-            m = mul[r]
-            for j in range(row.shape[0]):
-                row[j] = row[j] * m + a
-        else:
-            for j in range(row.shape[0]):
-                row[j] += a
-        if act:
-            for j in range(row.shape[0]):
-                v = row[j]
-                row[j] = v if v > 0 else 0
-
-
-@njit(**_JIT)
-def dout_epilogue(d, o, dm, db, need_db, act):
-    """The gradient the GEMMs use for one (sample, group) block of dOut `d`: d itself, or
-    (act: relu) d masked by o > 0 written to `dm`; adds its row sums to the bias gradient
-    `db` (need_db) in the same pass over d."""
-    if not (need_db or act):
-        return d
-    for r in range(d.shape[0]):
-        s = 0.0
-        if act:
-            for j in range(d.shape[1]):
-                v = d[r, j] if o[r, j] > 0 else 0
-                dm[r, j] = v
-                s += v
-        else:
-            for j in range(d.shape[1]):
-                s += d[r, j]
-        if need_db:
-            db[r] += s
-    return dm if act else d
-
-
 @njit(**_JIT)
 def conv_fwd(x5, w3, out4, cols, mul2, add2, epi, act, kh, kw, sh, sw, pt, pl, dh, dw, OH, OW):
     """x5 (N, G, Cg, H, W), w3 (G, Mg, K), out4 (N, G, Mg, OH*OW), cols (K, OH*OW);
@@ -432,10 +388,11 @@ def no_epilogue(k, dtype):
     return np.zeros((k["groups"], 0), dtype)
 
 
-def forward_thunk(k, x, w, out, mul=None, add=None, act=False):
-    """The forward kernel of `k`'s path (1x1 / unit stride / strided) bound to Input `x`,
+def forward_thunk(cop, x, w, out, mul=None, add=None, act=False):
+    """The forward kernel of `cop`'s path (1x1 / unit stride / strided) bound to Input `x`,
     Filter `w` and Output `out`, with the epilogue `out = act(out * mul + add)` (mul, add:
     per output channel, (M,) arrays or None)."""
+    k = _geometry(cop)
     x5, w3, out4 = _views(k, x, w, out)
     none = no_epilogue(k, x.dtype)
     epi = 0 if add is None else 1 if mul is None else 2
@@ -452,10 +409,11 @@ def forward_thunk(k, x, w, out, mul=None, add=None, act=False):
     return functools.partial(conv_fwd, x5, w3, out4, cols, *epi_args, *_geo_args(k))
 
 
-def backward_thunk(k, x, w, d, dx=None, dw=None, out=None, db=None, act=False):
-    """The backward kernel of `k`'s path bound to Input `x`, Filter `w`, Output@GRAD `d`
+def backward_thunk(cop, x, w, d, dx=None, dw=None, out=None, db=None, act=False):
+    """The backward kernel of `cop`'s path bound to Input `x`, Filter `w`, Output@GRAD `d`
     and the gradients wanted (dx, dw, the bias gradient db: None when not); with `act`
     (relu) d is first masked by Output `out` > 0."""
+    k = _geometry(cop)
     x5, w3, d4 = _views(k, x, w, d)
     need_dx, need_dw, need_db = dx is not None, dw is not None, db is not None
     dx5 = dx.reshape(x5.shape) if need_dx else np.empty((0,) * 5, x.dtype)
@@ -486,18 +444,14 @@ def grad_out(outs, slot):
 
 
 def _conv_cpu(cop):
-    k = _geometry(cop)
-
     def bind(ins, outs):
-        return forward_thunk(k, ins["Input"][0], ins["Filter"][0], outs["Output"][0])
+        return forward_thunk(cop, ins["Input"][0], ins["Filter"][0], outs["Output"][0])
     return bind
 
 
 def _conv_grad_cpu(cop):
-    k = _geometry(cop)
-
     def bind(ins, outs):
-        return backward_thunk(k, ins["Input"][0], ins["Filter"][0], ins["Output@GRAD"][0],
+        return backward_thunk(cop, ins["Input"][0], ins["Filter"][0], ins["Output@GRAD"][0],
                               grad_out(outs, "Input@GRAD"), grad_out(outs, "Filter@GRAD"))
     return bind
 
@@ -507,12 +461,22 @@ def _relu_in(cop):
     return bool(cop.attrs.get("fuse_relu_before_depthwise_conv", False))
 
 
+def gpu_forward(cop, epilogue=None):
+    """The GPU factory body of `cop`'s forward (conv_gpu.conv_forward's `epilogue`)."""
+    return conv_gpu.conv_forward(_geometry(cop), _relu_in(cop), epilogue)
+
+
+def gpu_backward(cop, out=None, act=False):
+    """The GPU factory body of `cop`'s gradient (conv_gpu.conv_backward's out / act)."""
+    return conv_gpu.conv_backward(_geometry(cop), _relu_in(cop), out, act)
+
+
 def _conv_gpu(cop):
-    return conv_gpu.conv_forward(_geometry(cop), _relu_in(cop))
+    return gpu_forward(cop)
 
 
 def _conv_grad_gpu(cop):
-    return conv_gpu.conv_backward(_geometry(cop), _relu_in(cop))
+    return gpu_backward(cop)
 
 
 # ---------------------------------------------------------------- registration

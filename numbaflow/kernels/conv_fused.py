@@ -6,7 +6,7 @@
 
 act is "" or "relu". The kernels are conv2d's (conv.py, conv_gpu.py): each (sample,
 group) block of Output gets `o * mul + add` per channel (and the relu) right after its
-GEMM wrote it. A folded batch_norm (the BN* inputs, its Scale, Bias, Mean and Variance)
+GEMM wrote it (conv_epilogue.py). A folded batch_norm (the BN* inputs, its Scale, Bias, Mean and Variance)
 is computed per run from those variables, so a program whose parameters are reloaded
 stays right: mul = BNScale / sqrt(BNVariance + epsilon), add = (Bias - BNMean) * mul +
 BNBias; its cost is one pass over M channels.
@@ -19,12 +19,13 @@ read for the GEMMs.
 import functools
 
 import numpy as np
-from numba import njit
 
 from . import conv_gpu, gpu_util
-from .conv import (_ATTRS, _GRAD_OUT, _IN, _JIT, _conv_grad_infer, _conv_infer, _geometry,
-                   backward_thunk, forward_thunk, grad_out)
-from .registry import NO_GRAD, FUSED, OpDef, Slot, VarInfo, register_op, sequence
+from .conv import backward_thunk, forward_thunk, gpu_backward, gpu_forward, grad_out
+from .conv_epilogue import fold_bn
+from .registry import NO_GRAD, FUSED, OpDef, Slot, VarInfo, get_op_def, register_op, sequence
+
+CONV, CONV_GRAD = get_op_def("conv2d"), get_op_def("conv2d_grad")    # shapes, slots, attrs
 
 ACTIVATIONS = ("", "relu")
 BN = ("BNScale", "BNBias", "BNMean", "BNVariance")
@@ -52,7 +53,7 @@ def _check_channels(ctx, slots, m, dtype):
 
 
 def _infer(ctx):
-    out = _conv_infer(ctx)
+    out = CONV.infer(ctx)
     _act(ctx.attrs, ctx.op_type)
     given = [s for s in BN if ctx.input(s) is not None]
     if given and len(given) != len(BN):
@@ -62,7 +63,7 @@ def _infer(ctx):
 
 
 def _grad_infer(ctx):
-    outs = _conv_grad_infer(ctx)
+    outs = CONV_GRAD.infer(ctx)
     w = ctx.input("Filter")
     outs["Bias@GRAD"] = VarInfo((w.shape[0],), w.dtype)
     return outs
@@ -82,22 +83,11 @@ def _grad_rule(g):
               "Bias@GRAD": g.dx("Bias")}, dict(g.attrs))
 
 
-@njit(**_JIT)
-def fold_bn(scale, shift, mean, var, bias, has_bias, eps, mul, add):
-    """batch_norm(conv + bias) = conv * mul + add, per channel (float64 arithmetic)."""
-    for m in range(mul.shape[0]):
-        r = np.float64(scale[m]) / np.sqrt(np.float64(var[m]) + eps)
-        b = np.float64(bias[m]) if has_bias else 0.0
-        mul[m] = r
-        add[m] = (b - np.float64(mean[m])) * r + np.float64(shift[m])
-
-
 def _bn_arrays(ins):
     return [ins[s][0] for s in BN] if ins.get("BNScale") else None
 
 
 def _cpu(cop):
-    k = _geometry(cop)
     act, eps = _act(cop.attrs, cop.type), float(cop.attrs["epsilon"])
 
     def bind(ins, outs):
@@ -105,20 +95,19 @@ def _cpu(cop):
         bias = ins["Bias"][0] if ins.get("Bias") else None
         bn = _bn_arrays(ins)
         if bn is None:
-            return forward_thunk(k, x, w, out, None, bias, act)
-        mul, add = np.empty(k["m"], x.dtype), np.empty(k["m"], x.dtype)
+            return forward_thunk(cop, x, w, out, None, bias, act)
+        mul, add = np.empty(w.shape[0], x.dtype), np.empty(w.shape[0], x.dtype)
         fold = functools.partial(fold_bn, *bn, bias if bias is not None else mul,
                                  bias is not None, eps, mul, add)
-        return sequence([fold, forward_thunk(k, x, w, out, mul, add, act)])
+        return sequence([fold, forward_thunk(cop, x, w, out, mul, add, act)])
     return bind
 
 
 def _grad_cpu(cop):
-    k = _geometry(cop)
     act = _act(cop.attrs, cop.type)
 
     def bind(ins, outs):
-        return backward_thunk(k, ins["Input"][0], ins["Filter"][0], ins["Output@GRAD"][0],
+        return backward_thunk(cop, ins["Input"][0], ins["Filter"][0], ins["Output@GRAD"][0],
                               grad_out(outs, "Input@GRAD"), grad_out(outs, "Filter@GRAD"),
                               ins["Output"][0] if act else None, grad_out(outs, "Bias@GRAD"),
                               act)
@@ -141,22 +130,22 @@ def _gpu(cop):
         fold = conv_gpu.launch(conv_gpu.kernels().bn_fold, m, *bn,
                                bias if bias is not None else mul, bias is not None, eps, mul, add)
         return [fold, conv(mul, add, 2, act)]
-    return conv_gpu.conv_forward(_geometry(cop), False, epilogue)
+    return gpu_forward(cop, epilogue)
 
 
 def _grad_gpu(cop):
-    return conv_gpu.conv_backward(_geometry(cop), False, "Output", _act(cop.attrs, cop.type))
+    return gpu_backward(cop, "Output", _act(cop.attrs, cop.type))
 
 
-_FUSED_ATTRS = dict(_ATTRS, activation="", epsilon=1e-5)
+_FUSED_ATTRS = dict(CONV.attrs, activation="", epsilon=1e-5)
 register_op(OpDef(
-    "fused_conv2d", _IN + (Slot("Bias", optional=True),)
+    "fused_conv2d", CONV.inputs + (Slot("Bias", optional=True),)
     + tuple(Slot(s, optional=True, no_grad=True) for s in BN),
     (Slot("Output"),), _infer, _cpu, gpu=_gpu, attrs=_FUSED_ATTRS, grad=_grad_rule,
     traits=frozenset({FUSED}),
     doc="act(conv2d(Input, Filter) + Bias), or with an is_test batch_norm folded in "
         "(BN* inputs); made by the fuse_conv_bias / fold_conv_batch_norm passes"))
 register_op(OpDef(
-    "fused_conv2d_grad", _IN + (Slot("Output", optional=True), Slot("Output@GRAD")),
-    _GRAD_OUT + (Slot("Bias@GRAD", optional=True),), _grad_infer, _grad_cpu, gpu=_grad_gpu,
+    "fused_conv2d_grad", CONV.inputs + (Slot("Output", optional=True), Slot("Output@GRAD")),
+    CONV_GRAD.outputs + (Slot("Bias@GRAD", optional=True),), _grad_infer, _grad_cpu, gpu=_grad_gpu,
     attrs=_FUSED_ATTRS, traits=frozenset({NO_GRAD, FUSED})))
