@@ -17,16 +17,16 @@ _JIT = dict(nogil=True, cache=True, error_model="numpy", fastmath={"reassoc", "c
 @njit(**_JIT)
 def epilogue(o, mul, add, epi, act):
     """o[r, :] = act(o[r, :] * mul[r] + add[r]) for the epi / act modes above."""
-    if epi == 0:
+    if epi == 0 and not act:
         return
     for r in range(o.shape[0]):
         row = o[r]
-        a = add[r]
         if epi == 2:
-            m = mul[r]
+            m, a = mul[r], add[r]
             for j in range(row.shape[0]):
                 row[j] = row[j] * m + a
-        else:
+        elif epi == 1:
+            a = add[r]
             for j in range(row.shape[0]):
                 row[j] += a
         if act:

@@ -131,5 +131,7 @@ for _id in ("lenet_5x5_pad2", "stride2_pad1", "1x1_groups2", "groups2"):
            "BNVariance": _positive(_m)}
     row("fused_conv2d", dict(_base, **_bn), fused_conv_ref, f"fused_conv2d-{_id}-bn-relu",
         attrs=dict(_attrs, activation="relu", epsilon=1e-3), grad_inputs=(), **TOL)
+    row("fused_conv2d", {"Input": uniform(_xs), "Filter": uniform(_ws)}, fused_conv_ref,
+        f"fused_conv2d-{_id}-nobias-relu", attrs=dict(_attrs, activation="relu"), **TOL)
     row("fused_conv2d", dict({"Input": uniform(_xs), "Filter": uniform(_ws)}, **_bn),
         fused_conv_ref, f"fused_conv2d-{_id}-nobias-bn", attrs=_attrs, grad_inputs=(), **TOL)
