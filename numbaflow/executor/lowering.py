@@ -7,9 +7,9 @@ list: graph/passes/fuse_softmax_mask.py, and PlanOptions.fuse_conv_epilogue, wit
 bias, relu and, in a forward-only program, is_test batch_norm in fused_conv2d:
 graph/passes/fuse_conv_epilogue.py; the program is not changed), checks every read
 (a missing feed, an uninitialised parameter: typed errors naming the variable and the
-fix), infers every concrete shape, decides which fed arrays are used in place and which fetched ones are
-handed over without a copy, and assigns the temporaries to pooled buffers (memory.py:
-in-place and reuse by liveness; each gradient bucket back to back).
+fix), infers every concrete shape, decides which fed arrays are used in place and which
+fetched ones are handed over without a copy, and assigns the temporaries to pooled
+buffers (memory.py: in-place and reuse by liveness; each gradient bucket back to back).
 """
 from dataclasses import dataclass
 

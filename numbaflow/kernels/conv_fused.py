@@ -6,10 +6,10 @@
 
 act is "" or "relu". The kernels are conv2d's (conv.py, conv_gpu.py): each (sample,
 group) block of Output gets `o * mul + add` per channel (and the relu) right after its
-GEMM wrote it (conv_epilogue.py). A folded batch_norm (the BN* inputs, its Scale, Bias, Mean and Variance)
-is computed per run from those variables, so a program whose parameters are reloaded
-stays right: mul = BNScale / sqrt(BNVariance + epsilon), add = (Bias - BNMean) * mul +
-BNBias; its cost is one pass over M channels.
+GEMM wrote it (conv_epilogue.py). A folded batch_norm (the BN* inputs: its Scale, Bias,
+Mean and Variance) is computed per run from those variables, so a program whose parameters
+are reloaded stays right: mul = BNScale / sqrt(BNVariance + epsilon), add = (Bias - BNMean)
+* mul + BNBias; its cost is one pass over M channels.
 
 fused_conv2d_grad (no batch_norm: a folded one is inference-only) computes dInput,
 dFilter and Bias@GRAD in one pass over dOut, which it first masks by Output > 0 (relu):
