@@ -190,3 +190,26 @@ def test_train_digits_cnn_is_fused_in_training_and_folded_in_its_test_program():
     assert test_ops["fused_conv2d"] == 2 and test_ops["batch_norm"] == 0
     assert before["batch_norm"] == 2 and before["conv2d"] == 2
     np.testing.assert_allclose(got, ref, rtol=1e-5)
+
+
+def test_data_parallel_cnn_with_fused_conv_bias_trains_the_same():
+    """Two CPU places: the bias gradients the fused grad op writes are summed like the
+    elementwise_add_grad's were (same variables)."""
+    runs = {}
+    for fuse in (False, True):
+        paddle.enable_static()
+        paddle.seed(0)
+        built = models.cnn_program(paddle)
+        exe, scope = static.Executor(paddle.CPUPlace()), static.Scope()
+        exe.run(built.startup, scope=scope)
+        bs = static.BuildStrategy()
+        bs.fuse_conv_bias = fuse
+        prog = static.CompiledProgram(built.main, build_strategy=bs).with_data_parallel(
+            loss_name=built.loss.name, places=[paddle.CPUPlace()] * 2)
+        losses = [float(np.mean(exe.run(prog, feed=models.batch("cnn", s),
+                                        fetch_list=[built.loss], scope=scope)[0]))
+                  for s in range(3)]
+        runs[fuse] = losses, _ops(exe, prog, True)
+    (ref, before), (got, after) = runs[False], runs[True]
+    assert before["fused_conv2d_grad"] == 0 and after["fused_conv2d_grad"] == 2
+    np.testing.assert_allclose(got, ref, rtol=1e-5)
