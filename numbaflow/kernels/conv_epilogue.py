@@ -14,7 +14,7 @@ _JIT = dict(nogil=True, cache=True, error_model="numpy", fastmath={"reassoc", "c
 # after its GEMM wrote it, while it is still in cache: `epi` 0 nothing, 1 adds a
 # per-channel `add`, 2 computes `o * mul + add` (a folded batch_norm); `act` 1: relu.
 # Plain conv2d passes epi = act = 0 and empty (G, 0) arrays.
-@njit(**_JIT)
+@njit(inline="always", **_JIT)
 def epilogue(o, mul, add, epi, act):
     """o[r, :] = act(o[r, :] * mul[r] + add[r]) for the epi / act modes above."""
     if epi == 0 and not act:
@@ -35,7 +35,7 @@ def epilogue(o, mul, add, epi, act):
                 row[j] = v if v > 0 else 0
 
 
-@njit(**_JIT)
+@njit(inline="always", **_JIT)
 def dout_epilogue(d, o, dm, db, need_db, act):
     """The gradient the GEMMs use for one (sample, group) block of dOut `d`: d itself, or
     (act: relu) d masked by o > 0 written to `dm`; adds its row sums to the bias gradient
