@@ -411,8 +411,9 @@ def conv_bn():
     return main, loss
 
 
-FUSIONS = ["sync_batch_norm", "fuse_relu_depthwise_conv", "fuse_softmax_mask",
-           "fuse_elewise_add_act", "fuse_sgd_into_gemm", "fuse_all_optimizer_ops", "auto_fusion"]
+FUSIONS = ["sync_batch_norm", "fuse_relu_depthwise_conv", "fold_conv_batch_norm",
+           "fuse_conv_bias", "fuse_softmax_mask", "fuse_elewise_add_act",
+           "fuse_sgd_into_gemm", "fuse_all_optimizer_ops", "auto_fusion"]
 
 
 def test_every_pass_is_listed_here():

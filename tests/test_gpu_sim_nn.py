@@ -1,4 +1,4 @@
-"""The CNN ops' CUDA kernels (conv2d, depthwise_conv2d, pool2d, batch_norm, dropout,
+"""The CNN ops' CUDA kernels (conv2d, depthwise_conv2d, fused_conv2d, pool2d, batch_norm, dropout,
 lookup_table_v2 and their gradients) under numba's CUDA simulator, in a subprocess (the
 simulator must be selected before numba.cuda is first imported).
 
@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-OPS = ("conv2d", "depthwise_conv2d", "pool2d", "batch_norm", "dropout", "lookup_table_v2")
+OPS = ("conv2d", "depthwise_conv2d", "fused_conv2d", "pool2d", "batch_norm", "dropout",
+       "lookup_table_v2")
 
 SCRIPT = textwrap.dedent("""
     import sys
@@ -82,6 +83,8 @@ SCRIPT = textwrap.dedent("""
     EXTRA = [
         ("conv2d", {{"Input": u(2, 3, 9, 8), "Filter": u(4, 3, 3, 3)}},
          {{"paddings": [1, 1], "strides": [2, 1]}}),
+        ("fused_conv2d", {{"Input": u(2, 3, 9, 8), "Filter": u(4, 3, 3, 3), "Bias": u(4)}},
+         {{"paddings": [1, 1], "activation": "relu"}}),
         ("depthwise_conv2d", {{"Input": u(2, 4, 9, 8), "Filter": u(8, 1, 3, 3)}},
          {{"groups": 4, "paddings": [1, 1], "fuse_relu_before_depthwise_conv": True}}),
         ("pool2d", {{"X": perm(2, 3, 9, 8)}}, {{"ksize": [3, 3], "strides": [2, 2],

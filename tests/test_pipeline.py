@@ -89,14 +89,20 @@ def test_rows_decide_when_a_pass_applies():
     bs = static.BuildStrategy()
     bs.fuse_all_optimizer_ops = True
     one = [p.name for _, p in passes_for(bs.effective(), Context(devices=1))]
-    assert one == ["fuse_softmax_mask", "fuse_sgd_into_gemm", "fuse_all_optimizer_ops"]
+    assert one == ["fuse_conv_bias", "fuse_softmax_mask", "fuse_sgd_into_gemm",
+                   "fuse_all_optimizer_ops"]
     # a weight updated inside the gemm would miss the other devices' gradients
     several = [p.name for _, p in passes_for(bs.effective(),
                                              Context(devices=2, data_parallel=True))]
-    assert several == ["fuse_softmax_mask", "fuse_all_optimizer_ops", "multi_devices"]
-    # the default strategy runs only the default-on row
+    assert several == ["fuse_conv_bias", "fuse_softmax_mask", "fuse_all_optimizer_ops",
+                       "multi_devices"]
+    # the default strategy runs only the default-on rows (and in an inference program the
+    # batch_norm fold)
     assert [p.name for _, p in passes_for(static.BuildStrategy().effective(), Context())] == \
-        ["fuse_softmax_mask"]
+        ["fuse_conv_bias", "fuse_softmax_mask"]
+    assert [p.name for _, p in passes_for(static.BuildStrategy().effective(),
+                                          Context(training=False))] == \
+        ["fold_conv_batch_norm", "fuse_conv_bias", "fuse_softmax_mask"]
 
 
 def test_build_strategy_flags_and_help_come_from_the_rows():
@@ -105,7 +111,8 @@ def test_build_strategy_flags_and_help_come_from_the_rows():
         if row.flag:
             assert getattr(bs, row.flag) is row.default
             assert f"- {row.flag}" in static.BuildStrategy.__doc__
-    assert bs.fuse_softmax_mask is True       # the one default-on row
+    # the default-on rows
+    assert bs.fuse_softmax_mask and bs.fuse_conv_bias and bs.fold_conv_batch_norm
     assert pipeline.PIPELINE[-1].data_parallel       # the rewrite is the last row
 
 
@@ -166,10 +173,11 @@ def test_training_or_inference_column():
     bs.fuse_all_optimizer_ops = bs.enable_auto_fusion = bs.sync_batch_norm = True
     names = lambda training: [p.name for _, p in passes_for(bs.effective(),
                                                             Context(training=training))]
-    assert names(True) == ["sync_batch_norm", "fuse_softmax_mask", "fuse_sgd_into_gemm",
-                           "fuse_all_optimizer_ops", "auto_fusion"]
+    assert names(True) == ["sync_batch_norm", "fuse_conv_bias", "fuse_softmax_mask",
+                           "fuse_sgd_into_gemm", "fuse_all_optimizer_ops", "auto_fusion"]
     # (a forward-only program may still compute batch statistics: sync_batch_norm stays)
-    assert names(False) == ["sync_batch_norm", "fuse_softmax_mask", "auto_fusion"]
+    assert names(False) == ["sync_batch_norm", "fold_conv_batch_norm", "fuse_conv_bias",
+                            "fuse_softmax_mask", "auto_fusion"]
     for r in pipeline.PIPELINE:
         assert r.programs in pipeline.PROGRAMS, r
     only_inference = Row("enable_auto_fusion", FoldUnitScale, programs="inference")
@@ -191,8 +199,10 @@ def test_an_inference_program_is_compiled_without_the_optimizer_passes():
     compiled = static.CompiledProgram(test_program, build_strategy=bs)
     got, = exe.run(compiled, feed=feed, fetch_list=[out], scope=scope)
     np.testing.assert_allclose(got, want, rtol=1e-6)
-    assert [p.name for p in compiled.passes] == ["fuse_softmax_mask", "auto_fusion"]
+    assert [p.name for p in compiled.passes] == ["fold_conv_batch_norm", "fuse_conv_bias",
+                                                 "fuse_softmax_mask", "auto_fusion"]
     train = static.CompiledProgram(main, build_strategy=bs)
     exe.run(train, feed=feed, fetch_list=[out], scope=scope)
-    assert [p.name for p in train.passes] == ["fuse_softmax_mask", "fuse_sgd_into_gemm",
+    assert [p.name for p in train.passes] == ["fuse_conv_bias", "fuse_softmax_mask",
+                                              "fuse_sgd_into_gemm",
                                               "fuse_all_optimizer_ops", "auto_fusion"]

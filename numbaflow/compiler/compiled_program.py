@@ -295,7 +295,8 @@ class CompiledProgram:
                            num_threads=es.num_threads,
                            sequential=bs.enable_sequential_execution,
                            device_lock=not bs.remove_unnecessary_lock,
-                           fuse_softmax_mask=False)   # the pipeline's row did it (or not)
+                           # the pipeline's rows did these (or not)
+                           fuse_softmax_mask=False, fuse_conv_epilogue=False)
 
     def memory_stats(self) -> dict[str, int]:
         """Memory of the last run's plan.

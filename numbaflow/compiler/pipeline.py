@@ -14,6 +14,7 @@ from ..distributed.rewrite import MultiDevicesPass
 from ..graph.nodes import FORWARD
 from ..graph.passes import apply_passes
 from ..graph.passes.auto_fusion import AutoFusion
+from ..graph.passes.fuse_conv_epilogue import FoldConvBatchNorm, FuseConvBias
 from ..graph.passes.fuse_elewise_add_act import FuseElewiseAddAct
 from ..graph.passes.fuse_optimizer_ops import FuseAllOptimizerOps
 from ..graph.passes.fuse_relu_depthwise_conv import FuseReluDepthwiseConv
@@ -104,6 +105,15 @@ PIPELINE = [
         "batch_norm statistics (and their gradients) span every place and rank."),
     Row("fuse_relu_depthwise_conv", FuseReluDepthwiseConv,
         "run `depthwise_conv2d(relu(x))` and its gradient as one kernel."),
+    # before the elementwise fusions, which would take the conv's bias add and relu
+    Row("fold_conv_batch_norm", FoldConvBatchNorm,
+        "fold an is_test batch_norm (and the bias and relu around it) into the conv's "
+        "kernel, from its variables at run time (on by default; a plain Program run by "
+        "Executor.run gets it too).", default=True, programs="inference"),
+    Row("fuse_conv_bias", FuseConvBias,
+        "add a conv2d's bias (and apply a following relu) in the conv's kernel, and take "
+        "the bias gradient in its backward pass (on by default; a plain Program run by "
+        "Executor.run gets it too).", default=True),
     Row("fuse_softmax_mask", FuseSoftmaxMask,
         "run attention's `softmax(scale(x) + mask)` and its gradient as one kernel each "
         "(on by default; a plain Program run by Executor.run gets it too).", default=True),

@@ -3,15 +3,18 @@ from, checked before any kernel exists.
 
 `lower` selects the ops the fetches need (for a plain Program, PlanOptions.fuse_softmax_mask,
 with attention's `scale -> + mask -> softmax` chains replaced by fused_softmax_mask in that
-list: graph/passes/fuse_softmax_mask.py; the program is not changed), checks every read
+list: graph/passes/fuse_softmax_mask.py, and PlanOptions.fuse_conv_epilogue, with conv2d's
+bias, relu and, in a forward-only program, is_test batch_norm in fused_conv2d:
+graph/passes/fuse_conv_epilogue.py; the program is not changed), checks every read
 (a missing feed, an uninitialised parameter: typed errors naming the variable and the
-fix), infers every concrete shape, decides which fed arrays are used in place and which fetched ones are
-handed over without a copy, and assigns the temporaries to pooled buffers (memory.py:
-in-place and reuse by liveness; each gradient bucket back to back).
+fix), infers every concrete shape, decides which fed arrays are used in place and which
+fetched ones are handed over without a copy, and assigns the temporaries to pooled
+buffers (memory.py: in-place and reuse by liveness; each gradient bucket back to back).
 """
 from dataclasses import dataclass
 
-from ..graph.passes.fuse_softmax_mask import fuse_in_op_list
+from ..graph import passes
+from ..graph.nodes import FORWARD
 from ..graph.program import infer_op
 from ..kernels.registry import COLLECTIVE, FLAT_INPUTS, ConcreteOp, VarInfo, get_op_def
 from .memory import assign_buffers
@@ -91,8 +94,12 @@ def lower(program, feed, fetch_vars, scope, options, host):
     `fetch_vars` and the arrays `scope` holds; `host`: buffers live in host memory."""
     block = program.global_block()
     ops = select_ops(block, fetch_vars)
-    if options.fuse_softmax_mask:      # a plain Program: its one default-on rewrite
-        ops = fuse_in_op_list(block, ops, {v.name for v in feed} | {v.name for v in fetch_vars})
+    protected = {v.name for v in feed} | {v.name for v in fetch_vars}
+    if options.fuse_softmax_mask:      # a plain Program: its default-on rewrites
+        ops = passes.fuse_softmax_mask.fuse_in_op_list(block, ops, protected)
+    if options.fuse_conv_epilogue:
+        forward_only = all(op.role == FORWARD for b in program.blocks for op in b.ops)
+        ops = passes.fuse_conv_epilogue.fuse_in_op_list(block, ops, protected, forward_only)
     fed = set(feed)
     shapes = {v: VarInfo(a.shape, a.dtype) for v, a in feed.items()}
     _check_reads(ops, fed, fetch_vars, scope, shapes)

@@ -70,6 +70,9 @@ class PlanOptions:
     # `scale -> + mask -> softmax` (and its gradient) run as fused_softmax_mask: on for a
     # plain Program; a CompiledProgram's pipeline row decides instead (off here)
     fuse_softmax_mask: bool = True
+    # conv2d's bias and relu (and, in a forward-only program, an is_test batch_norm) in
+    # its kernel: graph/passes/fuse_conv_epilogue.py; likewise on for a plain Program
+    fuse_conv_epilogue: bool = True
 
 
 class Plan:

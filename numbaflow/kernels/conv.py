@@ -12,7 +12,9 @@ padding multiply the input planes directly (they already are the columns).
 `fuse_relu_before_depthwise_conv` (set by a fusion pass, as Paddle's GPU pass does)
 applies relu to Input inside the kernel; the grad then masks Input@GRAD by Input > 0.
 
-Bias is not part of these ops: layers add it with `elementwise_add(axis=1)`, as Paddle.
+Bias is not part of these ops: layers add it with `elementwise_add(axis=1)`, as Paddle;
+fused_conv2d (conv_fused.py) runs these kernels with an epilogue (conv_epilogue.py) that
+adds it (and a relu, a folded batch_norm) as each output block is written.
 
 The CUDA kernels (direct: thread per output / dInput / dFilter element) are in conv_gpu.py.
 """
@@ -22,6 +24,7 @@ import numpy as np
 from numba import njit
 
 from . import conv_gpu
+from .conv_epilogue import dout_epilogue, epilogue
 from .registry import NO_GRAD, OpDef, Slot, VarInfo, register_op
 
 # reassoc lets LLVM vectorise the dFilter dot products; contract allows FMAs.
@@ -247,29 +250,33 @@ def col2im_unit(cols, gp, dx, kh, kw, pt, pl, OH, OW):
 # both paths in one kernel behind a runtime test, the LeNet's conv backward took 2.3 s
 # of CPU to compile, 1.3 s without the strided path.
 @njit(**_JIT)
-def conv_fwd(x5, w3, out4, cols, kh, kw, sh, sw, pt, pl, dh, dw, OH, OW):
-    """x5 (N, G, Cg, H, W), w3 (G, Mg, K), out4 (N, G, Mg, OH*OW), cols (K, OH*OW)."""
+def conv_fwd(x5, w3, out4, cols, mul2, add2, epi, act, kh, kw, sh, sw, pt, pl, dh, dw, OH, OW):
+    """x5 (N, G, Cg, H, W), w3 (G, Mg, K), out4 (N, G, Mg, OH*OW), cols (K, OH*OW);
+    mul2, add2 (G, Mg): the epilogue's."""
     for n in range(x5.shape[0]):
         for g in range(x5.shape[1]):
             im2col(x5[n, g], cols, kh, kw, sh, sw, pt, pl, dh, dw, OH, OW)
             np.dot(w3[g], cols, out4[n, g])
+            epilogue(out4[n, g], mul2[g], add2[g], epi, act)
 
 
 @njit(**_JIT)
-def conv_fwd_unit(x5, w3, out4, cols, xp, kh, kw, pt, pl, OH, OW):
+def conv_fwd_unit(x5, w3, out4, cols, xp, mul2, add2, epi, act, kh, kw, pt, pl, OH, OW):
     """conv_fwd for stride 1 / dilation 1; xp: the zero-bordered plane of im2col_unit."""
     for n in range(x5.shape[0]):
         for g in range(x5.shape[1]):
             im2col_unit(x5[n, g], xp, cols, kh, kw, pt, pl, OH, OW)
             np.dot(w3[g], cols, out4[n, g])
+            epilogue(out4[n, g], mul2[g], add2[g], epi, act)
 
 
 @njit(**_JIT)
-def conv1x1_fwd(x4, w3, out4):
+def conv1x1_fwd(x4, w3, out4, mul2, add2, epi, act):
     """1x1, stride 1, no padding: x4 (N, G, Cg, H*W) already is the columns."""
     for n in range(x4.shape[0]):
         for g in range(x4.shape[1]):
             np.dot(w3[g], x4[n, g], out4[n, g])
+            epilogue(out4[n, g], mul2[g], add2[g], epi, act)
 
 
 @njit(**_JIT)
@@ -282,51 +289,63 @@ def _add_dfilter(d, cols, tmpw, dwg):
             dwg[i, j] += tmpw[i, j]
 
 
+# The backward kernels take the epilogue's gradient too (fused_conv2d_grad): o4 (the
+# Output, read when act), dm (Mg, OH*OW scratch) and db2 (G, Mg, the bias gradient);
+# plain conv2d_grad passes need_db = act = False and empty arrays.
 @njit(**_JIT)
 def conv_bwd(x5, w3, d4, dx5, dw3, cols, dcols, tmpw, need_dx, need_dw,
-             kh, kw, sh, sw, pt, pl, dh, dw, OH, OW):
+             o4, dm, db2, need_db, act, kh, kw, sh, sw, pt, pl, dh, dw, OH, OW):
     """dFilter_g = sum_n dOut[n, g] @ cols(x[n, g])^T; dInput[n, g] = col2im(W_g^T @ dOut[n, g])."""
     if need_dw:
         dw3[:] = 0
     if need_dx:
         dx5[:] = 0
+    if need_db:
+        db2[:] = 0
     for n in range(d4.shape[0]):
         for g in range(d4.shape[1]):
+            d = dout_epilogue(d4[n, g], o4[n, g], dm, db2[g], need_db, act)
             if need_dw:
                 im2col(x5[n, g], cols, kh, kw, sh, sw, pt, pl, dh, dw, OH, OW)
-                _add_dfilter(d4[n, g], cols, tmpw, dw3[g])
+                _add_dfilter(d, cols, tmpw, dw3[g])
             if need_dx:
-                np.dot(w3[g].T, d4[n, g], dcols)
+                np.dot(w3[g].T, d, dcols)
                 col2im(dcols, dx5[n, g], kh, kw, sh, sw, pt, pl, dh, dw, OH, OW)
 
 
 @njit(**_JIT)
 def conv_bwd_unit(x5, w3, d4, dx5, dw3, cols, dcols, tmpw, xp, gp, need_dx, need_dw,
-                  kh, kw, pt, pl, OH, OW):
+                  o4, dm, db2, need_db, act, kh, kw, pt, pl, OH, OW):
     """conv_bwd for stride 1 / dilation 1; xp, gp: the zero-bordered planes of
     im2col_unit / col2im_unit (col2im_unit overwrites dInput: no zeroing pass)."""
     if need_dw:
         dw3[:] = 0
+    if need_db:
+        db2[:] = 0
     for n in range(d4.shape[0]):
         for g in range(d4.shape[1]):
+            d = dout_epilogue(d4[n, g], o4[n, g], dm, db2[g], need_db, act)
             if need_dw:
                 im2col_unit(x5[n, g], xp, cols, kh, kw, pt, pl, OH, OW)
-                _add_dfilter(d4[n, g], cols, tmpw, dw3[g])
+                _add_dfilter(d, cols, tmpw, dw3[g])
             if need_dx:
-                np.dot(w3[g].T, d4[n, g], dcols)
+                np.dot(w3[g].T, d, dcols)
                 col2im_unit(dcols, gp, dx5[n, g], kh, kw, pt, pl, OH, OW)
 
 
 @njit(**_JIT)
-def conv1x1_bwd(x4, w3, d4, dx4, dw3, tmpw, need_dx, need_dw):
+def conv1x1_bwd(x4, w3, d4, dx4, dw3, tmpw, need_dx, need_dw, o4, dm, db2, need_db, act):
     if need_dw:
         dw3[:] = 0
+    if need_db:
+        db2[:] = 0
     for n in range(d4.shape[0]):
         for g in range(d4.shape[1]):
+            d = dout_epilogue(d4[n, g], o4[n, g], dm, db2[g], need_db, act)
             if need_dw:
-                _add_dfilter(d4[n, g], x4[n, g], tmpw, dw3[g])
+                _add_dfilter(d, x4[n, g], tmpw, dw3[g])
             if need_dx:
-                np.dot(w3[g].T, d4[n, g], dx4[n, g])
+                np.dot(w3[g].T, d, dx4[n, g])
 
 
 def _is_1x1(k):
@@ -364,47 +383,76 @@ def _unit_args(k):
     return k["kh"], k["kw"], k["pt"], k["pl"], k["oh"], k["ow"]
 
 
-def _conv_cpu(cop):
-    k = _geometry(cop)
+def no_epilogue(k, dtype):
+    """The empty (G, 0) per-channel array of a kernel argument the epilogue does not use."""
+    return np.zeros((k["groups"], 0), dtype)
 
+
+def forward_thunk(cop, x, w, out, mul=None, add=None, act=False):
+    """The forward kernel of `cop`'s path (1x1 / unit stride / strided) bound to Input `x`,
+    Filter `w` and Output `out`, with the epilogue `out = act(out * mul + add)` (mul, add:
+    per output channel, (M,) arrays or None)."""
+    k = _geometry(cop)
+    x5, w3, out4 = _views(k, x, w, out)
+    none = no_epilogue(k, x.dtype)
+    epi = 0 if add is None else 1 if mul is None else 2
+    mul2 = none if mul is None else mul.reshape(w3.shape[:2])
+    add2 = none if add is None else add.reshape(w3.shape[:2])
+    epi_args = (mul2, add2, epi, int(act))
+    if _is_1x1(k):
+        return functools.partial(conv1x1_fwd, x5.reshape(x5.shape[:3] + (-1,)), w3, out4,
+                                 *epi_args)
+    cols = np.empty((w3.shape[2], k["oh"] * k["ow"]), x.dtype)
+    if _is_unit(k):
+        return functools.partial(conv_fwd_unit, x5, w3, out4, cols, _padded_plane(k, x.dtype),
+                                 *epi_args, *_unit_args(k))
+    return functools.partial(conv_fwd, x5, w3, out4, cols, *epi_args, *_geo_args(k))
+
+
+def backward_thunk(cop, x, w, d, dx=None, dw=None, out=None, db=None, act=False):
+    """The backward kernel of `cop`'s path bound to Input `x`, Filter `w`, Output@GRAD `d`
+    and the gradients wanted (dx, dw, the bias gradient db: None when not); with `act`
+    (relu) d is first masked by Output `out` > 0."""
+    k = _geometry(cop)
+    x5, w3, d4 = _views(k, x, w, d)
+    need_dx, need_dw, need_db = dx is not None, dw is not None, db is not None
+    dx5 = dx.reshape(x5.shape) if need_dx else np.empty((0,) * 5, x.dtype)
+    dw3 = dw.reshape(w3.shape) if need_dw else np.empty((0,) * 3, x.dtype)
+    tmpw = np.empty(w3.shape[1:], x.dtype)
+    epi_args = (out.reshape(d4.shape) if act else d4,
+                np.empty(d4.shape[2:] if act else (0, 0), x.dtype),
+                db.reshape(w3.shape[:2]) if need_db else no_epilogue(k, x.dtype),
+                need_db, bool(act))
+    if _is_1x1(k):
+        flat = x5.shape[:3] + (-1,)
+        dx4 = dx5.reshape(flat) if need_dx else np.empty((0,) * 4, x.dtype)
+        return functools.partial(conv1x1_bwd, x5.reshape(flat), w3, d4, dx4, dw3, tmpw,
+                                 need_dx, need_dw, *epi_args)
+    cols = np.empty((w3.shape[2], k["oh"] * k["ow"]), x.dtype)
+    dcols = np.empty_like(cols) if need_dx else cols
+    if _is_unit(k):
+        return functools.partial(conv_bwd_unit, x5, w3, d4, dx5, dw3, cols, dcols, tmpw,
+                                 _padded_plane(k, x.dtype), _padded_plane(k, x.dtype),
+                                 need_dx, need_dw, *epi_args, *_unit_args(k))
+    return functools.partial(conv_bwd, x5, w3, d4, dx5, dw3, cols, dcols, tmpw,
+                             need_dx, need_dw, *epi_args, *_geo_args(k))
+
+
+def grad_out(outs, slot):
+    """The array of optional output `slot`, or None when the op does not compute it."""
+    return outs[slot][0] if outs.get(slot) and outs[slot][0].size > 0 else None
+
+
+def _conv_cpu(cop):
     def bind(ins, outs):
-        x, w, out = ins["Input"][0], ins["Filter"][0], outs["Output"][0]
-        x5, w3, out4 = _views(k, x, w, out)
-        if _is_1x1(k):
-            return functools.partial(conv1x1_fwd, x5.reshape(x5.shape[:3] + (-1,)), w3, out4)
-        cols = np.empty((w3.shape[2], k["oh"] * k["ow"]), x.dtype)
-        if _is_unit(k):
-            return functools.partial(conv_fwd_unit, x5, w3, out4, cols,
-                                     _padded_plane(k, x.dtype), *_unit_args(k))
-        return functools.partial(conv_fwd, x5, w3, out4, cols, *_geo_args(k))
+        return forward_thunk(cop, ins["Input"][0], ins["Filter"][0], outs["Output"][0])
     return bind
 
 
 def _conv_grad_cpu(cop):
-    k = _geometry(cop)
-
     def bind(ins, outs):
-        x, w, d = ins["Input"][0], ins["Filter"][0], ins["Output@GRAD"][0]
-        dx = outs["Input@GRAD"][0] if outs.get("Input@GRAD") else np.empty((0,) * 4, x.dtype)
-        dw = outs["Filter@GRAD"][0] if outs.get("Filter@GRAD") else np.empty((0,) * 4, x.dtype)
-        need_dx, need_dw = dx.size > 0, dw.size > 0
-        x5, w3, d4 = _views(k, x, w, d)
-        dx5 = dx.reshape(x5.shape) if need_dx else np.empty((0,) * 5, x.dtype)
-        dw3 = dw.reshape(w3.shape) if need_dw else np.empty((0,) * 3, x.dtype)
-        tmpw = np.empty(w3.shape[1:], x.dtype)
-        if _is_1x1(k):
-            flat = x5.shape[:3] + (-1,)
-            dx4 = dx5.reshape(flat) if need_dx else np.empty((0,) * 4, x.dtype)
-            return functools.partial(conv1x1_bwd, x5.reshape(flat), w3, d4, dx4, dw3, tmpw,
-                                     need_dx, need_dw)
-        cols = np.empty((w3.shape[2], k["oh"] * k["ow"]), x.dtype)
-        dcols = np.empty_like(cols) if need_dx else cols
-        if _is_unit(k):
-            return functools.partial(conv_bwd_unit, x5, w3, d4, dx5, dw3, cols, dcols, tmpw,
-                                     _padded_plane(k, x.dtype), _padded_plane(k, x.dtype),
-                                     need_dx, need_dw, *_unit_args(k))
-        return functools.partial(conv_bwd, x5, w3, d4, dx5, dw3, cols, dcols, tmpw,
-                                 need_dx, need_dw, *_geo_args(k))
+        return backward_thunk(cop, ins["Input"][0], ins["Filter"][0], ins["Output@GRAD"][0],
+                              grad_out(outs, "Input@GRAD"), grad_out(outs, "Filter@GRAD"))
     return bind
 
 
@@ -413,12 +461,22 @@ def _relu_in(cop):
     return bool(cop.attrs.get("fuse_relu_before_depthwise_conv", False))
 
 
+def gpu_forward(cop, epilogue=None):
+    """The GPU factory body of `cop`'s forward (conv_gpu.conv_forward's `epilogue`)."""
+    return conv_gpu.conv_forward(_geometry(cop), _relu_in(cop), epilogue)
+
+
+def gpu_backward(cop, out=None, act=False):
+    """The GPU factory body of `cop`'s gradient (conv_gpu.conv_backward's out / act)."""
+    return conv_gpu.conv_backward(_geometry(cop), _relu_in(cop), out, act)
+
+
 def _conv_gpu(cop):
-    return conv_gpu.conv_forward(_geometry(cop), _relu_in(cop))
+    return gpu_forward(cop)
 
 
 def _conv_grad_gpu(cop):
-    return conv_gpu.conv_backward(_geometry(cop), _relu_in(cop))
+    return gpu_backward(cop)
 
 
 # ---------------------------------------------------------------- registration

@@ -22,6 +22,7 @@ kernels are built in one lazy builder that binds `cuda` as a module global (see 
 for why, under the simulator).
 """
 import functools
+import math
 
 from numba import float64
 
@@ -49,7 +50,7 @@ def kernels():
 
     # ------------------------------------------------------------ convolution
     @cuda.jit(cache=True)
-    def conv_fwd(x, w, out, sh, sw, pt, pl, dil_h, dil_w, relu):
+    def conv_fwd(x, w, out, sh, sw, pt, pl, dil_h, dil_w, relu, mul, add, epi, act):
         N, C, H, W = x.shape
         M, Cg, KH, KW = w.shape
         OH, OW = out.shape[2], out.shape[3]
@@ -75,10 +76,16 @@ def kernels():
                             if relu and not v > 0:
                                 v = 0.0
                             acc += v * float64(w[m, cc, i, j])
+            if epi == 2:            # the epilogue: conv.epilogue's modes
+                acc = acc * float64(mul[m])
+            if epi > 0:
+                acc += float64(add[m])
+            if act and not acc > 0:
+                acc = 0.0
             out[n, m, oh, ow] = acc
 
     @cuda.jit(cache=True)
-    def conv_dinput(x, w, d, dx, sh, sw, pt, pl, dil_h, dil_w, relu):
+    def conv_dinput(x, w, d, dx, sh, sw, pt, pl, dil_h, dil_w, relu, fwd_out, act):
         N, C, H, W = dx.shape
         M, Cg, KH, KW = w.shape
         OH, OW = d.shape[2], d.shape[3]
@@ -108,11 +115,12 @@ def kernels():
                     ow = tw // sw
                     for mm in range(Mg):
                         m = g * Mg + mm
-                        acc += float64(w[m, cc, i, j]) * float64(d[n, m, oh, ow])
+                        if not act or fwd_out[n, m, oh, ow] > 0:     # act: relu's mask
+                            acc += float64(w[m, cc, i, j]) * float64(d[n, m, oh, ow])
             dx[n, c, ih, iw] = acc
 
     @cuda.jit(cache=True)
-    def conv_dfilter(x, d, dw, sh, sw, pt, pl, dil_h, dil_w, relu):
+    def conv_dfilter(x, d, dw, sh, sw, pt, pl, dil_h, dil_w, relu, fwd_out, act):
         N, C, H, W = x.shape
         M, Cg, KH, KW = dw.shape
         OH, OW = d.shape[2], d.shape[3]
@@ -133,12 +141,35 @@ def kernels():
                         continue
                     for ow in range(OW):
                         iw = ow * sw - pl + j * dil_w
-                        if iw >= 0 and iw < W:
+                        if iw >= 0 and iw < W and (not act or
+                                                   fwd_out[n, m, oh, ow] > 0):
                             v = float64(x[n, c, ih, iw])
                             if relu and not v > 0:
                                 v = 0.0
                             acc += v * float64(d[n, m, oh, ow])
             dw[m, cc, i, j] = acc
+
+    @cuda.jit(cache=True)
+    def conv_dbias(d, fwd_out, db, act):
+        # thread per channel: the sum over N, OH, OW of dOut (masked by o > 0 with act)
+        N, M, OH, OW = d.shape
+        for m in range(cuda.grid(1), M, cuda.gridsize(1)):
+            acc = 0.0
+            for n in range(N):
+                for oh in range(OH):
+                    for ow in range(OW):
+                        if not act or fwd_out[n, m, oh, ow] > 0:
+                            acc += float64(d[n, m, oh, ow])
+            db[m] = acc
+
+    @cuda.jit(cache=True)
+    def bn_fold(scale, shift, mean, var, bias, has_bias, eps, mul, add):
+        # thread per channel: batch_norm(conv + bias) = conv * mul + add
+        for m in range(cuda.grid(1), mul.size, cuda.gridsize(1)):
+            r = float64(scale[m]) / math.sqrt(float64(var[m]) + eps)
+            b = float64(bias[m]) if has_bias else 0.0
+            mul[m] = r
+            add[m] = (b - float64(mean[m])) * r + float64(shift[m])
 
     # ------------------------------------------------------------ pooling
     # x / out / dout / dx are flat; xs, os are the (n, c, h, w) element strides of the
@@ -232,7 +263,8 @@ def kernels():
             dx[xi] = acc
 
     return gpu_util.Kernels(conv_fwd=conv_fwd, conv_dinput=conv_dinput, conv_dfilter=conv_dfilter,
-                        pool_fwd=pool_fwd, pool_bwd=pool_bwd)
+                            conv_dbias=conv_dbias, bn_fold=bn_fold,
+                            pool_fwd=pool_fwd, pool_bwd=pool_bwd)
 
 
 # ---------------------------------------------------------------- factories
@@ -240,27 +272,42 @@ def _geo(k):
     return (k["sh"], k["sw"], k["pt"], k["pl"], k["dh"], k["dw"])
 
 
-def conv_forward(k, relu_in):
-    """The gpu factory body of conv2d / depthwise_conv2d; k is conv._geometry(cop)."""
+def conv_forward(k, relu_in, epilogue=None):
+    """The gpu factory body of conv2d / depthwise_conv2d; k is conv._geometry(cop).
+    `epilogue(ins, (mul, add, epi, act) -> launch) -> [launches]`: fused_conv2d's
+    (conv_fused.py), which binds the per-channel arrays; without one, Filter stands in
+    for the unused arrays."""
     def bind(ins, outs):
-        out = outs["Output"][0]
-        return launch(kernels().conv_fwd, out.size, ins["Input"][0], ins["Filter"][0], out,
-                      *_geo(k), relu_in)
+        x, w, out = ins["Input"][0], ins["Filter"][0], outs["Output"][0]
+
+        def conv(mul, add, epi, act):
+            return launch(kernels().conv_fwd, out.size, x, w, out, *_geo(k), relu_in,
+                          mul, add, epi, act)
+        if epilogue is None:
+            return conv(gpu_util.flat(w), gpu_util.flat(w), 0, False)
+        return gpu_util.sequence(epilogue(ins, conv))
     return bind
 
 
-def conv_backward(k, relu_in):
+def conv_backward(k, relu_in, out=None, act=False):
     """The gpu factory body of conv2d_grad / depthwise_conv2d_grad (either output may be
-    absent)."""
+    absent), and of fused_conv2d_grad: `out`, the input slot holding Output (read with
+    `act`, relu); Bias@GRAD when bound."""
     def bind(ins, outs):
         x, w, d = ins["Input"][0], ins["Filter"][0], ins["Output@GRAD"][0]
+        o = ins[out][0] if act else d          # d stands in when there is no relu mask
         calls = []
         if outs.get("Input@GRAD"):
             dx = outs["Input@GRAD"][0]
-            calls.append(launch(kernels().conv_dinput, dx.size, x, w, d, dx, *_geo(k), relu_in))
+            calls.append(launch(kernels().conv_dinput, dx.size, x, w, d, dx, *_geo(k), relu_in,
+                                o, act))
         if outs.get("Filter@GRAD"):
             dw = outs["Filter@GRAD"][0]
-            calls.append(launch(kernels().conv_dfilter, dw.size, x, d, dw, *_geo(k), relu_in))
+            calls.append(launch(kernels().conv_dfilter, dw.size, x, d, dw, *_geo(k), relu_in,
+                                o, act))
+        if outs.get("Bias@GRAD"):
+            db = outs["Bias@GRAD"][0]
+            calls.append(launch(kernels().conv_dbias, db.size, d, o, db, act))
         return gpu_util.sequence(calls)
     return bind
 

@@ -97,3 +97,41 @@ for _id in ("3x3", "3x3_multiplier2", "5x5", "5x5_stride2", "nonsquare_stride"):
     row("depthwise_conv2d", {"Input": away_from_zero(_xs), "Filter": uniform(_ws)}, conv_ref,
         f"depthwise_conv2d-{_id}-fuse_relu",
         attrs=dict(_attrs, groups=_xs[1], fuse_relu_before_depthwise_conv=True), **TOL)
+
+# ---------------------------------------------------------------- fused_conv2d
+def fused_conv_ref(ins, a):
+    """act(conv + Bias), or act(batch_norm_is_test(conv + Bias)), from the definitions."""
+    out = conv_ref_np(ins["Input"], ins["Filter"], a["strides"], a["paddings"], a["dilations"],
+                      a["groups"])
+    ch = lambda s: f64(ins[s])[None, :, None, None]      # noqa: E731 (per output channel)
+    if "Bias" in ins:
+        out = out + ch("Bias")
+    if "BNScale" in ins:
+        out = (out - ch("BNMean")) / np.sqrt(ch("BNVariance") + a["epsilon"]) * ch("BNScale") \
+            + ch("BNBias")
+    if a["activation"] == "relu":
+        out = np.maximum(out, 0.0)
+    return {"Output": out.astype(ins["Input"].dtype)}
+
+
+def _positive(n):
+    return lambda rng: rng.uniform(0.5, 2.0, n)
+
+
+# each conv path (unit stride, strided, 1x1) with the bias, with bias + relu, and with a
+# folded batch_norm (inference only: no gradient)
+for _id in ("lenet_5x5_pad2", "stride2_pad1", "1x1_groups2", "groups2"):
+    _xs, _ws, _attrs = CONV2D[_id]
+    _m = _ws[0]
+    _base = {"Input": uniform(_xs), "Filter": uniform(_ws), "Bias": uniform((_m,))}
+    row("fused_conv2d", _base, fused_conv_ref, f"fused_conv2d-{_id}-bias", attrs=_attrs, **TOL)
+    row("fused_conv2d", _base, fused_conv_ref, f"fused_conv2d-{_id}-bias-relu",
+        attrs=dict(_attrs, activation="relu"), **TOL)
+    _bn = {"BNScale": _positive(_m), "BNBias": uniform((_m,)), "BNMean": uniform((_m,)),
+           "BNVariance": _positive(_m)}
+    row("fused_conv2d", dict(_base, **_bn), fused_conv_ref, f"fused_conv2d-{_id}-bn-relu",
+        attrs=dict(_attrs, activation="relu", epsilon=1e-3), grad_inputs=(), **TOL)
+    row("fused_conv2d", {"Input": uniform(_xs), "Filter": uniform(_ws)}, fused_conv_ref,
+        f"fused_conv2d-{_id}-nobias-relu", attrs=dict(_attrs, activation="relu"), **TOL)
+    row("fused_conv2d", dict({"Input": uniform(_xs), "Filter": uniform(_ws)}, **_bn),
+        fused_conv_ref, f"fused_conv2d-{_id}-nobias-bn", attrs=_attrs, grad_inputs=(), **TOL)
