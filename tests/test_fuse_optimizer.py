@@ -93,8 +93,11 @@ def test_one_fused_op_per_optimizer(name):
     assert fused.role == next(op for op in main.global_block().ops if op.type == base).role
     i = types.index(fused.type)
     assert all(not t.endswith("_grad") for t in types[i + 1:])      # after every gradient
-    if base == "adam":       # the beta-power scales moved after the update reading them
-        assert types[i + 1:] == ["scale"] * 12
+    if base in ("adam", "adamw"):    # the fused op advances the beta powers in place
+        assert types[i + 1:] == []      # no beta-power `scale` op left to run after it
+        for k in (1, 2):
+            assert fused.output(f"Beta{k}PowOut") == fused.input(f"Beta{k}Pow")
+            assert len(set(fused.input(f"Beta{k}Pow"))) == 6
         assert fused.attr("beta1") == 0.9 and fused.attr("epsilon") == 1e-8
     assert static.Graph(g.program).apply_pass("fuse_all_optimizer_ops") is False  # idempotent
     assert fused.type not in op_types(g.program.clone(for_test=True))
@@ -266,7 +269,7 @@ def test_fused_kernel_is_one_native_call_equal_to_the_single_ops(dtype):
     thunk()
     for i in range(5):
         want = run_op("adam", {k: v[i] for k, v in ins.items()})
-        for slot in outs:       # adam's optional Beta1PowOut/Beta2PowOut: not fused
+        for slot in outs:       # Beta1PowOut/Beta2PowOut too: advanced in the same call
             np.testing.assert_array_equal(outs[slot][i], want[slot], err_msg=f"{slot}[{i}]")
 
 
@@ -334,7 +337,8 @@ SIM_SCRIPT = textwrap.dedent("""
                 checked += 1
     assert fused_optim.max_params_per_launch(10) == 2
 
-    # a training step on CUDAPlace with the pass equals the CPU run without it
+    # training steps on CUDAPlace, with the pass and without it, equal the CPU run without
+    # it: parameters, moments and beta powers (advanced by the adam ops themselves)
     def build():
         main, startup = static.Program(), static.Program()
         with static.program_guard(main, startup), unique_name.guard():
@@ -347,11 +351,12 @@ SIM_SCRIPT = textwrap.dedent("""
     feed = {"x": rng.standard_normal((4, 4)).astype("float32"),
             "y": rng.integers(0, 2, (4, 1))}
     out = {}
-    for place in (paddle.CPUPlace(), paddle.CUDAPlace(0)):
+    for place, fuse in ((paddle.CPUPlace(), False), (paddle.CUDAPlace(0), False),
+                        (paddle.CUDAPlace(0), True)):
         paddle.seed(1)
         main, startup, loss = build()
         prog = main
-        if isinstance(place, paddle.CUDAPlace):
+        if fuse:
             bs = static.BuildStrategy()
             bs.fuse_all_optimizer_ops = True
             prog = static.CompiledProgram(main, build_strategy=bs)
@@ -359,14 +364,18 @@ SIM_SCRIPT = textwrap.dedent("""
         exe.run(startup, scope=scope)
         losses = [exe.run(prog, feed=feed, fetch_list=[loss], scope=scope)[0]
                   for _ in range(2)]
-        out[type(place).__name__] = (losses, {p.name: scope.get(p.name)
-                                              for p in main.all_parameters()})
-    (cl, cp), (gl, gp) = out["CPUPlace"], out["CUDAPlace"]
+        out[fuse, type(place).__name__] = (losses, {v.name: scope.get(v.name)
+                                                    for v in main.list_vars() if v.persistable})
     (passed,) = prog._passed.values()
     assert "fused_adam" in [op.type for op in passed.global_block().ops]
-    np.testing.assert_allclose(gl, cl, rtol=1e-5)
-    for n in cp:
-        np.testing.assert_allclose(gp[n], cp[n], rtol=1e-5, atol=1e-7, err_msg=n)
+    cl, cp = out[False, "CPUPlace"]
+    b2 = np.float32(0.999)
+    assert cp["fc_0.w_0_beta2_pow_acc_0"].tolist() == [b2 * b2 * b2]     # 2 steps from b2
+    for gl, gp in (out[False, "CUDAPlace"], out[True, "CUDAPlace"]):
+        np.testing.assert_allclose(gl, cl, rtol=1e-5)
+        assert gp.keys() == cp.keys() and len(cp) > 10
+        for n in cp:
+            np.testing.assert_allclose(gp[n], cp[n], rtol=1e-5, atol=1e-7, err_msg=n)
     print("checked", checked)
 """)
 
