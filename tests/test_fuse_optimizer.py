@@ -14,7 +14,7 @@ import numbaflow as paddle
 import numbaflow.static as static
 from numbaflow.graph import verify
 from numbaflow.kernels import fused_optim, get_op_def, run_op
-from numbaflow.kernels.registry import build_kernel
+from numbaflow.kernels.registry import ConcreteOp, VarInfo, build_kernel
 from numbaflow.utils import unique_name
 
 pytestmark = pytest.mark.usefixtures("fresh_graph_state")
@@ -135,12 +135,13 @@ def test_one_kernel_per_type_and_dtype(monkeypatch):
             losses.append(paddle.cast(paddle.nn.functional.cross_entropy(h, y), "float32"))
         loss = paddle.add(*losses)
         paddle.optimizer.Adam(0.05).minimize(loss)
-    monkeypatch.setattr(fused_optim, "_cpu_kernels", {})       # count this test's kernels
     rng = np.random.default_rng(1)
     feeds = [{"x_float32": rng.standard_normal((B, D)).astype("float32"),
               "x_float64": rng.standard_normal((B, D)), "y": rng.integers(0, C, (B, 1))}
              for _ in range(2)]
     want_losses, want = train(main, startup, loss, main, feeds)
+    # count the fused run's kernels (the single adam ops' beta-power kernel is one too)
+    monkeypatch.setattr(fused_optim, "_cpu_kernels", {})
     compiled = static.CompiledProgram(main, build_strategy=fused_options())
     got_losses, got = train(main, startup, loss, compiled, feeds)
     (passed,) = compiled._passed.values()
@@ -148,7 +149,7 @@ def test_one_kernel_per_type_and_dtype(monkeypatch):
     assert sorted(str(op.inputs["Param"][0].dtype) for op in fused) == ["float32", "float64"]
     assert all(len(op.input("Param")) == 4 for op in fused)
     kernels = fused_optim._cpu_kernels
-    assert sorted(spec[2][0] for spec, _ in kernels) == ["float32", "float64"]   # Param dtype
+    assert sorted(spec[2][0] for spec, *_ in kernels) == ["float32", "float64"]  # Param dtype
     np.testing.assert_allclose(got_losses, want_losses, rtol=1e-6)
     for k in want:
         np.testing.assert_allclose(got[k], want[k], rtol=1e-6, atol=0, err_msg=k)
@@ -271,6 +272,28 @@ def test_fused_kernel_is_one_native_call_equal_to_the_single_ops(dtype):
         want = run_op("adam", {k: v[i] for k, v in ins.items()})
         for slot in outs:       # Beta1PowOut/Beta2PowOut too: advanced in the same call
             np.testing.assert_array_equal(outs[slot][i], want[slot], err_msg=f"{slot}[{i}]")
+
+
+def test_in_place_fused_update_stores_through_the_inputs_and_equals_the_single_ops():
+    """ParamOut is Param (as in a program): the kernel variant storing through the input
+    slices (vectorized; two slices of one buffer would send it to LLVM's scalar loop)
+    gives the single ops' numbers, beta powers advanced in place after the update."""
+    ins = _adam_inputs([(3, 4), (5,), (1,), (70,)], "float32", np.random.default_rng(7))
+    want = [run_op("adamw", {k: v[i] for k, v in ins.items()}) for i in range(4)]
+    fused = {k: [a.copy() for a in v] for k, v in ins.items()}
+    pairs = {"ParamOut": "Param", "Moment1Out": "Moment1", "Moment2Out": "Moment2",
+             "Beta1PowOut": "Beta1Pow", "Beta2PowOut": "Beta2Pow"}
+    opdef = get_op_def("fused_adamw")
+    infos = {k: [VarInfo(a.shape, a.dtype) for a in v] for k, v in fused.items()}
+    cop = ConcreteOp("fused_adamw", dict(opdef.attrs), infos,
+                     {out: infos[src] for out, src in pairs.items()})
+    thunk = opdef.cpu(cop)(fused, {out: fused[src] for out, src in pairs.items()})
+    thunk()
+    (aliased,) = [key[2] for key, fn in fused_optim._cpu_kernels.items() if fn is thunk.func]
+    assert aliased == (0, 3, 4)         # ParamOut, Moment1Out, Moment2Out through their inputs
+    for i in range(4):
+        for out, src in pairs.items():
+            np.testing.assert_array_equal(fused[src][i], want[i][out], err_msg=f"{out}[{i}]")
 
 
 def test_fused_kernel_parallel_blocks():
