@@ -181,3 +181,15 @@ def test_adam_beta_pow_outputs_update_as_the_scale_ops_do(fuse):
     assert got["fc_0.w_0_beta1_pow_acc_0"].tolist() == pytest.approx([0.9 ** 4])
     for k in want:
         np.testing.assert_array_equal(got[k], want[k], err_msg=k)
+
+
+def test_adam_with_one_beta_power_output_is_refused_naming_the_fix():
+    (_, _, _), (main, startup, loss) = adam_programs()
+    block = main.global_block()
+    op = next(op for op in block.ops if op.type == "adam")
+    block.set_output(op, "Beta2PowOut", None)      # Beta1PowOut alone
+    exe = static.Executor(paddle.CPUPlace())
+    with static.scope_guard(static.Scope()):
+        exe.run(startup)
+        with pytest.raises(ValueError, match="give both Beta1PowOut and Beta2PowOut, or neither"):
+            exe.run(main, feed={"x": np.zeros((2, 4), "float32")}, fetch_list=[loss])
