@@ -128,10 +128,11 @@ def test_scale_tensor_survives_the_fusion_passes():
 
 
 def adam_programs():
-    """numbaflow's Adam (adam + two scale ops per parameter) and the same updates as
-    Paddle's programs write them: adam with Beta1PowOut/Beta2PowOut in place."""
+    """Adam's updates written the old way (adam + two `scale` ops advancing the beta powers
+    after it) and as the optimizer (and Paddle) writes them: adam with
+    Beta1PowOut/Beta2PowOut in place."""
     programs = []
-    for paddle_style in (False, True):
+    for scale_ops in (True, False):
         main, startup = static.Program(), static.Program()
         with static.program_guard(main, startup), unique_name.guard():
             x = static.data("x", [None, 4], "float32")
@@ -139,15 +140,18 @@ def adam_programs():
             loss = paddle.mean(static.nn.fc(h, 1))
             paddle.optimizer.Adam(0.05).minimize(loss)
         block = main.global_block()
-        if paddle_style:
-            pows = [op for op in block.ops if op.type == "scale" and
-                    op.input("X")[0].endswith(("beta1_pow_acc_0", "beta2_pow_acc_0"))]
-            for op in block.ops:
-                if op.type == "adam":
-                    block.set_output(op, "Beta1PowOut", op.inputs["Beta1Pow"])
-                    block.set_output(op, "Beta2PowOut", op.inputs["Beta2Pow"])
-            assert len(pows) == 8
-            block.remove_ops(pows)
+        adams = [op for op in block.ops if op.type == "adam"]
+        assert len(adams) == 4 and all(op.output("Beta1PowOut") == op.input("Beta1Pow")
+                                       for op in adams)
+        if scale_ops:
+            for op in adams:
+                scales = [block.make_op("scale", {"X": op.inputs[src]}, {"Out": op.inputs[src]},
+                                        {"scale": op.attr(beta)})
+                          for src, beta in (("Beta1Pow", "beta1"), ("Beta2Pow", "beta2"))]
+                block.insert_after(op, scales)
+                block.set_output(op, "Beta1PowOut", None)
+                block.set_output(op, "Beta2PowOut", None)
+            assert [op.type for op in block.ops].count("scale") == 8
         programs.append((main, startup, loss))
     return programs
 
@@ -172,7 +176,20 @@ def test_adam_beta_pow_outputs_update_as_the_scale_ops_do(fuse):
             losses = [exe.run(program, feed=f, fetch_list=[fetch])[0] for f in feeds]
             results.append((losses, ref.state_dict()))
     (want_losses, want), (got_losses, got) = results
-    np.testing.assert_allclose(got_losses, want_losses, rtol=1e-6)
+    # the same float32 products as the scale ops', fused or not: equal bit for bit
+    np.testing.assert_array_equal(got_losses, want_losses)
     assert got["fc_0.w_0_beta1_pow_acc_0"].tolist() == pytest.approx([0.9 ** 4])
     for k in want:
-        np.testing.assert_allclose(got[k], want[k], rtol=1e-6, err_msg=k)
+        np.testing.assert_array_equal(got[k], want[k], err_msg=k)
+
+
+def test_adam_with_one_beta_power_output_is_refused_naming_the_fix():
+    (_, _, _), (main, startup, loss) = adam_programs()
+    block = main.global_block()
+    op = next(op for op in block.ops if op.type == "adam")
+    block.set_output(op, "Beta2PowOut", None)      # Beta1PowOut alone
+    exe = static.Executor(paddle.CPUPlace())
+    with static.scope_guard(static.Scope()):
+        exe.run(startup)
+        with pytest.raises(ValueError, match="give both Beta1PowOut and Beta2PowOut, or neither"):
+            exe.run(main, feed={"x": np.zeros((2, 4), "float32")}, fetch_list=[loss])

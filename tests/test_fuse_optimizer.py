@@ -14,7 +14,7 @@ import numbaflow as paddle
 import numbaflow.static as static
 from numbaflow.graph import verify
 from numbaflow.kernels import fused_optim, get_op_def, run_op
-from numbaflow.kernels.registry import build_kernel
+from numbaflow.kernels.registry import ConcreteOp, VarInfo, build_kernel
 from numbaflow.utils import unique_name
 
 pytestmark = pytest.mark.usefixtures("fresh_graph_state")
@@ -93,8 +93,11 @@ def test_one_fused_op_per_optimizer(name):
     assert fused.role == next(op for op in main.global_block().ops if op.type == base).role
     i = types.index(fused.type)
     assert all(not t.endswith("_grad") for t in types[i + 1:])      # after every gradient
-    if base == "adam":       # the beta-power scales moved after the update reading them
-        assert types[i + 1:] == ["scale"] * 12
+    if base in ("adam", "adamw"):    # the fused op advances the beta powers in place
+        assert types[i + 1:] == []      # no beta-power `scale` op left to run after it
+        for k in (1, 2):
+            assert fused.output(f"Beta{k}PowOut") == fused.input(f"Beta{k}Pow")
+            assert len(set(fused.input(f"Beta{k}Pow"))) == 6
         assert fused.attr("beta1") == 0.9 and fused.attr("epsilon") == 1e-8
     assert static.Graph(g.program).apply_pass("fuse_all_optimizer_ops") is False  # idempotent
     assert fused.type not in op_types(g.program.clone(for_test=True))
@@ -132,12 +135,13 @@ def test_one_kernel_per_type_and_dtype(monkeypatch):
             losses.append(paddle.cast(paddle.nn.functional.cross_entropy(h, y), "float32"))
         loss = paddle.add(*losses)
         paddle.optimizer.Adam(0.05).minimize(loss)
-    monkeypatch.setattr(fused_optim, "_cpu_kernels", {})       # count this test's kernels
     rng = np.random.default_rng(1)
     feeds = [{"x_float32": rng.standard_normal((B, D)).astype("float32"),
               "x_float64": rng.standard_normal((B, D)), "y": rng.integers(0, C, (B, 1))}
              for _ in range(2)]
     want_losses, want = train(main, startup, loss, main, feeds)
+    # count the fused run's kernels (the single adam ops' beta-power kernel is one too)
+    monkeypatch.setattr(fused_optim, "_cpu_kernels", {})
     compiled = static.CompiledProgram(main, build_strategy=fused_options())
     got_losses, got = train(main, startup, loss, compiled, feeds)
     (passed,) = compiled._passed.values()
@@ -145,7 +149,7 @@ def test_one_kernel_per_type_and_dtype(monkeypatch):
     assert sorted(str(op.inputs["Param"][0].dtype) for op in fused) == ["float32", "float64"]
     assert all(len(op.input("Param")) == 4 for op in fused)
     kernels = fused_optim._cpu_kernels
-    assert sorted(spec[2][0] for spec, _ in kernels) == ["float32", "float64"]   # Param dtype
+    assert sorted(spec[2][0] for spec, *_ in kernels) == ["float32", "float64"]  # Param dtype
     np.testing.assert_allclose(got_losses, want_losses, rtol=1e-6)
     for k in want:
         np.testing.assert_allclose(got[k], want[k], rtol=1e-6, atol=0, err_msg=k)
@@ -266,8 +270,30 @@ def test_fused_kernel_is_one_native_call_equal_to_the_single_ops(dtype):
     thunk()
     for i in range(5):
         want = run_op("adam", {k: v[i] for k, v in ins.items()})
-        for slot in outs:       # adam's optional Beta1PowOut/Beta2PowOut: not fused
+        for slot in outs:       # Beta1PowOut/Beta2PowOut too: advanced in the same call
             np.testing.assert_array_equal(outs[slot][i], want[slot], err_msg=f"{slot}[{i}]")
+
+
+def test_in_place_fused_update_stores_through_the_inputs_and_equals_the_single_ops():
+    """ParamOut is Param (as in a program): the kernel variant storing through the input
+    slices (vectorized; two slices of one buffer would send it to LLVM's scalar loop)
+    gives the single ops' numbers, beta powers advanced in place after the update."""
+    ins = _adam_inputs([(3, 4), (5,), (1,), (70,)], "float32", np.random.default_rng(7))
+    want = [run_op("adamw", {k: v[i] for k, v in ins.items()}) for i in range(4)]
+    fused = {k: [a.copy() for a in v] for k, v in ins.items()}
+    pairs = {"ParamOut": "Param", "Moment1Out": "Moment1", "Moment2Out": "Moment2",
+             "Beta1PowOut": "Beta1Pow", "Beta2PowOut": "Beta2Pow"}
+    opdef = get_op_def("fused_adamw")
+    infos = {k: [VarInfo(a.shape, a.dtype) for a in v] for k, v in fused.items()}
+    cop = ConcreteOp("fused_adamw", dict(opdef.attrs), infos,
+                     {out: infos[src] for out, src in pairs.items()})
+    thunk = opdef.cpu(cop)(fused, {out: fused[src] for out, src in pairs.items()})
+    thunk()
+    (aliased,) = [key[2] for key, fn in fused_optim._cpu_kernels.items() if fn is thunk.func]
+    assert aliased == (0, 3, 4)         # ParamOut, Moment1Out, Moment2Out through their inputs
+    for i in range(4):
+        for out, src in pairs.items():
+            np.testing.assert_array_equal(fused[src][i], want[i][out], err_msg=f"{out}[{i}]")
 
 
 def test_fused_kernel_parallel_blocks():
@@ -334,7 +360,8 @@ SIM_SCRIPT = textwrap.dedent("""
                 checked += 1
     assert fused_optim.max_params_per_launch(10) == 2
 
-    # a training step on CUDAPlace with the pass equals the CPU run without it
+    # training steps on CUDAPlace, with the pass and without it, equal the CPU run without
+    # it: parameters, moments and beta powers (advanced by the adam ops themselves)
     def build():
         main, startup = static.Program(), static.Program()
         with static.program_guard(main, startup), unique_name.guard():
@@ -347,11 +374,12 @@ SIM_SCRIPT = textwrap.dedent("""
     feed = {"x": rng.standard_normal((4, 4)).astype("float32"),
             "y": rng.integers(0, 2, (4, 1))}
     out = {}
-    for place in (paddle.CPUPlace(), paddle.CUDAPlace(0)):
+    for place, fuse in ((paddle.CPUPlace(), False), (paddle.CUDAPlace(0), False),
+                        (paddle.CUDAPlace(0), True)):
         paddle.seed(1)
         main, startup, loss = build()
         prog = main
-        if isinstance(place, paddle.CUDAPlace):
+        if fuse:
             bs = static.BuildStrategy()
             bs.fuse_all_optimizer_ops = True
             prog = static.CompiledProgram(main, build_strategy=bs)
@@ -359,14 +387,18 @@ SIM_SCRIPT = textwrap.dedent("""
         exe.run(startup, scope=scope)
         losses = [exe.run(prog, feed=feed, fetch_list=[loss], scope=scope)[0]
                   for _ in range(2)]
-        out[type(place).__name__] = (losses, {p.name: scope.get(p.name)
-                                              for p in main.all_parameters()})
-    (cl, cp), (gl, gp) = out["CPUPlace"], out["CUDAPlace"]
+        out[fuse, type(place).__name__] = (losses, {v.name: scope.get(v.name)
+                                                    for v in main.list_vars() if v.persistable})
     (passed,) = prog._passed.values()
     assert "fused_adam" in [op.type for op in passed.global_block().ops]
-    np.testing.assert_allclose(gl, cl, rtol=1e-5)
-    for n in cp:
-        np.testing.assert_allclose(gp[n], cp[n], rtol=1e-5, atol=1e-7, err_msg=n)
+    cl, cp = out[False, "CPUPlace"]
+    b2 = np.float32(0.999)
+    assert cp["fc_0.w_0_beta2_pow_acc_0"].tolist() == [b2 * b2 * b2]     # 2 steps from b2
+    for gl, gp in (out[False, "CUDAPlace"], out[True, "CUDAPlace"]):
+        np.testing.assert_allclose(gl, cl, rtol=1e-5)
+        assert gp.keys() == cp.keys() and len(cp) > 10
+        for n in cp:
+            np.testing.assert_allclose(gp[n], cp[n], rtol=1e-5, atol=1e-7, err_msg=n)
     print("checked", checked)
 """)
 

@@ -144,7 +144,7 @@ class Adam(_FluidNames, _opt.Adam):
         >>> opt = fluid.optimizer.Adam(learning_rate=0.001)
         >>> optimize_ops, params_grads = opt.minimize(avg_cost)
         >>> sorted({op.type for op in optimize_ops})
-        ['adam', 'scale']
+        ['adam']
     """
 
     def __init__(self, learning_rate: float | Variable = 0.001, beta1: float = 0.9,

@@ -29,6 +29,12 @@ entries have one element, and then the kernel loads it once per parameter.
   takes 56 bytes), so a launch takes at most `max_params_per_launch` parameters (sgd 18,
   momentum 12, adam 7) and a larger group is split into launches of that many; the
   tuples are padded (to a power of two below that cap) so few kernel variants compile.
+
+Adam's beta powers: `fused_adam` / `fused_adamw` take the single op's optional
+Beta1PowOut / Beta2PowOut (what the optimizer emits, in place). The update reads the old
+powers, so they are advanced after it: on the CPU by a loop over the parameters at the
+end of the same kernel, on a GPU by one more launch (`bind_beta_pows`; a grid-stride
+launch cannot wait for all its threads' reads).
 """
 import functools
 
@@ -39,8 +45,9 @@ from .codegen import cache
 from .codegen.cpu import BLOCK, PARALLEL_MIN_SIZE, _SymKey
 from .codegen.render import inputs_used, render
 from .elementwise import _float_dtype, align
+from .optim import BETA_POWS, beta_pows_body, has_beta_pows
 from .registry import (FUSED, NO_GRAD, OPTIMIZER, InferContext, OpDef, Slot, get_op_def,
-                       numel, register_op)
+                       numel, register_op, sequence)
 
 CUDA_PARAM_BYTES = 4096 - 64     # the kernel-parameter limit, less offsets and total
 CUDA_ARRAY_ARG_BYTES = 56        # a 1-D device array argument: 7 words
@@ -56,9 +63,15 @@ FUSED_TYPES = set()
 
 
 def _body_outputs(base):
-    """The output slots `base`'s body computes (adam's optional Beta1PowOut/Beta2PowOut
-    are written by a step of its own kernel, not by the body: a fused op has none)."""
+    """The output slots `base`'s body computes (not adam's Beta1PowOut/Beta2PowOut: one
+    element each, written after the update by `bind_beta_pows`)."""
     return base.outputs[:len(S.trace(base.body, dict(base.attrs), len(base.inputs)))]
+
+
+def _pow_outputs(base):
+    """The fused op's Beta1PowOut/Beta2PowOut slots when `base` advances the beta powers."""
+    return tuple(Slot(out, True, True) for out, _, _ in BETA_POWS) if has_beta_pows(base) \
+        else ()
 
 
 def fused_optimizer_op(base_type):
@@ -73,7 +86,8 @@ def fused_optimizer_op(base_type):
         return tuple(Slot(s.name, s.optional, True, s.no_grad) for s in slots)
     FUSED_TYPES.add(fused)
     return register_op(OpDef(
-        type=fused, inputs=dup(base.inputs), outputs=dup(_body_outputs(base)),
+        type=fused, inputs=dup(base.inputs),
+        outputs=dup(_body_outputs(base)) + _pow_outputs(base),
         infer=functools.partial(_infer, base), cpu=functools.partial(_factory, base, "cpu"),
         gpu=functools.partial(_factory, base, "gpu"), attrs=dict(base.attrs),
         traits=frozenset((OPTIMIZER, NO_GRAD, FUSED)),
@@ -109,6 +123,8 @@ def _infer(base, ctx):
             if info is not None:
                 result[s.name].append(info)
         fulls.append(tuple(out["ParamOut"].shape))
+    if _pow_outputs(base):
+        result.update({out: ctx.inputs(src) for out, src, _ in BETA_POWS})
     for name in present:
         infos = ctx.inputs(name)
         if all(_size(i.shape) == 1 for i in infos):
@@ -145,13 +161,45 @@ def _factory(base, device, cop):
     in_dt = tuple(np.dtype(cop.in_infos[k][0].dtype).name for k in ins)
     out_dt = tuple(np.dtype(cop.out_infos[k][0].dtype).name for k in outs)
     fdt = _float_dtype([np.dtype(d) for d in in_dt + out_dt]).name
-    spec = (_SymKey.of(wanted), scalar, in_dt, out_dt, fdt)
-    make = _bind_cpu if device == "cpu" else _bind_gpu
+    pows = [(out, src, beta) for out, src, beta in BETA_POWS if cop.out_infos.get(out)]
+    if pows and len(pows) != len(BETA_POWS):
+        raise ValueError(f"{cop.type}: output {pows[0][0]} is given without the other beta "
+                         f"power's; give both Beta1PowOut and Beta2PowOut, or neither")
+    # CPU: the kernel advances the powers itself after its loop, (input column, factor)
+    post = tuple((ins.index(src), float(cop.attrs[beta])) for _, src, beta in pows) \
+        if device == "cpu" else ()
+    spec = (_SymKey.of(wanted), scalar, in_dt, out_dt, fdt, post)
 
     def bind(ins_arrays, outs_arrays):
         arrays = [ins_arrays[k] for k in ins] + [outs_arrays[k] for k in outs]
-        return make(cop.type, wanted, spec, sizes, arrays, n)
+        if device == "cpu":
+            return _bind_cpu(cop.type, wanted, spec, sizes,
+                             arrays + [outs_arrays[out] for out, _, _ in pows], n)
+        update = _bind_gpu(cop.type, wanted, spec, sizes, arrays, n)
+        if not pows:
+            return update
+        # GPU: a second launch, after every thread of the update has read the old powers
+        return sequence([update, bind_beta_pows(
+            device, cop.attrs, [ins_arrays[src] for _, src, _ in pows],
+            [outs_arrays[out] for out, _, _ in pows])])
     return bind
+
+
+def bind_beta_pows(device, attrs, pow_ins, pow_outs):
+    """One kernel advancing Adam's beta powers of every parameter: pow_outs[k][i] =
+    pow_ins[k][i] * beta_k (k = 1, 2; one-element arrays, usually the same ones: in
+    place), to run after the update that reads the old powers (the single adam / adamw
+    op's second step, and the fused op's second launch on a GPU). The same generated
+    kernel as the fused updates (one call / launch for any number of parameters), in the
+    powers' dtype, so the numbers are those of the `scale` ops it replaces."""
+    outputs = S.trace(beta_pows_body, attrs, len(pow_ins))
+    n = len(pow_ins[0])
+    in_dt = tuple(np.dtype(a[0].dtype).name for a in pow_ins)
+    out_dt = tuple(np.dtype(a[0].dtype).name for a in pow_outs)
+    fdt = _float_dtype([np.dtype(d) for d in in_dt + out_dt]).name
+    spec = (_SymKey.of(outputs), (True,) * len(pow_ins), in_dt, out_dt, fdt, ())
+    make = _bind_cpu if device == "cpu" else _bind_gpu
+    return make("beta_pows", outputs, spec, [1] * n, list(pow_ins) + list(pow_outs), n)
 
 
 # ---------------------------------------------------------------- CPU
@@ -159,11 +207,21 @@ def _loads(scalar, fmt_full, fmt_scalar):
     return [fmt_scalar.format(k) if s else fmt_full.format(k) for k, s in enumerate(scalar)]
 
 
-def cpu_source(outputs, scalar, in_dtypes, out_dtypes, float_dtype, parallel):
+def cpu_source(outputs, scalar, in_dtypes, out_dtypes, float_dtype, parallel, post=(),
+               aliases=()):
     """Source of the CPU fused update: tasks (parameter, first element) over blocks, each
-    parameter's arrays reached through `addr[i, slot]` (inputs, then outputs)."""
+    parameter's arrays reached through `addr[i, slot]` (inputs, outputs, then one column
+    per `post` step). `post` [(input column k, factor)]: after the loop, every parameter's
+    one-element input k times factor is stored in its post column (Adam's beta powers,
+    which the loop reads and which are usually advanced in place: hence after it).
+    aliases[k] = j: output k is input j's buffer for every parameter (ParamOut is Param):
+    the loop stores through input j's slice, as the elementwise template does (two slices
+    of one buffer send LLVM's vectorized loop to its scalar fallback: fused_adamw over
+    the GPT's 38 parameters took 1.03 ms that way, the 38 single adamw ops 0.20 ms), and
+    computes every output before storing any, so no store overwrites a value still read."""
     n_in = len(scalar)
-    used = sorted(inputs_used(outputs))
+    aliases = tuple(aliases) or (-1,) * len(out_dtypes)
+    used = sorted(set(inputs_used(outputs)) | {j for j in aliases if j >= 0})
     body, exprs = render(outputs, _loads(scalar, "x{}[jj]", "s{}"))
     loop = "prange" if parallel else "range"
 
@@ -188,24 +246,42 @@ def cpu_source(outputs, scalar, in_dtypes, out_dtypes, float_dtype, parallel):
         src.append(f"        s{k} = {view(k, in_dtypes[k], 1)}[0]" if scalar[k] else
                    f"        x{k} = {view(k, in_dtypes[k])}[j0:j0 + n]")
     for k, dt in enumerate(out_dtypes):
-        src.append(f"        y{k} = {view(n_in + k, dt)}[j0:j0 + n]")
+        src.append(f"        y{k} = x{aliases[k]}" if aliases[k] >= 0 else
+                   f"        y{k} = {view(n_in + k, dt)}[j0:j0 + n]")
     src += ["        for jj in range(n):"]
     src += [f"            {line}" for line in body]
-    src += [f"            y{k}[jj] = {e}" for k, e in enumerate(exprs)]
+    src += [f"            o{k} = {e}" for k, e in enumerate(exprs)]
+    src += [f"            y{k}[jj] = o{k}" for k in range(len(exprs))]
+    if post:
+        src += ["    for i in range(addr.shape[0]):"]
+    for j, (k, factor) in enumerate(post):
+        dt = in_dtypes[k]       # the product in the power's dtype, as a `scale` op computes it
+        src.append(f"        {view(n_in + len(out_dtypes) + j, dt, 1)}[0] = "
+                   f"{view(k, dt, 1)}[0] * np.{dt}({factor!r})")
     return "\n".join(src) + "\n"
 
 
-_cpu_kernels = {}      # (spec, parallel) -> njit dispatcher (one per type, dtypes, kinds)
+_cpu_kernels = {}      # (spec, parallel, aliases) -> njit dispatcher
 
 
-def _cpu_kernel(op_type, outputs, spec, parallel):
-    fn = _cpu_kernels.get((spec, parallel))
+def _cpu_kernel(op_type, outputs, spec, parallel, aliases):
+    key = (spec, parallel, aliases)
+    fn = _cpu_kernels.get(key)
     if fn is None:
-        _, scalar, in_dt, out_dt, fdt = spec
-        src = cpu_source(outputs, scalar, in_dt, out_dt, fdt, parallel)
-        fn = _cpu_kernels[(spec, parallel)] = cache.load_source(
-            src, label=f"{op_type}_cpu").kernel
+        _, scalar, in_dt, out_dt, fdt, post = spec
+        src = cpu_source(outputs, scalar, in_dt, out_dt, fdt, parallel, post, aliases)
+        fn = _cpu_kernels[key] = cache.load_source(src, label=f"{op_type}_cpu").kernel
     return fn
+
+
+def _aliases(spec, addr):
+    """aliases[k] = j when output k is input j's buffer for every parameter (same dtype,
+    input shaped like the parameter), else -1 (see cpu_source)."""
+    _, scalar, in_dt, out_dt, _, _ = spec
+    n_in = len(scalar)
+    return tuple(next((j for j in range(n_in) if not scalar[j] and in_dt[j] == dt
+                       and (addr[:, j] == addr[:, n_in + k]).all()), -1)
+                 for k, dt in enumerate(out_dt))
 
 
 def _bind_cpu(op_type, outputs, spec, sizes, arrays, n):
@@ -220,9 +296,10 @@ def _bind_cpu(op_type, outputs, spec, sizes, arrays, n):
             if not a.flags.c_contiguous:
                 raise ValueError(f"{op_type}: array {col}/{i} must be C-contiguous")
             addr[i, col] = a.ctypes.data
-    if total == 0:
+    if total == 0 and not spec[5]:
         return _noop
-    kernel = _cpu_kernel(op_type, outputs, spec, total >= PARALLEL_MIN_SIZE)
+    kernel = _cpu_kernel(op_type, outputs, spec, total >= PARALLEL_MIN_SIZE,
+                         _aliases(spec, addr))
     thunk = functools.partial(kernel, tasks, BLOCK, np.array(sizes, np.int64), addr)
     thunk.keep = arrays
     return thunk

@@ -4,7 +4,7 @@ in place (ParamOut is Param), so an update allocates nothing.
 """
 from . import scalar as S
 from .elementwise import elementwise_op
-from .registry import NO_GRAD, OPTIMIZER, ConcreteOp, Slot, get_op_def, sequence
+from .registry import NO_GRAD, OPTIMIZER, Slot, sequence
 
 _TRAITS = (OPTIMIZER, NO_GRAD)
 
@@ -44,43 +44,62 @@ _ADAM = elementwise_op(
     attrs={"beta1": 0.9, "beta2": 0.999, "epsilon": 1e-8},
     inplace={"ParamOut": "Param", "Moment1Out": "Moment1", "Moment2Out": "Moment2"},
     traits=_TRAITS,
-    doc="Adam as in Paddle: bias correction through Beta1Pow/Beta2Pow; with Paddle's "
-        "optional Beta1PowOut/Beta2PowOut the op also writes Beta1Pow * beta1 and "
-        "Beta2Pow * beta2 there after the update (numbaflow's Adam appends scale ops "
-        "instead)")
+    doc="Adam as in Paddle: bias correction through Beta1Pow/Beta2Pow; with "
+        "Beta1PowOut/Beta2PowOut (what the optimizer emits, in place, as Paddle's does) the "
+        "op also writes Beta1Pow * beta1 and Beta2Pow * beta2 there after the update")
+
+# Adam's beta powers: (output slot, input slot, attribute) of each
+BETA_POWS = (("Beta1PowOut", "Beta1Pow", "beta1"), ("Beta2PowOut", "Beta2Pow", "beta2"))
 
 
-def _with_beta_pows(opdef):
+def beta_pows_body(a, b1p, b2p):
+    """The beta powers after a step (the body of the kernel that advances them)."""
+    return b1p * a["beta1"], b2p * a["beta2"]
+
+
+def has_beta_pows(opdef):
+    """True when `opdef` advances Adam's beta powers itself (`with_beta_pows`)."""
+    names = {s.name for s in opdef.outputs}
+    return all(out in names for out, _, _ in BETA_POWS)
+
+
+def with_beta_pows(opdef):
     """Add Paddle's optional Beta1PowOut / Beta2PowOut outputs to `opdef` (an elementwise
-    op, whose outputs all take the parameter's shape): after the elementwise update, a
-    `scale` kernel writes BetaPow * beta into each one given (in place when it is BetaPow
-    itself, as in Paddle's programs)."""
-    pows = (("Beta1PowOut", "Beta1Pow", "beta1"), ("Beta2PowOut", "Beta2Pow", "beta2"))
-    opdef.outputs += tuple(Slot(out, optional=True) for out, _, _ in pows)
-    opdef.inplace.update({out: src for out, src, _ in pows})
+    Adam-like op, whose other outputs take the parameter's shape): after the elementwise
+    update, one small kernel writes BetaPow * beta into both (in place when they are the
+    BetaPows themselves, as in the optimizer's and Paddle's programs). Both or neither:
+    an op advancing one power only would silently leave the bias correction wrong."""
+    opdef.outputs += tuple(Slot(out, optional=True) for out, _, _ in BETA_POWS)
+    opdef.inplace.update({out: src for out, src, _ in BETA_POWS})
     infer = opdef.infer
 
     def infer_pows(ctx):
         result = infer(ctx)
-        result.update({out: ctx.input(src) for out, src, _ in pows})
+        result.update({out: ctx.input(src) for out, src, _ in BETA_POWS})
         return result
 
     def factory(base, device):
         def make(cop):
             bind = base(cop)
-            scale = get_op_def("scale")
-            scales = {out: (scale.cpu if device == "cpu" else scale.gpu)(ConcreteOp(
-                "scale", {**scale.attrs, "scale": cop.attrs[beta]}, {"X": cop.in_infos[src]},
-                {"Out": cop.in_infos[src]})) for out, src, beta in pows if cop.out_infos.get(out)}
+            given = [out for out, _, _ in BETA_POWS if cop.out_infos.get(out)]
+            if len(given) == 1:
+                raise ValueError(f"{cop.type}: output {given[0]} is given without the other "
+                                 f"beta power's; give both Beta1PowOut and Beta2PowOut, or "
+                                 f"neither")
+            # fused_optim imports this module: its pow kernel is reached at bind time
+            from .fused_optim import bind_beta_pows
 
             def bind_all(ins, outs):
-                return sequence([bind(ins, outs)] + [
-                    scales[out]({"X": ins[src]}, {"Out": outs[out]})
-                    for out, src, _ in pows if out in scales and outs.get(out)])
+                calls = [bind(ins, outs)]
+                if given and outs.get(given[0]):
+                    calls.append(bind_beta_pows(
+                        device, cop.attrs, [ins[src] for _, src, _ in BETA_POWS],
+                        [outs[out] for out, _, _ in BETA_POWS]))
+                return sequence(calls)
             return bind_all
         return make
     opdef.infer = infer_pows
     opdef.cpu, opdef.gpu = factory(opdef.cpu, "cpu"), factory(opdef.gpu, "gpu")
 
 
-_with_beta_pows(_ADAM)
+with_beta_pows(_ADAM)

@@ -4,6 +4,7 @@ its state and the (shape (1,)) learning rate, written in place.
 """
 from . import scalar as S
 from .elementwise import elementwise_op
+from .optim import with_beta_pows
 from .registry import NO_GRAD, OPTIMIZER
 
 _TRAITS = (OPTIMIZER, NO_GRAD)
@@ -74,7 +75,7 @@ def _adamw(a, p, g, lr, m1, m2, b1p, b2p):
             m1_new, m2_new)
 
 
-elementwise_op(
+with_beta_pows(elementwise_op(
     "adamw", ("Param", "Grad", "LearningRate", "Moment1", "Moment2", "Beta1Pow", "Beta2Pow"),
     _adamw, outputs=("ParamOut", "Moment1Out", "Moment2Out"),
     attrs={"beta1": 0.9, "beta2": 0.999, "epsilon": 1e-8, "coeff": 0.01, "lr_ratio": 1.0,
@@ -82,4 +83,4 @@ elementwise_op(
     inplace={"ParamOut": "Param", "Moment1Out": "Moment1", "Moment2Out": "Moment2"},
     traits=_TRAITS,
     doc="Adam with decoupled weight decay: Param *= 1 - lr * coeff (when with_decay), then "
-        "Paddle's adam update")
+        "Paddle's adam update (Beta1PowOut/Beta2PowOut as adam's)"))

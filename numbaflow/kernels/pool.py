@@ -89,7 +89,12 @@ def pool2d_fwd(x, out, kh, kw, sh, sw, pt, pb, pl, pr, is_max, exclusive):
 
 @njit(nogil=True, cache=True, error_model="numpy")
 def max2x2_bwd(x, out, dout, dx):
-    """tiled_bwd for 2x2 max windows, unrolled: branch-free selects."""
+    """tiled_bwd for 2x2 max windows, unrolled, one pass writing every dx cell once.
+
+    The first-maximum masks are combined with `&` / `|` (not `and` / `or`, whose short
+    circuits are branches) so the loop has no branch and LLVM vectorizes it: the
+    branchy version mispredicted on the ties and values of real activations and took
+    0.66 ms on the LeNet's (64,6,28,28) gradient, this one 0.24 ms (1 thread)."""
     N, C = x.shape[0], x.shape[1]
     OH, OW = out.shape[2], out.shape[3]
     for n in range(N):
@@ -97,14 +102,18 @@ def max2x2_bwd(x, out, dout, dx):
             xp, op, dp, gp = x[n, c], out[n, c], dout[n, c], dx[n, c]
             for oh in range(OH):
                 r0, r1, g0, g1 = xp[2 * oh], xp[2 * oh + 1], gp[2 * oh], gp[2 * oh + 1]
+                orow, drow = op[oh], dp[oh]
                 for ow in range(OW):
-                    m, d = op[oh, ow], dp[oh, ow]
-                    a, b = r0[2 * ow] == m, r0[2 * ow + 1] == m
-                    e, f = r1[2 * ow] == m, r1[2 * ow + 1] == m
+                    m, d = orow[ow], drow[ow]
+                    a = r0[2 * ow] == m                         # the first maximum,
+                    b = (r0[2 * ow + 1] == m) & (not a)         # row-major
+                    ab = a | b
+                    e = (r1[2 * ow] == m) & (not ab)
+                    f = (r1[2 * ow + 1] == m) & (not (ab | e))
                     g0[2 * ow] = d if a else 0.0
-                    g0[2 * ow + 1] = d if b and not a else 0.0
-                    g1[2 * ow] = d if e and not (a or b) else 0.0
-                    g1[2 * ow + 1] = d if f and not (a or b or e) else 0.0
+                    g0[2 * ow + 1] = d if b else 0.0
+                    g1[2 * ow] = d if e else 0.0
+                    g1[2 * ow + 1] = d if f else 0.0
 
 
 @njit(nogil=True, cache=True, error_model="numpy")

@@ -283,7 +283,8 @@ class Momentum(Optimizer):
 
 
 class Adam(Optimizer):
-    """Adam with Paddle's bias correction (beta1^t, beta2^t kept per parameter; op `adam`).
+    """Adam with Paddle's bias correction (beta1^t, beta2^t kept per parameter and
+    advanced by the op itself; op `adam`).
 
     Args:
         learning_rate (float or Variable): the step size.
@@ -306,7 +307,7 @@ class Adam(Optimizer):
         >>> opt = paddle.optimizer.Adam(learning_rate=0.001)
         >>> optimize_ops, params_grads = opt.minimize(loss)
         >>> sorted({op.type for op in optimize_ops})
-        ['adam', 'scale']
+        ['adam']
     """
 
     def __init__(self, learning_rate: float | Variable = 0.001, beta1: float = 0.9,
@@ -326,15 +327,14 @@ class Adam(Optimizer):
         m2 = self._accumulator(block, p, "moment2", 0.0)
         b1p = self._accumulator(block, p, "beta1_pow_acc", self._beta1, shape=[1])
         b2p = self._accumulator(block, p, "beta2_pow_acc", self._beta2, shape=[1])
-        return [
-            block.append_op("adam", {"Param": p, "Grad": g, "LearningRate": lr, "Moment1": m1,
-                                     "Moment2": m2, "Beta1Pow": b1p, "Beta2Pow": b2p},
-                            {"ParamOut": p, "Moment1Out": m1, "Moment2Out": m2},
-                            {"beta1": self._beta1, "beta2": self._beta2,
-                             "epsilon": self._epsilon}),
-            block.append_op("scale", {"X": b1p}, {"Out": b1p}, {"scale": self._beta1}),
-            block.append_op("scale", {"X": b2p}, {"Out": b2p}, {"scale": self._beta2}),
-        ]
+        # the op advances the beta powers itself (Beta1PowOut/Beta2PowOut in place), as
+        # Paddle's does: no `scale` op per power
+        return [block.append_op(
+            "adam", {"Param": p, "Grad": g, "LearningRate": lr, "Moment1": m1, "Moment2": m2,
+                     "Beta1Pow": b1p, "Beta2Pow": b2p},
+            {"ParamOut": p, "Moment1Out": m1, "Moment2Out": m2, "Beta1PowOut": b1p,
+             "Beta2PowOut": b2p},
+            {"beta1": self._beta1, "beta2": self._beta2, "epsilon": self._epsilon})]
 
 
 SGDOptimizer, MomentumOptimizer, AdamOptimizer = SGD, Momentum, Adam

@@ -154,7 +154,7 @@ class AdamW(Optimizer):
         lazy_mode (bool): accepted for Paddle compatibility.
         multi_precision (bool): accepted for Paddle compatibility.
         name (str, optional): accepted for Paddle compatibility.
-{_example("AdamW(learning_rate=0.01)", "['adamw', 'scale']")}"""
+{_example("AdamW(learning_rate=0.01)", "['adamw']")}"""
 
     def __init__(self, learning_rate: float | Variable | LRScheduler = 0.001,
                  beta1: float = 0.9, beta2: float = 0.999, epsilon: float = 1e-8,
@@ -180,16 +180,14 @@ class AdamW(Optimizer):
         b2p = self._accumulator(block, p, "beta2_pow_acc", self._beta2, shape=[1])
         with_decay = self._decay_fn is None or bool(self._decay_fn(p.name))
         ratio = 1.0 if self._lr_ratio is None else float(self._lr_ratio(p))
-        return [
-            block.append_op("adamw", {"Param": p, "Grad": g, "LearningRate": lr, "Moment1": m1,
-                                      "Moment2": m2, "Beta1Pow": b1p, "Beta2Pow": b2p},
-                            {"ParamOut": p, "Moment1Out": m1, "Moment2Out": m2},
-                            {"beta1": self._beta1, "beta2": self._beta2,
-                             "epsilon": self._epsilon, "coeff": self._coeff,
-                             "lr_ratio": ratio, "with_decay": with_decay}),
-            block.append_op("scale", {"X": b1p}, {"Out": b1p}, {"scale": self._beta1}),
-            block.append_op("scale", {"X": b2p}, {"Out": b2p}, {"scale": self._beta2}),
-        ]
+        # the op advances the beta powers in place, as Paddle's adamw does
+        return [block.append_op(
+            "adamw", {"Param": p, "Grad": g, "LearningRate": lr, "Moment1": m1, "Moment2": m2,
+                      "Beta1Pow": b1p, "Beta2Pow": b2p},
+            {"ParamOut": p, "Moment1Out": m1, "Moment2Out": m2, "Beta1PowOut": b1p,
+             "Beta2PowOut": b2p},
+            {"beta1": self._beta1, "beta2": self._beta2, "epsilon": self._epsilon,
+             "coeff": self._coeff, "lr_ratio": ratio, "with_decay": with_decay})]
 
 
 class Lamb(Optimizer):

@@ -256,7 +256,14 @@ def adam_ref(ins, a):
     lr_t = lr * np.sqrt(1 - b2p) / (1 - b1p)
     p = p - lr_t * m1 / (np.sqrt(m2) + eps * np.sqrt(1 - b2p))
     dt = ins["Param"].dtype
-    return {"ParamOut": p.astype(dt), "Moment1Out": m1.astype(dt), "Moment2Out": m2.astype(dt)}
+    return {"ParamOut": p.astype(dt), "Moment1Out": m1.astype(dt), "Moment2Out": m2.astype(dt),
+            **beta_pows_ref(b1p, b2p, a, ins["Beta1Pow"].dtype)}
+
+
+def beta_pows_ref(b1p, b2p, a, dt):
+    """The beta powers after the step (adam's and adamw's Beta1PowOut / Beta2PowOut)."""
+    return {"Beta1PowOut": (b1p * a["beta1"]).astype(dt),
+            "Beta2PowOut": (b2p * a["beta2"]).astype(dt)}
 
 
 row("sgd", P34, sgd_ref)

@@ -5,6 +5,7 @@ import numpy as np
 from numbaflow.testing.op_test import const, ints, uniform
 
 from . import f64, row
+from .core import beta_pows_ref
 
 X34 = (3, 4)
 P34 = {"Param": uniform(X34), "Grad": uniform(X34), "LearningRate": const([0.05])}
@@ -54,7 +55,8 @@ def adamw_ref(ins, a):
     m1_hat, m2_hat = m1 / (1 - b1p), m2 / (1 - b2p)
     # Paddle folds the bias corrections into lr and epsilon; this is the same value
     p = p - lr * m1_hat / (np.sqrt(m2_hat) + a["epsilon"])
-    return _out(ins, ParamOut=p, Moment1Out=m1, Moment2Out=m2)
+    return dict(_out(ins, ParamOut=p, Moment1Out=m1, Moment2Out=m2),
+                **beta_pows_ref(b1p, b2p, a, ins["Beta1Pow"].dtype))
 
 
 row("adagrad", dict(P34, Moment=uniform(X34, 0.0, 1.0)), adagrad_ref, attrs={"epsilon": 1e-6})

@@ -34,7 +34,7 @@ import numpy as np
 
 from ...kernels.codegen.render import inputs_used
 from ...kernels.fused_elementwise import Group, make_ops
-from ...kernels.registry import ELEMENTWISE, VarInfo, get_op_def, numel
+from ...kernels.registry import ELEMENTWISE, OPTIMIZER, VarInfo, get_op_def, numel
 
 UNKNOWN_DIM = 64
 
@@ -166,7 +166,9 @@ def _as_group(op):
     if op.type == "fused_elementwise":
         return Group(op.attrs["ops"], [info(v) for v in op.input_vars()])
     opdef = get_op_def(op.type)
-    if opdef.body is None or not opdef.has(ELEMENTWISE):
+    # an optimizer update is never part of a generated group (it writes in place), and
+    # adam's body does not compute its Beta1PowOut/Beta2PowOut: priced as a plain op
+    if opdef.body is None or not opdef.has(ELEMENTWISE) or opdef.has(OPTIMIZER):
         return None
     xs, ins, outs = [], {}, {}
     for slot, vs in op.inputs.items():

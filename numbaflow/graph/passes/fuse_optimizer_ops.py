@@ -6,12 +6,14 @@ buffers and runs one update over them. Here the buffers stay where they are: the
 becomes one `fused_<type>` op (kernels/fused_optim.py) whose duplicable slots list every
 parameter, and its generated kernel updates them all in one call (CPU) or launch (GPU).
 
-Grouping: optimizer ops (OPTIMIZER trait) of the same type, identical attributes and the
-same dtype in every slot. A group of two or more becomes one fused op placed where the
-LAST op of the group was: every gradient is ready there. Ops between the first and the
-last member that depend on an earlier member (Adam's beta-power `scale` ops, which
-overwrite a Beta1Pow / Beta2Pow the update still has to read; anything reading an updated
-parameter) move, in order, to right after the fused op. A group is refused, with the
+Grouping: optimizer ops (OPTIMIZER trait) of the same type, identical attributes, the
+same dtype in every slot and the same output slots (adam's optional Beta1PowOut /
+Beta2PowOut: the fused op then advances every parameter's powers too). A group of two or
+more becomes one fused op placed where the LAST op of the group was: every gradient is
+ready there. Ops between the first and the last member that depend on an earlier member
+(`scale` ops advancing a Beta1Pow / Beta2Pow the update still has to read, in programs
+that do it that way; anything reading an updated parameter) move, in order, to right
+after the fused op. A group is refused, with the
 reason, when that is impossible (a later member depends on such an op), and so is a
 member that uses a variable another member updates (two updates of one parameter must
 stay sequential). Every optimizer op left unfused is reported through `refuse`: a lone op
@@ -71,13 +73,14 @@ class FuseAllOptimizerOps(Pass):
                 continue
             extra = set(op.outputs) - {s.name for s in
                                        get_op_def(fused_type_of(op.type)).outputs}
-            if extra:       # e.g. adam's Beta1PowOut (Paddle's programs)
+            if extra:
                 self.refuse(f"{op.type} op updating {op.input('Param')}",
                             f"{fused_type_of(op.type)} has no output {sorted(extra)}")
                 continue
-            # the key's slot names keep ops with different optional slots apart
+            # the key's slot names keep ops with different optional slots apart (adam
+            # with and without Beta1PowOut/Beta2PowOut)
             dtypes = tuple((k, str(vs[0].dtype)) for k, vs in sorted(op.inputs.items()))
-            key = (op.type, repr(sorted(op.attrs.items())), dtypes)
+            key = (op.type, repr(sorted(op.attrs.items())), dtypes, tuple(sorted(op.outputs)))
             by_key.setdefault(key, []).append(op)
             per_type[op.type] = per_type.get(op.type, 0) + 1
         groups = []
