@@ -90,3 +90,11 @@ def test_matmul_and_its_gradients_in_a_program(tx, ty):
                                rtol=1e-4, atol=1e-4)
     dym = np.einsum("bhik,bhij->kj", xm, w)     # summed over the broadcast batch
     np.testing.assert_allclose(got[2], dym.T if ty else dym, rtol=1e-4, atol=1e-3)
+
+
+def test_matmul_forward_and_backward_share_one_batched_gemm_compile():
+    """The batch indices are always writable arrays: a read-only broadcast view is another
+    numba type, so forward and gradient products compiled batched_gemm three times."""
+    test_matmul_and_its_gradients_in_a_program(False, True)
+    assert batched_gemm.overloads
+    assert all(sig[3].mutable and sig[4].mutable for sig in batched_gemm.overloads)

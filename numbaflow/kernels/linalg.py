@@ -360,7 +360,9 @@ def _batch_index(batch_in, batch):
     """For each output batch element, the index of the input matrix it reads."""
     src = np.arange(numel(batch_in)).reshape(batch_in) if batch_in else np.zeros((), np.int64)
     src = src.reshape((1,) * (len(batch) - len(batch_in)) + tuple(batch_in))
-    return np.ascontiguousarray(np.broadcast_to(src, batch).reshape(-1), dtype=np.int64) \
+    # np.array copies: always writable, as the gradient's identity index is (a read-only
+    # broadcast view would be another type to numba, another compile of batched_gemm)
+    return np.array(np.broadcast_to(src, batch).reshape(-1), dtype=np.int64) \
         if batch else np.zeros(1, np.int64)
 
 
