@@ -4,6 +4,7 @@
     python docs/first_step.py                 # --model cnn, mlp and gpt
     python docs/first_step.py --model cnn
     python docs/first_step.py --profile cnn   # where a cold first run's compile time goes
+                                              # (CPU seconds per kernel, no helper process)
 
 Each case runs in a fresh process with private, initially empty caches (NUMBAFLOW_CACHE_DIR
 for the generated kernels, NUMBA_CACHE_DIR for numba's compiled code of every kernel), so
@@ -84,15 +85,17 @@ def measure(model):
 PROFILE = """
 import collections, sys, time
 from numba.core import event
+from numbaflow.executor import precompile
+precompile.MIN_COLD = float("inf")    # no helper process: every compile happens (and is seen) here
 stack, seconds = [], collections.Counter()
 class Clock(event.Listener):          # numba's real compiles (a cache load is not one)
-    def on_start(self, ev):
-        stack.append(time.perf_counter())
+    def on_start(self, ev):           # CPU seconds of the compiling thread: the load of other
+        stack.append(time.thread_time())   # jobs on the machine does not count
     def on_end(self, ev):
         t0 = stack.pop()
         if not stack:                 # a top-level compile (its callees compile inside it)
             f = ev.data["dispatcher"].py_func
-            seconds[f.__module__ + "." + f.__qualname__] += time.perf_counter() - t0
+            seconds[f.__module__ + "." + f.__qualname__] += time.thread_time() - t0
 event.register("numba:compile", Clock())
 if sys.argv[1] == "gpt":     # 20 steps: the segments (built after 8 runs) compile too
     from numbaflow.examples import train_gpt
@@ -101,7 +104,7 @@ else:
     from numbaflow.examples import train_digits
     train_digits.main(["--model", sys.argv[1], "--epochs", "1"])
 total = sum(seconds.values())
-print(f"numba compiled for {total:.1f} s in all")
+print(f"numba compiled for {total:.1f} s of CPU in all")
 for name, s in seconds.most_common(12):
     print(f"{s:7.1f} s {100 * s / total:4.0f}%  {name}")
 """

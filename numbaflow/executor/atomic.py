@@ -36,13 +36,16 @@ def backup_call(backups, backend):
     if isinstance(backend, HostBackend):
         def as_bytes(a):
             return a.reshape(a.size).view(np.uint8)
-        # chunks of at most BACKUP_CHUNK pairs: numba compiles the copy once per tuple
-        # length, and a long tuple indexed at run time compiles slowly (256 parameters of
-        # a deep MLP took 18 s); 1..BACKUP_CHUNK lengths stay cheap and cached on disk
-        calls = tuple(functools.partial(
-            _copy_bytes, tuple(as_bytes(live) for live, _ in backups[i:i + BACKUP_CHUNK]),
-            tuple(as_bytes(saved) for _, saved in backups[i:i + BACKUP_CHUNK]))
-            for i in range(0, len(backups), BACKUP_CHUNK))
+
+        def chunk(pairs):   # padded with empty pairs to BACKUP_CHUNK: one tuple type
+            pad = (np.empty(0, np.uint8),) * (BACKUP_CHUNK - len(pairs))
+            return functools.partial(_copy_bytes, tuple(as_bytes(live) for live, _ in pairs)
+                                     + pad, tuple(as_bytes(saved) for _, saved in pairs) + pad)
+        # chunks of BACKUP_CHUNK pairs: numba compiles the copy once per tuple length (~0.2 s
+        # each), and a long tuple indexed at run time compiles slowly (256 parameters of a
+        # deep MLP took 18 s); one length of 8 stays cheap and cached on disk
+        calls = tuple(chunk(backups[i:i + BACKUP_CHUNK])
+                      for i in range(0, len(backups), BACKUP_CHUNK))
         return calls[0] if len(calls) == 1 else functools.partial(run_calls, calls)
     return functools.partial(_device_backups, backend, tuple(backups))
 

@@ -55,16 +55,25 @@ def _shape_infer(ctx):
 
 
 @njit(nogil=True, cache=True)
-def _fill(value, out):
-    # compiled (not ndarray.fill) so that it can join a compiled segment
-    flat = out.reshape(-1)
+def _fill(value, flat):
+    # compiled (not ndarray.fill) so that it can join a compiled segment; on the 1-D view
+    # that bind makes: one signature for every rank, and no reshape inside njit (which
+    # tripled this kernel's compile time)
     for i in range(flat.size):
         flat[i] = value
 
 
-register_op(OpDef("fill_constant", (), (Slot("Out"),), _shape_infer,
-                  lambda cop: lambda ins, outs: functools.partial(
-                      _fill, cop.attrs["value"], outs["Out"][0]),
+def _fill_cpu(cop):
+    def bind(ins, outs):
+        out = outs["Out"][0]
+        if not out.flags.c_contiguous:     # reshape would copy: the fill would be lost
+            raise ValueError(f"fill_constant: the output buffer of shape {out.shape} is not "
+                             "contiguous; the executor allocates contiguous buffers")
+        return functools.partial(_fill, cop.attrs["value"], out.reshape(-1))
+    return bind
+
+
+register_op(OpDef("fill_constant", (), (Slot("Out"),), _shape_infer, _fill_cpu,
                   gpu=lambda cop: lambda ins, outs: gpu_util.fill_thunk(outs["Out"][0],
                                                                         cop.attrs["value"]),
                   attrs={"shape": [1], "value": 0.0, "dtype": "float32"},

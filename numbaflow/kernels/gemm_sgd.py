@@ -19,7 +19,7 @@ import numpy as np
 from numba import njit
 
 from . import gpu_util
-from .linalg import _flat2, gemm
+from .linalg import _flat2, blas_scalars, gemm
 from .registry import FUSED, NO_GRAD, OPTIMIZER, OpDef, Slot, register_op, run_calls
 
 
@@ -88,7 +88,8 @@ def _cpu(cop):
         update = _update_f32 if y.dtype == np.float32 else _update_f64
         calls = []
         if outs.get("X@GRAD"):   # dX = dOut @ W^T, from W before its update
-            calls.append(functools.partial(gemm, d2, y2.T, outs["X@GRAD"][0].reshape(x2.shape)))
+            calls.append(functools.partial(gemm, d2, y2, outs["X@GRAD"][0].reshape(x2.shape),
+                                           False, True, blas_scalars(d2.dtype)))
         p = outs["ParamOut"][0].reshape(y2.shape)
         if p.ctypes.data != y2.ctypes.data:   # not run in place: ParamOut starts as Y
             calls.append(functools.partial(_copy, y2, p))

@@ -369,8 +369,8 @@ def exp_shifted(x, out, a, c):
 def _softmax_last_axis(x2, out2, log):
     """softmax over the rows of contiguous (A, R) views (the axis=-1 case: attention,
     classifiers): the exp pass runs kernels/fastmath.py's vectorizable exp and its sum is
-    reassociated (float64), the normalisation multiplies by 1/sum: 3x faster than the generic loop
-    on the GPT's (32, 4, 64, 64) attention weights."""
+    reassociated (float64), the normalisation multiplies by 1/sum in X's dtype: 3x faster than the
+    generic loop on the GPT's (32, 4, 64, 64) attention weights."""
     A, R = x2.shape
     for a in range(A):
         xr, orow = x2[a], out2[a]
@@ -387,7 +387,7 @@ def _softmax_last_axis(x2, out2, log):
             for r in range(R):
                 orow[r] = xr[r] - m - ls
         else:
-            inv = 1.0 / s
+            inv = xr.dtype.type(1.0 / s)    # X's dtype: the loop stays float32 (~10% faster)
             for r in range(R):
                 orow[r] = orow[r] * inv
 
