@@ -183,18 +183,6 @@ PENDING = {
     ("kernels/fused_optim.py", "from numbaflow.kernels.elementwise import _float_dtype"),
     ("kernels/gemm_sgd.py", "from numbaflow.kernels.linalg import _ONE"),
     ("kernels/gemm_sgd.py", "from numbaflow.kernels.linalg import _flat2"),
-    ("kernels/depthwise.py", "from numbaflow.kernels.conv import _ATTRS"),
-    ("kernels/depthwise.py", "from numbaflow.kernels.conv import _GRAD_IN"),
-    ("kernels/depthwise.py", "from numbaflow.kernels.conv import _GRAD_OUT"),
-    ("kernels/depthwise.py", "from numbaflow.kernels.conv import _IN"),
-    ("kernels/depthwise.py", "from numbaflow.kernels.conv import _JIT"),
-    ("kernels/depthwise.py", "from numbaflow.kernels.conv import _conv_gpu"),
-    ("kernels/depthwise.py", "from numbaflow.kernels.conv import _conv_grad_gpu"),
-    ("kernels/depthwise.py", "from numbaflow.kernels.conv import _conv_grad_infer"),
-    ("kernels/depthwise.py", "from numbaflow.kernels.conv import _conv_grad_rule"),
-    ("kernels/depthwise.py", "from numbaflow.kernels.conv import _conv_infer"),
-    ("kernels/depthwise.py", "from numbaflow.kernels.conv import _geometry"),
-    ("kernels/depthwise.py", "from numbaflow.kernels.conv import _zero"),
 }
 
 

@@ -241,7 +241,7 @@ def _geo(k):
 
 
 def conv_forward(k, relu_in):
-    """The gpu factory body of conv2d / depthwise_conv2d; k is conv._geometry(cop)."""
+    """The gpu factory body of conv2d / depthwise_conv2d; k is conv.geometry(cop)."""
     def bind(ins, outs):
         out = outs["Output"][0]
         return launch(kernels().conv_fwd, out.size, ins["Input"][0], ins["Filter"][0], out,
