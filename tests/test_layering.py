@@ -181,8 +181,6 @@ PENDING = {
     ("kernels/fused_optim.py", "from numbaflow.kernels.codegen.cpu import _SymKey"),
     ("kernels/fused_elementwise.py", "from numbaflow.kernels.elementwise import _cuda_kernel"),
     ("kernels/fused_optim.py", "from numbaflow.kernels.elementwise import _float_dtype"),
-    ("kernels/gemm_sgd.py", "from numbaflow.kernels.linalg import _ONE"),
-    ("kernels/gemm_sgd.py", "from numbaflow.kernels.linalg import _flat2"),
 }
 
 
