@@ -176,11 +176,6 @@ PENDING = {
     ("static/__init__.py", "from numbaflow.fluid.layers.metric_op import _auc"),
     # Tensor's `_math("_slice_op", ...)` looks the function up by this name
     ("tensor/__init__.py", "from numbaflow.tensor.manipulation import _slice_op"),
-    # kernel files other work was changing in the same wave (conv, codegen, fusion, matmul)
-    ("kernels/codegen/cuda.py", "from numbaflow.kernels.codegen.cpu import _SymKey"),
-    ("kernels/fused_optim.py", "from numbaflow.kernels.codegen.cpu import _SymKey"),
-    ("kernels/fused_elementwise.py", "from numbaflow.kernels.elementwise import _cuda_kernel"),
-    ("kernels/fused_optim.py", "from numbaflow.kernels.elementwise import _float_dtype"),
 }
 
 

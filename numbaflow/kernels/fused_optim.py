@@ -36,9 +36,9 @@ import numpy as np
 
 from . import scalar as S
 from .codegen import cache
-from .codegen.cpu import BLOCK, PARALLEL_MIN_SIZE, _SymKey
+from .codegen.cpu import BLOCK, PARALLEL_MIN_SIZE, SymKey
 from .codegen.render import inputs_used, render
-from .elementwise import _float_dtype, align
+from .elementwise import first_float_dtype, align
 from .registry import (FUSED, NO_GRAD, OPTIMIZER, InferContext, OpDef, Slot, get_op_def,
                        numel, register_op)
 
@@ -144,8 +144,8 @@ def _factory(base, device, cop):
     sizes = [numel(i.shape) for i in cop.out_infos["ParamOut"]]
     in_dt = tuple(np.dtype(cop.in_infos[k][0].dtype).name for k in ins)
     out_dt = tuple(np.dtype(cop.out_infos[k][0].dtype).name for k in outs)
-    fdt = _float_dtype([np.dtype(d) for d in in_dt + out_dt]).name
-    spec = (_SymKey.of(wanted), scalar, in_dt, out_dt, fdt)
+    fdt = first_float_dtype([np.dtype(d) for d in in_dt + out_dt]).name
+    spec = (SymKey.of(wanted), scalar, in_dt, out_dt, fdt)
     make = _bind_cpu if device == "cpu" else _bind_gpu
 
     def bind(ins_arrays, outs_arrays):
