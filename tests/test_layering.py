@@ -158,15 +158,7 @@ ALLOWED = {
 }
 # Reads still to give a public name: each entry is a debt (the list may only shrink).
 PENDING = {
-    # the benches and the warm-up tool reach into the executor's plans and a runner's group
-    # (a public plan list would be API Paddle's Executor lacks)
-    ("_warmup.py", "exe._cache"),
-    ("bench/cases.py", "atomic._nothing"),
-    ("bench/cases.py", "compiled._passed"),
-    ("bench/cases.py", "exe._cache"),
-    ("bench/dp_overheads.py", "group._mpi"),
     # helpers living in public API modules: to move into a private helper module
-    ("fluid/initializer.py", "from numbaflow.nn.initializer import _fans"),
     ("fluid/layers/__init__.py", "from numbaflow.fluid.layers.nn import _scalar_1d"),
     ("fluid/layers/learning_rate_scheduler.py",
      "from numbaflow.optimizer.lr import _check_piecewise"),

@@ -79,7 +79,8 @@ def _fused(nf, program, **flags):
 def _passed_ops(compiled):
     """The op types of the program a CompiledProgram really ran (after its passes);
     it must have run exactly one feed/fetch signature."""
-    programs = list(compiled._passed.values())
+    from ..compiler.compiled_program import passed_programs
+    programs = passed_programs(compiled)
     assert len(programs) == 1, f"expected one compiled program, got {len(programs)}"
     return [op.type for op in programs[0].global_block().ops]
 
@@ -439,7 +440,7 @@ def backup_overhead_case():
     persistable it writes, against the same plan with the backups switched off."""
 
     def build(cfg):
-        from ..executor import atomic
+        from ..executor.executor import cached_plans
         nf = _nf()
         x, y, feed, lr, _ = mlp_batch(cfg)
         runs = []
@@ -449,8 +450,8 @@ def backup_overhead_case():
             run = functools.partial(exe.run, main, feed=feed, fetch_list=[loss], scope=scope)
             run()
             if not backups:
-                plan, = exe._cache.plans()
-                plan._backup = atomic._nothing            # (kept off: same plan, no rebind)
+                plan, = cached_plans(exe)
+                plan.skip_backups()           # (kept off: same plan, no rebind)
             runs.append(run)
         return [Candidate("backups on", lambda: runs[0]()[0]),
                 Candidate("backups off", lambda: runs[1]()[0])]
