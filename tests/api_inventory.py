@@ -43,12 +43,13 @@ HELPER_IMPORTS = {
     "numbaflow.static.nn": {"LayerHelper", "Variable"},
     "numbaflow.nn.functional": {"LayerHelper", "Variable"},
     "numbaflow.optimizer": {"Variable", "append_backward", "default_startup_program"},
-    "numbaflow.fluid.layers": {"LayerHelper", "Variable"},
+    "numbaflow.fluid.layers": {"LayerHelper", "Variable", "scalar_1d"},
     "numbaflow.fluid.io": {"default_main_program"},
     "numbaflow.distributed": {"env_size", "install_abort_hooks"},
     "numbaflow.metric": {"LayerHelper"},
     "numbaflow.incubate": {"LayerHelper", "Variable", "check_variable"},
     "numbaflow.nn.initializer": {"next_op_seed"},
+    "numbaflow.tensor": {"slice_op"},     # what Variable.__getitem__ calls (not Paddle API)
 }
 
 

@@ -156,19 +156,6 @@ ALLOWED = {
         "LRScheduler is Paddle's public class; the optimizer is the one caller of its "
         "binding (a public bind() would be API Paddle lacks)",
 }
-# Reads still to give a public name: each entry is a debt (the list may only shrink).
-PENDING = {
-    # helpers living in public API modules: to move into a private helper module
-    ("fluid/layers/__init__.py", "from numbaflow.fluid.layers.nn import _scalar_1d"),
-    ("fluid/layers/learning_rate_scheduler.py",
-     "from numbaflow.optimizer.lr import _check_piecewise"),
-    ("fluid/layers/metric_op.py", "from numbaflow.fluid.layers.nn import _scalar_1d"),
-    ("io/dataloader.py", "from numbaflow.fluid.data_feeder import _column"),
-    ("nn/functional_transformer.py", "from numbaflow.nn.functional_nn import _check_p"),
-    ("static/__init__.py", "from numbaflow.fluid.layers.metric_op import _auc"),
-    # Tensor's `_math("_slice_op", ...)` looks the function up by this name
-    ("tensor/__init__.py", "from numbaflow.tensor.manipulation import _slice_op"),
-}
 
 
 def defined_names(tree):
@@ -231,13 +218,13 @@ def module_name_in(path, package):
 def test_no_module_reads_another_modules_private_names():
     bad, used = [], set()
     for rel, line, expr in foreign_private_names():
-        if (rel, expr) in ALLOWED or (rel, expr) in PENDING:
+        if (rel, expr) in ALLOWED:
             used.add((rel, expr))
         else:
             bad.append(f"numbaflow/{rel}:{line} {expr}")
     assert not bad, ("another module's underscored names read (ask the owner for a public "
                      "name or a verb):\n" + "\n".join(bad))
-    stale = (set(ALLOWED) | set(PENDING)) - used
+    stale = set(ALLOWED) - used
     assert not stale, f"listed but no longer read (remove the entries): {sorted(stale)}"
 
 

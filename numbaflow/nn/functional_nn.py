@@ -339,7 +339,8 @@ fluid_batch_norm = static_batch_norm
 
 
 # ---------------------------------------------------------------- dropout
-def _check_p(p, fn, arg):
+def check_probability(p, fn, arg):
+    """float(p) for a probability argument `arg` of `fn` in [0, 1], else a typed error."""
     if isinstance(p, Variable) or not isinstance(p, numbers.Real) or isinstance(p, bool):
         raise TypeError(f"{fn}: {arg} must be a float in [0, 1], got {type(p).__name__}")
     if not 0.0 <= float(p) <= 1.0:
@@ -383,7 +384,7 @@ def dropout(x: Variable, p: float = 0.5, axis: None = None, training: bool = Tru
         (-1, 3)
     """
     _var(x, "dropout")
-    p = _check_p(p, "dropout", "p")
+    p = check_probability(p, "dropout", "p")
     if axis is not None:
         raise ValueError("dropout: axis (dropping whole slices) is not supported; leave "
                          "axis=None")
@@ -422,7 +423,7 @@ def fluid_dropout(x: Variable, dropout_prob: float, is_test: bool | None = None,
         (-1, 3)
     """
     _var(x, "dropout")
-    p = _check_p(dropout_prob, "dropout", "dropout_prob")
+    p = check_probability(dropout_prob, "dropout", "dropout_prob")
     if dropout_implementation not in ("downgrade_in_infer", "upscale_in_train"):
         raise ValueError(f"dropout: dropout_implementation must be 'downgrade_in_infer' or "
                          f"'upscale_in_train', got {dropout_implementation!r}")

@@ -108,7 +108,7 @@ def mean(x: Variable, name: str | None = None) -> Variable:
         >>> fluid.layers.mean(x).shape
         (1,)
     """
-    return _scalar_1d(M.mean(x, name=name))
+    return scalar_1d(M.mean(x, name=name))
 
 
 def square_error_cost(input: Variable, label: Variable) -> Variable:
@@ -384,7 +384,7 @@ def reduce_mean(input: Variable, dim: int | Sequence[int] | None = None, keep_di
         >>> fluid.layers.reduce_mean(x, dim=1).shape, fluid.layers.reduce_mean(x).shape
         ((-1,), (1,))
     """
-    return _scalar_1d(M.mean(input, axis=dim, keepdim=keep_dim, name=name))
+    return scalar_1d(M.mean(input, axis=dim, keepdim=keep_dim, name=name))
 
 
 def reduce_sum(input: Variable, dim: int | Sequence[int] | None = None, keep_dim: bool = False,
@@ -406,7 +406,7 @@ def reduce_sum(input: Variable, dim: int | Sequence[int] | None = None, keep_dim
         >>> fluid.layers.reduce_sum(x, dim=1, keep_dim=True).shape
         (-1, 1)
     """
-    return _scalar_1d(M.sum(input, axis=dim, keepdim=keep_dim, name=name))
+    return scalar_1d(M.sum(input, axis=dim, keepdim=keep_dim, name=name))
 
 
 def matmul(x: Variable, y: Variable, transpose_x: bool = False, transpose_y: bool = False,
@@ -549,7 +549,7 @@ def accuracy(input: Variable, label: Variable, k: int = 1, correct: Variable | N
         >>> fluid.layers.accuracy(scores, label, k=1).shape
         (1,)
     """
-    return _scalar_1d(metric.accuracy(input, label, k, correct, total))
+    return scalar_1d(metric.accuracy(input, label, k, correct, total))
 
 
 def argmax(x: Variable, axis: int = 0) -> Variable:
@@ -575,7 +575,7 @@ from ...nn.functional_nn import fluid_dropout as dropout  # noqa: E402,F401
 from ...nn.functional_nn import fluid_pool2d as pool2d  # noqa: E402,F401
 from ...nn.functional_conv import fluid_conv2d as conv2d  # noqa: E402,F401
 from .nn import *  # noqa: E402,F401,F403
-from .nn import _scalar_1d  # noqa: E402
+from .nn import scalar_1d  # noqa: E402
 from .tensor import *  # noqa: E402,F401,F403
 from .learning_rate_scheduler import *  # noqa: E402,F401,F403
 from .metric_op import auc  # noqa: E402,F401
