@@ -15,10 +15,6 @@ LIMIT = 500
 EXCEPTIONS = {
     "numbaflow/fluid/layers/__init__.py": (640, "Paddle 1.x's fluid.layers names, one wrapper "
                                                 "each; to split like static.nn"),
-    "numbaflow/graph/program.py": (640, "Program/Block/Operator/Variable and the Block "
-                                        "mutators that keep the use maps right (and, since "
-                                        "issue 20, Program.state_dict/set_state_dict); the "
-                                        "mutators are to move into their own module"),
     "numbaflow/bench/cases.py": (570, "the benchmark case table; to split model/ and "
                                       "kernel/ cases"),
     "numbaflow/nn/functional_nn.py": (530, "paddle.nn.functional's layers with their argument "
