@@ -13,8 +13,6 @@ LIMIT = 500
 
 # path: (the most lines it may have, why it is over LIMIT)
 EXCEPTIONS = {
-    "numbaflow/fluid/layers/__init__.py": (640, "Paddle 1.x's fluid.layers names, one wrapper "
-                                                "each; to split like static.nn"),
     "numbaflow/bench/cases.py": (570, "the benchmark case table; to split model/ and "
                                       "kernel/ cases"),
     "numbaflow/nn/functional_nn.py": (530, "paddle.nn.functional's layers with their argument "
