@@ -15,8 +15,6 @@ LIMIT = 500
 EXCEPTIONS = {
     "numbaflow/bench/cases.py": (570, "the benchmark case table; to split model/ and "
                                       "kernel/ cases"),
-    "numbaflow/nn/functional_nn.py": (530, "paddle.nn.functional's layers with their argument "
-                                           "checks; to split conv/pool from norm/loss"),
     "numbaflow/kernels/gpu_util.py": (520, "the CUDA helpers every GPU kernel shares; to split "
                                            "launch helpers from device-error records"),
     "numbaflow/gpu_check.py": (520, "the compile gate's CLI and its PTX/register checks; to "

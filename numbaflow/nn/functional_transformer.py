@@ -18,7 +18,8 @@ from ..graph.program import Variable
 from ..kernels.registry import broadcast_shapes
 from ..layer_helper import LayerHelper
 from ..tensor._helpers import check_variable as _var
-from .functional_nn import avg_pool2d, check_probability, dropout
+from .functional_nn import check_probability, dropout
+from .functional_pool import avg_pool2d
 from .initializer import Constant
 
 if TYPE_CHECKING:

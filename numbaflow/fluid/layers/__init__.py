@@ -464,7 +464,7 @@ def argmax(x: Variable, axis: int = 0) -> Variable:
 
 from ...nn.functional_nn import fluid_batch_norm as batch_norm  # noqa: E402,F401
 from ...nn.functional_nn import fluid_dropout as dropout  # noqa: E402,F401
-from ...nn.functional_nn import fluid_pool2d as pool2d  # noqa: E402,F401
+from ...nn.functional_pool import fluid_pool2d as pool2d  # noqa: E402,F401
 from ...nn.functional_conv import fluid_conv2d as conv2d  # noqa: E402,F401
 from .elementwise import *  # noqa: E402,F401,F403
 from .nn import *  # noqa: E402,F401,F403
