@@ -17,8 +17,6 @@ EXCEPTIONS = {
                                       "kernel/ cases"),
     "numbaflow/kernels/gpu_util.py": (520, "the CUDA helpers every GPU kernel shares; to split "
                                            "launch helpers from device-error records"),
-    "numbaflow/gpu_check.py": (520, "the compile gate's CLI and its PTX/register checks; to "
-                                    "split the CLI off"),
 }
 
 

@@ -33,6 +33,7 @@ INTERNAL_SUBMODULES = {
     "numbaflow.testing", "numbaflow.bench", "numbaflow.examples",
     "numbaflow.gpu_check",            # a command (python -m numbaflow.gpu_check)
     "numbaflow.gpu_trace",            # its traced device layer
+    "numbaflow.gpu_counts",           # its hot-loop counts (--counts)
     "numbaflow.initializer",          # the same module object as numbaflow.nn.initializer
     "numbaflow.formats",              # other frameworks' files, read by static.io
     "numbaflow.persistence",          # save/load's home, public as static.* and fluid.io.*
