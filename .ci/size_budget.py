@@ -15,8 +15,6 @@ LIMIT = 500
 EXCEPTIONS = {
     "numbaflow/bench/cases.py": (570, "the benchmark case table; to split model/ and "
                                       "kernel/ cases"),
-    "numbaflow/kernels/gpu_util.py": (520, "the CUDA helpers every GPU kernel shares; to split "
-                                           "launch helpers from device-error records"),
 }
 
 
