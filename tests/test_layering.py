@@ -146,8 +146,6 @@ def test_nobody_but_scope_touches_its_state():
 # (a sibling `_module` of the same package is that package's own).
 # (file, expression): why it is allowed
 ALLOWED = {
-    ("compiler/parallel_executor.py", "(build_strategy or BuildStrategy())._copy"):
-        "the compiler's own strategy class (a public copy() would be API Paddle lacks)",
     ("layer_helper.py", "ParamAttr._to_attr"):
         "Paddle's own name: its layers call ParamAttr._to_attr the same way",
     ("tensor/creation.py", "ParamAttr._to_attr"):
