@@ -203,7 +203,7 @@ def all_cases():
                             compiled=True))
     cases.append(seed_x100_case())
     for fused in (False, True):
-        cases.append(model_case("model/mlp_step" + ("fused_compiled" if fused else ""),
+        cases.append(model_case("model/mlp_step" + ("_fused" if fused else ""),
                                 "MLP 784-512-512-10, batch {mlp_batch}, SGD", mlp_program, 3,
                                 mlp_batch, _numpy_mlp, {"numpy": 0.95}, fused=fused))
     cases.append(backup_overhead_case())
