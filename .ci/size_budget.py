@@ -11,23 +11,8 @@ import sys
 
 LIMIT = 500
 
-# path: (the most lines it may have, why it is over LIMIT)
-EXCEPTIONS = {
-    "numbaflow/fluid/layers/__init__.py": (640, "Paddle 1.x's fluid.layers names, one wrapper "
-                                                "each; to split like static.nn"),
-    "numbaflow/graph/program.py": (640, "Program/Block/Operator/Variable and the Block "
-                                        "mutators that keep the use maps right (and, since "
-                                        "issue 20, Program.state_dict/set_state_dict); the "
-                                        "mutators are to move into their own module"),
-    "numbaflow/bench/cases.py": (570, "the benchmark case table; to split model/ and "
-                                      "kernel/ cases"),
-    "numbaflow/nn/functional_nn.py": (530, "paddle.nn.functional's layers with their argument "
-                                           "checks; to split conv/pool from norm/loss"),
-    "numbaflow/kernels/gpu_util.py": (520, "the CUDA helpers every GPU kernel shares; to split "
-                                           "launch helpers from device-error records"),
-    "numbaflow/gpu_check.py": (520, "the compile gate's CLI and its PTX/register checks; to "
-                                    "split the CLI off"),
-}
+# path: (the most lines it may have, why it is over LIMIT); none today
+EXCEPTIONS = {}
 
 
 def product_files(root):

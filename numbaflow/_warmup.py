@@ -33,7 +33,8 @@ def _steps(exe, program, feed, fetch, scope):
 
 
 def _wait_for_segments(exe):
-    for plan in exe._cache.plans():     # the background compiles of the hot plans
+    from .executor.executor import cached_plans
+    for plan in cached_plans(exe):     # the background compiles of the hot plans
         plan.wait_compiled()
 
 

@@ -33,6 +33,7 @@ INTERNAL_SUBMODULES = {
     "numbaflow.testing", "numbaflow.bench", "numbaflow.examples",
     "numbaflow.gpu_check",            # a command (python -m numbaflow.gpu_check)
     "numbaflow.gpu_trace",            # its traced device layer
+    "numbaflow.gpu_counts",           # its hot-loop counts (--counts)
     "numbaflow.initializer",          # the same module object as numbaflow.nn.initializer
     "numbaflow.formats",              # other frameworks' files, read by static.io
     "numbaflow.persistence",          # save/load's home, public as static.* and fluid.io.*
@@ -43,12 +44,13 @@ HELPER_IMPORTS = {
     "numbaflow.static.nn": {"LayerHelper", "Variable"},
     "numbaflow.nn.functional": {"LayerHelper", "Variable"},
     "numbaflow.optimizer": {"Variable", "append_backward", "default_startup_program"},
-    "numbaflow.fluid.layers": {"LayerHelper", "Variable"},
+    "numbaflow.fluid.layers": {"LayerHelper", "Variable", "scalar_1d"},
     "numbaflow.fluid.io": {"default_main_program"},
     "numbaflow.distributed": {"env_size", "install_abort_hooks"},
     "numbaflow.metric": {"LayerHelper"},
     "numbaflow.incubate": {"LayerHelper", "Variable", "check_variable"},
     "numbaflow.nn.initializer": {"next_op_seed"},
+    "numbaflow.tensor": {"slice_op"},     # what Variable.__getitem__ calls (not Paddle API)
 }
 
 

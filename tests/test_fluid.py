@@ -267,9 +267,9 @@ def test_namespace():
         assert callable(getattr(fluid.initializer, name)), name
     assert callable(fluid.backward.append_backward)
     assert fluid.io.save is fluid.save and callable(fluid.io.load)
-    from numbaflow.nn import functional_conv, functional_nn
+    from numbaflow.nn import functional_conv, functional_nn, functional_pool
     assert fluid.layers.conv2d is functional_conv.fluid_conv2d
-    assert fluid.layers.pool2d is functional_nn.fluid_pool2d
+    assert fluid.layers.pool2d is functional_pool.fluid_pool2d
     assert fluid.layers.batch_norm is functional_nn.fluid_batch_norm
     assert fluid.layers.dropout is functional_nn.fluid_dropout      # downgrade_in_infer default
 

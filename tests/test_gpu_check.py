@@ -105,8 +105,8 @@ def test_a_kernel_that_does_not_compile_is_reported():
 def test_hot_loops_meet_the_instruction_targets():
     """From the compiled sm_90 PTX: the elementwise loop <= 25 instructions per element
     (same shape and last-axis broadcast), the GEMM >= 4 FMAs per shared-memory load."""
-    from numbaflow import gpu_check
-    rows = dict(gpu_check.hot_loop_report((9, 0), log=lambda m: None))
+    from numbaflow import gpu_counts
+    rows = dict(gpu_counts.hot_loop_report((9, 0), log=lambda m: None))
     for label, text in rows.items():
         if "per element" in text:
             assert float(text.split()[0]) <= 25, (label, text)

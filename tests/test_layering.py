@@ -146,8 +146,6 @@ def test_nobody_but_scope_touches_its_state():
 # (a sibling `_module` of the same package is that package's own).
 # (file, expression): why it is allowed
 ALLOWED = {
-    ("compiler/parallel_executor.py", "(build_strategy or BuildStrategy())._copy"):
-        "the compiler's own strategy class (a public copy() would be API Paddle lacks)",
     ("layer_helper.py", "ParamAttr._to_attr"):
         "Paddle's own name: its layers call ParamAttr._to_attr the same way",
     ("tensor/creation.py", "ParamAttr._to_attr"):
@@ -155,46 +153,6 @@ ALLOWED = {
     ("optimizer/__init__.py", "self._learning_rate._bind"):
         "LRScheduler is Paddle's public class; the optimizer is the one caller of its "
         "binding (a public bind() would be API Paddle lacks)",
-}
-# Reads still to give a public name: each entry is a debt (the list may only shrink).
-PENDING = {
-    # the benches and the warm-up tool reach into the executor's plans and a runner's group
-    # (a public plan list would be API Paddle's Executor lacks)
-    ("_warmup.py", "exe._cache"),
-    ("bench/cases.py", "atomic._nothing"),
-    ("bench/cases.py", "compiled._passed"),
-    ("bench/cases.py", "exe._cache"),
-    ("bench/dp_overheads.py", "group._mpi"),
-    # helpers living in public API modules: to move into a private helper module
-    ("fluid/initializer.py", "from numbaflow.nn.initializer import _fans"),
-    ("fluid/layers/__init__.py", "from numbaflow.fluid.layers.nn import _scalar_1d"),
-    ("fluid/layers/learning_rate_scheduler.py",
-     "from numbaflow.optimizer.lr import _check_piecewise"),
-    ("fluid/layers/metric_op.py", "from numbaflow.fluid.layers.nn import _scalar_1d"),
-    ("io/dataloader.py", "from numbaflow.fluid.data_feeder import _column"),
-    ("nn/functional_transformer.py", "from numbaflow.nn.functional_nn import _check_p"),
-    ("static/__init__.py", "from numbaflow.fluid.layers.metric_op import _auc"),
-    # Tensor's `_math("_slice_op", ...)` looks the function up by this name
-    ("tensor/__init__.py", "from numbaflow.tensor.manipulation import _slice_op"),
-    # kernel files other work was changing in the same wave (conv, codegen, fusion, matmul)
-    ("kernels/codegen/cuda.py", "from numbaflow.kernels.codegen.cpu import _SymKey"),
-    ("kernels/fused_optim.py", "from numbaflow.kernels.codegen.cpu import _SymKey"),
-    ("kernels/fused_elementwise.py", "from numbaflow.kernels.elementwise import _cuda_kernel"),
-    ("kernels/fused_optim.py", "from numbaflow.kernels.elementwise import _float_dtype"),
-    ("kernels/gemm_sgd.py", "from numbaflow.kernels.linalg import _ONE"),
-    ("kernels/gemm_sgd.py", "from numbaflow.kernels.linalg import _flat2"),
-    ("kernels/depthwise.py", "from numbaflow.kernels.conv import _ATTRS"),
-    ("kernels/depthwise.py", "from numbaflow.kernels.conv import _GRAD_IN"),
-    ("kernels/depthwise.py", "from numbaflow.kernels.conv import _GRAD_OUT"),
-    ("kernels/depthwise.py", "from numbaflow.kernels.conv import _IN"),
-    ("kernels/depthwise.py", "from numbaflow.kernels.conv import _JIT"),
-    ("kernels/depthwise.py", "from numbaflow.kernels.conv import _conv_gpu"),
-    ("kernels/depthwise.py", "from numbaflow.kernels.conv import _conv_grad_gpu"),
-    ("kernels/depthwise.py", "from numbaflow.kernels.conv import _conv_grad_infer"),
-    ("kernels/depthwise.py", "from numbaflow.kernels.conv import _conv_grad_rule"),
-    ("kernels/depthwise.py", "from numbaflow.kernels.conv import _conv_infer"),
-    ("kernels/depthwise.py", "from numbaflow.kernels.conv import _geometry"),
-    ("kernels/depthwise.py", "from numbaflow.kernels.conv import _zero"),
 }
 
 
@@ -258,13 +216,13 @@ def module_name_in(path, package):
 def test_no_module_reads_another_modules_private_names():
     bad, used = [], set()
     for rel, line, expr in foreign_private_names():
-        if (rel, expr) in ALLOWED or (rel, expr) in PENDING:
+        if (rel, expr) in ALLOWED:
             used.add((rel, expr))
         else:
             bad.append(f"numbaflow/{rel}:{line} {expr}")
     assert not bad, ("another module's underscored names read (ask the owner for a public "
                      "name or a verb):\n" + "\n".join(bad))
-    stale = (set(ALLOWED) | set(PENDING)) - used
+    stale = set(ALLOWED) - used
     assert not stale, f"listed but no longer read (remove the entries): {sorted(stale)}"
 
 

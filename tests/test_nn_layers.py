@@ -13,6 +13,7 @@ from numbaflow.graph import verify
 from numbaflow.kernels import run_op
 from numbaflow.nn import functional as F
 from numbaflow.nn import functional_nn as NN
+from numbaflow.nn import functional_pool as POOL
 from numbaflow.utils import unique_name
 
 
@@ -67,10 +68,10 @@ def test_pool_embedding_dropout_shapes_and_names():
     def net():
         img = static.data("img", [None, 3, 7, 7])
         ids = static.data("ids", [None, 5], "int64")
-        return (NN.max_pool2d(img, 2), NN.max_pool2d(img, 3, stride=2, padding=1),
-                NN.avg_pool2d(img, 2, ceil_mode=True), NN.avg_pool2d(img, 3, 2, padding="SAME"),
-                NN.fluid_pool2d(img, global_pooling=True, pool_type="avg"),
-                NN.max_pool2d(static.data("nhwc", [None, 6, 6, 2]), 2, data_format="NHWC"),
+        return (POOL.max_pool2d(img, 2), POOL.max_pool2d(img, 3, stride=2, padding=1),
+                POOL.avg_pool2d(img, 2, ceil_mode=True), POOL.avg_pool2d(img, 3, 2, padding="SAME"),
+                POOL.fluid_pool2d(img, global_pooling=True, pool_type="avg"),
+                POOL.max_pool2d(static.data("nhwc", [None, 6, 6, 2]), 2, data_format="NHWC"),
                 NN.static_embedding(ids, size=[10, 4], padding_idx=-1),
                 NN.dropout(img, 0.5))
     main, startup, outs = build(net)
@@ -374,17 +375,17 @@ def test_out_of_range_ids_raise_naming_the_op_and_leave_state_unchanged():
 
 
 @pytest.mark.parametrize("call,err,match", [
-    (lambda x: NN.max_pool2d(x, 0), ValueError, "kernel_size must be positive"),
-    (lambda x: NN.max_pool2d(x, 2, return_mask=True), ValueError, "return_mask"),
-    (lambda x: NN.max_pool2d(x, 9), ValueError, "pool2d: output size"),
-    (lambda x: NN.max_pool2d(x, 2, padding=[1, 2, 3]), ValueError, "padding must be"),
-    (lambda x: NN.max_pool2d(x, 2, padding=-1), ValueError, "padding must be >= 0"),
-    (lambda x: NN.max_pool2d(x, 2, padding="VALID", ceil_mode=True), ValueError, "ceil_mode"),
-    (lambda x: NN.max_pool2d(x, 2, data_format="NWHC"), ValueError, "data_format"),
-    (lambda x: NN.avg_pool2d(x, 2, divisor_override=3), ValueError, "divisor_override"),
-    (lambda x: NN.fluid_pool2d(x), ValueError, "pool_size must be given"),
-    (lambda x: NN.fluid_pool2d(x, 2, pool_type="min"), ValueError, "pool_type"),
-    (lambda x: NN.max_pool2d(paddle.reshape(x, [-1, 48]), 2), ValueError, "must be 4-D"),
+    (lambda x: POOL.max_pool2d(x, 0), ValueError, "kernel_size must be positive"),
+    (lambda x: POOL.max_pool2d(x, 2, return_mask=True), ValueError, "return_mask"),
+    (lambda x: POOL.max_pool2d(x, 9), ValueError, "pool2d: output size"),
+    (lambda x: POOL.max_pool2d(x, 2, padding=[1, 2, 3]), ValueError, "padding must be"),
+    (lambda x: POOL.max_pool2d(x, 2, padding=-1), ValueError, "padding must be >= 0"),
+    (lambda x: POOL.max_pool2d(x, 2, padding="VALID", ceil_mode=True), ValueError, "ceil_mode"),
+    (lambda x: POOL.max_pool2d(x, 2, data_format="NWHC"), ValueError, "data_format"),
+    (lambda x: POOL.avg_pool2d(x, 2, divisor_override=3), ValueError, "divisor_override"),
+    (lambda x: POOL.fluid_pool2d(x), ValueError, "pool_size must be given"),
+    (lambda x: POOL.fluid_pool2d(x, 2, pool_type="min"), ValueError, "pool_type"),
+    (lambda x: POOL.max_pool2d(paddle.reshape(x, [-1, 48]), 2), ValueError, "must be 4-D"),
     (lambda x: NN.dropout(x, 1.5), ValueError, r"in \[0, 1\]"),
     (lambda x: NN.dropout(x, "0.5"), TypeError, "float"),
     (lambda x: NN.dropout(x, 0.5, axis=1), ValueError, "axis"),
@@ -427,8 +428,8 @@ def test_pool_fc_batch_norm_dropout_net_trains():
     def net():
         img = static.data("img", [None, 2, 4, 4])
         label = static.data("label", [None, 1], "int64")
-        pooled = NN.avg_pool2d(img, 2)                            # (N, 2, 2, 2)
-        peak = NN.max_pool2d(img, 3, stride=1, padding=1)         # (N, 2, 4, 4)
+        pooled = POOL.avg_pool2d(img, 2)                            # (N, 2, 2, 2)
+        peak = POOL.max_pool2d(img, 3, stride=1, padding=1)         # (N, 2, 4, 4)
         h = static.nn.fc([pooled, peak], 32)
         h = NN.static_batch_norm(h, act="relu")
         h = NN.dropout(h, 0.2)

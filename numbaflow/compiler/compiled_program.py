@@ -346,3 +346,9 @@ def _world():
         return None
     w = mpi.world()
     return w if w is not None and w.size > 1 else None
+
+
+def passed_programs(compiled):
+    """The programs `compiled` really runs (after its passes), one per compiled feed and
+    fetch signature (for the benches: Paddle's CompiledProgram has no such property)."""
+    return [lw.program for lw in compiled._lowered.values()]

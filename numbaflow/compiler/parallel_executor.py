@@ -7,6 +7,7 @@
 """
 from __future__ import annotations
 
+import copy
 from typing import TYPE_CHECKING
 
 from ..graph.program import default_main_program
@@ -65,7 +66,7 @@ class ParallelExecutor:
         if num_trainers != 1 or trainer_id != 0:
             # as Paddle: they are set on (a copy of) the build strategy, whose compile
             # checks them against the MPI job
-            build_strategy = (build_strategy or BuildStrategy())._copy()
+            build_strategy = copy.copy(build_strategy or BuildStrategy())
             build_strategy.num_trainers = num_trainers
             build_strategy.trainer_id = trainer_id
         places = cuda_places() if use_cuda else cpu_places()

@@ -50,9 +50,6 @@ class _Strict:
                             f"{type(value).__name__} {value!r}")
         object.__setattr__(self, name, value)
 
-    def _copy(self):
-        return copy.copy(self)
-
     def __repr__(self):
         items = ", ".join(f"{k}={getattr(self, k)!r}" for k in self._schema())
         return f"{type(self).__name__}({items})"
@@ -178,7 +175,7 @@ class BuildStrategy(_Strict):
             raise ValueError(f"BuildStrategy.trainer_id={self.trainer_id} is {where}{size - 1} "
                              f"(this process is rank {rank}). Leave trainer_id unset or set it "
                              f"to {rank}.")
-        e = self._copy()
+        e = copy.copy(self)
         allreduce = e.reduce_strategy is ReduceStrategy.AllReduce
         if e.fuse_broadcast_ops is None:
             object.__setattr__(e, "fuse_broadcast_ops", not allreduce)
@@ -275,7 +272,7 @@ class ExecutionStrategy(_Strict):
                              f"places is {self.num_threads * num_places} worker threads, more "
                              f"than {MAX_TOTAL_THREADS}; use num_threads <= "
                              f"{max(1, MAX_TOTAL_THREADS // num_places)} (or 0 = auto)")
-        e = self._copy()
+        e = copy.copy(self)
         if e.num_threads == 0:
             # one worker per place: a place's kernels already use every core it gets
             # (numba's parallel loops, BLAS; data-parallel places split the cores), and

@@ -57,7 +57,7 @@ class LocalGroup:
         self._barrier.reset()
         self._wait_barrier.reset()
 
-    def _mpi(self, fn, *args):
+    def submit_mpi(self, fn, *args):
         """Run an MPI call on the communication thread, in submission order: every MPI
         call of the group goes there, so a started bucket and a later synchronous
         collective reach MPI in the same order on every rank."""
@@ -147,8 +147,8 @@ class LocalGroup:
         if self.world is None or self.world.size == 1:
             return None
         if whole:
-            return self._mpi(self.world.allreduce_sum_, total[0])
-        return self._mpi(self._mpi_allreduce, total, bucket)
+            return self.submit_mpi(self.world.allreduce_sum_, total[0])
+        return self.submit_mpi(self._mpi_allreduce, total, bucket)
 
     def _mpi_allreduce(self, arrays, bucket):
         """One message for the bucket's small tensors (packed), and each large one in
@@ -172,7 +172,7 @@ class LocalGroup:
             flat = self._flat_buffer(("bcast", bucket), src)
             if self.world.rank == rank:
                 _pack(src, flat)
-            self._mpi(self.world.bcast_, flat, rank).result()
+            self.submit_mpi(self.world.bcast_, flat, rank).result()
             _unpack(flat, src)
         self._wait()
         if index != local:

@@ -6,7 +6,7 @@ import logging
 
 import numpy as np
 
-from ..kernels.gpu_util import host_staged
+from ..kernels.host_staged import host_staged
 from ..kernels.registry import may_fail
 
 log = logging.getLogger("numbaflow")

@@ -153,6 +153,12 @@ class Executor:
         return results if return_numpy else [_Fetched(r) for r in results]
 
 
+def cached_plans(exe):
+    """The plans `exe` has built and keeps, oldest first (for the warm-up tool and the
+    benches: Paddle's Executor has no public plan list, so this is a function here)."""
+    return exe._cache.plans()
+
+
 class _Fetched(Tensor):
     """A fetched value when return_numpy=False (numpy-convertible, like Paddle's tensor)."""
 

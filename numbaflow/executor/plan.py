@@ -25,7 +25,7 @@ import numpy as np
 from .. import config
 from ..utils.log import compile_notice, first_run
 from ..kernels.registry import COLLECTIVE, get_op_def, may_fail
-from .atomic import backup_call
+from .atomic import backup_call, nothing
 from .backend import HostBackend
 from .lowering import lower
 from .memory import nbytes
@@ -195,6 +195,11 @@ class Plan:
             self.buffers = self.pool = self.thunks = None
             for unit in self.units or ():   # (compiled code kept: refreshed on bind)
                 unit.release()
+
+    def skip_backups(self):
+        """Take no per-run backups until the next bind (the benchmark of what failure
+        atomicity costs; a run that then fails leaves what it wrote)."""
+        self._backup = nothing
 
     def pool_bytes(self):
         """Bytes of the pooled temporaries."""

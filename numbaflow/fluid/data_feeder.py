@@ -8,10 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
-import numpy as np
-
 from ..distributed.feed import split_sizes
-from ..executor.feed import unrepresentable
+from ..executor.feed import samples_to_array
 from ..graph.program import Variable, default_main_program
 
 
@@ -87,7 +85,7 @@ class DataFeeder:
                 col.append(field)
         if not columns[0]:
             raise ValueError("DataFeeder.feed: the minibatch is empty; give at least one sample")
-        return {v.name: _column(v, col, self.lossy_cast, "DataFeeder.feed")
+        return {v.name: samples_to_array(v, col, self.lossy_cast, "DataFeeder.feed")
                 for v, col in zip(self.feed_vars, columns)}
 
     def feed_parallel(self, iterable: Iterable[Any], num_places: int | None = None) -> list:
@@ -167,59 +165,3 @@ def sample_fields(k, sample, names, where):
         raise ValueError(f"{where}: sample #{k} is a single {type(sample).__name__}; "
                          f"{expected}")
     return [sample]
-
-
-def _bad_sample(col):
-    """(sample index, value) of the first entry of the list `col` that is not a number
-    or an array of numbers (None, a string, ...), or None."""
-    for k, field in enumerate(col):
-        try:
-            kind = np.asarray(field).dtype.kind
-        except (TypeError, ValueError):
-            return k, field
-        if kind not in "biuf":
-            return k, field
-    return None
-
-
-def _column(var, col, lossy=False, where="DataFeeder"):
-    """The samples' fields for `var` (a list of them, or one stacked array) as one array
-    of its dtype and shape, under exe.run's feed rules: a value the dtype cannot hold (a
-    fraction or NaN into an int, an overflow to inf, an int out of range) raises naming
-    the variable, the sample and the value, unless `lossy` (then numpy's cast applies)."""
-    dt = np.dtype(var.dtype)
-    n = len(col)
-    try:
-        raw = np.asarray(col)
-    except (TypeError, ValueError) as e:       # ragged fields
-        raw, why = None, str(e)
-    if raw is None or raw.dtype.kind not in "biuf":
-        bad = _bad_sample(col)
-        what = (f"sample #{bad[0]} holds {type(bad[1]).__name__} {bad[1]!r}" if bad else
-                f"the samples' fields do not form one array ({why if raw is None else raw.dtype})")
-        raise ValueError(f"{where}: cannot feed {var.name!r} ({dt}, shape {var.shape}): "
-                         f"{what}; expected a number or an array of numbers in each sample")
-    if not lossy:
-        value = unrepresentable(raw, dt)
-        if value is not None:
-            flat = raw.ravel()
-            at = np.flatnonzero(np.isnan(flat) if value != value else flat == value)[0]
-            k = int(at) // max(1, raw.size // max(1, n))
-            raise ValueError(f"{where}: sample #{k} of {var.name!r} holds {value!r}, which "
-                             f"{dt} cannot represent (casting would truncate, wrap or "
-                             f"overflow it); fix the data, or pass lossy_cast=True to cast "
-                             f"as numpy does")
-    with np.errstate(all="ignore"):
-        arr = raw.astype(dt)
-    shape = tuple(n if d == -1 and i == 0 else d for i, d in enumerate(var.shape))
-    if arr.ndim != len(shape) and list(shape).count(-1) <= 1:
-        try:
-            arr = arr.reshape(shape)
-        except ValueError:
-            pass                              # reported below with the declared shape
-    if arr.ndim != len(shape) or any(d >= 0 and d != a for d, a in zip(shape, arr.shape)):
-        raise ValueError(f"{where}: {var.name!r} is declared with shape {var.shape} but "
-                         f"the minibatch has shape {arr.shape} ({n} samples); "
-                         f"make each sample's field hold {var.shape[1:]} values")
-    return arr
-

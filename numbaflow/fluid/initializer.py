@@ -10,7 +10,7 @@ import math
 
 from ..nn import initializer as _init
 from ..nn.initializer import (Assign, KaimingNormal, KaimingUniform,  # noqa: F401
-                              NumpyArrayInitializer, XavierNormal, XavierUniform, _fans)
+                              NumpyArrayInitializer, XavierNormal, XavierUniform)
 
 __all__ = ["Constant", "Uniform", "Normal", "TruncatedNormal", "Xavier", "MSRA",
            "NumpyArrayInitializer", "ConstantInitializer", "UniformInitializer",
@@ -125,7 +125,7 @@ class Xavier(_init.Initializer):
         self.uniform, self.fan_in, self.fan_out, self.seed = bool(uniform), fan_in, fan_out, seed
 
     def _init_op(self, var, block):
-        fi, fo = _fans(var.shape)
+        fi, fo = self._compute_fans(var)
         fan = (self.fan_in or fi) + (self.fan_out or fo)
         if self.uniform:
             limit = math.sqrt(6.0 / fan)
@@ -156,7 +156,7 @@ class MSRA(_init.Initializer):
         self.uniform, self.fan_in, self.seed = bool(uniform), fan_in, seed
 
     def _init_op(self, var, block):
-        fan = self.fan_in or _fans(var.shape)[0]
+        fan = self.fan_in or self._compute_fans(var)[0]
         if self.uniform:
             limit = math.sqrt(6.0 / fan)
             inner = _init.Uniform(-limit, limit)

@@ -174,8 +174,8 @@ def _getitem(var, item):
     attrs = {"axes": axes, "starts": starts, "ends": ends, "decrease_axis": decrease,
              "infer_flags": [1] * len(axes)}
     if any(st != 1 for st in steps):
-        return var._math("_slice_op", "strided_slice", var, dict(attrs, strides=steps))
-    return var._math("_slice_op", "slice", var, attrs)
+        return var._math("slice_op", "strided_slice", var, dict(attrs, strides=steps))
+    return var._math("slice_op", "slice", var, attrs)
 
 
 class Parameter(Variable):

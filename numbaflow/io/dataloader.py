@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
+from ..executor.feed import samples_to_array
 from ..executor.place import CPUPlace, CUDAPlace
 from ..graph.program import Variable
 from . import _workers
@@ -120,8 +121,7 @@ def _as_feed(fields, feed_vars, return_list, fn, lossy=False):
     if len(fields) != len(feed_vars):
         raise ValueError(f"{fn}: a batch has {len(fields)} fields but feed_list has "
                          f"{len(feed_vars)} variables ({[v.name for v in feed_vars]})")
-    from ..fluid.data_feeder import _column
-    arrays = [_column(v, f, lossy, fn) for v, f in zip(feed_vars, fields)]
+    arrays = [samples_to_array(v, f, lossy, fn) for v, f in zip(feed_vars, fields)]
     if return_list:
         return arrays
     return {v.name: a for v, a in zip(feed_vars, arrays)}

@@ -10,7 +10,7 @@ import functools
 
 import numpy as np
 
-from . import gpu_util
+from .host_staged import host_staged
 from .registry import COLLECTIVE, FLAT_INPUTS, NO_GRAD, OpDef, Slot, VarInfo, register_op, sequence
 
 
@@ -117,7 +117,7 @@ def _noop():
 def _via_host(cpu_factory):
     """GPU kernel factory: the CPU kernel on host copies of the device arrays (the
     communicator works on host memory)."""
-    return lambda cop: lambda ins, outs: gpu_util.host_staged(cpu_factory(cop), ins, outs)
+    return lambda cop: lambda ins, outs: host_staged(cpu_factory(cop), ins, outs)
 
 
 register_op(OpDef(

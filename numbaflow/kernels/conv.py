@@ -29,7 +29,7 @@ from .registry import NO_GRAD, OpDef, Slot, VarInfo, register_op
 
 # reassoc lets LLVM vectorise the dFilter dot products; contract allows FMAs.
 _FM = {"reassoc", "contract"}
-_JIT = dict(nogil=True, cache=True, error_model="numpy", fastmath=_FM)
+JIT = dict(nogil=True, cache=True, error_model="numpy", fastmath=_FM)
 
 
 # ---------------------------------------------------------------- attributes and shapes
@@ -69,7 +69,7 @@ def _out_dim(n, k, s, p0, p1, d):
     return -1 if n < 0 else (n + p0 + p1 - (d * (k - 1) + 1)) // s + 1
 
 
-def _conv_infer(ctx):
+def conv_infer(ctx):
     x, w = ctx.input("Input"), ctx.input("Filter")
     xn, wn = ctx.name("Input"), ctx.name("Filter")
     op = ctx.op_type
@@ -111,10 +111,10 @@ def _conv_infer(ctx):
     return {"Output": VarInfo((n, m, oh, ow), x.dtype)}
 
 
-def _conv_grad_infer(ctx):
+def conv_grad_infer(ctx):
     # the forward's checks, and Output@GRAD must have the forward's Output shape: the
     # kernels index by these shapes (a mismatch would read and write out of bounds)
-    out = _conv_infer(ctx)["Output"].shape
+    out = conv_infer(ctx)["Output"].shape
     d = ctx.input("Output@GRAD")
     if len(d.shape) != 4 or any(a != b and -1 not in (a, b) for a, b in zip(d.shape, out)):
         raise ctx.error(f"Output@GRAD {ctx.name('Output@GRAD')} has shape {tuple(d.shape)}, "
@@ -122,13 +122,13 @@ def _conv_grad_infer(ctx):
     return {"Input@GRAD": ctx.input("Input"), "Filter@GRAD": ctx.input("Filter")}
 
 
-def _conv_grad_rule(g):
+def conv_grad_rule(g):
     g.append(g.op.type + "_grad",
              {"Input": g.fwd("Input"), "Filter": g.fwd("Filter"), "Output@GRAD": g.dout("Output")},
              {"Input@GRAD": g.dx("Input"), "Filter@GRAD": g.dx("Filter")}, dict(g.attrs))
 
 
-def _geometry(cop):
+def geometry(cop):
     """Everything a kernel specialises on, from the concrete shapes."""
     (sh, sw), (pt, pb, pl, pr), (dh, dw) = conv_params(cop.attrs, cop.type)
     n, c, h, wd = cop.input("Input").shape
@@ -140,12 +140,12 @@ def _geometry(cop):
 
 
 
-def _zero(a):
+def zero(a):
     a[...] = 0
 
 
 # ================================================================ conv2d: im2col + BLAS
-@njit(**_JIT)
+@njit(**JIT)
 def _span(j, W, OW, s, p, d):
     """The output columns [lo, hi) whose input column ow*s - p + j*d lies in [0, W)."""
     off = p - j * d
@@ -154,7 +154,7 @@ def _span(j, W, OW, s, p, d):
     return min(lo, OW), max(min(hi, OW), min(lo, OW))
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def im2col(x, cols, kh, kw, sh, sw, pt, pl, dh, dw, OH, OW):
     """cols[(c*kh + i)*kw + j, oh*OW + ow] = x[c, oh*sh - pt + i*dh, ow*sw - pl + j*dw],
     0 where that falls in the padding."""
@@ -184,7 +184,7 @@ def im2col(x, cols, kh, kw, sh, sw, pt, pl, dh, dw, OH, OW):
                         cols[r, base + ow] = 0
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def col2im(cols, x, kh, kw, sh, sw, pt, pl, dh, dw, OH, OW):
     """The adjoint of im2col: x[c, ih, iw] += cols[...] (x must be zeroed first)."""
     C, H, W = x.shape
@@ -209,7 +209,7 @@ def col2im(cols, x, kh, kw, sh, sw, pt, pl, dh, dw, OH, OW):
 # copies its interior out. On the LeNet's convolutions: im2col 1.26 -> 0.20 / 0.25 ms,
 # col2im 1.03 -> 0.24 / 1.30 -> 0.28 ms (64 samples, 1 thread), where the GEMMs take
 # 0.15-0.67 ms: the unrolling, not BLAS, was most of the time.
-@njit(**_JIT)
+@njit(**JIT)
 def im2col_unit(x, xp, cols, kh, kw, pt, pl, OH, OW):
     C, H, W = x.shape
     for c in range(C):
@@ -226,7 +226,7 @@ def im2col_unit(x, xp, cols, kh, kw, pt, pl, OH, OW):
                         row[oh * OW + ow] = src[ow + j]
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def col2im_unit(cols, gp, dx, kh, kw, pt, pl, OH, OW):
     """dx = the adjoint of im2col_unit applied to cols (dx is overwritten)."""
     C, H, W = dx.shape
@@ -249,7 +249,7 @@ def col2im_unit(cols, gp, dx, kh, kw, pt, pl, OH, OW):
 # Python at bind time, so that a cold cache compiles only the path a program runs: with
 # both paths in one kernel behind a runtime test, the LeNet's conv backward took 2.3 s
 # of CPU to compile, 1.3 s without the strided path.
-@njit(**_JIT)
+@njit(**JIT)
 def conv_fwd(x5, w3, out4, cols, mul2, add2, epi, act, kh, kw, sh, sw, pt, pl, dh, dw, OH, OW):
     """x5 (N, G, Cg, H, W), w3 (G, Mg, K), out4 (N, G, Mg, OH*OW), cols (K, OH*OW);
     mul2, add2 (G, Mg): the epilogue's."""
@@ -260,7 +260,7 @@ def conv_fwd(x5, w3, out4, cols, mul2, add2, epi, act, kh, kw, sh, sw, pt, pl, d
             epilogue(out4[n, g], mul2[g], add2[g], epi, act)
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def conv_fwd_unit(x5, w3, out4, cols, xp, mul2, add2, epi, act, kh, kw, pt, pl, OH, OW):
     """conv_fwd for stride 1 / dilation 1; xp: the zero-bordered plane of im2col_unit."""
     for n in range(x5.shape[0]):
@@ -270,7 +270,7 @@ def conv_fwd_unit(x5, w3, out4, cols, xp, mul2, add2, epi, act, kh, kw, pt, pl, 
             epilogue(out4[n, g], mul2[g], add2[g], epi, act)
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def conv1x1_fwd(x4, w3, out4, mul2, add2, epi, act):
     """1x1, stride 1, no padding: x4 (N, G, Cg, H*W) already is the columns."""
     for n in range(x4.shape[0]):
@@ -279,7 +279,7 @@ def conv1x1_fwd(x4, w3, out4, mul2, add2, epi, act):
             epilogue(out4[n, g], mul2[g], add2[g], epi, act)
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def _add_dfilter(d, cols, tmpw, dwg):
     """dwg += d @ cols.T (tmpw: scratch). A loop, not `dwg += tmpw`: numba compiles that
     array expression for ~3 s of CPU on a cold cache, the rest of conv_bwd in ~1.3 s."""
@@ -292,7 +292,7 @@ def _add_dfilter(d, cols, tmpw, dwg):
 # The backward kernels take the epilogue's gradient too (fused_conv2d_grad): o4 (the
 # Output, read when act), dm (Mg, OH*OW scratch) and db2 (G, Mg, the bias gradient);
 # plain conv2d_grad passes need_db = act = False and empty arrays.
-@njit(**_JIT)
+@njit(**JIT)
 def conv_bwd(x5, w3, d4, dx5, dw3, cols, dcols, tmpw, need_dx, need_dw,
              o4, dm, db2, need_db, act, kh, kw, sh, sw, pt, pl, dh, dw, OH, OW):
     """dFilter_g = sum_n dOut[n, g] @ cols(x[n, g])^T; dInput[n, g] = col2im(W_g^T @ dOut[n, g])."""
@@ -313,7 +313,7 @@ def conv_bwd(x5, w3, d4, dx5, dw3, cols, dcols, tmpw, need_dx, need_dw,
                 col2im(dcols, dx5[n, g], kh, kw, sh, sw, pt, pl, dh, dw, OH, OW)
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def conv_bwd_unit(x5, w3, d4, dx5, dw3, cols, dcols, tmpw, xp, gp, need_dx, need_dw,
                   o4, dm, db2, need_db, act, kh, kw, pt, pl, OH, OW):
     """conv_bwd for stride 1 / dilation 1; xp, gp: the zero-bordered planes of
@@ -333,7 +333,7 @@ def conv_bwd_unit(x5, w3, d4, dx5, dw3, cols, dcols, tmpw, xp, gp, need_dx, need
                 col2im_unit(dcols, gp, dx5[n, g], kh, kw, pt, pl, OH, OW)
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def conv1x1_bwd(x4, w3, d4, dx4, dw3, tmpw, need_dx, need_dw, o4, dm, db2, need_db, act):
     if need_dw:
         dw3[:] = 0
@@ -392,7 +392,7 @@ def forward_thunk(cop, x, w, out, mul=None, add=None, act=False):
     """The forward kernel of `cop`'s path (1x1 / unit stride / strided) bound to Input `x`,
     Filter `w` and Output `out`, with the epilogue `out = act(out * mul + add)` (mul, add:
     per output channel, (M,) arrays or None)."""
-    k = _geometry(cop)
+    k = geometry(cop)
     x5, w3, out4 = _views(k, x, w, out)
     none = no_epilogue(k, x.dtype)
     epi = 0 if add is None else 1 if mul is None else 2
@@ -413,7 +413,7 @@ def backward_thunk(cop, x, w, d, dx=None, dw=None, out=None, db=None, act=False)
     """The backward kernel of `cop`'s path bound to Input `x`, Filter `w`, Output@GRAD `d`
     and the gradients wanted (dx, dw, the bias gradient db: None when not); with `act`
     (relu) d is first masked by Output `out` > 0."""
-    k = _geometry(cop)
+    k = geometry(cop)
     x5, w3, d4 = _views(k, x, w, d)
     need_dx, need_dw, need_db = dx is not None, dw is not None, db is not None
     dx5 = dx.reshape(x5.shape) if need_dx else np.empty((0,) * 5, x.dtype)
@@ -463,32 +463,32 @@ def _relu_in(cop):
 
 def gpu_forward(cop, epilogue=None):
     """The GPU factory body of `cop`'s forward (conv_gpu.conv_forward's `epilogue`)."""
-    return conv_gpu.conv_forward(_geometry(cop), _relu_in(cop), epilogue)
+    return conv_gpu.conv_forward(geometry(cop), _relu_in(cop), epilogue)
 
 
 def gpu_backward(cop, out=None, act=False):
     """The GPU factory body of `cop`'s gradient (conv_gpu.conv_backward's out / act)."""
-    return conv_gpu.conv_backward(_geometry(cop), _relu_in(cop), out, act)
+    return conv_gpu.conv_backward(geometry(cop), _relu_in(cop), out, act)
 
 
-def _conv_gpu(cop):
+def conv_gpu_forward(cop):
     return gpu_forward(cop)
 
 
-def _conv_grad_gpu(cop):
+def conv_gpu_backward(cop):
     return gpu_backward(cop)
 
 
 # ---------------------------------------------------------------- registration
-_ATTRS = {"strides": [1, 1], "paddings": [0, 0], "dilations": [1, 1], "groups": 1,
+ATTRS = {"strides": [1, 1], "paddings": [0, 0], "dilations": [1, 1], "groups": 1,
           "data_format": "NCHW"}
-_IN = (Slot("Input"), Slot("Filter"))
-_GRAD_IN = (Slot("Input"), Slot("Filter"), Slot("Output@GRAD"))
-_GRAD_OUT = (Slot("Input@GRAD", optional=True), Slot("Filter@GRAD", optional=True))
+IN_SLOTS = (Slot("Input"), Slot("Filter"))
+GRAD_IN_SLOTS = (Slot("Input"), Slot("Filter"), Slot("Output@GRAD"))
+GRAD_OUT_SLOTS = (Slot("Input@GRAD", optional=True), Slot("Filter@GRAD", optional=True))
 
-register_op(OpDef("conv2d", _IN, (Slot("Output"),), _conv_infer, _conv_cpu, gpu=_conv_gpu,
-                  attrs=_ATTRS,
-                  grad=_conv_grad_rule,
+register_op(OpDef("conv2d", IN_SLOTS, (Slot("Output"),), conv_infer, _conv_cpu, gpu=conv_gpu_forward,
+                  attrs=ATTRS,
+                  grad=conv_grad_rule,
                   doc="2-D convolution, NCHW, Filter [M, C/groups, kh, kw]; no bias"))
-register_op(OpDef("conv2d_grad", _GRAD_IN, _GRAD_OUT, _conv_grad_infer, _conv_grad_cpu,
-                  gpu=_conv_grad_gpu, attrs=_ATTRS, traits=frozenset({NO_GRAD})))
+register_op(OpDef("conv2d_grad", GRAD_IN_SLOTS, GRAD_OUT_SLOTS, conv_grad_infer, _conv_grad_cpu,
+                  gpu=conv_gpu_backward, attrs=ATTRS, traits=frozenset({NO_GRAD})))

@@ -273,7 +273,7 @@ def _geo(k):
 
 
 def conv_forward(k, relu_in, epilogue=None):
-    """The gpu factory body of conv2d / depthwise_conv2d; k is conv._geometry(cop).
+    """The gpu factory body of conv2d / depthwise_conv2d; k is conv.geometry(cop).
     `epilogue(ins, (mul, add, epi, act) -> launch) -> [launches]`: fused_conv2d's
     (conv_fused.py), which binds the per-channel arrays; without one, Filter stands in
     for the unused arrays."""

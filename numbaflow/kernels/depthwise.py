@@ -18,15 +18,15 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from .conv import (_ATTRS, _GRAD_IN, _GRAD_OUT, _IN, _JIT, _conv_grad_gpu,
-                   _conv_grad_infer, _conv_grad_rule, _conv_gpu, _conv_infer, _geometry, _zero)
+from .conv import (ATTRS, GRAD_IN_SLOTS, GRAD_OUT_SLOTS, IN_SLOTS, JIT, conv_gpu_backward,
+                   conv_grad_infer, conv_grad_rule, conv_gpu_forward, conv_infer, geometry, zero)
 from .registry import NO_GRAD, OpDef, Slot, register_op, run_calls
 
 # Multiply-adds below which a kernel runs serially (waking the OpenMP pool costs ~30 us).
 PARALLEL_MIN_WORK = 1 << 17
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def _fill_interior(src, pad, top, left, relu_in):
     """pad[top:top+H, left:left+W] = src (relu'd if relu_in); the border is never written."""
     H, W = src.shape
@@ -47,7 +47,7 @@ def _fill_interior(src, pad, top, left, relu_in):
 # i * S + j. A per-row loop of ~56 elements would leave a scalar remainder of 8 behind
 # 3 AVX-512 iterations, which measured 5x slower than this; the flat loop computes 2
 # junk columns per row (read from zero borders) and copies rows out afterwards.
-@njit(**_JIT)
+@njit(**JIT)
 def _flat_taps3(src, dst, n, S, base, sign, wk):
     """dst[q] = sum_ij wk[i, j] * src[base + q + sign * (i * S + j)] for q < n."""
     w00, w01, w02 = wk[0, 0], wk[0, 1], wk[0, 2]
@@ -64,7 +64,7 @@ def _flat_taps3(src, dst, n, S, base, sign, wk):
                 w20 * c0[q] + w21 * c1[q] + w22 * c2[q])
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def _rows_out(tmp, S, out, accumulate, mask, xs):
     """out[r, :] (+)= tmp[r * S: r * S + W], zeroed where xs <= 0 when `mask`."""
     H, W = out.shape
@@ -82,7 +82,7 @@ def _rows_out(tmp, S, out, accumulate, mask, xs):
                 o[w] = o[w] if xr[w] > 0 else 0
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def _dfilter3_flat(xf, df, acc, n, S, dbase, z):
     """acc[i, j] += sum_q df[dbase + q] * xf[q + i * S + j] (junk columns of df are 0)."""
     g = df[dbase:dbase + n]
@@ -112,7 +112,7 @@ def _dfilter3_flat(xf, df, acc, n, S, dbase, z):
     acc[2, 2] += s22
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def _dw_plane_fwd(pad, wk, out, sh, sw, dh, dw):
     """out[oh, ow] = sum_ij wk[i, j] * pad[oh*sh + i*dh, ow*sw + j*dw] (any kernel).
 
@@ -135,7 +135,7 @@ def _dw_plane_fwd(pad, wk, out, sh, sw, dh, dw):
                         o[ow] += wij * r[ow * sw]
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def dw_fwd_range(x3, w4, out4, pad, tmp, p0, p1, C, pt, pl, sh, sw, dh, dw, relu_in):
     """Planes p0..p1 of x3 (N*C, H, W): out4[p, k] = conv(x3[p], w4[p % C, k])."""
     OH, OW = out4.shape[2], out4.shape[3]
@@ -153,7 +153,7 @@ def dw_fwd_range(x3, w4, out4, pad, tmp, p0, p1, C, pt, pl, sh, sw, dh, dw, relu
                 _dw_plane_fwd(pad, w4[c, k], out4[p, k], sh, sw, dh, dw)
 
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT)
 def dw_fwd_parallel(x3, w4, out4, pads, tmps, C, pt, pl, sh, sw, dh, dw, relu_in):
     T, P = pads.shape[0], x3.shape[0]
     for t in prange(T):
@@ -161,7 +161,7 @@ def dw_fwd_parallel(x3, w4, out4, pads, tmps, C, pt, pl, sh, sw, dh, dw, relu_in
                      sh, sw, dh, dw, relu_in)
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def _dw_plane_dfilter(pad, d, acc, sh, sw, dh, dw, z):
     """acc[i, j] += sum_{oh, ow} d[oh, ow] * pad[oh*sh + i*dh, ow*sw + j*dw]."""
     OH, OW = d.shape
@@ -180,7 +180,7 @@ def _dw_plane_dfilter(pad, d, acc, sh, sw, dh, dw, z):
             acc[i, j] += s
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def _dw_plane_dinput_gather(dpad, wk, dx, accumulate, pt, pl, dh, dw):
     """Stride 1: dx[h, w] (+)= sum_ij wk[i, j] * dOut[h + pt - i*dh, w + pl - j*dw], read
     from dpad, which holds dOut at offset ((kh-1)*dh, (kw-1)*dw) inside zeros."""
@@ -200,7 +200,7 @@ def _dw_plane_dinput_gather(dpad, wk, dx, accumulate, pt, pl, dh, dw):
                     o[w] += wij * r[w]
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def _dw_plane_dinput_scatter(d, wk, dxpad, sh, sw, dh, dw):
     """Any stride: dxpad[oh*sh + i*dh, ow*sw + j*dw] += wk[i, j] * d[oh, ow]."""
     OH, OW = d.shape
@@ -215,7 +215,7 @@ def _dw_plane_dinput_scatter(d, wk, dxpad, sh, sw, dh, dw):
                     r[ow * sw] += wij * g[ow]
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def dw_bwd_range(x3, w4, d4, dx3, dwp, xpad, dpad, tmp, p0, p1, C, need_dx, need_dw, relu_in,
                  pt, pl, sh, sw, dh, dw, z):
     """Input planes p0..p1: dx3[p] = dInput, dwp[c, k] += dFilter partials.
@@ -269,7 +269,7 @@ def dw_bwd_range(x3, w4, d4, dx3, dwp, xpad, dpad, tmp, p0, p1, C, need_dx, need
                         oh[w] = oh[w] if xr[w] > 0 else 0
 
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT)
 def dw_bwd_parallel(x3, w4, d4, dx3, dwps, xpads, dpads, tmps, C, need_dx, need_dw, relu_in,
                     pt, pl, sh, sw, dh, dw, z):
     T, P = xpads.shape[0], x3.shape[0]
@@ -279,7 +279,7 @@ def dw_bwd_parallel(x3, w4, d4, dx3, dwps, xpads, dpads, tmps, C, need_dx, need_
                      (t + 1) * P // T, C, need_dx, need_dw, relu_in, pt, pl, sh, sw, dh, dw, z)
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def sum_partials(parts, out):
     """out = sum over the first axis of parts (per-thread dFilter partials)."""
     out[:] = parts[0]
@@ -306,7 +306,7 @@ def _fast3(k):
 
 
 def _depthwise_cpu(cop):
-    k = _geometry(cop)
+    k = geometry(cop)
     relu_in = bool(cop.attrs["fuse_relu_before_depthwise_conv"])
     T = _threads(k)
     hp, wp = k["h"] + k["pt"] + k["pb"], k["w"] + k["pl"] + k["pr"]
@@ -325,7 +325,7 @@ def _depthwise_cpu(cop):
 
 
 def _depthwise_grad_cpu(cop):
-    k = _geometry(cop)
+    k = geometry(cop)
     relu_in = bool(cop.attrs["fuse_relu_before_depthwise_conv"])
     T = _threads(k)
     fast = _fast3(k)
@@ -353,7 +353,7 @@ def _depthwise_grad_cpu(cop):
                  k["dh"], k["dw"], z)
         if T == 1:
             part = dw4 if need_dw else parts[0]
-            calls = [] if not need_dw else [functools.partial(_zero, part)]
+            calls = [] if not need_dw else [functools.partial(zero, part)]
             calls.append(functools.partial(dw_bwd_range, x3, w4, d4, dx3, part, xpads[0],
                                            dpads[0], tmps[0], 0, x3.shape[0], *flags))
             return functools.partial(run_calls, tuple(calls))
@@ -365,12 +365,12 @@ def _depthwise_grad_cpu(cop):
     return bind
 
 
-_DW_ATTRS = dict(_ATTRS, fuse_relu_before_depthwise_conv=False)
+_DW_ATTRS = dict(ATTRS, fuse_relu_before_depthwise_conv=False)
 
-register_op(OpDef("depthwise_conv2d", _IN, (Slot("Output"),), _conv_infer, _depthwise_cpu,
-                  gpu=_conv_gpu, attrs=_DW_ATTRS, grad=_conv_grad_rule,
+register_op(OpDef("depthwise_conv2d", IN_SLOTS, (Slot("Output"),), conv_infer, _depthwise_cpu,
+                  gpu=conv_gpu_forward, attrs=_DW_ATTRS, grad=conv_grad_rule,
                   doc="depthwise 2-D convolution (groups == channels), Filter [C*mult, 1, kh, "
                       "kw]; optionally relu on Input first (fuse_relu_before_depthwise_conv)"))
-register_op(OpDef("depthwise_conv2d_grad", _GRAD_IN, _GRAD_OUT, _conv_grad_infer,
-                  _depthwise_grad_cpu, gpu=_conv_grad_gpu, attrs=_DW_ATTRS,
+register_op(OpDef("depthwise_conv2d_grad", GRAD_IN_SLOTS, GRAD_OUT_SLOTS, conv_grad_infer,
+                  _depthwise_grad_cpu, gpu=conv_gpu_backward, attrs=_DW_ATTRS,
                   traits=frozenset({NO_GRAD})))

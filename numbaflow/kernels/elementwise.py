@@ -31,7 +31,8 @@ def align(shape, ndim, axis):
     return (1,) * axis + shape + (1,) * (ndim - axis - len(shape))
 
 
-def _float_dtype(dtypes):
+def first_float_dtype(dtypes):
+    """The first float dtype among `dtypes` (float32 if none): an op's compute type."""
     for dt in dtypes:
         if np.dtype(dt).kind == "f":
             return np.dtype(dt)
@@ -90,7 +91,7 @@ def elementwise_op(type, inputs, body, outputs=("Out",), attrs=None, grad=None,
                 wanted.append(traced[k])
                 out_shapes.append(align(info.shape, ndim, cop.attrs.get("axis", -1))
                                   if s.name in out_like else full)
-        fdt = _float_dtype([i.dtype for i in present(cop.in_infos)] +
+        fdt = first_float_dtype([i.dtype for i in present(cop.in_infos)] +
                            [i.dtype for v in cop.out_infos.values() for i in v])
         kern = kernel_class(wanted, aligned, out_shapes, full, fdt,
                             [i.dtype for i in present(cop.in_infos)])
@@ -103,13 +104,13 @@ def elementwise_op(type, inputs, body, outputs=("Out",), attrs=None, grad=None,
 
     return register_op(OpDef(type=type, inputs=inputs, outputs=outputs, infer=infer,
                              cpu=functools.partial(bind_with, ElementwiseKernel),
-                             gpu=functools.partial(bind_with, _cuda_kernel),
+                             gpu=functools.partial(bind_with, cuda_elementwise_kernel),
                              attrs=attrs, body=body, grad=grad,
                              inplace=dict(inplace or {}),
                              traits=frozenset((ELEMENTWISE,) + tuple(traits)), doc=doc))
 
 
-def _cuda_kernel(*args, **kw):
+def cuda_elementwise_kernel(*args, **kw):
     """CudaElementwiseKernel, imported only when a GPU kernel is first built (numba.cuda
     is slow to import)."""
     from .codegen.cuda import CudaElementwiseKernel

@@ -35,7 +35,7 @@ from .. import config
 from . import scalar as S
 from .codegen.cpu import ElementwiseKernel
 from .codegen.render import inputs_used
-from .elementwise import _cuda_kernel, align
+from .elementwise import cuda_elementwise_kernel, align
 from .registry import run_calls
 from .registry import (DIVIDES, ELEMENTWISE, FUSED, NO_GRAD, ConcreteOp, InferContext, OpDef,
                        Slot, VarInfo, broadcast_shapes, get_op_def, register_op)
@@ -273,7 +273,7 @@ def _bind_with(device, cop):
     sub-op's float result (a second kernel, made on first use)."""
     g = Group(cop.attrs["ops"], cop.in_infos["X"])
     kouts = g.kernel_outputs()
-    kernel_class = ElementwiseKernel if device == "cpu" else _cuda_kernel
+    kernel_class = ElementwiseKernel if device == "cpu" else cuda_elementwise_kernel
     kernels = {}
 
     def generated(check):

@@ -42,9 +42,9 @@ import numpy as np
 
 from . import scalar as S
 from .codegen import cache
-from .codegen.cpu import BLOCK, PARALLEL_MIN_SIZE, _SymKey
+from .codegen.cpu import BLOCK, PARALLEL_MIN_SIZE, SymKey
 from .codegen.render import inputs_used, render
-from .elementwise import _float_dtype, align
+from .elementwise import first_float_dtype, align
 from .optim import BETA_POWS, beta_pows_body, has_beta_pows
 from .registry import (FUSED, NO_GRAD, OPTIMIZER, InferContext, OpDef, Slot, get_op_def,
                        numel, register_op, sequence)
@@ -160,7 +160,7 @@ def _factory(base, device, cop):
     sizes = [numel(i.shape) for i in cop.out_infos["ParamOut"]]
     in_dt = tuple(np.dtype(cop.in_infos[k][0].dtype).name for k in ins)
     out_dt = tuple(np.dtype(cop.out_infos[k][0].dtype).name for k in outs)
-    fdt = _float_dtype([np.dtype(d) for d in in_dt + out_dt]).name
+    fdt = first_float_dtype([np.dtype(d) for d in in_dt + out_dt]).name
     pows = [(out, src, beta) for out, src, beta in BETA_POWS if cop.out_infos.get(out)]
     if pows and len(pows) != len(BETA_POWS):
         raise ValueError(f"{cop.type}: output {pows[0][0]} is given without the other beta "
@@ -168,7 +168,7 @@ def _factory(base, device, cop):
     # CPU: the kernel advances the powers itself after its loop, (input column, factor)
     post = tuple((ins.index(src), float(cop.attrs[beta])) for _, src, beta in pows) \
         if device == "cpu" else ()
-    spec = (_SymKey.of(wanted), scalar, in_dt, out_dt, fdt, post)
+    spec = (SymKey.of(wanted), scalar, in_dt, out_dt, fdt, post)
 
     def bind(ins_arrays, outs_arrays):
         arrays = [ins_arrays[k] for k in ins] + [outs_arrays[k] for k in outs]
@@ -196,8 +196,8 @@ def bind_beta_pows(device, attrs, pow_ins, pow_outs):
     n = len(pow_ins[0])
     in_dt = tuple(np.dtype(a[0].dtype).name for a in pow_ins)
     out_dt = tuple(np.dtype(a[0].dtype).name for a in pow_outs)
-    fdt = _float_dtype([np.dtype(d) for d in in_dt + out_dt]).name
-    spec = (_SymKey.of(outputs), (True,) * len(pow_ins), in_dt, out_dt, fdt, ())
+    fdt = first_float_dtype([np.dtype(d) for d in in_dt + out_dt]).name
+    spec = (SymKey.of(outputs), (True,) * len(pow_ins), in_dt, out_dt, fdt, ())
     make = _bind_cpu if device == "cpu" else _bind_gpu
     return make("beta_pows", outputs, spec, [1] * n, list(pow_ins) + list(pow_outs), n)
 

@@ -19,7 +19,7 @@ import numpy as np
 from numba import njit
 
 from . import gpu_util
-from .linalg import _flat2, blas_scalars, gemm
+from .linalg import flat2, blas_scalars, gemm
 from .registry import FUSED, NO_GRAD, OPTIMIZER, OpDef, Slot, register_op, run_calls
 
 
@@ -83,7 +83,7 @@ def _cpu(cop):
 
     def bind(ins, outs):
         x, y, d, lr = ins["X"][0], ins["Y"][0], ins["Out@GRAD"][0], ins["LearningRate"][0]
-        x2, y2 = x.reshape(_flat2(x.shape, xn)), y.reshape(_flat2(y.shape, yn))
+        x2, y2 = x.reshape(flat2(x.shape, xn)), y.reshape(flat2(y.shape, yn))
         d2 = d.reshape(x2.shape[0], y2.shape[1])
         update = _update_f32 if y.dtype == np.float32 else _update_f64
         calls = []
@@ -119,20 +119,20 @@ def _sgd_apply():
 def _gpu(cop):
     """The same two products with the tiled GPU GEMM; dW goes to a device scratch buffer
     and one flat kernel applies W - lr * dW (the BLAS beta=1 trick has no GPU twin yet)."""
-    from .linalg import _ONE, gemm_thunk
+    from .linalg import ONLY_BATCH, gemm_thunk
     xn, yn = cop.attrs["x_num_col_dims"], cop.attrs["y_num_col_dims"]
 
     def bind(ins, outs):
         from numba import cuda
         x, y, d, lr = ins["X"][0], ins["Y"][0], ins["Out@GRAD"][0], ins["LearningRate"][0]
-        x3, y3 = x.reshape((1,) + _flat2(x.shape, xn)), y.reshape((1,) + _flat2(y.shape, yn))
+        x3, y3 = x.reshape((1,) + flat2(x.shape, xn)), y.reshape((1,) + flat2(y.shape, yn))
         d3 = d.reshape(1, x3.shape[1], y3.shape[2])
         calls = []
         if outs.get("X@GRAD"):   # dX = dOut @ W^T, from W before its update
-            calls.append(gemm_thunk(d3, y3, outs["X@GRAD"][0].reshape(x3.shape), _ONE, _ONE,
+            calls.append(gemm_thunk(d3, y3, outs["X@GRAD"][0].reshape(x3.shape), ONLY_BATCH, ONLY_BATCH,
                                     False, True))
         dw = cuda.device_array(y3.shape, y.dtype)
-        calls.append(gemm_thunk(x3, d3, dw, _ONE, _ONE, True, False))
+        calls.append(gemm_thunk(x3, d3, dw, ONLY_BATCH, ONLY_BATCH, True, False))
         p = outs["ParamOut"][0]
         calls.append(gpu_util.launch_flat(_sgd_apply(), p.size, gpu_util.flat(y),
                                           gpu_util.flat(dw), gpu_util.flat(lr),

@@ -225,11 +225,11 @@ def gemm_thunk(x3, y3, out3, ix, iy, tx, ty):
                              gpu_util.to_device(iy), bool(tx), bool(ty))
 
 
-_ONE = np.zeros(1, np.int64)
+ONLY_BATCH = np.zeros(1, np.int64)
 
 
 # ---------------------------------------------------------------- mul (fc)
-def _flat2(shape, ncol):
+def flat2(shape, ncol):
     return (numel(shape[:ncol]) if -1 not in shape[:ncol] else -1,
             numel(shape[ncol:]) if -1 not in shape[ncol:] else -1)
 
@@ -239,7 +239,7 @@ def _mul_infer(ctx):
     xn, yn = ctx.attr("x_num_col_dims"), ctx.attr("y_num_col_dims")
     if not 0 < xn < len(x.shape) + (len(x.shape) == 0):
         raise ctx.error(f"x_num_col_dims={xn} does not fit X {ctx.name('X')} of shape {x.shape}")
-    kx, ky = _flat2(x.shape, xn)[1], _flat2(y.shape, yn)[0]
+    kx, ky = flat2(x.shape, xn)[1], flat2(y.shape, yn)[0]
     if kx != -1 and ky != -1 and kx != ky:
         raise ctx.error(f"X {ctx.name('X')} {x.shape} flattened to (., {kx}) cannot be "
                         f"multiplied by Y {ctx.name('Y')} {y.shape} flattened to ({ky}, .)")
@@ -251,7 +251,7 @@ def _mul_cpu(cop):
 
     def bind(ins, outs):
         x, y, out = ins["X"][0], ins["Y"][0], outs["Out"][0]
-        x2, y2 = x.reshape(_flat2(x.shape, xn)), y.reshape(_flat2(y.shape, yn))
+        x2, y2 = x.reshape(flat2(x.shape, xn)), y.reshape(flat2(y.shape, yn))
         return functools.partial(gemm, x2, y2, out.reshape(x2.shape[0], y2.shape[1]), False,
                                  False, blas_scalars(out.dtype))
     return bind
@@ -262,8 +262,8 @@ def _mul_gpu(cop):
 
     def bind(ins, outs):
         x, y, out = ins["X"][0], ins["Y"][0], outs["Out"][0]
-        x3, y3 = x.reshape((1,) + _flat2(x.shape, xn)), y.reshape((1,) + _flat2(y.shape, yn))
-        return gemm_thunk(x3, y3, out.reshape(1, x3.shape[1], y3.shape[2]), _ONE, _ONE,
+        x3, y3 = x.reshape((1,) + flat2(x.shape, xn)), y.reshape((1,) + flat2(y.shape, yn))
+        return gemm_thunk(x3, y3, out.reshape(1, x3.shape[1], y3.shape[2]), ONLY_BATCH, ONLY_BATCH,
                           False, False)
     return bind
 
@@ -282,7 +282,7 @@ def _mul_grad_cpu(cop):
 
     def bind(ins, outs):
         x, y, d = ins["X"][0], ins["Y"][0], ins["Out@GRAD"][0]
-        x2, y2 = x.reshape(_flat2(x.shape, xn)), y.reshape(_flat2(y.shape, yn))
+        x2, y2 = x.reshape(flat2(x.shape, xn)), y.reshape(flat2(y.shape, yn))
         d2 = d.reshape(x2.shape[0], y2.shape[1])
         calls, ab = [], blas_scalars(d.dtype)
         if outs.get("X@GRAD"):   # dX = dOut @ Y^T
@@ -300,14 +300,14 @@ def _mul_grad_gpu(cop):
 
     def bind(ins, outs):
         x, y, d = ins["X"][0], ins["Y"][0], ins["Out@GRAD"][0]
-        x3, y3 = x.reshape((1,) + _flat2(x.shape, xn)), y.reshape((1,) + _flat2(y.shape, yn))
+        x3, y3 = x.reshape((1,) + flat2(x.shape, xn)), y.reshape((1,) + flat2(y.shape, yn))
         d3 = d.reshape(1, x3.shape[1], y3.shape[2])
         calls = []
         if outs.get("X@GRAD"):   # dX = dOut @ Y^T
-            calls.append(gemm_thunk(d3, y3, outs["X@GRAD"][0].reshape(x3.shape), _ONE, _ONE,
+            calls.append(gemm_thunk(d3, y3, outs["X@GRAD"][0].reshape(x3.shape), ONLY_BATCH, ONLY_BATCH,
                                     False, True))
         if outs.get("Y@GRAD"):   # dY = X^T @ dOut
-            calls.append(gemm_thunk(x3, d3, outs["Y@GRAD"][0].reshape(y3.shape), _ONE, _ONE,
+            calls.append(gemm_thunk(x3, d3, outs["Y@GRAD"][0].reshape(y3.shape), ONLY_BATCH, ONLY_BATCH,
                                     True, False))
         return gpu_util.sequence(calls)
     return bind

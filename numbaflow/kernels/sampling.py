@@ -13,7 +13,7 @@ import functools
 import numpy as np
 from numba import njit
 
-from . import gpu_util
+from .host_staged import host_staged
 from .registry import MAY_FAIL, NO_GRAD, RANDOM, OpDef, Slot, VarInfo, register_op
 
 
@@ -90,7 +90,7 @@ def _cpu(cop):
 
 
 register_op(OpDef("multinomial", (Slot("X", no_grad=True),), (Slot("Out"),), _infer, _cpu,
-                  gpu=lambda cop: functools.partial(gpu_util.host_staged, _cpu(cop)),
+                  gpu=lambda cop: functools.partial(host_staged, _cpu(cop)),
                   attrs={"num_samples": 1, "replacement": False, "seed": 0},
                   traits=frozenset((NO_GRAD, RANDOM, MAY_FAIL)),
                   doc="Out[..., j] = a category index drawn with probability proportional "

@@ -335,7 +335,8 @@ def mse_loss(input: Variable, label: Variable, reduction: str = "mean",
 
 
 # CNN-era layers live in their own modules; nn.functional is their public home.
-from .functional_nn import avg_pool2d, batch_norm, dropout, embedding, max_pool2d  # noqa: E402,F401
+from .functional_nn import batch_norm, dropout, embedding  # noqa: E402,F401
+from .functional_pool import avg_pool2d, max_pool2d  # noqa: E402,F401
 from .functional_conv import conv2d  # noqa: E402,F401
 from .functional_transformer import (  # noqa: E402,F401
     adaptive_avg_pool2d, label_smooth, layer_norm, linear, normalize, one_hot, pad, relu6,

@@ -18,7 +18,8 @@ from ..graph.program import Variable
 from ..kernels.registry import broadcast_shapes
 from ..layer_helper import LayerHelper
 from ..tensor._helpers import check_variable as _var
-from .functional_nn import _check_p, avg_pool2d, dropout
+from .functional_nn import check_probability, dropout
+from .functional_pool import avg_pool2d
 from .initializer import Constant
 
 if TYPE_CHECKING:
@@ -188,7 +189,7 @@ def scaled_dot_product_attention(query: Variable, key: Variable, value: Variable
         if v.ndim != 4:
             raise ValueError(f"scaled_dot_product_attention: {arg} must be [batch, seq_len, "
                              f"num_heads, head_dim], got {v.name} {v.shape}")
-    p = _check_p(dropout_p, "scaled_dot_product_attention", "dropout_p")
+    p = check_probability(dropout_p, "scaled_dot_product_attention", "dropout_p")
     q, k, v = (M.transpose(t, [0, 2, 1, 3]) for t in (query, key, value))
     scores = M.matmul(q, k, transpose_y=True)
     ins, scale = {"X": scores}, 1.0 / math.sqrt(query.shape[-1])
@@ -380,7 +381,7 @@ def label_smooth(label: Variable, prior_dist: Variable | None = None, epsilon: f
         (-1, 10)
     """
     _var(label, "label_smooth", "label")
-    eps = _check_p(epsilon, "label_smooth", "epsilon")
+    eps = check_probability(epsilon, "label_smooth", "epsilon")
     if prior_dist is None:
         return M.scale(label, 1.0 - eps, eps / label.shape[-1], name=name)
     return M.add(M.scale(label, 1.0 - eps), M.scale(prior_dist, eps), name=name)

@@ -18,17 +18,6 @@ __all__ = ["Initializer", "Constant", "Uniform", "Normal", "TruncatedNormal", "X
            "XavierInitializer", "MSRAInitializer"]
 
 
-def _fans(shape):
-    if len(shape) == 0:
-        return 1, 1
-    if len(shape) == 1:
-        return shape[0], shape[0]
-    if len(shape) == 2:
-        return shape[0], shape[1]
-    receptive = int(np.prod(shape[2:]))
-    return shape[1] * receptive, shape[0] * receptive
-
-
 class Initializer:
     """Base class: an initializer is called with (var, block) and appends the op that fills
     `var` to `block` (the startup program's). Give one to a layer through `ParamAttr`.
@@ -50,6 +39,19 @@ class Initializer:
 
     def _init_op(self, var, block):
         raise NotImplementedError
+
+    def _compute_fans(self, var):
+        """(fan_in, fan_out) of a parameter (Paddle's name): rows/columns of a matrix,
+        channels times the receptive field of a conv filter."""
+        shape = var.shape
+        if len(shape) == 0:
+            return 1, 1
+        if len(shape) == 1:
+            return shape[0], shape[0]
+        if len(shape) == 2:
+            return shape[0], shape[1]
+        receptive = int(np.prod(shape[2:]))
+        return shape[1] * receptive, shape[0] * receptive
 
 
 class Constant(Initializer):
@@ -180,7 +182,7 @@ class XavierUniform(Uniform):
         self.fan_in, self.fan_out = fan_in, fan_out
 
     def _limits(self, var):
-        fi, fo = _fans(var.shape)
+        fi, fo = self._compute_fans(var)
         limit = math.sqrt(6.0 / ((self.fan_in or fi) + (self.fan_out or fo)))
         return -limit, limit
 
@@ -206,7 +208,7 @@ class XavierNormal(Normal):
         self.fan_in, self.fan_out = fan_in, fan_out
 
     def _stats(self, var):
-        fi, fo = _fans(var.shape)
+        fi, fo = self._compute_fans(var)
         return 0.0, math.sqrt(2.0 / ((self.fan_in or fi) + (self.fan_out or fo)))
 
 
@@ -238,7 +240,8 @@ class KaimingNormal(Normal):
         self.fan_in, self.slope, self.nl = fan_in, negative_slope, nonlinearity
 
     def _stats(self, var):
-        return 0.0, _gain(self.nl, self.slope) / math.sqrt(self.fan_in or _fans(var.shape)[0])
+        fan_in = self.fan_in or self._compute_fans(var)[0]
+        return 0.0, _gain(self.nl, self.slope) / math.sqrt(fan_in)
 
 
 class KaimingUniform(Uniform):
@@ -263,7 +266,8 @@ class KaimingUniform(Uniform):
         self.fan_in, self.slope, self.nl = fan_in, negative_slope, nonlinearity
 
     def _limits(self, var):
-        limit = _gain(self.nl, self.slope) * math.sqrt(3.0 / (self.fan_in or _fans(var.shape)[0]))
+        fan_in = self.fan_in or self._compute_fans(var)[0]
+        limit = _gain(self.nl, self.slope) * math.sqrt(3.0 / fan_in)
         return -limit, limit
 
 

@@ -105,7 +105,7 @@ class NoamDecay(LRScheduler):
         return self.base_lr * self.d_model ** -0.5 * min(a, b)
 
 
-def _check_piecewise(boundaries, values, fn):
+def check_piecewise(boundaries, values, fn):
     """(boundaries, values) as lists, after checking them for `fn`: numbers, one value
     more than boundaries, boundaries in increasing order (unsorted ones would silently
     pick the wrong rate)."""
@@ -132,7 +132,7 @@ class PiecewiseDecay(LRScheduler):
     """values[i] while epoch < boundaries[i]; values[-1] after the last boundary."""
 
     def __init__(self, boundaries, values, last_epoch=-1, verbose=False):
-        boundaries, values = _check_piecewise(boundaries, values, "PiecewiseDecay")
+        boundaries, values = check_piecewise(boundaries, values, "PiecewiseDecay")
         self.boundaries, self.values = boundaries, [float(v) for v in values]
         super().__init__(self.values[0], last_epoch, verbose)
 

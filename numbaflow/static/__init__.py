@@ -112,5 +112,35 @@ def auc(input: Variable, label: Variable, curve: str = "ROC", num_thresholds: in
         >>> auc_out.shape, str(auc_out.dtype)
         ((), 'float64')
     """
-    from ..fluid.layers.metric_op import _auc
-    return _auc(input, label, curve, num_thresholds, slide_steps, one_d=False)
+    from ..fluid.layers.tensor import create_global_var   # (fluid imports static)
+    from ..layer_helper import LayerHelper
+    from ..utils import unique_name
+    for arg, v in (("input", input), ("label", label)):
+        if not isinstance(v, Variable):
+            raise TypeError(f"auc: {arg} must be a Variable, got {type(v).__name__}")
+    if curve != "ROC":
+        raise ValueError(f"auc: curve {curve!r} is not supported; only 'ROC'")
+    if slide_steps != 1:
+        raise ValueError(f"auc: slide_steps={slide_steps} is not supported; the batch AUC "
+                         f"is over the current batch (slide_steps=1)")
+    nt = int(num_thresholds)
+    if nt < 1:
+        raise ValueError(f"auc: num_thresholds must be >= 1, got {num_thresholds}")
+    helper = LayerHelper("auc")
+    stats = [create_global_var([nt + 1], 0, "int64", persistable=True,
+                               name=unique_name.generate(f"auc.{s}")) for s in ("pos", "neg")]
+    batch = []
+    for s in ("pos", "neg"):
+        v = helper.create_tmp("int64", stop_gradient=True)
+        helper.append_op("fill_constant", outputs={"Out": v},
+                         attrs={"shape": [nt + 1], "value": 0.0, "dtype": "int64"})
+        batch.append(v)
+    outs = []
+    for pos, neg in (stats, batch):
+        a = helper.create_tmp("float64", stop_gradient=True)
+        helper.append_op("auc", {"Predict": input, "Label": label, "StatPos": pos,
+                                 "StatNeg": neg},
+                         {"AUC": a, "StatPosOut": pos, "StatNegOut": neg},
+                         {"curve": curve, "num_thresholds": nt, "slide_steps": 1})
+        outs.append(a)
+    return outs[0], outs[1], [batch[0], batch[1], stats[0], stats[1]]

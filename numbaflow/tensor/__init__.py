@@ -17,8 +17,8 @@ from .creation import (arange, assign, create_parameter, full, full_like, linspa
 from .linalg import bmm, einsum, matmul  # noqa: F401
 from .logic import (equal, greater_equal, greater_than, less_equal,  # noqa: F401
                     less_than, not_equal)
-from .manipulation import (_slice_op, cast, concat, expand, expand_as, flatten,  # noqa: F401
-                           gather, reshape, split, squeeze, stack, take_along_axis, tile,
+from .manipulation import (cast, concat, expand, expand_as, flatten, gather,  # noqa: F401
+                           reshape, slice_op, split, squeeze, stack, take_along_axis, tile,
                            transpose, unsqueeze)
 from .math import (abs, add, clip, cumsum, divide, erf, exp, floor_mod, log,  # noqa: F401
                    max, maximum, mean, min, minimum, mod, multiply, pow, remainder, rsqrt,
@@ -47,5 +47,6 @@ __all__ = [
     "argmax", "argsort", "masked_fill", "sort", "topk", "where",
 ]
 
-# Variable's operators (+, -, *, /, %, **, @, unary -, x[...]) call the functions of this package
+# Variable's operators (+, -, *, /, %, **, @, unary -, x[...]) call the functions of this
+# package by name (x[...] calls slice_op, which is not Paddle API: not in __all__)
 _Variable._math_functions = sys.modules[__name__]

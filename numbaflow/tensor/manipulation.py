@@ -205,7 +205,7 @@ def unsqueeze(x: Variable, axis: int | Sequence[int], name: str | None = None) -
                                                   {"axes": axes})
 
 
-def _slice_op(op_type, x, attrs):
+def slice_op(op_type, x, attrs):
     """`slice` / `strided_slice` of x with `attrs` (Variable.__getitem__ builds them)."""
     return LayerHelper(op_type).simple(op_type, {"Input": x}, attrs)
 

@@ -25,8 +25,7 @@ if TYPE_CHECKING:
     from ...param_attr import ParamAttr
 
 __all__ = ["data", "fc", "mean", "square_error_cost", "cross_entropy", "softmax", "relu",
-           "sigmoid", "tanh", "elementwise_add", "elementwise_sub", "elementwise_mul",
-           "elementwise_div", "reduce_mean", "reduce_sum", "matmul", "reshape", "concat",
+           "sigmoid", "tanh", "reduce_mean", "reduce_sum", "matmul", "reshape", "concat",
            "fill_constant", "cast", "accuracy", "argmax", "softmax_with_cross_entropy",
            "batch_norm", "dropout", "pool2d", "conv2d"]
 
@@ -108,7 +107,7 @@ def mean(x: Variable, name: str | None = None) -> Variable:
         >>> fluid.layers.mean(x).shape
         (1,)
     """
-    return _scalar_1d(M.mean(x, name=name))
+    return scalar_1d(M.mean(x, name=name))
 
 
 def square_error_cost(input: Variable, label: Variable) -> Variable:
@@ -258,113 +257,6 @@ def tanh(x: Variable, name: str | None = None) -> Variable:
     return F.tanh(x, name)
 
 
-def _elementwise(op_type, x, y, axis, act, name):
-    for arg, v in (("x", x), ("y", y)):
-        if not isinstance(v, Variable):
-            raise TypeError(f"{op_type}: {arg} must be a Variable, got {type(v).__name__}")
-    if x.dtype != y.dtype:
-        raise TypeError(f"{op_type}: x ({x.name}, {x.dtype}) and y ({y.name}, {y.dtype}) must "
-                        f"have the same dtype; cast one with fluid.layers.cast")
-    out = LayerHelper(op_type, name).simple(op_type, {"X": x, "Y": y}, {"axis": int(axis)})
-    return _activation(out, act)
-
-
-def elementwise_add(x: Variable, y: Variable, axis: int = -1, act: str | None = None,
-                    name: str | None = None) -> Variable:
-    """x + y (op `elementwise_add`); `y` is broadcast against x's dims starting at `axis`
-    (-1: the trailing dims), then the activation `act`.
-
-    Args:
-        x (Variable): the first operand.
-        y (Variable): the second operand, of x's dtype.
-        axis (int): where y's dims align with x's.
-        act (str, optional): an activation applied after.
-        name (str, optional): a prefix for the output's name.
-
-    Returns:
-        Variable: x's shape.
-
-    Example:
-        >>> x = fluid.layers.data('x', [3])
-        >>> b = fluid.layers.fill_constant([3], 'float32', 1.0)
-        >>> fluid.layers.elementwise_add(x, b).shape
-        (-1, 3)
-    """
-    return _elementwise("elementwise_add", x, y, axis, act, name)
-
-
-def elementwise_sub(x: Variable, y: Variable, axis: int = -1, act: str | None = None,
-                    name: str | None = None) -> Variable:
-    """x - y (op `elementwise_sub`); `y` is broadcast against x's dims starting at `axis`
-    (-1: the trailing dims), then the activation `act`.
-
-    Args:
-        x (Variable): the first operand.
-        y (Variable): the second operand, of x's dtype.
-        axis (int): where y's dims align with x's.
-        act (str, optional): an activation applied after.
-        name (str, optional): a prefix for the output's name.
-
-    Returns:
-        Variable: x's shape.
-
-    Example:
-        >>> x = fluid.layers.data('x', [3])
-        >>> b = fluid.layers.fill_constant([3], 'float32', 1.0)
-        >>> fluid.layers.elementwise_sub(x, b).shape
-        (-1, 3)
-    """
-    return _elementwise("elementwise_sub", x, y, axis, act, name)
-
-
-def elementwise_mul(x: Variable, y: Variable, axis: int = -1, act: str | None = None,
-                    name: str | None = None) -> Variable:
-    """x * y (op `elementwise_mul`); `y` is broadcast against x's dims starting at `axis`
-    (-1: the trailing dims), then the activation `act`.
-
-    Args:
-        x (Variable): the first operand.
-        y (Variable): the second operand, of x's dtype.
-        axis (int): where y's dims align with x's.
-        act (str, optional): an activation applied after.
-        name (str, optional): a prefix for the output's name.
-
-    Returns:
-        Variable: x's shape.
-
-    Example:
-        >>> x = fluid.layers.data('x', [3])
-        >>> b = fluid.layers.fill_constant([3], 'float32', 1.0)
-        >>> fluid.layers.elementwise_mul(x, b).shape
-        (-1, 3)
-    """
-    return _elementwise("elementwise_mul", x, y, axis, act, name)
-
-
-def elementwise_div(x: Variable, y: Variable, axis: int = -1, act: str | None = None,
-                    name: str | None = None) -> Variable:
-    """x / y (op `elementwise_div`); `y` is broadcast against x's dims starting at `axis`
-    (-1: the trailing dims), then the activation `act`.
-
-    Args:
-        x (Variable): the first operand.
-        y (Variable): the second operand, of x's dtype.
-        axis (int): where y's dims align with x's.
-        act (str, optional): an activation applied after.
-        name (str, optional): a prefix for the output's name.
-
-    Returns:
-        Variable: x's shape.
-
-    Example:
-        >>> x = fluid.layers.data('x', [3])
-        >>> b = fluid.layers.fill_constant([3], 'float32', 1.0)
-        >>> fluid.layers.elementwise_div(x, b).shape
-        (-1, 3)
-    """
-    return _elementwise("elementwise_div", x, y, axis, act, name)
-
-
 def reduce_mean(input: Variable, dim: int | Sequence[int] | None = None, keep_dim: bool = False,
                 name: str | None = None) -> Variable:
     """Mean over `dim` (op reduce_mean).
@@ -384,7 +276,7 @@ def reduce_mean(input: Variable, dim: int | Sequence[int] | None = None, keep_di
         >>> fluid.layers.reduce_mean(x, dim=1).shape, fluid.layers.reduce_mean(x).shape
         ((-1,), (1,))
     """
-    return _scalar_1d(M.mean(input, axis=dim, keepdim=keep_dim, name=name))
+    return scalar_1d(M.mean(input, axis=dim, keepdim=keep_dim, name=name))
 
 
 def reduce_sum(input: Variable, dim: int | Sequence[int] | None = None, keep_dim: bool = False,
@@ -406,7 +298,7 @@ def reduce_sum(input: Variable, dim: int | Sequence[int] | None = None, keep_dim
         >>> fluid.layers.reduce_sum(x, dim=1, keep_dim=True).shape
         (-1, 1)
     """
-    return _scalar_1d(M.sum(input, axis=dim, keepdim=keep_dim, name=name))
+    return scalar_1d(M.sum(input, axis=dim, keepdim=keep_dim, name=name))
 
 
 def matmul(x: Variable, y: Variable, transpose_x: bool = False, transpose_y: bool = False,
@@ -549,7 +441,7 @@ def accuracy(input: Variable, label: Variable, k: int = 1, correct: Variable | N
         >>> fluid.layers.accuracy(scores, label, k=1).shape
         (1,)
     """
-    return _scalar_1d(metric.accuracy(input, label, k, correct, total))
+    return scalar_1d(metric.accuracy(input, label, k, correct, total))
 
 
 def argmax(x: Variable, axis: int = 0) -> Variable:
@@ -572,67 +464,18 @@ def argmax(x: Variable, axis: int = 0) -> Variable:
 
 from ...nn.functional_nn import fluid_batch_norm as batch_norm  # noqa: E402,F401
 from ...nn.functional_nn import fluid_dropout as dropout  # noqa: E402,F401
-from ...nn.functional_nn import fluid_pool2d as pool2d  # noqa: E402,F401
+from ...nn.functional_pool import fluid_pool2d as pool2d  # noqa: E402,F401
 from ...nn.functional_conv import fluid_conv2d as conv2d  # noqa: E402,F401
+from .elementwise import *  # noqa: E402,F401,F403
 from .nn import *  # noqa: E402,F401,F403
-from .nn import _scalar_1d  # noqa: E402
+from .nn import scalar_1d  # noqa: E402
 from .tensor import *  # noqa: E402,F401,F403
 from .learning_rate_scheduler import *  # noqa: E402,F401,F403
 from .metric_op import auc  # noqa: E402,F401
 from .control_flow import *  # noqa: E402,F401,F403
-from . import (control_flow, device, learning_rate_scheduler, metric_op, nn,  # noqa: E402,F401
-               tensor)
+from . import (control_flow, device, elementwise, learning_rate_scheduler,  # noqa: E402,F401
+               metric_op, nn, tensor)
 
 
-def _elementwise_doc(fn, formula):
-    fn.__doc__ = f"""{formula} elementwise, y broadcast against x from `axis` (op
-    {fn.__name__}), then `act`.
-
-    Args:
-        x (Variable): the left operand.
-        y (Variable): the right operand (x's dtype).
-        axis (int): where y's dims start in x's (-1: the trailing dims).
-        act (str, optional): an activation applied last.
-        name (str, optional): a prefix for the output's name.
-
-    Returns:
-        Variable: x's shape.
-
-    Example:
-        >>> x = fluid.layers.data('x', [3])
-        >>> y = fluid.layers.data('y', [3])
-        >>> fluid.layers.{fn.__name__}(x, y).shape
-        (-1, 3)
-    """
-    return fn
-
-
-def elementwise_max(x: Variable, y: Variable, axis: int = -1, act: str | None = None,
-                    name: str | None = None) -> Variable:
-    return _elementwise("elementwise_max", x, y, axis, act, name)
-
-
-def elementwise_min(x: Variable, y: Variable, axis: int = -1, act: str | None = None,
-                    name: str | None = None) -> Variable:
-    return _elementwise("elementwise_min", x, y, axis, act, name)
-
-
-def elementwise_pow(x: Variable, y: Variable, axis: int = -1, act: str | None = None,
-                    name: str | None = None) -> Variable:
-    return _elementwise("elementwise_pow", x, y, axis, act, name)
-
-
-def elementwise_mod(x: Variable, y: Variable, axis: int = -1, act: str | None = None,
-                    name: str | None = None) -> Variable:
-    return _elementwise("elementwise_mod", x, y, axis, act, name)
-
-
-_elementwise_doc(elementwise_max, "max(x, y)")
-_elementwise_doc(elementwise_min, "min(x, y)")
-_elementwise_doc(elementwise_pow, "x ** y")
-_elementwise_doc(elementwise_mod, "x mod y with y's sign (an integer 0 in y: ZeroDivisionError)")
-
-
-__all__ += (["elementwise_max", "elementwise_min", "elementwise_pow", "elementwise_mod", "auc",
-             "device"] + nn.__all__
+__all__ += (["auc", "device"] + elementwise.__all__ + nn.__all__
             + tensor.__all__ + learning_rate_scheduler.__all__ + control_flow.__all__)

@@ -19,7 +19,7 @@ import numbers
 import numpy as np
 
 from ...graph.program import Variable, default_main_program
-from ...optimizer.lr import _check_piecewise
+from ...optimizer.lr import check_piecewise
 from ...utils import unique_name
 from .tensor import create_global_var
 
@@ -228,7 +228,7 @@ def piecewise_decay(boundaries: list[int], values: list[float]) -> Variable:
         >>> lr.shape, lr.persistable
         ((1,), True)
     """
-    boundaries, values = _check_piecewise(boundaries, values, "piecewise_decay")
+    boundaries, values = check_piecewise(boundaries, values, "piecewise_decay")
 
     def fn(step):
         for b, v in zip(boundaries, values):

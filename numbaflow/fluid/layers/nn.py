@@ -26,7 +26,7 @@ def _var(x, fn, arg="input"):
     return x
 
 
-def _scalar_1d(v):
+def scalar_1d(v):
     """Paddle 1.x gives a full reduction shape [1], not 0-D: reshape a 0-D result to (1,)."""
     if v.ndim:
         return v
@@ -405,7 +405,7 @@ def reduce_max(input: Variable, dim: int | Sequence[int] | None = None, keep_dim
         >>> fluid.layers.reduce_max(x).shape, fluid.layers.reduce_max(x, dim=1).shape
         ((1,), (-1,))
     """
-    return _scalar_1d(M.max(input, dim, keep_dim, name))
+    return scalar_1d(M.max(input, dim, keep_dim, name))
 
 
 def reduce_min(input: Variable, dim: int | Sequence[int] | None = None, keep_dim: bool = False,
@@ -427,7 +427,7 @@ def reduce_min(input: Variable, dim: int | Sequence[int] | None = None, keep_dim
         >>> fluid.layers.reduce_min(x).shape
         (1,)
     """
-    return _scalar_1d(M.min(input, dim, keep_dim, name))
+    return scalar_1d(M.min(input, dim, keep_dim, name))
 
 
 from ...nn.functional_transformer import static_layer_norm as layer_norm  # noqa: E402,F401

@@ -234,11 +234,13 @@ def tolerate_cache_errors(namespace):
 def in_disk_cache(dispatcher, sig):
     """True when numba's disk cache holds `dispatcher` compiled for the argument types
     `sig` (executor/precompile.py asks before starting a compile helper); also True when
-    that cannot be told (no cache=True, another numba's internals): nothing to help with."""
-    inner = getattr(dispatcher._cache, "_inner", dispatcher._cache)    # _TolerantCache's
+    that cannot be told (no cache=True, another numba's internals): nothing to help with.
+    numba has no public "is this cached": this is the one place that reads its cache's
+    internals (a _TolerantCache passes the attributes through to numba's)."""
     try:
-        key = inner._index_key(sig, dispatcher.targetctx.codegen())
-        return key in inner._cache_file._load_index()
+        cache = dispatcher._cache
+        key = cache._index_key(sig, dispatcher.targetctx.codegen())
+        return key in cache._cache_file._load_index()
     except Exception:
         return True
 

@@ -139,8 +139,8 @@ _compiled_kernels = {}
 
 def _compiled(outputs, n_in, ndim, inner_kinds, float_dtype, parallel, in_dtypes, checks,
               divides, aliases=()):
-    key = (_SymKey.of(outputs), n_in, ndim, inner_kinds, float_dtype, parallel, in_dtypes,
-           _SymKey.of([sym for sym, _ in checks]), tuple(m for _, m in checks), divides,
+    key = (SymKey.of(outputs), n_in, ndim, inner_kinds, float_dtype, parallel, in_dtypes,
+           SymKey.of([sym for sym, _ in checks]), tuple(m for _, m in checks), divides,
            aliases)
     fn = _compiled_kernels.get(key)
     if fn is None:
@@ -150,7 +150,7 @@ def _compiled(outputs, n_in, ndim, inner_kinds, float_dtype, parallel, in_dtypes
     return fn
 
 
-class _SymKey:
+class SymKey:
     """Hashable structural key of a traced body, so equal bodies share one kernel."""
 
     @staticmethod

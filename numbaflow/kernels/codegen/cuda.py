@@ -18,7 +18,7 @@ import numpy as np
 
 from ..gpu_util import configured, launch_dims
 from . import cache
-from .cpu import _SymKey, broadcast_strides
+from .cpu import SymKey, broadcast_strides
 from .render import division_helpers, inputs_used, render, uses_idiv
 
 
@@ -160,7 +160,7 @@ _kernels = {}
 
 def _compiled(outputs, n_in, ndim, float_dtype, kinds=None, in_dtypes=None, checks=()):
     """(kernel, whether it takes the device's error record last)."""
-    key = (_SymKey.of(outputs), n_in, ndim, float_dtype, kinds, in_dtypes, _SymKey.of(checks))
+    key = (SymKey.of(outputs), n_in, ndim, float_dtype, kinds, in_dtypes, SymKey.of(checks))
     got = _kernels.get(key)
     if got is None:
         src = kernel_source(outputs, n_in, ndim, float_dtype, in_dtypes, checks) \

@@ -1,0 +1,176 @@
+"""Pooling: paddle.nn.functional's max_pool2d / avg_pool2d and fluid 1.x's pool2d (op
+`pool2d`). Argument handling follows Paddle 2.x (python/paddle/nn/functional/pooling.py)
+and fluid 1.x (fluid/layers/nn.py).
+"""
+from __future__ import annotations
+
+import numbers
+from typing import TYPE_CHECKING
+
+from ..graph.program import Variable
+from ..layer_helper import LayerHelper
+from ..tensor._helpers import check_variable as _var
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+
+def _int_pair(v, what, fn):
+    vals = list(v) if isinstance(v, (list, tuple)) else [v, v]
+    if len(vals) != 2 or not all(isinstance(d, numbers.Integral) for d in vals):
+        raise ValueError(f"{fn}: {what} must be an int or a list of 2 ints, got {v!r}")
+    if any(d <= 0 for d in vals):
+        raise ValueError(f"{fn}: {what} must be positive, got {v!r}")
+    return [int(d) for d in vals]
+
+
+def _padding(padding, data_format, fn):
+    """(paddings attr, padding_algorithm attr) from Paddle's padding argument: 'SAME' /
+    'VALID', an int, [pad_h, pad_w], [top, bottom, left, right], or 4 [before, after]
+    pairs in data_format order (the batch and channel pairs must be 0)."""
+    if isinstance(padding, str):
+        algo = padding.upper()
+        if algo not in ("SAME", "VALID"):
+            raise ValueError(f"{fn}: padding string must be 'SAME' or 'VALID', got {padding!r}")
+        return [0, 0], algo
+    if isinstance(padding, numbers.Integral):
+        pads = [int(padding)] * 2
+    elif isinstance(padding, (list, tuple)) and len(padding) == 4 and \
+            all(isinstance(p, (list, tuple)) for p in padding):
+        spatial = padding[2:] if data_format == "NCHW" else padding[1:3]
+        other = padding[:2] if data_format == "NCHW" else [padding[0], padding[3]]
+        if any(int(p) != 0 for pair in other for p in pair):
+            raise ValueError(f"{fn}: padding on the batch and channel dims must be 0, got "
+                             f"{padding!r}")
+        pads = [int(p) for pair in spatial for p in pair]
+    elif isinstance(padding, (list, tuple)) and len(padding) in (2, 4) and \
+            all(isinstance(p, numbers.Integral) for p in padding):
+        pads = [int(p) for p in padding]
+    else:
+        raise ValueError(f"{fn}: padding must be 'SAME', 'VALID', an int, [pad_h, pad_w] or "
+                         f"[top, bottom, left, right], got {padding!r}")
+    if any(p < 0 for p in pads):
+        raise ValueError(f"{fn}: padding must be >= 0, got {padding!r}")
+    return pads, "EXPLICIT"
+
+
+def _pool(fn, x, pooling_type, kernel_size, stride, padding, ceil_mode, exclusive,
+          data_format, global_pooling=False, name=None):
+    _var(x, fn)
+    if data_format not in ("NCHW", "NHWC"):
+        raise ValueError(f"{fn}: data_format must be 'NCHW' or 'NHWC', got {data_format!r}")
+    if x.ndim != 4:
+        raise ValueError(f"{fn}: x {x.name} must be 4-D ({data_format}), got shape {x.shape}")
+    ksize = [1, 1] if global_pooling else _int_pair(kernel_size, "kernel_size", fn)
+    strides = ksize if stride is None else _int_pair(stride, "stride", fn)
+    paddings, algo = _padding(padding, data_format, fn)
+    if algo == "VALID" and ceil_mode:
+        raise ValueError(f"{fn}: ceil_mode must be False when padding is 'VALID'")
+    return LayerHelper("pool2d", name).simple("pool2d", {"X": x}, {
+        "pooling_type": pooling_type, "ksize": ksize, "strides": strides,
+        "paddings": paddings, "padding_algorithm": algo, "ceil_mode": bool(ceil_mode),
+        "exclusive": bool(exclusive), "global_pooling": bool(global_pooling),
+        "adaptive": False, "data_format": data_format})
+
+
+def max_pool2d(x: Variable, kernel_size: int | Sequence[int],
+               stride: int | Sequence[int] | None = None,
+               padding: int | str | Sequence[int] = 0, ceil_mode: bool = False,
+               return_mask: bool = False, data_format: str = "NCHW",
+               name: str | None = None) -> Variable:
+    """2-D max pooling (op `pool2d`, pooling_type 'max').
+
+    Args:
+        x (Variable): (N, C, H, W), or (N, H, W, C) with data_format='NHWC'.
+        kernel_size (int or pair): the window.
+        stride (int or pair, optional): default kernel_size.
+        padding (int, pair, 4 ints, 'SAME' or 'VALID'): the zero padding.
+        ceil_mode (bool): round the output size up.
+        return_mask (bool): not supported (must be False).
+        data_format (str): 'NCHW' or 'NHWC'.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: the pooled tensor.
+
+    Example:
+        >>> x = static.data('x', [None, 3, 8, 8])
+        >>> F.max_pool2d(x, kernel_size=2, stride=2).shape
+        (-1, 3, 4, 4)
+    """
+    if return_mask:
+        raise ValueError("max_pool2d: return_mask=True (max_pool2d_with_index) is not "
+                         "supported; use return_mask=False")
+    return _pool("max_pool2d", x, "max", kernel_size, stride, padding, ceil_mode, True,
+                 data_format, name=name)
+
+
+def avg_pool2d(x: Variable, kernel_size: int | Sequence[int],
+               stride: int | Sequence[int] | None = None,
+               padding: int | str | Sequence[int] = 0, ceil_mode: bool = False,
+               exclusive: bool = True, divisor_override: None = None,
+               data_format: str = "NCHW", name: str | None = None) -> Variable:
+    """2-D average pooling (op `pool2d`, pooling_type 'avg').
+
+    Args:
+        x (Variable): (N, C, H, W), or (N, H, W, C) with data_format='NHWC'.
+        kernel_size (int or pair): the window.
+        stride (int or pair, optional): default kernel_size.
+        padding (int, pair, 4 ints, 'SAME' or 'VALID'): the zero padding.
+        ceil_mode (bool): round the output size up.
+        exclusive (bool): leave padded cells out of the divisor.
+        divisor_override: not supported (must be None).
+        data_format (str): 'NCHW' or 'NHWC'.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: the pooled tensor.
+
+    Example:
+        >>> x = static.data('x', [None, 3, 8, 8])
+        >>> F.avg_pool2d(x, kernel_size=2).shape
+        (-1, 3, 4, 4)
+    """
+    if divisor_override is not None:
+        raise ValueError("avg_pool2d: divisor_override is not supported; leave it None")
+    return _pool("avg_pool2d", x, "avg", kernel_size, stride, padding, ceil_mode, exclusive,
+                 data_format, name=name)
+
+
+def fluid_pool2d(input: Variable, pool_size: int | Sequence[int] = -1, pool_type: str = "max",
+                 pool_stride: int | Sequence[int] = 1,
+                 pool_padding: int | str | Sequence[int] = 0, global_pooling: bool = False,
+                 use_cudnn: bool = True, ceil_mode: bool = False, name: str | None = None,
+                 exclusive: bool = True, data_format: str = "NCHW") -> Variable:
+    """Paddle 1.x `fluid.layers.pool2d` (op `pool2d`).
+
+    Args:
+        input (Variable): (N, C, H, W), or (N, H, W, C) with data_format='NHWC'.
+        pool_size (int or pair): the window; required unless global_pooling.
+        pool_type (str): 'max' or 'avg'.
+        pool_stride (int or pair): the stride.
+        pool_padding (int, pair, 4 ints, 'SAME' or 'VALID'): the zero padding.
+        global_pooling (bool): pool over the whole H x W.
+        use_cudnn (bool): accepted and ignored.
+        ceil_mode (bool): round the output size up.
+        name (str, optional): a prefix for the output's name.
+        exclusive (bool): for 'avg', leave padded cells out of the divisor.
+        data_format (str): 'NCHW' or 'NHWC'.
+
+    Returns:
+        Variable: the pooled tensor.
+
+    Example:
+        >>> x = static.data('x', [None, 3, 8, 8])
+        >>> fluid.layers.pool2d(x, pool_size=2, pool_stride=2).shape
+        (-1, 3, 4, 4)
+        >>> fluid.layers.pool2d(x, pool_type='avg', global_pooling=True).shape
+        (-1, 3, 1, 1)
+    """
+    if pool_type not in ("max", "avg"):
+        raise ValueError(f"pool2d: pool_type must be 'max' or 'avg', got {pool_type!r}")
+    if not global_pooling and (pool_size == -1 or pool_size is None):
+        raise ValueError(f"pool2d: when global_pooling is False, pool_size must be given; "
+                         f"received pool_size={pool_size!r}")
+    return _pool("pool2d", input, pool_type, pool_size, pool_stride, pool_padding, ceil_mode,
+                 exclusive, data_format, global_pooling=global_pooling, name=name)
