@@ -110,7 +110,10 @@ def main(argv=None):
                         4 * 3600)
             wall = time.perf_counter() - t0
             load.append(os.getloadavg()[0])
-            print(r.stdout.splitlines()[-1] if r.stdout else r.stderr[-2000:])
+            lines = r.stdout.splitlines()
+            # the failures by name (the report is gone with the temp dir), then the summary
+            print("\n".join(x for x in lines if x.startswith(("FAILED", "ERROR")))
+                  + "\n" + (lines[-1] if lines else r.stderr[-2000:]))
             took = durations(xml)
         for label, expr, _ in SUBSETS:
             times[label] = wall if expr is None else sum(took.get(n, 0.0)
