@@ -172,6 +172,7 @@ NET = textwrap.dedent("""
     from numbaflow.nn import functional as F
     from numbaflow.nn import functional_conv as FC
     from numbaflow.nn import functional_nn as NN
+    from numbaflow.nn import functional_pool as POOL
     from numbaflow.utils import unique_name
 
     def build():
@@ -182,8 +183,8 @@ NET = textwrap.dedent("""
             y = static.data("y", [None, 1], "int64")
             h = NN.static_batch_norm(FC.static_conv2d(x, 3, 3, padding=1), act="relu")
             h = FC.static_conv2d(h, 3, 3, padding=1, groups=3)          # depthwise
-            h = NN.fluid_pool2d(h, 2, "max", 2)
-            h = F.dropout(NN.fluid_pool2d(h, 2, "avg", 1, ceil_mode=True), 0.3)
+            h = POOL.fluid_pool2d(h, 2, "max", 2)
+            h = F.dropout(POOL.fluid_pool2d(h, 2, "avg", 1, ceil_mode=True), 0.3)
             e = NN.static_embedding(ids, [5, 4])
             feat = paddle.concat([paddle.reshape(h, [-1, 12]), paddle.reshape(e, [-1, 12])],
                                  axis=1)

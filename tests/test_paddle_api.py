@@ -11,6 +11,7 @@ import pytest
 import numbaflow as paddle
 import numbaflow.fluid as fluid
 import numbaflow.static as static
+from numbaflow.utils import unique_name
 
 RNG = np.random.default_rng(0)
 
@@ -18,7 +19,8 @@ RNG = np.random.default_rng(0)
 def run(build, feed, scope=None):
     """Build under fresh programs, run startup and main once; (main, fetched values)."""
     main, startup = static.Program(), static.Program()
-    with static.program_guard(main, startup):
+    # fresh names (conv2d_0.w_0, ...) whatever earlier tests in this process built
+    with static.program_guard(main, startup), unique_name.guard():
         outs = build()
     exe, scope = static.Executor(paddle.CPUPlace()), scope or static.Scope()
     exe.run(startup, scope=scope)
