@@ -1,5 +1,5 @@
 """numbaflow-bench fusion/<flag>/<model>: every fusion flag on every model case, against the
-same program through CompiledProgram with no flag."""
+same program through CompiledProgram with every fusion flag off."""
 import math
 
 import pytest
@@ -11,7 +11,9 @@ from numbaflow.bench.cases import all_cases, quick_config
 
 def test_every_flag_on_every_model_is_a_case():
     names = [c.name for c in all_cases() if c.name.startswith("fusion/")]
-    assert names == [f"fusion/{f}/{m}" for f in fusion.FLAGS for m in fusion.MODELS]
+    assert names == [f"fusion/{f}/{m}" for f in fusion.FLAGS for m in fusion.MODELS] + \
+        ["fusion/fold_conv_batch_norm/cnn_inference"]
+    assert {"fuse_conv_bias", "fuse_softmax_mask"} <= set(fusion.FLAGS)    # default-on ones
     assert bench.select(all_cases(), ["fusion/enable_auto_fusion/"], False)[0].name == \
         "fusion/enable_auto_fusion/cnn"
 
@@ -39,3 +41,22 @@ def test_quick_mlp_row(flag):
         assert row.checks == {"fires only where it pays": True}
     else:
         assert "auto_fusion fired" in row.note and list(row.checks) == ["ratio <= 1x"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("flag,model", [("fuse_conv_bias", "cnn"),
+                                        ("fold_conv_batch_norm", "cnn_inference")])
+def test_a_default_on_flag_is_measured_against_a_baseline_without_it(flag, model):
+    import numbaflow as nf
+    nf.enable_static()
+    plain = fusion._Contender(nf, model, None)
+    flagged = fusion._Contender(nf, model, flag, plain.weights)
+    assert not any(getattr(plain.compiled._build_strategy, f)
+                   for f in fusion.FLAGS + fusion.INFERENCE_FLAGS)
+    assert plain.step() == pytest.approx(flagged.step(), rel=fusion.LOSS_RTOL)
+    assert not plain.fired()[0]
+    changed, passes = flagged.fired()
+    assert changed and [p.name for p in passes if p.changed] == [flag]
+    ops = {op.type for op in flagged.compiled._last_plan.ops}
+    assert "fused_conv2d" in ops and "batch_norm" not in ops if model.endswith("inference") \
+        else "fused_conv2d" in ops

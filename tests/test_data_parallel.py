@@ -156,6 +156,10 @@ def test_gradient_buckets(fuse, size_mb, expected_ops):
     assert n == sum(op.type == "c_allreduce_wait" for op in ops)
     if expected_ops is not None:
         assert n == expected_ops
+    if expected_ops == 1:       # read by the optimizer right away: nothing to overlap
+        start = next(op for op in ops if op.type == "c_allreduce_start")
+        assert ops[ops.index(start) + 1].type == "c_allreduce_wait"
+        assert start.attrs["overlap"] is False
     else:                       # tiny buckets: one gradient (of 200 bytes or less) each
         assert 1 < n <= 4
 
@@ -404,6 +408,7 @@ def test_buckets_start_as_soon_as_ready_and_are_waited_for_before_their_readers(
     first_start = types.index("c_allreduce_start")
     # backward compute runs while the first bucket is in flight
     assert any(t.endswith("_grad") for t in types[first_start:types.index("c_allreduce_wait")])
+    assert ops[first_start].attrs["overlap"]
     for op in ops:
         if op.type == "c_allreduce_wait":
             summed = set(op.output_vars())

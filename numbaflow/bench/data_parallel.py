@@ -44,7 +44,7 @@ def settings(cfg):
         return {"sizes": [64, 64, 64, 10], "batch": cfg.mlp_batch, "sync_reps": 30,
                 "warmup": 12, "steps": 20, "timeout": 120, "rounds": 1}
     return {"sizes": [784, 512, 512, 10], "batch": cfg.mlp_batch, "sync_reps": 400,
-            "warmup": 30, "steps": 300, "timeout": 600, "rounds": 3}
+            "warmup": 30, "steps": 300, "timeout": 600, "rounds": 5}
 
 
 def grad_shapes(sizes):
@@ -288,11 +288,14 @@ def scaling_report(name, model, cfg):
     if cfg.quick and model != "mlp":
         raise Skip("--quick runs dp/mlp_scaling only (drop --quick for the CNN and GPT)")
     s = settings(cfg)
-    # the CNN and GPT steps take 10-100x the MLP's: fewer of them (still >= 10 steps after
-    # the 8 runs that compile a plan's segments)
-    small = model != "mlp"
+    # the GPT's step takes ~17x the MLP's: fewer of them (still >= 10 steps after the 8
+    # runs that compile a plan's segments); the CNN's ~1 s of steps per child, as the MLP's
+    # (30 steps, 0.15 s, let one hiccup of the machine move a round by 10%)
+    steps = {"mlp": (s["warmup"], s["steps"]), "cnn": (s["warmup"], s["steps"] * 2 // 3),
+             "gpt": (12, 30)}
+    warmup, n = steps[model]
     args = {"row": "scaling", "model": model, "sizes": s["sizes"], "batch": s["batch"],
-            "warmup": 12 if small else s["warmup"], "steps": 30 if small else s["steps"]}
+            "warmup": warmup, "steps": n}
     rounds = [(run_child(args, 1, s["timeout"]), run_child(args, 2, s["timeout"]))
               for _ in range(s["rounds"])]
     rows = []

@@ -1,6 +1,8 @@
 """fusion/<flag>/<model>: each BuildStrategy fusion flag on each issue-22 model, against
-the same program through CompiledProgram with no flag (issue 22 item 4: a flag must never
-make a program slower; where it cannot win, its pass's cost rule keeps it from firing).
+the same program through CompiledProgram with every fusion flag off, the default-on ones
+included (issue 22 item 4: a flag must never make a program slower; where it cannot win,
+its pass's cost rule keeps it from firing). `fold_conv_batch_norm` rewrites inference
+programs only: it is measured on the CNN's `clone(for_test=True)` (`cnn_inference`).
 
 Both contenders live in this process, each with its own scope holding the same initial
 weights, and must compute the same losses for AGREE_STEPS steps (rtol LOSS_RTOL) before
@@ -23,22 +25,29 @@ from . import models
 from .harness import Case, Row, Skip, Timing
 
 FLAGS = ("fuse_elewise_add_act_ops", "enable_auto_fusion", "fuse_all_optimizer_ops",
-         "fuse_relu_depthwise_conv")
+         "fuse_relu_depthwise_conv", "fuse_conv_bias", "fuse_softmax_mask")
+INFERENCE_FLAGS = ("fold_conv_batch_norm",)
 MODELS = ("cnn", "gpt", "mlp")
+INFERENCE = "_inference"        # a model name's suffix: its clone(for_test=True)
 AGREE_STEPS = 2
 LOSS_RTOL = 1e-4
 TARGET = 1.0
 
 
 class _Contender:
-    """One CompiledProgram of `model` (with `flag`, or none), its scope and feed."""
+    """One CompiledProgram of `model` (with `flag` alone, or no fusion flag), its scope
+    and feed. `model` + INFERENCE: its forward-only clone, parameters unchanged."""
 
     def __init__(self, nf, model, flag, weights=None):
-        self.built = models.PROGRAMS[model](nf)
+        base = model.removesuffix(INFERENCE)
+        self.built = models.PROGRAMS[base](nf)
         bs = nf.static.BuildStrategy()
-        if flag:
-            setattr(bs, flag, True)
-        self.compiled = nf.static.CompiledProgram(self.built.main, build_strategy=bs)
+        for f in FLAGS + INFERENCE_FLAGS:
+            setattr(bs, f, f == flag)
+        program = self.built.main
+        if model != base:
+            program = program.clone(for_test=True)
+        self.compiled = nf.static.CompiledProgram(program, build_strategy=bs)
         self.exe, self.scope = nf.static.Executor(nf.CPUPlace()), nf.static.Scope()
         self.exe.run(self.built.startup, scope=self.scope)
         names = models.parameters(self.built)
@@ -47,7 +56,7 @@ class _Contender:
         for n in names:
             self.scope.find_var(n).get_tensor().set(weights[n].copy(), nf.CPUPlace())
         self.weights = weights
-        self.feed = models.batch(model)
+        self.feed = models.batch(base)
 
     def step(self):
         loss, = self.exe.run(self.compiled, feed=self.feed, fetch_list=[self.built.loss],
@@ -132,10 +141,14 @@ def fusion_case(flag, model):
             raise Skip("--quick runs the MLP only (drop --quick for the CNN and GPT)")
         return [measure_flag(flag, model, cfg)]
 
-    return Case(f"fusion/{flag}/{model}", f"{flag}: " + models.WHAT[model], None,
-                report=report)
+    what = models.WHAT[model.removesuffix(INFERENCE)]
+    if model.endswith(INFERENCE):
+        what = "inference (clone(for_test=True)) of " + what
+    return Case(f"fusion/{flag}/{model}", f"{flag}: " + what, None, report=report)
 
 
 def fusion_cases():
-    """fusion/<flag>/<model> for every fusion flag and model."""
-    return [fusion_case(f, m) for f in FLAGS for m in MODELS]
+    """fusion/<flag>/<model> for every fusion flag and model (the inference-only flags on
+    the CNN's inference program)."""
+    return [fusion_case(f, m) for f in FLAGS for m in MODELS] + \
+        [fusion_case(f, "cnn" + INFERENCE) for f in INFERENCE_FLAGS]

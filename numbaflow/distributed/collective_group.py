@@ -42,6 +42,7 @@ class LocalGroup:
         self._finishing = None
         self._broken = False
         self._comm = None                  # the communication thread (several ranks only)
+        self._last_mpi = None              # the future of the last call submitted to it
 
     def endpoint(self, index):
         return DeviceComm(self, index)
@@ -58,20 +59,32 @@ class LocalGroup:
         self._wait_barrier.reset()
 
     def submit_mpi(self, fn, *args):
-        """Run an MPI call on the communication thread, in submission order: every MPI
-        call of the group goes there, so a started bucket and a later synchronous
-        collective reach MPI in the same order on every rank."""
+        """Run an MPI call on the communication thread, in submission order: a started
+        bucket and a later synchronous collective reach MPI in the same order on every
+        rank."""
         if self._comm is None:
             import concurrent.futures
             self._comm = concurrent.futures.ThreadPoolExecutor(
                 max_workers=1, thread_name_prefix="numbaflow-comm")
-        return self._comm.submit(fn, *args)
+        self._last_mpi = self._comm.submit(fn, *args)
+        return self._last_mpi
+
+    def call_mpi(self, fn, *args, overlap=False):
+        """Run an MPI call: on the communication thread when `overlap` (returns its future),
+        else on this thread (returns None) — unless calls submitted earlier are still
+        running there, which must reach MPI first. A call with nothing to overlap saves the
+        hand-over (measured on the 2-rank MLP step: 1.2 ms of waiting -> 0.3 ms)."""
+        if overlap or not (self._last_mpi is None or self._last_mpi.done()):
+            return self.submit_mpi(fn, *args)
+        fn(*args)
+        return None
 
     # ---------------------------------------------------------------- overlapped buckets
-    def allreduce_start_(self, index, arrays, bucket, flat=None):
+    def allreduce_start_(self, index, arrays, bucket, flat=None, overlap=True):
         """Publish this device's bucket and return at once. The last device to start it
         sums the bucket into device 0's arrays (fixed order) and hands the MPI call to
-        the communication thread; the devices go on with the backward pass meanwhile."""
+        the communication thread; the devices go on with the backward pass meanwhile.
+        `overlap=False` (nothing runs before the wait) makes the MPI call here instead."""
         with self._lock:
             b = self._pending.setdefault(bucket, _Bucket(self.size))
             b.slots[index] = (arrays, flat)
@@ -80,7 +93,7 @@ class LocalGroup:
         if not last:
             return
         try:
-            b.future = self._sum(b.slots, bucket)
+            b.future = self._sum(b.slots, bucket, overlap)
         finally:
             b.summed.set()
 
@@ -120,9 +133,9 @@ class LocalGroup:
         (the executor coalesces a bucket): then one add per device and one MPI call."""
         self._slots[index] = (arrays, flat)
         if self._wait() == 0:
-            sent = self._sum(self._slots, bucket)
-            if sent is not None:
-                sent.result()
+            running = self._sum(self._slots, bucket, overlap=False)
+            if running is not None:
+                running.result()
         self._wait()
         if index:
             src_arrays, src_flat = self._slots[0]
@@ -133,10 +146,10 @@ class LocalGroup:
                     np.copyto(mine, total)
         self._wait()
 
-    def _sum(self, slots, bucket):
+    def _sum(self, slots, bucket, overlap):
         """Sum every device's arrays into device 0's, in device order (one add per device
-        when all are flat), then start the bucket's MPI call on the communication thread:
-        returns its future, or None in one process. `slots[d]` = (arrays, flat or None)."""
+        when all are flat), then make the bucket's MPI call (`call_mpi`): returns the
+        future of a call left running, else None. `slots[d]` = (arrays, flat or None)."""
         flats = [f for _, f in slots]
         whole = all(f is not None for f in flats)
         parts = [[f] for f in flats] if whole else [arrays for arrays, _ in slots]
@@ -147,8 +160,8 @@ class LocalGroup:
         if self.world is None or self.world.size == 1:
             return None
         if whole:
-            return self.submit_mpi(self.world.allreduce_sum_, total[0])
-        return self.submit_mpi(self._mpi_allreduce, total, bucket)
+            return self.call_mpi(self.world.allreduce_sum_, total[0], overlap=overlap)
+        return self.call_mpi(self._mpi_allreduce, total, bucket, overlap=overlap)
 
     def _mpi_allreduce(self, arrays, bucket):
         """One message for the bucket's small tensors (packed), and each large one in
@@ -172,7 +185,9 @@ class LocalGroup:
             flat = self._flat_buffer(("bcast", bucket), src)
             if self.world.rank == rank:
                 _pack(src, flat)
-            self.submit_mpi(self.world.bcast_, flat, rank).result()
+            running = self.call_mpi(self.world.bcast_, flat, rank)
+            if running is not None:
+                running.result()
             _unpack(flat, src)
         self._wait()
         if index != local:
@@ -225,8 +240,8 @@ class DeviceComm:
     def broadcast_(self, arrays, root=0, bucket=0):
         self.group.broadcast_(self.index, arrays, root, bucket)
 
-    def allreduce_start_(self, arrays, bucket=0, flat=None):
-        self.group.allreduce_start_(self.index, arrays, bucket, flat)
+    def allreduce_start_(self, arrays, bucket=0, flat=None, overlap=True):
+        self.group.allreduce_start_(self.index, arrays, bucket, flat, overlap)
 
     def allreduce_wait_(self, arrays, outs, bucket=0):
         self.group.allreduce_wait_(self.index, arrays, outs, bucket)

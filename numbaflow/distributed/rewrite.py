@@ -75,8 +75,10 @@ class MultiDevicesPass(Pass):
                 block.replace_writes(g, lg, upto)
             token = block.create_var(f"allreduce_bucket_{k}.token", (), "int64")
             role = block.ops[at].role
+            # nothing between the start and the wait: no overlap to gain, so the MPI call
+            # is made at once, not handed to the communication thread
             start = block.make_op("c_allreduce_start", {"X": local}, {"Token": token},
-                                   {"bucket": k})
+                                   {"bucket": k, "overlap": use > at + 1})
             wait = block.make_op("c_allreduce_wait", {"X": local, "Token": token},
                                   {"Out": bucket}, {"bucket": k})
             start.role = wait.role = role

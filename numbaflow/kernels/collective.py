@@ -70,7 +70,8 @@ def _start_cpu(cop):
         steps = [functools.partial(np.copyto, outs["Token"][0], 0)]
         if cop.comm is not None:
             steps.append(functools.partial(cop.comm.allreduce_start_, tuple(ins["X"]),
-                                           cop.attrs["bucket"], flat_view(ins["X"])))
+                                           cop.attrs["bucket"], flat_view(ins["X"]),
+                                           cop.attrs["overlap"]))
         return sequence(steps)
     return bind
 
@@ -129,11 +130,12 @@ register_op(OpDef(
 
 register_op(OpDef(
     "c_allreduce_start", (Slot("X", duplicable=True),), (Slot("Token"),),
-    _start_infer, _start_cpu, gpu=_start_gpu, attrs={"bucket": 0},
+    _start_infer, _start_cpu, gpu=_start_gpu, attrs={"bucket": 0, "overlap": True},
     traits=frozenset({COLLECTIVE, NO_GRAD, FLAT_INPUTS}),
     doc="Starts summing the bucket X over every device and rank and returns at once (the "
         "MPI call runs on the group's communication thread); `c_allreduce_wait` with the "
-        "same bucket, later in the program, finishes it. X must not change in between."))
+        "same bucket, later in the program, finishes it. X must not change in between. "
+        "`overlap=False` (no op runs before the wait) makes the MPI call at once instead."))
 
 register_op(OpDef(
     "c_allreduce_wait", (Slot("X", duplicable=True), Slot("Token")),
