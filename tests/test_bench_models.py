@@ -75,7 +75,7 @@ def test_limit_blas_sets_the_loaded_blas():
         threads.limit_blas(threads.budget())
 
 
-@pytest.mark.parametrize("name", ["cnn", "gpt", "mlp"])
+@pytest.mark.parametrize("name", ["cnn", "gpt", "mlp", "conv"])
 def test_models_build_with_named_parameters_and_batches(name):
     import numbaflow as nf
     nf.enable_static()
@@ -112,13 +112,41 @@ def test_mlp_model_first_losses_equal_numpy_by_hand():
         assert got == pytest.approx(float(ref()), rel=1e-4)
 
 
+def _conv_valid(x, w, b):
+    """Cross-correlation of NCHW x with OIHW w (no padding), plus the bias: numpy by hand."""
+    k = w.shape[-1]
+    win = np.lib.stride_tricks.sliding_window_view(x, (k, k), axis=(2, 3))
+    return np.einsum("nchwij,ocij->nohw", win, w) + b[None, :, None, None]
+
+
+def test_conv_model_first_losses_equal_numpy_by_hand():
+    # models/conv (the CNN's convolutions alone): loss = mean(conv1(pool(conv0(x)))^2)
+    import numbaflow as nf
+    nf.enable_static()
+    built = models.conv_program(nf)
+    exe, scope = nf.static.Executor(nf.CPUPlace()), nf.static.Scope()
+    exe.run(built.startup, scope=scope)
+    p = {n: np.array(scope.get(n), np.float64) for n in models.parameters(built)}
+    feed = models.batch("conv", batch_size=4)
+    assert set(feed) == {"image"}
+    x = np.pad(feed["image"].astype(np.float64), ((0, 0), (0, 0), (2, 2), (2, 2)))
+    h = _conv_valid(x, p["conv0.w"], p["conv0.b"])
+    n, c, hh, ww = h.shape
+    h = h.reshape(n, c, hh // 2, 2, ww // 2, 2).max(axis=(3, 5))
+    h = _conv_valid(h, p["conv1.w"], p["conv1.b"])
+    assert h.shape == (4, 16, 10, 10)
+    got = exe.run(built.main, feed=feed, fetch_list=[built.loss], scope=scope)[0]
+    assert float(np.asarray(got).ravel()[0]) == pytest.approx(float(np.mean(h * h)), rel=1e-5)
+
+
 FAKE_PEER = """
 import json, sys
 for line in sys.stdin:
     cmd = json.loads(line)["cmd"]
     if cmd == "quit":
         break
-    out = {"losses": [100.0, 99.0, 98.0]} if cmd == "losses" else {"seconds": 0.001}
+    out = {"losses": [100.0, 99.0, 98.0]} if cmd == "losses" else \
+        {"seconds": 0.001, "median_step": 0.001}
     sys.stdout.write("@@ " + json.dumps(dict(out, rss_mb=1.0)) + "\\n")
     sys.stdout.flush()
 """

@@ -12,8 +12,11 @@ gives two contenders (eager, and torch.compile outside --quick), Paddle one per 
    LOSS_RTOL (relative; float32 sums in another order differ by ~1e-6). A worker that
    differs gives an error row and is not timed.
 3. Warm-up, then interleaved rounds: in each round every worker times one sample (a block
-   of steps lasting about 4 x cfg.min_time), after an idle gap (IDLE_GAP) that lets the
-   previous worker's thread pools go to sleep; the order rotates from round to round.
+   of steps lasting about SAMPLE_MIN_TIMES x cfg.min_time), after an idle gap (IDLE_GAP)
+   that lets the previous worker's thread pools go to sleep and SETTLE_STEPS untimed
+   steps that wake its own (the first step after a pause pays for waking parked threads
+   and refilling caches: with it in a 3-step GPT sample, samples spread by 7-22%); the
+   order rotates from round to round.
 
 A row's ratio is the median over rounds of numbaflow's sample / the peer's sample of the
 same round (drift in the machine's load cancels); the times are the median, min and IQR
@@ -35,6 +38,8 @@ from ..executor.threads import worker_env
 AGREE_STEPS = 3
 LOSS_RTOL = 1e-4
 IDLE_GAP = 0.1          # seconds before each sample
+SETTLE_STEPS = 1        # untimed steps after the gap, before each sample
+SAMPLE_MIN_TIMES = 10   # a sample lasts about this many cfg.min_time (0.5 s by default)
 TARGET = 1.0            # numbaflow / each peer, issue 22
 PEER_FRAMEWORKS = ("jax", "torch", "paddle")
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -169,10 +174,10 @@ def _time(name, workers, cfg, alone):
     (`alone`: numbaflow was the only contender, its row says so)."""
     per_sample = {}
     warm = 3 if cfg.quick else 12      # numbaflow compiles a plan's segments after 8 runs
-    for w in workers:     # then steps per sample, so that a sample lasts ~4 x min_time
+    for w in workers:     # then steps per sample, so that a sample lasts ~SAMPLE_MIN_TIMES
         w.ask("warmup", steps=warm)
         one = w.ask("time", steps=1)["seconds"]
-        per_sample[w.c.label] = max(1, int(cfg.min_time * 4 / max(one, 1e-6)))
+        per_sample[w.c.label] = max(1, int(cfg.min_time * SAMPLE_MIN_TIMES / max(one, 1e-6)))
     samples = {w.c.label: [] for w in workers}
     rss = {}
     for r in range(cfg.repeat):
@@ -180,8 +185,8 @@ def _time(name, workers, cfg, alone):
         for w in workers[k:] + workers[:k]:
             time.sleep(IDLE_GAP)
             n = per_sample[w.c.label]
-            answer = w.ask("time", steps=n)
-            samples[w.c.label].append(answer["seconds"] / n)
+            answer = w.ask("time", steps=n, settle=SETTLE_STEPS)
+            samples[w.c.label].append(answer["median_step"])
             rss[w.c.label] = answer["rss_mb"]
     subject = workers[0].c.label
     ts = Timing.of(samples[subject])
@@ -212,5 +217,5 @@ def model_case(model):
 
 
 def model_cases():
-    """models/cnn, models/gpt, models/mlp."""
-    return [model_case(m) for m in ("cnn", "gpt", "mlp")]
+    """models/cnn, models/gpt, models/mlp, and models/conv (the CNN's convolutions alone)."""
+    return [model_case(m) for m in ("cnn", "gpt", "mlp", "conv")]

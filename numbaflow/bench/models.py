@@ -28,6 +28,8 @@ WHAT = {
     "cnn": "LeNet CNN 28x28 b64: conv5x5(6)-bn-relu-pool x2 (16), fc 120-84-10, Momentum",
     "gpt": "char GPT 2 layers d128 4 heads ctx64 b32, layer_norm, GELU, AdamW+warmup",
     "mlp": "MLP 784-512-512-10 b128, relu, softmax cross-entropy, SGD",
+    "conv": "the CNN's convolutions, forward + backward: conv5x5(6, pad 2) -> max_pool2 -> "
+            "conv5x5(16) on 28x28 b64, loss = mean(out^2), Momentum",
 }
 
 MASK_VALUE = -1e4   # added to the scores above the diagonal (masked before softmax)
@@ -83,6 +85,27 @@ def cnn_program(pd):
                                 bias_attr=_attr(pd, f"fc{i}.b"),
                                 activation="relu" if i < 2 else None)
         loss = F.cross_entropy(h, label)
+        pd.optimizer.Momentum(learning_rate=CNN["lr"], momentum=CNN["momentum"]).minimize(loss)
+    return Built(main, startup, loss)
+
+
+def conv_program(pd):
+    """The CNN's two convolutions alone, forward and backward (data and filter gradients):
+    1x28x28 -> conv5x5(6, pad 2) -> max_pool2 -> conv5x5(16); loss = mean of the output's squares;
+    Momentum as the CNN. What issue 22's "conv forward+backward against PyTorch's (oneDNN)
+    and JAX's" target is measured on; the pool is the CNN's own between the two."""
+    F = pd.nn.functional
+    main, startup = pd.static.Program(), pd.static.Program()
+    with _guard(pd), pd.static.program_guard(main, startup):
+        s = CNN["image"]
+        h = pd.static.data(name="image", shape=[None, 1, s, s], dtype="float32")
+        for i, (filters, pad) in enumerate(((6, 2), (16, 0))):
+            if i:
+                h = F.max_pool2d(h, kernel_size=2, stride=2)
+            h = pd.static.nn.conv2d(h, filters, 5, padding=pad,
+                                    param_attr=_attr(pd, f"conv{i}.w"),
+                                    bias_attr=_attr(pd, f"conv{i}.b"))
+        loss = pd.mean(h * h)     # positive: the peers' losses compare relatively
         pd.optimizer.Momentum(learning_rate=CNN["lr"], momentum=CNN["momentum"]).minimize(loss)
     return Built(main, startup, loss)
 
@@ -159,7 +182,7 @@ def mlp_program(pd, sizes=MLP["sizes"], lr=MLP["lr"]):
     return Built(main, startup, loss)
 
 
-PROGRAMS = {"cnn": cnn_program, "gpt": gpt_program, "mlp": mlp_program}
+PROGRAMS = {"cnn": cnn_program, "gpt": gpt_program, "mlp": mlp_program, "conv": conv_program}
 
 
 def causal_mask(t):
@@ -170,10 +193,13 @@ def causal_mask(t):
 def batch(name, seed=0, batch_size=None):
     """The feed of one training step of model `name` (fixed by `seed`)."""
     rng = np.random.default_rng(seed)
-    if name == "cnn":
+    if name in ("cnn", "conv"):
         n, s = batch_size or CNN["batch"], CNN["image"]
-        return {"image": rng.standard_normal((n, 1, s, s)).astype(np.float32),
+        feed = {"image": rng.standard_normal((n, 1, s, s)).astype(np.float32),
                 "label": rng.integers(0, CNN["classes"], (n, 1)).astype(np.int64)}
+        if name == "conv":
+            del feed["label"]
+        return feed
     if name == "gpt":
         n, t, v = batch_size or GPT["batch"], GPT["ctx"], GPT["vocab"]
         seq = rng.integers(0, v, (n, t + 1)).astype(np.int64)

@@ -17,7 +17,7 @@ try:
 except ImportError:     # imported by worker.py run as a script, beside models.py
     import models
 
-SPECS = {"cnn": models.CNN, "gpt": models.GPT, "mlp": models.MLP}
+SPECS = {"cnn": models.CNN, "gpt": models.GPT, "mlp": models.MLP, "conv": models.CNN}
 
 
 def gpt_lr(k):
@@ -49,7 +49,7 @@ class TorchStep:
         self.feed = {k[5:]: v for k, v in arrays.items() if k.startswith("feed:")}
         train = [v for v in self.p.values() if v.requires_grad]
         s = SPECS[model]
-        if model == "cnn":
+        if model in ("cnn", "conv"):
             self.opt = torch.optim.SGD(train, lr=s["lr"], momentum=s["momentum"])
         elif model == "gpt":
             self.opt = torch.optim.AdamW(train, lr=0.0, betas=(0.9, 0.999), eps=1e-8,
@@ -74,6 +74,12 @@ class TorchStep:
             if i < 2:
                 h = F.relu(h)
         return F.cross_entropy(h, label.view(-1))
+
+    def _conv(self, p, image):
+        F = self.torch.nn.functional
+        h = F.conv2d(image, p["conv0.w"], p["conv0.b"], padding=2)
+        h = F.conv2d(F.max_pool2d(h, 2, 2), p["conv1.w"], p["conv1.b"])
+        return (h * h).mean()
 
     def _gpt(self, p, tokens, target):
         torch, F, g = self.torch, self.torch.nn.functional, models.GPT
@@ -170,6 +176,18 @@ class JaxStep:
             if i < 2:
                 h = jax.nn.relu(h)
         return self._xent(h, label)
+
+    def _conv(self, p, image):
+        jax, jnp = self.jax, self.jnp
+        h = image
+        for i, pad in ((0, 2), (1, 0)):
+            if i:
+                h = jax.lax.reduce_window(h, -jnp.inf, jax.lax.max, (1, 1, 2, 2),
+                                          (1, 1, 2, 2), "VALID")
+            h = jax.lax.conv_general_dilated(h, p[f"conv{i}.w"], (1, 1), [(pad, pad)] * 2,
+                                             dimension_numbers=("NCHW", "OIHW", "NCHW"))
+            h = h + p[f"conv{i}.b"][None, :, None, None]
+        return (h * h).mean()
 
     def _gpt(self, p, tokens, target):
         jax, jnp, g = self.jax, self.jnp, models.GPT

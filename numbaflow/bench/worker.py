@@ -17,7 +17,9 @@ stdin; each answer is one line `@@ {json}` on stdout (frameworks may print other
                                                  the batch to D, the others read them
     {"cmd": "losses", "steps": 3}                the losses of the next steps
     {"cmd": "warmup", "steps": 10}               run steps, wait for background compiles
-    {"cmd": "time", "steps": 5}                  seconds of the next `steps` steps
+    {"cmd": "time", "steps": 5, "settle": 1}     seconds of the next `steps` steps (and
+                                                 the median step's), after `settle`
+                                                 untimed ones
     {"cmd": "quit"}
 
 Arrays travel as raw little-endian files plus an index (D/index.json), so a torch venv
@@ -145,10 +147,16 @@ def serve(framework, stdin=sys.stdin, stdout=sys.stdout):
                 step.settle()
                 out = {"seconds": time.perf_counter() - t0, "loss": last}
             elif cmd == "time":
+                for _ in range(msg.get("settle", 0)):
+                    step.step()
+                each = []
                 t0 = time.perf_counter()
                 for _ in range(msg["steps"]):
+                    t = time.perf_counter()
                     last = step.step()
-                out = {"seconds": time.perf_counter() - t0, "loss": last}
+                    each.append(time.perf_counter() - t)
+                out = {"seconds": time.perf_counter() - t0, "loss": last,
+                       "median_step": sorted(each)[len(each) // 2]}
             elif cmd == "quit":
                 return
             else:
