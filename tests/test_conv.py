@@ -10,7 +10,7 @@ from op_rows.conv import conv_ref_np
 import numbaflow as paddle
 import numbaflow.static as static
 from numbaflow.graph import verify
-from numbaflow.kernels import depthwise as depthwise_kernels
+from numbaflow.kernels import conv_im2col
 from numbaflow.kernels import run_op
 from numbaflow.nn.functional_conv import conv2d, fluid_conv2d, static_conv2d
 from numbaflow.utils import unique_name
@@ -219,7 +219,7 @@ def test_unknown_batch_and_spatial_dims_infer_minus_one():
 ])
 def test_depthwise_parallel_path_matches_reference(monkeypatch, attrs, ws):
     """Large enough for the multi-threaded kernels (per-thread buffers and dFilter partials)."""
-    monkeypatch.setattr(depthwise_kernels, "PARALLEL_MIN_WORK", 0)
+    monkeypatch.setattr(conv_im2col, "PARALLEL_MIN_WORK", 0)
     x = RNG.standard_normal((3, 16, 12, 11))
     w = RNG.standard_normal(ws)
     a = dict(attrs, groups=16, fuse_relu_before_depthwise_conv=True)
@@ -229,7 +229,7 @@ def test_depthwise_parallel_path_matches_reference(monkeypatch, attrs, ws):
     d = RNG.standard_normal(out.shape)
     g = run_op("depthwise_conv2d_grad", {"Input": x, "Filter": w, "Output@GRAD": d}, a)
     # the serial kernels (checked against finite differences by the op table) agree
-    monkeypatch.setattr(depthwise_kernels, "PARALLEL_MIN_WORK", 1 << 60)
+    monkeypatch.setattr(conv_im2col, "PARALLEL_MIN_WORK", 1 << 60)
     g1 = run_op("depthwise_conv2d_grad", {"Input": x, "Filter": w, "Output@GRAD": d}, a)
     for k in ("Input@GRAD", "Filter@GRAD"):
         np.testing.assert_allclose(g[k], g1[k], rtol=1e-12, atol=1e-12)
@@ -242,6 +242,49 @@ def test_depthwise_parallel_path_matches_reference(monkeypatch, attrs, ws):
                                               (1, 1), 16, True))
     np.testing.assert_allclose(g["Filter@GRAD"], want_dw, rtol=1e-10, atol=1e-10)
     assert np.all(g["Input@GRAD"][x <= 0] == 0)
+
+
+@pytest.mark.parametrize("attrs,ws", [
+    ({"paddings": [1, 1]}, (4, 3, 3, 3)),                                   # unit stride
+    ({"paddings": [1, 2], "strides": [2, 1], "dilations": [1, 2], "groups": 3},
+     (6, 1, 3, 3)),                                                         # strided, groups
+    ({}, (5, 3, 1, 1)),                                                     # 1x1
+])
+@pytest.mark.parametrize("fused", [False, True])
+def test_conv2d_split_over_threads_matches_reference_and_serial(monkeypatch, attrs, ws, fused):
+    """conv2d (and fused_conv2d: + bias, relu) with its 5 samples split over 3 threads: the
+    output equals numpy's convolution, and every gradient equals the serial kernels' (whose
+    gradients the op table checks against finite differences); the bias gradient, summed
+    from per-thread partials, equals the masked dOut's sum."""
+    x = RNG.standard_normal((5, 3, 7, 6))
+    w = RNG.standard_normal(ws)
+    b = RNG.standard_normal(ws[0])
+    a = dict({"strides": [1, 1], "dilations": [1, 1], "groups": 1}, **attrs)
+    op, ins = "conv2d", {"Input": x, "Filter": w}
+    if fused:
+        op, ins, a = "fused_conv2d", dict(ins, Bias=b), dict(a, activation="relu")
+
+    def forward_backward(threads):
+        monkeypatch.setattr(conv_im2col, "parallel_threads", lambda work, units: threads)
+        out = run_op(op, ins, a)["Output"]
+        d = np.random.default_rng(1).standard_normal(out.shape)
+        grad_ins = {"Input": x, "Filter": w, "Output@GRAD": d, **({"Output": out} if fused else {})}
+        return out, d, run_op(op + "_grad", grad_ins, a)
+
+    out, d, g = forward_backward(3)
+    want = conv_ref_np(x, w, a["strides"], a["paddings"] if "paddings" in a else [0, 0],
+                       a["dilations"], a["groups"])
+    if fused:
+        want = np.maximum(want + b[None, :, None, None], 0)
+    np.testing.assert_allclose(out, want, rtol=1e-12, atol=1e-12)
+    out1, _, g1 = forward_backward(1)
+    np.testing.assert_array_equal(out, out1)
+    names = ["Input@GRAD", "Filter@GRAD"] + (["Bias@GRAD"] if fused else [])
+    for k in names:
+        np.testing.assert_allclose(g[k], g1[k], rtol=1e-12, atol=1e-12)
+    if fused:
+        np.testing.assert_allclose(g["Bias@GRAD"], (d * (out > 0)).sum(axis=(0, 2, 3)),
+                                   rtol=1e-12)
 
 
 # ---------------------------------------------------------------- a small CNN

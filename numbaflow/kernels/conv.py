@@ -1,9 +1,9 @@
 """2-D convolution (NCHW): `conv2d` with its gradient, and what `depthwise_conv2d`
 (depthwise.py) shares with it: attributes, shape inference, geometry, GPU kernels.
 
-conv2d runs im2col + BLAS: per (sample, group) the receptive fields are unrolled into a
-columns buffer (allocated once at bind time) and multiplied by the group's filters with
-`np.dot`. Measured side by side on the 2-core machine (loaded, load average 4.5),
+conv2d runs im2col + BLAS (conv_im2col.py): per (sample, group) the receptive fields are
+unrolled into a columns buffer (allocated once at bind time) and multiplied by the group's
+filters with `np.dot`; with several threads the samples are split between them. Measured side by side on the 2-core machine (loaded, load average 4.5),
 (16,32,28,28) * (64,32,3,3) padding 1, f32, forward: im2col + BLAS 7.4 ms, a direct
 numba loop (prange over samples, vectorised over output columns of a zero-padded
 input) 39.8 ms; so there is no direct path. 1x1 convolutions with stride 1 and no
@@ -21,15 +21,10 @@ The CUDA kernels (direct: thread per output / dInput / dFilter element) are in c
 import functools
 
 import numpy as np
-from numba import njit
 
 from . import conv_gpu
-from .conv_epilogue import dout_epilogue, epilogue
-from .registry import NO_GRAD, OpDef, Slot, VarInfo, register_op
-
-# reassoc lets LLVM vectorise the dFilter dot products; contract allows FMAs.
-_FM = {"reassoc", "contract"}
-JIT = dict(nogil=True, cache=True, error_model="numpy", fastmath=_FM)
+from . import conv_im2col as cpu
+from .registry import NO_GRAD, OpDef, Slot, VarInfo, register_op, run_calls
 
 
 # ---------------------------------------------------------------- attributes and shapes
@@ -144,210 +139,6 @@ def zero(a):
     a[...] = 0
 
 
-# ================================================================ conv2d: im2col + BLAS
-@njit(**JIT)
-def _span(j, W, OW, s, p, d):
-    """The output columns [lo, hi) whose input column ow*s - p + j*d lies in [0, W)."""
-    off = p - j * d
-    lo = 0 if off <= 0 else (off + s - 1) // s
-    hi = (W + off + s - 1) // s if W + off > 0 else 0
-    return min(lo, OW), max(min(hi, OW), min(lo, OW))
-
-
-@njit(**JIT)
-def im2col(x, cols, kh, kw, sh, sw, pt, pl, dh, dw, OH, OW):
-    """cols[(c*kh + i)*kw + j, oh*OW + ow] = x[c, oh*sh - pt + i*dh, ow*sw - pl + j*dw],
-    0 where that falls in the padding."""
-    C, H, W = x.shape
-    for c in range(C):
-        for i in range(kh):
-            for j in range(kw):
-                r = (c * kh + i) * kw + j
-                lo, hi = _span(j, W, OW, sw, pl, dw)
-                col = j * dw - pl
-                for oh in range(OH):
-                    ih = oh * sh - pt + i * dh
-                    base = oh * OW
-                    if ih < 0 or ih >= H:
-                        for ow in range(OW):
-                            cols[r, base + ow] = 0
-                        continue
-                    for ow in range(lo):
-                        cols[r, base + ow] = 0
-                    if sw == 1:
-                        for ow in range(lo, hi):
-                            cols[r, base + ow] = x[c, ih, ow + col]
-                    else:
-                        for ow in range(lo, hi):
-                            cols[r, base + ow] = x[c, ih, ow * sw + col]
-                    for ow in range(hi, OW):
-                        cols[r, base + ow] = 0
-
-
-@njit(**JIT)
-def col2im(cols, x, kh, kw, sh, sw, pt, pl, dh, dw, OH, OW):
-    """The adjoint of im2col: x[c, ih, iw] += cols[...] (x must be zeroed first)."""
-    C, H, W = x.shape
-    for c in range(C):
-        for i in range(kh):
-            for j in range(kw):
-                r = (c * kh + i) * kw + j
-                lo, hi = _span(j, W, OW, sw, pl, dw)
-                col = j * dw - pl
-                for oh in range(OH):
-                    ih = oh * sh - pt + i * dh
-                    if ih < 0 or ih >= H:
-                        continue
-                    base = oh * OW
-                    for ow in range(lo, hi):
-                        x[c, ih, ow * sw + col] += cols[r, base + ow]
-
-
-# Stride 1, dilation 1 (most convolutions): the input plane is first copied into a
-# zero-bordered plane `xp` (allocated once, border never written), so every columns row
-# is a branch-free copy of contiguous runs; col2im accumulates into such a plane `gp` and
-# copies its interior out. On the LeNet's convolutions: im2col 1.26 -> 0.20 / 0.25 ms,
-# col2im 1.03 -> 0.24 / 1.30 -> 0.28 ms (64 samples, 1 thread), where the GEMMs take
-# 0.15-0.67 ms: the unrolling, not BLAS, was most of the time.
-@njit(**JIT)
-def im2col_unit(x, xp, cols, kh, kw, pt, pl, OH, OW):
-    C, H, W = x.shape
-    for c in range(C):
-        for h in range(H):
-            for w in range(W):
-                xp[c, h + pt, w + pl] = x[c, h, w]
-    for c in range(C):
-        for i in range(kh):
-            for j in range(kw):
-                row = cols[(c * kh + i) * kw + j]
-                for oh in range(OH):
-                    src = xp[c, oh + i]
-                    for ow in range(OW):
-                        row[oh * OW + ow] = src[ow + j]
-
-
-@njit(**JIT)
-def col2im_unit(cols, gp, dx, kh, kw, pt, pl, OH, OW):
-    """dx = the adjoint of im2col_unit applied to cols (dx is overwritten)."""
-    C, H, W = dx.shape
-    gp[:] = 0
-    for c in range(C):
-        for i in range(kh):
-            for j in range(kw):
-                row = cols[(c * kh + i) * kw + j]
-                for oh in range(OH):
-                    dst = gp[c, oh + i]
-                    for ow in range(OW):
-                        dst[ow + j] += row[oh * OW + ow]
-    for c in range(C):
-        for h in range(H):
-            for w in range(W):
-                dx[c, h, w] = gp[c, h + pt, w + pl]
-
-
-# Each kernel below is one path (strided / unit-stride, forward / backward), picked in
-# Python at bind time, so that a cold cache compiles only the path a program runs: with
-# both paths in one kernel behind a runtime test, the LeNet's conv backward took 2.3 s
-# of CPU to compile, 1.3 s without the strided path.
-@njit(**JIT)
-def conv_fwd(x5, w3, out4, cols, mul2, add2, epi, act, kh, kw, sh, sw, pt, pl, dh, dw, OH, OW):
-    """x5 (N, G, Cg, H, W), w3 (G, Mg, K), out4 (N, G, Mg, OH*OW), cols (K, OH*OW);
-    mul2, add2 (G, Mg): the epilogue's."""
-    for n in range(x5.shape[0]):
-        for g in range(x5.shape[1]):
-            im2col(x5[n, g], cols, kh, kw, sh, sw, pt, pl, dh, dw, OH, OW)
-            np.dot(w3[g], cols, out4[n, g])
-            epilogue(out4[n, g], mul2[g], add2[g], epi, act)
-
-
-@njit(**JIT)
-def conv_fwd_unit(x5, w3, out4, cols, xp, mul2, add2, epi, act, kh, kw, pt, pl, OH, OW):
-    """conv_fwd for stride 1 / dilation 1; xp: the zero-bordered plane of im2col_unit."""
-    for n in range(x5.shape[0]):
-        for g in range(x5.shape[1]):
-            im2col_unit(x5[n, g], xp, cols, kh, kw, pt, pl, OH, OW)
-            np.dot(w3[g], cols, out4[n, g])
-            epilogue(out4[n, g], mul2[g], add2[g], epi, act)
-
-
-@njit(**JIT)
-def conv1x1_fwd(x4, w3, out4, mul2, add2, epi, act):
-    """1x1, stride 1, no padding: x4 (N, G, Cg, H*W) already is the columns."""
-    for n in range(x4.shape[0]):
-        for g in range(x4.shape[1]):
-            np.dot(w3[g], x4[n, g], out4[n, g])
-            epilogue(out4[n, g], mul2[g], add2[g], epi, act)
-
-
-@njit(**JIT)
-def _add_dfilter(d, cols, tmpw, dwg):
-    """dwg += d @ cols.T (tmpw: scratch). A loop, not `dwg += tmpw`: numba compiles that
-    array expression for ~3 s of CPU on a cold cache, the rest of conv_bwd in ~1.3 s."""
-    np.dot(d, cols.T, tmpw)
-    for i in range(tmpw.shape[0]):
-        for j in range(tmpw.shape[1]):
-            dwg[i, j] += tmpw[i, j]
-
-
-# The backward kernels take the epilogue's gradient too (fused_conv2d_grad): o4 (the
-# Output, read when act), dm (Mg, OH*OW scratch) and db2 (G, Mg, the bias gradient);
-# plain conv2d_grad passes need_db = act = False and empty arrays.
-@njit(**JIT)
-def conv_bwd(x5, w3, d4, dx5, dw3, cols, dcols, tmpw, need_dx, need_dw,
-             o4, dm, db2, need_db, act, kh, kw, sh, sw, pt, pl, dh, dw, OH, OW):
-    """dFilter_g = sum_n dOut[n, g] @ cols(x[n, g])^T; dInput[n, g] = col2im(W_g^T @ dOut[n, g])."""
-    if need_dw:
-        dw3[:] = 0
-    if need_dx:
-        dx5[:] = 0
-    if need_db:
-        db2[:] = 0
-    for n in range(d4.shape[0]):
-        for g in range(d4.shape[1]):
-            d = dout_epilogue(d4[n, g], o4[n, g], dm, db2[g], need_db, act)
-            if need_dw:
-                im2col(x5[n, g], cols, kh, kw, sh, sw, pt, pl, dh, dw, OH, OW)
-                _add_dfilter(d, cols, tmpw, dw3[g])
-            if need_dx:
-                np.dot(w3[g].T, d, dcols)
-                col2im(dcols, dx5[n, g], kh, kw, sh, sw, pt, pl, dh, dw, OH, OW)
-
-
-@njit(**JIT)
-def conv_bwd_unit(x5, w3, d4, dx5, dw3, cols, dcols, tmpw, xp, gp, need_dx, need_dw,
-                  o4, dm, db2, need_db, act, kh, kw, pt, pl, OH, OW):
-    """conv_bwd for stride 1 / dilation 1; xp, gp: the zero-bordered planes of
-    im2col_unit / col2im_unit (col2im_unit overwrites dInput: no zeroing pass)."""
-    if need_dw:
-        dw3[:] = 0
-    if need_db:
-        db2[:] = 0
-    for n in range(d4.shape[0]):
-        for g in range(d4.shape[1]):
-            d = dout_epilogue(d4[n, g], o4[n, g], dm, db2[g], need_db, act)
-            if need_dw:
-                im2col_unit(x5[n, g], xp, cols, kh, kw, pt, pl, OH, OW)
-                _add_dfilter(d, cols, tmpw, dw3[g])
-            if need_dx:
-                np.dot(w3[g].T, d, dcols)
-                col2im_unit(dcols, gp, dx5[n, g], kh, kw, pt, pl, OH, OW)
-
-
-@njit(**JIT)
-def conv1x1_bwd(x4, w3, d4, dx4, dw3, tmpw, need_dx, need_dw, o4, dm, db2, need_db, act):
-    if need_dw:
-        dw3[:] = 0
-    if need_db:
-        db2[:] = 0
-    for n in range(d4.shape[0]):
-        for g in range(d4.shape[1]):
-            d = dout_epilogue(d4[n, g], o4[n, g], dm, db2[g], need_db, act)
-            if need_dw:
-                _add_dfilter(d, x4[n, g], tmpw, dw3[g])
-            if need_dx:
-                np.dot(w3[g].T, d, dx4[n, g])
-
-
 def _is_1x1(k):
     return (k["kh"] == k["kw"] == 1 and k["sh"] == k["sw"] == 1
             and k["pt"] == k["pb"] == k["pl"] == k["pr"] == 0)
@@ -388,11 +179,18 @@ def no_epilogue(k, dtype):
     return np.zeros((k["groups"], 0), dtype)
 
 
+def _threads(k):
+    """Threads splitting the op's samples (1: the serial kernels)."""
+    work = k["n"] * k["m"] * k["oh"] * k["ow"] * k["cg"] * k["kh"] * k["kw"]
+    return cpu.parallel_threads(work, k["n"])
+
+
 def forward_thunk(cop, x, w, out, mul=None, add=None, act=False):
-    """The forward kernel of `cop`'s path (1x1 / unit stride / strided) bound to Input `x`,
-    Filter `w` and Output `out`, with the epilogue `out = act(out * mul + add)` (mul, add:
-    per output channel, (M,) arrays or None)."""
+    """The forward kernel of `cop`'s path (1x1 / unit stride / strided, over one thread or
+    several) bound to Input `x`, Filter `w` and Output `out`, with the epilogue
+    `out = act(out * mul + add)` (mul, add: per output channel, (M,) arrays or None)."""
     k = geometry(cop)
+    T = _threads(k)
     x5, w3, out4 = _views(k, x, w, out)
     none = no_epilogue(k, x.dtype)
     epi = 0 if add is None else 1 if mul is None else 2
@@ -400,42 +198,79 @@ def forward_thunk(cop, x, w, out, mul=None, add=None, act=False):
     add2 = none if add is None else add.reshape(w3.shape[:2])
     epi_args = (mul2, add2, epi, int(act))
     if _is_1x1(k):
-        return functools.partial(conv1x1_fwd, x5.reshape(x5.shape[:3] + (-1,)), w3, out4,
-                                 *epi_args)
-    cols = np.empty((w3.shape[2], k["oh"] * k["ow"]), x.dtype)
+        x4 = x5.reshape(x5.shape[:3] + (-1,))
+        if T > 1:
+            return functools.partial(cpu.conv1x1_fwd_par, x4, w3, out4, *epi_args, T)
+        return functools.partial(cpu.conv1x1_fwd, x4, w3, out4, *epi_args, 0, k["n"])
+    cols = np.empty((T, w3.shape[2], k["oh"] * k["ow"]), x.dtype)
     if _is_unit(k):
-        return functools.partial(conv_fwd_unit, x5, w3, out4, cols, _padded_plane(k, x.dtype),
-                                 *epi_args, *_unit_args(k))
-    return functools.partial(conv_fwd, x5, w3, out4, cols, *epi_args, *_geo_args(k))
+        xp = np.stack([_padded_plane(k, x.dtype)] * T)
+        if T > 1:
+            return functools.partial(cpu.conv_fwd_unit_par, x5, w3, out4, cols, xp, *epi_args,
+                                     *_unit_args(k))
+        return functools.partial(cpu.conv_fwd_unit, x5, w3, out4, cols[0], xp[0], *epi_args,
+                                 *_unit_args(k), 0, k["n"])
+    if T > 1:
+        return functools.partial(cpu.conv_fwd_par, x5, w3, out4, cols, *epi_args, *_geo_args(k))
+    return functools.partial(cpu.conv_fwd, x5, w3, out4, cols[0], *epi_args, *_geo_args(k),
+                             0, k["n"])
 
 
 def backward_thunk(cop, x, w, d, dx=None, dw=None, out=None, db=None, act=False):
     """The backward kernel of `cop`'s path bound to Input `x`, Filter `w`, Output@GRAD `d`
     and the gradients wanted (dx, dw, the bias gradient db: None when not); with `act`
-    (relu) d is first masked by Output `out` > 0."""
+    (relu) d is first masked by Output `out` > 0. Over T > 1 threads each thread sums its
+    samples' dFilter / bias gradient into its own partial, added up after."""
     k = geometry(cop)
+    T = _threads(k)
     x5, w3, d4 = _views(k, x, w, d)
+    dt = x.dtype
     need_dx, need_dw, need_db = dx is not None, dw is not None, db is not None
-    dx5 = dx.reshape(x5.shape) if need_dx else np.empty((0,) * 5, x.dtype)
-    dw3 = dw.reshape(w3.shape) if need_dw else np.empty((0,) * 3, x.dtype)
-    tmpw = np.empty(w3.shape[1:], x.dtype)
-    epi_args = (out.reshape(d4.shape) if act else d4,
-                np.empty(d4.shape[2:] if act else (0, 0), x.dtype),
-                db.reshape(w3.shape[:2]) if need_db else no_epilogue(k, x.dtype),
-                need_db, bool(act))
+    dx5 = dx.reshape(x5.shape) if need_dx else np.empty((0,) * 5, dt)
+    dw3 = dw.reshape(w3.shape) if need_dw else np.empty((0,) * 3, dt)
+    db2 = db.reshape(w3.shape[:2]) if need_db else no_epilogue(k, dt)
+    # per thread: (T, ...) scratch and partials; T == 1 binds [0] (and the outputs themselves)
+    tmpw = np.empty((T,) + w3.shape[1:], dt)
+    dm = np.empty((T,) + (d4.shape[2:] if act else (0, 0)), dt)
+    dw_parts = np.empty((T,) + dw3.shape, dt)
+    db_parts = np.empty((T,) + db2.shape, dt)
+    o4 = out.reshape(d4.shape) if act else d4
+    flags = (need_dx, need_dw)
+    if T == 1:
+        epi = (o4, dm[0], db2, need_db, bool(act))
+        dw_one, tmp_one, rng = dw3, tmpw[0], (0, k["n"])
+    else:
+        epi = (o4, dm, db_parts, need_db, bool(act))
+        dw_one, tmp_one, rng = dw_parts, tmpw, ()
     if _is_1x1(k):
         flat = x5.shape[:3] + (-1,)
-        dx4 = dx5.reshape(flat) if need_dx else np.empty((0,) * 4, x.dtype)
-        return functools.partial(conv1x1_bwd, x5.reshape(flat), w3, d4, dx4, dw3, tmpw,
-                                 need_dx, need_dw, *epi_args)
-    cols = np.empty((w3.shape[2], k["oh"] * k["ow"]), x.dtype)
-    dcols = np.empty_like(cols) if need_dx else cols
-    if _is_unit(k):
-        return functools.partial(conv_bwd_unit, x5, w3, d4, dx5, dw3, cols, dcols, tmpw,
-                                 _padded_plane(k, x.dtype), _padded_plane(k, x.dtype),
-                                 need_dx, need_dw, *epi_args, *_unit_args(k))
-    return functools.partial(conv_bwd, x5, w3, d4, dx5, dw3, cols, dcols, tmpw,
-                             need_dx, need_dw, *epi_args, *_geo_args(k))
+        dx4 = dx5.reshape(flat) if need_dx else np.empty((0,) * 4, dt)
+        kernel = cpu.conv1x1_bwd if T == 1 else cpu.conv1x1_bwd_par
+        call = functools.partial(kernel, x5.reshape(flat), w3, d4, dx4, dw_one, tmp_one,
+                                 *flags, *epi, *rng)
+    else:
+        cols = np.empty((T, w3.shape[2], k["oh"] * k["ow"]), dt)
+        dcols = np.empty_like(cols) if need_dx else cols
+        if T == 1:
+            cols, dcols = cols[0], dcols[0]
+        if _is_unit(k):
+            xp = np.stack([_padded_plane(k, dt)] * T)
+            gp = np.stack([_padded_plane(k, dt)] * T)
+            if T == 1:
+                xp, gp = xp[0], gp[0]
+            kernel = cpu.conv_bwd_unit if T == 1 else cpu.conv_bwd_unit_par
+            call = functools.partial(kernel, x5, w3, d4, dx5, dw_one, cols, dcols, tmp_one, xp,
+                                     gp, *flags, *epi, *_unit_args(k), *rng)
+        else:
+            kernel = cpu.conv_bwd if T == 1 else cpu.conv_bwd_par
+            call = functools.partial(kernel, x5, w3, d4, dx5, dw_one, cols, dcols, tmp_one,
+                                     *flags, *epi, *_geo_args(k), *rng)
+    if T == 1:
+        return call
+    calls = [call] + [functools.partial(cpu.sum_partials, parts.reshape(T, -1), out.reshape(-1))
+                      for parts, out, need in ((dw_parts, dw3, need_dw), (db_parts, db2, need_db))
+                      if need]
+    return functools.partial(run_calls, tuple(calls))
 
 
 def grad_out(outs, slot):

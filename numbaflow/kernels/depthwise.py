@@ -14,16 +14,13 @@ Shapes, attributes, the gradient rule and the CUDA kernels are conv2d's (conv.py
 """
 import functools
 
-import numba
 import numpy as np
 from numba import njit, prange
 
-from .conv import (ATTRS, GRAD_IN_SLOTS, GRAD_OUT_SLOTS, IN_SLOTS, JIT, conv_gpu_backward,
+from .conv import (ATTRS, GRAD_IN_SLOTS, GRAD_OUT_SLOTS, IN_SLOTS, conv_gpu_backward,
                    conv_grad_infer, conv_grad_rule, conv_gpu_forward, conv_infer, geometry, zero)
+from .conv_im2col import JIT, parallel_threads, sum_partials
 from .registry import NO_GRAD, OpDef, Slot, register_op, run_calls
-
-# Multiply-adds below which a kernel runs serially (waking the OpenMP pool costs ~30 us).
-PARALLEL_MIN_WORK = 1 << 17
 
 
 @njit(**JIT)
@@ -279,19 +276,9 @@ def dw_bwd_parallel(x3, w4, d4, dx3, dwps, xpads, dpads, tmps, C, need_dx, need_
                      (t + 1) * P // T, C, need_dx, need_dw, relu_in, pt, pl, sh, sw, dh, dw, z)
 
 
-@njit(**JIT)
-def sum_partials(parts, out):
-    """out = sum over the first axis of parts (per-thread dFilter partials)."""
-    out[:] = parts[0]
-    for t in range(1, parts.shape[0]):
-        out += parts[t]
-
-
 def _threads(k):
     work = k["n"] * k["m"] * k["oh"] * k["ow"] * k["kh"] * k["kw"]
-    if work < PARALLEL_MIN_WORK:
-        return 1
-    return max(1, min(numba.get_num_threads(), k["n"] * k["c"]))
+    return parallel_threads(work, k["n"] * k["c"])
 
 
 def _dw_views(k, x, w, d):
@@ -360,7 +347,7 @@ def _depthwise_grad_cpu(cop):
         calls = [functools.partial(dw_bwd_parallel, x3, w4, d4, dx3, parts, xpads, dpads,
                                    tmps, *flags)]
         if need_dw:
-            calls.append(functools.partial(sum_partials, parts, dw4))
+            calls.append(functools.partial(sum_partials, parts.reshape(T, -1), dw4.reshape(-1)))
         return functools.partial(run_calls, tuple(calls))
     return bind
 
