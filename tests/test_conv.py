@@ -285,6 +285,15 @@ def test_conv2d_split_over_threads_matches_reference_and_serial(monkeypatch, att
     if fused:
         np.testing.assert_allclose(g["Bias@GRAD"], (d * (out > 0)).sum(axis=(0, 2, 3)),
                                    rtol=1e-12)
+    # and by finite differences: L = sum(d * out) along one random direction per input
+    monkeypatch.setattr(conv_im2col, "parallel_threads", lambda work, units: 3)
+    eps, rng = 1e-6, np.random.default_rng(2)
+    for name, grad in (("Input", "Input@GRAD"), ("Filter", "Filter@GRAD")):
+        v = rng.standard_normal(ins[name].shape)
+        loss = [float(np.sum(d * run_op(op, dict(ins, **{name: ins[name] + s * eps * v}),
+                                        a)["Output"])) for s in (1, -1)]
+        assert (loss[0] - loss[1]) / (2 * eps) == pytest.approx(float(np.sum(g[grad] * v)),
+                                                               rel=1e-6, abs=1e-6)
 
 
 # ---------------------------------------------------------------- a small CNN
