@@ -234,6 +234,25 @@ def test_iterations_per_run_with_data_parallel():
     assert_params_close(params(main, s1), params(main, s2))
 
 
+@pytest.mark.parametrize("places", [2, 3])
+def test_iterations_per_run_over_an_iterator_feed(places):
+    # a regression: the K-run transaction took every device scope's lock on the calling
+    # thread, so device 1's thread blocked in its plan while device 0 waited for it in the
+    # allreduce (a hang; the suite's per-test timeout turns one into a failure)
+    main, startup, loss = mlp()
+    exe, s1, s2 = two_scopes(startup)
+    es = static.ExecutionStrategy()
+    es.num_iteration_per_run = 3
+    c = static.CompiledProgram(main).with_data_parallel(
+        loss_name=loss.name, exec_strategy=es, places=[paddle.CPUPlace()] * places)
+    feeds = [batch(6, seed) for seed in range(3)]
+    got, = exe.run(c, feed=iter(feeds), fetch_list=[loss], scope=s1)
+    for f in feeds:
+        want, = exe.run(main, feed=f, fetch_list=[loss], scope=s2)
+    np.testing.assert_allclose(np.mean(got), want, rtol=1e-5)
+    assert_params_close(params(main, s1), params(main, s2))
+
+
 def test_share_vars_from_sees_the_trainers_weights():
     main, startup, loss = mlp()
     test_prog = main.clone(for_test=True)

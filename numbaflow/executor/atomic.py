@@ -78,12 +78,15 @@ def restore(scope, state):
 
 @contextlib.contextmanager
 def transaction(written):
-    """Run the body as one unit over [(scope, ops)]: the scopes are locked, and if the
+    """Run the body as one unit over [(scope, ops)]: the first scope is locked, and if the
     body raises anything, every persistable the ops may write is restored to its value
-    before the body, then the error propagates."""
-    with contextlib.ExitStack() as locks:
-        for scope, _ in written:
-            locks.enter_context(scope.locked())
+    before the body, then the error propagates.
+
+    Only the first scope (the user's) is locked, on the calling thread: a data-parallel
+    run holds that lock throughout, and its other device scopes are touched only by the
+    device threads of such a run. Locking those here too would deadlock: a device thread
+    blocks on its scope's lock while device 0 waits for it in a collective."""
+    with written[0][0].locked():
         saved = [(scope, snapshot_written(scope, ops)) for scope, ops in written]
         try:
             yield
