@@ -10,7 +10,7 @@ from op_rows.conv import conv_ref_np
 import numbaflow as paddle
 import numbaflow.static as static
 from numbaflow.graph import verify
-from numbaflow.kernels import conv_im2col
+from numbaflow.kernels import conv_im2col, workshare
 from numbaflow.kernels import run_op
 from numbaflow.nn.functional_conv import conv2d, fluid_conv2d, static_conv2d
 from numbaflow.utils import unique_name
@@ -219,7 +219,7 @@ def test_unknown_batch_and_spatial_dims_infer_minus_one():
 ])
 def test_depthwise_parallel_path_matches_reference(monkeypatch, attrs, ws):
     """Large enough for the multi-threaded kernels (per-thread buffers and dFilter partials)."""
-    monkeypatch.setattr(conv_im2col, "PARALLEL_MIN_WORK", 0)
+    monkeypatch.setattr(workshare, "PARALLEL_MIN_WORK", 0)
     x = RNG.standard_normal((3, 16, 12, 11))
     w = RNG.standard_normal(ws)
     a = dict(attrs, groups=16, fuse_relu_before_depthwise_conv=True)
@@ -229,7 +229,7 @@ def test_depthwise_parallel_path_matches_reference(monkeypatch, attrs, ws):
     d = RNG.standard_normal(out.shape)
     g = run_op("depthwise_conv2d_grad", {"Input": x, "Filter": w, "Output@GRAD": d}, a)
     # the serial kernels (checked against finite differences by the op table) agree
-    monkeypatch.setattr(conv_im2col, "PARALLEL_MIN_WORK", 1 << 60)
+    monkeypatch.setattr(workshare, "PARALLEL_MIN_WORK", 1 << 60)
     g1 = run_op("depthwise_conv2d_grad", {"Input": x, "Filter": w, "Output@GRAD": d}, a)
     for k in ("Input@GRAD", "Filter@GRAD"):
         np.testing.assert_allclose(g[k], g1[k], rtol=1e-12, atol=1e-12)

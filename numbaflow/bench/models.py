@@ -1,4 +1,4 @@
-"""The three real models of the `models/` bench group, written in Paddle 2.6's spelling.
+"""The real models of the `models/` bench group, written in Paddle 2.6's spelling.
 
 Each `*_program(pd)` takes the framework module (`numbaflow` or `paddle`) and returns a
 `Built` (main and startup programs, the loss, the LR scheduler to `step()` after each run
@@ -23,11 +23,18 @@ CNN = {"batch": 64, "image": 28, "classes": 10, "lr": 0.01, "momentum": 0.9}
 GPT = {"batch": 32, "ctx": 64, "vocab": 65, "d_model": 128, "heads": 4, "layers": 2,
        "lr": 1e-3, "warmup": 100, "weight_decay": 0.01}
 MLP = {"batch": 128, "sizes": (784, 512, 512, 10), "lr": 0.1}
+# The real sizes of issue 27: a CIFAR ResNet-20 and a GPT at width 512.
+RESNET20 = {"batch": 64, "image": 32, "classes": 10, "widths": (16, 32, 64), "blocks": 3,
+            "lr": 0.1, "momentum": 0.9, "weight_decay": 1e-4}
+GPT_MEDIUM = dict(GPT, batch=8, ctx=256, d_model=512, heads=8, layers=4)
 
 WHAT = {
     "cnn": "LeNet CNN 28x28 b64: conv5x5(6)-bn-relu-pool x2 (16), fc 120-84-10, Momentum",
     "gpt": "char GPT 2 layers d128 4 heads ctx64 b32, layer_norm, GELU, AdamW+warmup",
     "mlp": "MLP 784-512-512-10 b128, relu, softmax cross-entropy, SGD",
+    "resnet20": "CIFAR ResNet-20 3x32x32 b64: 3 stages x 3 basic blocks (16/32/64), "
+                "batch_norm, 1x1 projection shortcuts, global avg pool, Momentum + L2Decay",
+    "gpt_medium": "GPT 4 layers d512 8 heads ctx256 b8, layer_norm, GELU, AdamW+warmup",
     "conv": "the CNN's convolutions, forward + backward: conv5x5(6, pad 2) -> max_pool2 -> "
             "conv5x5(16) on 28x28 b64, loss = mean(out^2), Momentum",
 }
@@ -129,7 +136,48 @@ def _attention(pd, x, mask, i, g):
                            bias_attr=_attr(pd, f"h{i}.proj.b"))
 
 
-def gpt_program(pd):
+def _conv_bn(pd, h, filters, k, stride, name, relu=True):
+    h = pd.static.nn.conv2d(h, filters, k, stride=stride, padding=k // 2,
+                            param_attr=_attr(pd, name + ".w"), bias_attr=False)
+    h = pd.static.nn.batch_norm(h, param_attr=_attr(pd, name + ".bn.w"),
+                                bias_attr=_attr(pd, name + ".bn.b"),
+                                moving_mean_name=name + ".bn.mean",
+                                moving_variance_name=name + ".bn.var")
+    return pd.nn.functional.relu(h) if relu else h
+
+
+def resnet20_program(pd):
+    """CIFAR ResNet-20: conv3x3(16)-bn-relu, then 3 stages of 3 basic blocks (conv3x3-bn-relu-
+    conv3x3-bn, + the input, or its 1x1 conv-bn projection where the shape changes; relu),
+    16/32/64 channels with stride 2 into stages 2 and 3; global average pool, fc 10;
+    softmax cross-entropy; Momentum(0.1, 0.9) with L2Decay(1e-4)."""
+    F, r = pd.nn.functional, RESNET20
+    main, startup = pd.static.Program(), pd.static.Program()
+    with _guard(pd), pd.static.program_guard(main, startup):
+        s = r["image"]
+        x = pd.static.data(name="image", shape=[None, 3, s, s], dtype="float32")
+        label = pd.static.data(name="label", shape=[None, 1], dtype="int64")
+        h = _conv_bn(pd, x, r["widths"][0], 3, 1, "stem")
+        for si, width in enumerate(r["widths"]):
+            for b in range(r["blocks"]):
+                stride = 2 if si and not b else 1
+                name = f"s{si}b{b}"
+                y = _conv_bn(pd, h, width, 3, stride, name + ".c1")
+                y = _conv_bn(pd, y, width, 3, 1, name + ".c2", relu=False)
+                if stride != 1 or h.shape[1] != width:
+                    h = _conv_bn(pd, h, width, 1, stride, name + ".proj", relu=False)
+                h = F.relu(y + h)
+        h = pd.flatten(F.adaptive_avg_pool2d(h, 1), 1)
+        logits = pd.static.nn.fc(h, r["classes"], weight_attr=_attr(pd, "fc.w"),
+                                 bias_attr=_attr(pd, "fc.b"))
+        loss = F.cross_entropy(logits, label)
+        pd.optimizer.Momentum(learning_rate=r["lr"], momentum=r["momentum"],
+                              weight_decay=pd.regularizer.L2Decay(r["weight_decay"])
+                              ).minimize(loss)
+    return Built(main, startup, loss)
+
+
+def gpt_program(pd, g=GPT):
     """Char-level GPT: token + position embeddings, `layers` pre-LN blocks (causal attention,
     MLP 4d with GELU), final layer_norm, fc to the vocabulary; cross-entropy over every
     position; AdamW(weight_decay 0.01) under LinearWarmup(0 -> lr over `warmup` steps).
@@ -138,7 +186,6 @@ def gpt_program(pd):
     paddle.arange are not in numbaflow yet (helper `tensor` adds them). Only `tokens` and
     `target` are fed, so data parallelism splits every feed along the batch."""
     F = pd.nn.functional
-    g = GPT
     t, d, v = g["ctx"], g["d_model"], g["vocab"]
     main, startup = pd.static.Program(), pd.static.Program()
     with _guard(pd), pd.static.program_guard(main, startup):
@@ -182,7 +229,9 @@ def mlp_program(pd, sizes=MLP["sizes"], lr=MLP["lr"]):
     return Built(main, startup, loss)
 
 
-PROGRAMS = {"cnn": cnn_program, "gpt": gpt_program, "mlp": mlp_program, "conv": conv_program}
+PROGRAMS = {"cnn": cnn_program, "gpt": gpt_program, "mlp": mlp_program, "conv": conv_program,
+            "resnet20": resnet20_program,
+            "gpt_medium": lambda pd: gpt_program(pd, GPT_MEDIUM)}
 
 
 def causal_mask(t):
@@ -200,8 +249,13 @@ def batch(name, seed=0, batch_size=None):
         if name == "conv":
             del feed["label"]
         return feed
-    if name == "gpt":
-        n, t, v = batch_size or GPT["batch"], GPT["ctx"], GPT["vocab"]
+    if name == "resnet20":
+        n, s = batch_size or RESNET20["batch"], RESNET20["image"]
+        return {"image": rng.standard_normal((n, 3, s, s)).astype(np.float32),
+                "label": rng.integers(0, RESNET20["classes"], (n, 1)).astype(np.int64)}
+    if name in ("gpt", "gpt_medium"):
+        g = GPT if name == "gpt" else GPT_MEDIUM
+        n, t, v = batch_size or g["batch"], g["ctx"], g["vocab"]
         seq = rng.integers(0, v, (n, t + 1)).astype(np.int64)
         return {"tokens": seq[:, :-1].copy(), "target": seq[:, 1:, None].copy()}
     if name == "mlp":

@@ -166,10 +166,9 @@ class DataParallelRunner(Runner):
     def _run_devices(self, plans, iterations):
         n = len(plans)
         results, errors = [None] * n, [None] * n
-        # the devices share one budget: numba's loops (thread-local) and the BLAS (global)
+        # the devices share one budget: numba's loops (thread-local); the BLAS at one thread
         threads = thread_budget.share(n)
-        if thread_budget.blas_threads != threads:
-            thread_budget.limit_blas(threads)
+        thread_budget.one_thread_blas()
 
         def device(i):
             previous = numba.get_num_threads()

@@ -7,6 +7,7 @@ import threading
 import numpy as np
 
 from .. import config
+from . import threads
 from .feed import check_feed, resolve_fetch
 from .plan import Plan, PlanOptions
 
@@ -64,6 +65,7 @@ class PlanCache:
             if plan is not None:
                 self._plans.move_to_end(key)
         if plan is None:
+            threads.one_thread_blas()      # numba's threads split the products instead
             # built outside the lock: another thread may look up other plans meanwhile
             plan = Plan(program, {block.vars[n]: a for n, a in feed_arrays.items()},
                         fetch_vars, scope, self.backend, options)

@@ -292,9 +292,7 @@ class Scheduler:
             raise RuntimeError("Scheduler.run is already running in another thread; use one "
                                "Scheduler per thread")
         try:
-            # the BLAS is process-wide: each thread's share while this plan runs
-            if threads.blas_threads != self.numba_threads:
-                threads.limit_blas(self.numba_threads)
+            threads.one_thread_blas()     # concurrent ops: numba's threads are the pool
             set_numba = self._set_numba
             if set_numba:
                 prev = self._get_nt()

@@ -3,9 +3,15 @@
 A process may keep `budget()` threads busy: OMP_NUM_THREADS when the user set it, else the
 cores it may run on (its affinity mask), never more than numba's NUMBA_NUM_THREADS. Work
 that runs concurrently (data-parallel devices as threads, scheduler workers) shares it:
-each of n concurrent runners gets `share(n)` numba threads, and the BLAS libraries loaded
-in the process (numpy's and scipy's OpenBLAS, which numba's np.dot calls) are limited to
-the same share while they run, so 2 devices x 2 BLAS threads never run on 2 cores.
+each of n concurrent runners gets `share(n)` numba threads.
+
+The BLAS libraries loaded in the process (numpy's and scipy's OpenBLAS; numba's np.dot
+calls scipy's) run at one thread once a program runs (`one_thread_blas`): numba's pool is
+the only pool. Large products are split over it by numbaflow's own kernels
+(kernels/gemm_cpu.py), convolutions split their samples over it (kernels/conv_im2col.py),
+each worker claiming the next piece, so no parallel region nests another and a thread that
+shares its core with another process does less of the work instead of holding up the op.
+docs/architecture.md ("Threads") has the measurements behind this choice.
 
 `worker_env` is the environment of a process started to do one framework's work alone (the
 bench's workers): every thread knob set to the same count, and thread pools that sleep
@@ -60,6 +66,14 @@ def limit_blas(threads):
             ThreadpoolController().limit(limits=threads, user_api="blas")
             blas_threads = threads
         return threads
+
+
+def one_thread_blas():
+    """Run the loaded BLAS libraries at one thread (cheap once done). scipy's BLAS, which
+    numba's products call, is imported first so that its library is among those limited."""
+    if blas_threads != 1:
+        import scipy.linalg.cython_blas  # noqa: F401 (loads scipy's OpenBLAS)
+        limit_blas(1)
 
 
 # the variables each threading runtime reads for its pool size

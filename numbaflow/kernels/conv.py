@@ -180,6 +180,11 @@ def no_epilogue(k, dtype):
     return np.zeros((k["groups"], 0), dtype)
 
 
+def _counter():
+    """The work counter a parallel kernel's workers claim samples from."""
+    return np.zeros(1, np.int64)
+
+
 def _threads(k):
     """Threads splitting the op's samples (1: the serial kernels)."""
     work = k["n"] * k["m"] * k["oh"] * k["ow"] * k["cg"] * k["kh"] * k["kw"]
@@ -201,18 +206,19 @@ def forward_thunk(cop, x, w, out, mul=None, add=None, act=False):
     if _is_1x1(k):
         x4 = x5.reshape(x5.shape[:3] + (-1,))
         if T > 1:
-            return functools.partial(cpu.conv1x1_fwd_par, x4, w3, out4, *epi_args, T)
+            return functools.partial(cpu.conv1x1_fwd_par, x4, w3, out4, *epi_args, T, _counter())
         return functools.partial(cpu.conv1x1_fwd, x4, w3, out4, *epi_args, 0, k["n"])
     cols = np.empty((T, w3.shape[2], k["oh"] * k["ow"]), x.dtype)
     if _is_unit(k):
         xp = np.stack([_padded_plane(k, x.dtype)] * T)
         if T > 1:
             return functools.partial(cpu.conv_fwd_unit_par, x5, w3, out4, cols, xp, *epi_args,
-                                     *_unit_args(k))
+                                     *_unit_args(k), _counter())
         return functools.partial(cpu.conv_fwd_unit, x5, w3, out4, cols[0], xp[0], *epi_args,
                                  *_unit_args(k), 0, k["n"])
     if T > 1:
-        return functools.partial(cpu.conv_fwd_par, x5, w3, out4, cols, *epi_args, *_geo_args(k))
+        return functools.partial(cpu.conv_fwd_par, x5, w3, out4, cols, *epi_args, *_geo_args(k),
+                                 _counter())
     return functools.partial(cpu.conv_fwd, x5, w3, out4, cols[0], *epi_args, *_geo_args(k),
                              0, k["n"])
 
@@ -239,10 +245,10 @@ def backward_thunk(cop, x, w, d, dx=None, dw=None, out=None, db=None, act=False)
     flags = (need_dx, need_dw)
     if T == 1:
         epi = (o4, dm[0], db2, need_db, bool(act))
-        dw_one, tmp_one, rng = dw3, tmpw[0], (0, k["n"])
+        dw_one, tmp_one, rng = dw3, tmpw[0], (0, k["n"], True)
     else:
         epi = (o4, dm, db_parts, need_db, bool(act))
-        dw_one, tmp_one, rng = dw_parts, tmpw, ()
+        dw_one, tmp_one, rng = dw_parts, tmpw, (_counter(),)
     if _is_1x1(k):
         flat = x5.shape[:3] + (-1,)
         dx4 = dx5.reshape(flat) if need_dx else np.empty((0,) * 4, dt)

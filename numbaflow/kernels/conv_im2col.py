@@ -1,31 +1,23 @@
 """conv2d's CPU kernels: im2col + BLAS per (sample, group), and the same over several
-threads at once (`*_par`: prange over T sample ranges, each thread with its own scratch
-and its own dFilter / bias-gradient partial, summed after by `sum_partials`).
+threads at once (`*_par`: one worker per thread, each claiming the next sample until none
+is left (workshare.py), with its own scratch and its own dFilter / bias-gradient partial,
+summed after by `sum_partials`).
 
 Each serial kernel takes the sample range [n0, n1) it works on. With the budget's threads
 the LeNet's two convolutions use both cores: their GEMMs (6-16 filters x 25-150 x 100-784)
-are far below the size at which OpenBLAS splits one product over threads, so one call per
-sample leaves the second core idle unless the samples are split (`parallel_threads`).
+are far below the size at which a BLAS splits one product over threads, so one call per
+sample leaves the second core idle unless the samples are split. The BLAS itself runs at
+one thread (no parallel region nests another: executor/threads.py).
 """
-import numba
 import numpy as np
 from numba import njit, prange
 
 from .conv_epilogue import dout_epilogue, epilogue
+from .workshare import PARALLEL_MIN_WORK, claim, parallel_threads  # noqa: F401 (conv.py's)
 
 # reassoc lets LLVM vectorise the dFilter dot products; contract allows FMAs.
 _FM = {"reassoc", "contract"}
 JIT = dict(nogil=True, cache=True, error_model="numpy", fastmath=_FM)
-# multiply-adds below which one thread does the whole op (waking the OpenMP pool costs ~30 us)
-PARALLEL_MIN_WORK = 1 << 17
-
-
-def parallel_threads(work, units):
-    """Threads for an op of `work` multiply-adds over `units` independent pieces: numba's
-    current thread count (the budget's share), at most `units`; 1 for small work."""
-    if work < PARALLEL_MIN_WORK:
-        return 1
-    return max(1, min(numba.get_num_threads(), units))
 
 
 @njit(**JIT)
@@ -184,19 +176,25 @@ def _add_dfilter(d, cols, tmpw, dwg):
             dwg[i, j] += tmpw[i, j]
 
 
+@njit(**JIT)
+def _zero_grads(dw3, db2, dw, db):
+    if dw:
+        dw3[:] = 0
+    if db:
+        db2[:] = 0
+
+
 # The backward kernels take the epilogue's gradient too (fused_conv2d_grad): o4 (the
 # Output, read when act), dm (Mg, OH*OW scratch) and db2 (G, Mg, the bias gradient);
 # plain conv2d_grad passes need_db = act = False and empty arrays.
 @njit(**JIT)
 def conv_bwd(x5, w3, d4, dx5, dw3, cols, dcols, tmpw, need_dx, need_dw,
-             o4, dm, db2, need_db, act, kh, kw, sh, sw, pt, pl, dh, dw, OH, OW, n0, n1):
-    """dFilter_g = sum_n dOut[n, g] @ cols(x[n, g])^T; dInput[n, g] = col2im(W_g^T @ dOut[n, g])."""
-    if need_dw:
-        dw3[:] = 0
+             o4, dm, db2, need_db, act, kh, kw, sh, sw, pt, pl, dh, dw, OH, OW, n0, n1, zero):
+    """dFilter_g = sum_n dOut[n, g] @ cols(x[n, g])^T; dInput[n, g] = col2im(W_g^T @ dOut[n, g]).
+    `zero`: start dFilter / the bias gradient at 0 (else add to them)."""
+    _zero_grads(dw3, db2, need_dw and zero, need_db and zero)
     if need_dx:
         dx5[n0:n1] = 0
-    if need_db:
-        db2[:] = 0
     for n in range(n0, n1):
         for g in range(d4.shape[1]):
             d = dout_epilogue(d4[n, g], o4[n, g], dm, db2[g], need_db, act)
@@ -210,13 +208,10 @@ def conv_bwd(x5, w3, d4, dx5, dw3, cols, dcols, tmpw, need_dx, need_dw,
 
 @njit(**JIT)
 def conv_bwd_unit(x5, w3, d4, dx5, dw3, cols, dcols, tmpw, xp, gp, need_dx, need_dw,
-                  o4, dm, db2, need_db, act, kh, kw, pt, pl, OH, OW, n0, n1):
+                  o4, dm, db2, need_db, act, kh, kw, pt, pl, OH, OW, n0, n1, zero):
     """conv_bwd for stride 1 / dilation 1; xp, gp: the zero-bordered planes of
     im2col_unit / col2im_unit (col2im_unit overwrites dInput: no zeroing pass)."""
-    if need_dw:
-        dw3[:] = 0
-    if need_db:
-        db2[:] = 0
+    _zero_grads(dw3, db2, need_dw and zero, need_db and zero)
     for n in range(n0, n1):
         for g in range(d4.shape[1]):
             d = dout_epilogue(d4[n, g], o4[n, g], dm, db2[g], need_db, act)
@@ -230,11 +225,8 @@ def conv_bwd_unit(x5, w3, d4, dx5, dw3, cols, dcols, tmpw, xp, gp, need_dx, need
 
 @njit(**JIT)
 def conv1x1_bwd(x4, w3, d4, dx4, dw3, tmpw, need_dx, need_dw, o4, dm, db2, need_db, act,
-                n0, n1):
-    if need_dw:
-        dw3[:] = 0
-    if need_db:
-        db2[:] = 0
+                n0, n1, zero):
+    _zero_grads(dw3, db2, need_dw and zero, need_db and zero)
     for n in range(n0, n1):
         for g in range(d4.shape[1]):
             d = dout_epilogue(d4[n, g], o4[n, g], dm, db2[g], need_db, act)
@@ -245,56 +237,87 @@ def conv1x1_bwd(x4, w3, d4, dx4, dw3, tmpw, need_dx, need_dw, o4, dm, db2, need_
 
 
 # ---------------------------------------------------------------- over T threads
+# One worker per thread (T = cols.shape[0]), each claiming the next sample from `counter`.
 @njit(parallel=True, **JIT)
 def conv_fwd_par(x5, w3, out4, cols, mul2, add2, epi, act, kh, kw, sh, sw, pt, pl, dh, dw, OH,
-                 OW):
-    """conv_fwd over T = cols.shape[0] sample ranges at once (cols: one per thread)."""
+                 OW, counter):
+    """conv_fwd over T workers at once (cols: one per worker)."""
     T, N = cols.shape[0], x5.shape[0]
+    counter[0] = 0
     for t in prange(T):
-        conv_fwd(x5, w3, out4, cols[t], mul2, add2, epi, act, kh, kw, sh, sw, pt, pl, dh, dw,
-                 OH, OW, t * N // T, (t + 1) * N // T)
+        n = claim(counter)
+        while n < N:
+            conv_fwd(x5, w3, out4, cols[t], mul2, add2, epi, act, kh, kw, sh, sw, pt, pl, dh,
+                     dw, OH, OW, n, n + 1)
+            n = claim(counter)
 
 
 @njit(parallel=True, **JIT)
-def conv_fwd_unit_par(x5, w3, out4, cols, xp, mul2, add2, epi, act, kh, kw, pt, pl, OH, OW):
+def conv_fwd_unit_par(x5, w3, out4, cols, xp, mul2, add2, epi, act, kh, kw, pt, pl, OH, OW,
+                      counter):
     T, N = cols.shape[0], x5.shape[0]
+    counter[0] = 0
     for t in prange(T):
-        conv_fwd_unit(x5, w3, out4, cols[t], xp[t], mul2, add2, epi, act, kh, kw, pt, pl, OH,
-                      OW, t * N // T, (t + 1) * N // T)
+        n = claim(counter)
+        while n < N:
+            conv_fwd_unit(x5, w3, out4, cols[t], xp[t], mul2, add2, epi, act, kh, kw, pt, pl,
+                          OH, OW, n, n + 1)
+            n = claim(counter)
 
 
 @njit(parallel=True, **JIT)
-def conv1x1_fwd_par(x4, w3, out4, mul2, add2, epi, act, T):
+def conv1x1_fwd_par(x4, w3, out4, mul2, add2, epi, act, T, counter):
     N = x4.shape[0]
+    counter[0] = 0
     for t in prange(T):
-        conv1x1_fwd(x4, w3, out4, mul2, add2, epi, act, t * N // T, (t + 1) * N // T)
+        n = claim(counter)
+        while n < N:
+            conv1x1_fwd(x4, w3, out4, mul2, add2, epi, act, n, n + 1)
+            n = claim(counter)
 
 
-# The backward's per-thread arrays have a leading T axis: cols, dcols, tmpw, dm, and the
-# partials dw3 (T, G, Mg, K) and db2 (T, G, Mg) that sum_partials adds up after.
+# The backward's per-worker arrays have a leading T axis: cols, dcols, tmpw, dm, and the
+# partials dw3 (T, G, Mg, K) and db2 (T, G, Mg) that sum_partials adds up after (each
+# worker zeroes its own partial first: a worker may claim no sample at all).
 @njit(parallel=True, **JIT)
 def conv_bwd_par(x5, w3, d4, dx5, dw3, cols, dcols, tmpw, need_dx, need_dw,
-                 o4, dm, db2, need_db, act, kh, kw, sh, sw, pt, pl, dh, dw, OH, OW):
+                 o4, dm, db2, need_db, act, kh, kw, sh, sw, pt, pl, dh, dw, OH, OW, counter):
     T, N = cols.shape[0], d4.shape[0]
+    counter[0] = 0
     for t in prange(T):
-        conv_bwd(x5, w3, d4, dx5, dw3[t], cols[t], dcols[t], tmpw[t], need_dx, need_dw,
-                 o4, dm[t], db2[t], need_db, act, kh, kw, sh, sw, pt, pl, dh, dw, OH, OW,
-                 t * N // T, (t + 1) * N // T)
+        _zero_grads(dw3[t], db2[t], need_dw, need_db)
+        n = claim(counter)
+        while n < N:
+            conv_bwd(x5, w3, d4, dx5, dw3[t], cols[t], dcols[t], tmpw[t], need_dx, need_dw,
+                     o4, dm[t], db2[t], need_db, act, kh, kw, sh, sw, pt, pl, dh, dw, OH, OW,
+                     n, n + 1, False)
+            n = claim(counter)
 
 
 @njit(parallel=True, **JIT)
 def conv_bwd_unit_par(x5, w3, d4, dx5, dw3, cols, dcols, tmpw, xp, gp, need_dx, need_dw,
-                      o4, dm, db2, need_db, act, kh, kw, pt, pl, OH, OW):
+                      o4, dm, db2, need_db, act, kh, kw, pt, pl, OH, OW, counter):
     T, N = cols.shape[0], d4.shape[0]
+    counter[0] = 0
     for t in prange(T):
-        conv_bwd_unit(x5, w3, d4, dx5, dw3[t], cols[t], dcols[t], tmpw[t], xp[t], gp[t],
-                      need_dx, need_dw, o4, dm[t], db2[t], need_db, act, kh, kw, pt, pl, OH,
-                      OW, t * N // T, (t + 1) * N // T)
+        _zero_grads(dw3[t], db2[t], need_dw, need_db)
+        n = claim(counter)
+        while n < N:
+            conv_bwd_unit(x5, w3, d4, dx5, dw3[t], cols[t], dcols[t], tmpw[t], xp[t], gp[t],
+                          need_dx, need_dw, o4, dm[t], db2[t], need_db, act, kh, kw, pt, pl,
+                          OH, OW, n, n + 1, False)
+            n = claim(counter)
 
 
 @njit(parallel=True, **JIT)
-def conv1x1_bwd_par(x4, w3, d4, dx4, dw3, tmpw, need_dx, need_dw, o4, dm, db2, need_db, act):
+def conv1x1_bwd_par(x4, w3, d4, dx4, dw3, tmpw, need_dx, need_dw, o4, dm, db2, need_db, act,
+                    counter):
     T, N = tmpw.shape[0], d4.shape[0]
+    counter[0] = 0
     for t in prange(T):
-        conv1x1_bwd(x4, w3, d4, dx4, dw3[t], tmpw[t], need_dx, need_dw, o4, dm[t], db2[t],
-                    need_db, act, t * N // T, (t + 1) * N // T)
+        _zero_grads(dw3[t], db2[t], need_dw, need_db)
+        n = claim(counter)
+        while n < N:
+            conv1x1_bwd(x4, w3, d4, dx4, dw3[t], tmpw[t], need_dx, need_dw, o4, dm[t], db2[t],
+                        need_db, act, n, n + 1, False)
+            n = claim(counter)

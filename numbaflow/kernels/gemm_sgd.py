@@ -19,7 +19,8 @@ import numpy as np
 from numba import njit
 
 from . import gpu_util
-from .linalg import flat2, blas_scalars, gemm
+from .gemm_cpu import blas_scalars, gemm
+from .linalg import flat2
 from .registry import FUSED, NO_GRAD, OPTIMIZER, OpDef, Slot, register_op, run_calls
 
 

@@ -1,8 +1,9 @@
 """Matrix products: `mul` (what `fc` emits, as in Paddle) and `matmul_v2` (paddle.matmul).
 
-Both call BLAS ?gemm from njit (through numba's own helper, with the transposes as
-run-time flags: one compiled kernel per dtype), on views prepared once at bind time
-(flattened to 2-D for `mul`, batched 3-D with broadcast batch indices for `matmul_v2`).
+On the CPU both call BLAS ?gemm from njit (gemm_cpu.py: through numba's own helper, with
+the transposes as run-time flags: one compiled kernel per dtype; large products split over
+numba's threads), on views prepared once at bind time (flattened to 2-D for `mul`, batched
+3-D with broadcast batch indices for `matmul_v2`).
 
 On the GPU both run one register-blocked tiled kernel (`gemm_source`, generated per
 dtype / transpose pair / tile size): 64x64 or 128x128 output tiles per block, 8x8 per
@@ -14,91 +15,12 @@ Gradients of broadcast batch operands are summed by `_accumulate` after the prod
 import functools
 
 import numpy as np
-from numba import njit, types
 
 from . import gpu_util
+from .gemm_cpu import accumulate_batches, batched_call, blas_scalars, gemm_call
 from .registry import OpDef, Slot, VarInfo, numel, register_op, run_calls
 
 cuda = None   # numba.cuda, bound lazily by the kernel builders (gpu_util explains)
-
-
-SMALL_GEMM = 4096     # m*n*k up to which a plain loop beats the BLAS call's fixed cost
-
-# numba's own C helper for BLAS ?gemm (what np.dot calls inside njit; numba's np.linalg.pinv
-# calls it by name the same way), declared with void pointers so that one kernel serves
-# float32 and float64 and the transposes are run-time flags: np.dot instead compiles one
-# inlined BLAS call per operand layout (C / F), and the products here need four.
-_xxgemm = types.ExternalFunction("numba_xxgemm", types.intc(
-    types.char, types.char, types.char, types.intp, types.intp, types.intp, types.voidptr,
-    types.voidptr, types.intp, types.voidptr, types.intp, types.voidptr, types.voidptr,
-    types.intp))
-_N, _T, _S, _D = ord("n"), ord("t"), ord("s"), ord("d")   # (chars: ord() in njit compiles str)
-
-
-def blas_scalars(dtype):
-    """The [alpha, beta] = [1, 0] array that `gemm` / `batched_gemm` take, in `dtype`:
-    BLAS reads both through pointers, in the operands' dtype."""
-    return np.array([1, 0], dtype=dtype)
-
-
-@njit(nogil=True, cache=True)
-def _row_major(a, t):
-    """(transposed, leading dimension) of the 2-D `a` (read as op(a) = a.T when `t`) as the
-    row-major matrix its memory holds: a column-major `a` is the row-major a.T."""
-    s = a.itemsize
-    r, c = a.shape
-    if (c == 1 or a.strides[1] == s) and (r == 1 or a.strides[0] >= c * s):
-        return t, a.strides[0] // s if r > 1 else c
-    if (r == 1 or a.strides[0] == s) and (c == 1 or a.strides[1] >= r * s):
-        return not t, a.strides[1] // s if c > 1 else r
-    raise ValueError("gemm: an operand is neither row- nor column-major (a strided view): "
-                     "pass a contiguous copy")
-
-
-@njit(nogil=True, cache=True)
-def gemm(a, b, out, ta, tb, ab):
-    """out = op(a) @ op(b), op(a) = a.T when `ta`; `ab` = blas_scalars(out.dtype); `out`
-    C-contiguous (a view into a buffer), the operands row- or column-major."""
-    m, n = out.shape
-    k = a.shape[0] if ta else a.shape[1]
-    if m == 0 or n == 0:
-        return
-    if m * n * k <= SMALL_GEMM:     # tiny products (the seed model's 10x1 @ 1x10): no BLAS
-        av = a.T if ta else a       # (typed as strided views: one loop for every case)
-        bv = b.T if tb else b
-        for i in range(m):
-            for j in range(n):
-                acc = 0.0
-                for p in range(k):
-                    acc += av[i, p] * bv[p, j]
-                out[i, j] = acc
-        return
-    if n > 1 and out.strides[1] != out.itemsize:
-        raise ValueError("gemm: the output must be row-major (C order)")
-    # row-major out = op(a) @ op(b) is column-major out.T = op(b).T @ op(a).T: BLAS gets
-    # b's memory first (each row-major matrix is its transpose, column-major)
-    ta, lda = _row_major(a, ta)
-    tb, ldb = _row_major(b, tb)
-    ldc = out.strides[0] // out.itemsize if m > 1 else n
-    # (numba's helper imports scipy's BLAS at its first call; < 0: scipy is missing)
-    if _xxgemm(_S if ab.itemsize == 4 else _D, _T if tb else _N, _T if ta else _N, n, m, k,
-               ab[0:].ctypes, b.ctypes, ldb, a.ctypes, lda, ab[1:].ctypes, out.ctypes,
-               ldc) < 0:
-        raise RuntimeError("gemm: no BLAS (numba takes it from scipy: pip install scipy)")
-
-
-@njit(nogil=True, cache=True)
-def batched_gemm(x, y, out, ix, iy, tx, ty, ab):
-    """out[b] = op(x[ix[b]]) @ op(y[iy[b]]) (see gemm)."""
-    for b in range(out.shape[0]):
-        gemm(x[ix[b]], y[iy[b]], out[b], tx, ty, ab)
-
-
-@njit(nogil=True, cache=True)
-def accumulate_batches(src, dst, idx):
-    dst[:] = 0
-    for b in range(src.shape[0]):
-        dst[idx[b]] += src[b]
 
 
 # ---------------------------------------------------------------- GPU kernels
@@ -252,8 +174,8 @@ def _mul_cpu(cop):
     def bind(ins, outs):
         x, y, out = ins["X"][0], ins["Y"][0], outs["Out"][0]
         x2, y2 = x.reshape(flat2(x.shape, xn)), y.reshape(flat2(y.shape, yn))
-        return functools.partial(gemm, x2, y2, out.reshape(x2.shape[0], y2.shape[1]), False,
-                                 False, blas_scalars(out.dtype))
+        return gemm_call(x2, y2, out.reshape(x2.shape[0], y2.shape[1]), False, False,
+                         blas_scalars(out.dtype))
     return bind
 
 
@@ -286,11 +208,11 @@ def _mul_grad_cpu(cop):
         d2 = d.reshape(x2.shape[0], y2.shape[1])
         calls, ab = [], blas_scalars(d.dtype)
         if outs.get("X@GRAD"):   # dX = dOut @ Y^T
-            calls.append(functools.partial(gemm, d2, y2, outs["X@GRAD"][0].reshape(x2.shape),
-                                           False, True, ab))
+            calls.append(gemm_call(d2, y2, outs["X@GRAD"][0].reshape(x2.shape), False, True,
+                                   ab))
         if outs.get("Y@GRAD"):   # dY = X^T @ dOut
-            calls.append(functools.partial(gemm, x2, d2, outs["Y@GRAD"][0].reshape(y2.shape),
-                                           True, False, ab))
+            calls.append(gemm_call(x2, d2, outs["Y@GRAD"][0].reshape(y2.shape), True, False,
+                                   ab))
         return calls[0] if len(calls) == 1 else functools.partial(run_calls, tuple(calls))
     return bind
 
@@ -382,8 +304,8 @@ def _matmul_cpu(cop):
     def bind(ins, outs):
         x3, y3 = _as3(ins["X"][0], True), _as3(ins["Y"][0], False)
         out3 = outs["Out"][0].reshape((len(ix), xm[0], ym[1]))
-        return functools.partial(batched_gemm, x3, y3, out3, ix, iy, tx and len(xs) > 1,
-                                 ty and len(ys) > 1, blas_scalars(out3.dtype))
+        return batched_call(x3, y3, out3, ix, iy, tx and len(xs) > 1, ty and len(ys) > 1,
+                            blas_scalars(out3.dtype))
     return bind
 
 
@@ -438,7 +360,7 @@ def _matmul_grad_factory(gpu):
                            (d3, x3, tgt, ident, ix, True, True) if ty and tx else \
                            (x3, d3, tgt, ix, ident, not tx, False)
                 calls.append(gemm_thunk(*args) if gpu else
-                             functools.partial(batched_gemm, *args, blas_scalars(d3.dtype)))
+                             batched_call(*args, blas_scalars(d3.dtype)))
                 if not direct:
                     calls.append(_accumulate_thunk(tgt, dst, idx) if gpu else
                                  functools.partial(accumulate_batches, tgt, dst, idx))
