@@ -15,7 +15,8 @@ def mpirun(args, timeout=240, n=2):
 
 @pytest.mark.parametrize("places,strategy,bucket_mb", [
     (1, "allreduce", "32"), (2, "allreduce", "32"), (2, "reduce", "32"),
-    (2, "allreduce", "0.0001")])          # one overlapped bucket per gradient
+    (2, "allreduce", "0.0001"),           # one overlapped bucket per gradient
+    (2, "iterator", "32")])               # K = 3 runs over an iterator feed, one transaction
 def test_two_ranks_equal_one_device_on_the_whole_batch(places, strategy, bucket_mb):
     rc, out = mpirun(["tests/mpi/dp_equivalence.py", str(places), strategy, bucket_mb])
     assert rc == 0 and f"OK 2 ranks x {places} places ({strategy}) == 1 device" in out, out

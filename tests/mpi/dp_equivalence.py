@@ -1,5 +1,7 @@
 """Run under `mpiexec -n 2 python tests/mpi/dp_equivalence.py D STRATEGY`: data-parallel
 training over 2 ranks x D local places equals one device on the concatenated batch.
+STRATEGY "iterator" is allreduce with the three batches fed as one run of
+num_iteration_per_run = 3 over an iterator (a K-run transaction once deadlocked there).
 
 Every rank builds the same MLP but initialises it with its own seed: the first run
 broadcasts rank 0's parameters. Each rank feeds its shard of each global batch (uneven
@@ -38,14 +40,18 @@ if strategy == "reduce":
     bs.reduce_strategy = static.BuildStrategy.ReduceStrategy.Reduce
 if bucket_mb is not None:          # small buckets: several overlapped MPI calls per step
     bs.fuse_grad_size_in_MB = bucket_mb
+es = static.ExecutionStrategy()
+es.num_iteration_per_run = 3 if strategy == "iterator" else 1
 compiled = static.CompiledProgram(main, build_strategy=bs).with_data_parallel(
-    loss_name=loss.name, places=[paddle.CPUPlace()] * places)
+    loss_name=loss.name, exec_strategy=es, places=[paddle.CPUPlace()] * places)
 rng = np.random.default_rng(0)                 # the same global batches on every rank
 batches = [{"x": rng.standard_normal((2 * places * 2 + 3, 6)).astype(np.float32),
             "y": rng.integers(0, 3, (2 * places * 2 + 3, 1)).astype(np.int64)}
            for _ in range(3)]
-for b in batches:
-    shard = {k: np.array_split(v, size)[rank] for k, v in b.items()}
+shards = [{k: np.array_split(v, size)[rank] for k, v in b.items()} for b in batches]
+if strategy == "iterator":
+    exe.run(compiled, feed=iter(shards), fetch_list=[loss], scope=scope)
+for shard in shards if strategy != "iterator" else []:
     exe.run(compiled, feed=shard, fetch_list=[loss], scope=scope)
 got = {p.name: scope.get(p.name) for p in main.all_parameters()}
 everyone = dist.world().allgather_obj(got)
