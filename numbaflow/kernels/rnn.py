@@ -305,6 +305,11 @@ def _rnn_infer(ctx):
         raise ctx.error(f"WeightList must hold 4 * num_layers * directions = {4 * L * D} "
                         f"tensors (weights, then biases); got {len(ws)}")
     lay = Layout(a, T, B)
+    for i, w in enumerate(ws):
+        if np.dtype(w.dtype) != np.dtype(x.dtype):
+            raise ctx.error(f"WeightList[{i}] {ctx.name('WeightList', i)} is {np.dtype(w.dtype)} "
+                            f"but Input is {np.dtype(x.dtype)}; create the parameters in the "
+                            f"input's dtype (or cast the input)")
     for l in range(L):
         for d in range(D):
             w_ih, w_hh, b_ih, b_hh = lay.weights(ws, l, d)
