@@ -202,3 +202,28 @@ def test_bad_arguments_are_refused_early():
         rnn(x, ws, "GRU", 2, direction="backward")
     with pytest.raises(ValueError, match="takes 1 initial state"):
         rnn(x, ws, "GRU", 2, initial_states=(x, x))
+
+
+def test_fluid_layers_lstm_is_the_time_major_lstm():
+    import numbaflow.fluid as fluid
+    main, startup = static.Program(), static.Program()
+    with static.program_guard(main, startup):
+        x = static.data("x", [4, None, 3], "float64")
+        h0 = static.data("h0", [2, None, 2], "float64")
+        c0 = static.data("c0", [2, None, 2], "float64")
+        out, h, c = fluid.layers.lstm(x, h0, c0, 4, 2, 1, is_bidirec=True, name="enc")
+    exe = static.Executor(static.CPUPlace())
+    exe.run(startup)
+    scope = static.global_scope()
+    names = ["weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0"]
+    per = [np.array(scope.get(f"enc.{n}{s}")) for s in ("", "_reverse") for n in names]
+    rng = np.random.default_rng(2)
+    xb, hb, cb = rng.uniform(-1, 1, (4, 3, 3)), rng.uniform(-1, 1, (2, 3, 2)), \
+        rng.uniform(-1, 1, (2, 3, 2))
+    got = exe.run(main, feed={"x": xb, "h0": hb, "c0": cb}, fetch_list=[out, h, c])
+    flat = per[0:2] + per[4:6] + per[2:4] + per[6:8]
+    want_out, (want_h, want_c) = rnn_reference(xb, [hb, cb], flat, "LSTM", 2, 1, True)
+    for g, w in zip(got, (want_out, want_h, want_c)):
+        np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
+    with pytest.raises(ValueError, match="max_len=5"):
+        fluid.layers.lstm(x, h0, c0, 5, 2, 1)

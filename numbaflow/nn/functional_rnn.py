@@ -86,8 +86,9 @@ def rnn_parameters(mode: str, input_size: int, hidden_size: int, num_layers: int
     prefix = name or helper.name
     std = 1.0 / math.sqrt(hidden_size)
     g = GATES[mode] * hidden_size
-    attrs = [ParamAttr._to_attr(a) for a in (weight_ih_attr, weight_hh_attr, bias_ih_attr,
-                                                bias_hh_attr)]
+    attrs = [a if isinstance(a, ParamAttr) else ParamAttr(initializer=a)
+             if a is not None and hasattr(a, "_init_op") else ParamAttr()
+             for a in (weight_ih_attr, weight_hh_attr, bias_ih_attr, bias_hh_attr)]
     params = []
     for layer in range(num_layers):
         n_in = input_size if layer == 0 else dirs * hidden_size
