@@ -227,3 +227,45 @@ def test_fluid_layers_lstm_is_the_time_major_lstm():
         np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
     with pytest.raises(ValueError, match="max_len=5"):
         fluid.layers.lstm(x, h0, c0, 5, 2, 1)
+
+
+GPU_SCRIPT = """
+import sys
+import numpy as np
+sys.path.insert(0, {tests!r})
+from op_rows import load_all
+from numbaflow.kernels import run_op
+from numbaflow.testing.op_test import make_inputs
+n = 0
+for case in load_all():
+    if case.op != "rnn":
+        continue
+    arrays = make_inputs(case, "float64")
+    cpu, gpu = (run_op("rnn", arrays, case.attrs, device=d) for d in ("cpu", "gpu"))
+    rng = np.random.default_rng(0)
+    gins = dict(arrays, Reserve=cpu["Reserve"])
+    gins["Out@GRAD"] = rng.uniform(-1, 1, cpu["Out"].shape)
+    gins["State@GRAD"] = [rng.uniform(-1, 1, s.shape) for s in cpu["State"]]
+    gcpu, ggpu = (run_op("rnn_grad", gins, case.attrs, device=d) for d in ("cpu", "gpu"))
+    for want, got in ((cpu, gpu), (gcpu, ggpu)):
+        for slot, w in want.items():
+            pairs = zip(w, got[slot]) if isinstance(w, list) else [(w, got[slot])]
+            for a, b in pairs:
+                assert np.allclose(a, b, rtol=1e-12, atol=1e-12), (case.id, slot)
+    n += 1
+print("checked", n)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.gpu
+def test_rnn_on_simulated_gpu_equals_cpu(tmp_path):
+    """On a GPU the rnn ops run their CPU kernels on host copies (host_staged): same numbers."""
+    import subprocess
+    import sys
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1",
+               NUMBAFLOW_CACHE_DIR=os.environ.get("NUMBAFLOW_CACHE_DIR", str(tmp_path)))
+    r = subprocess.run([sys.executable, "-c", GPU_SCRIPT.format(tests=os.path.dirname(__file__))],
+                       env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "checked 8" in r.stdout

@@ -42,7 +42,8 @@ def rnn_weights(rng, mode, input_size, hidden, num_layers, directions, scale=0.5
     for l in range(num_layers):
         for _ in range(directions):
             n_in = input_size if l == 0 else directions * hidden
-            weights += [rng.uniform(-scale, scale, (g, n_in)), rng.uniform(-scale, scale, (g, hidden))]
+            weights += [rng.uniform(-scale, scale, (g, n_in)),
+                        rng.uniform(-scale, scale, (g, hidden))]
             biases += [rng.uniform(-scale, scale, g), rng.uniform(-scale, scale, g)]
     return weights + biases
 
