@@ -109,3 +109,12 @@ def test_lstm_trains_with_adam_and_loss_falls():
     losses = [float(exe.run(main, feed={"x": xb, "y": yb}, fetch_list=[loss])[0])
               for _ in range(60)]
     assert losses[-1] < 0.2 * losses[0], losses[::10]
+
+
+def test_paddle_inference_model_with_rnn_op_loads_and_gives_paddle_numbers():
+    d = np.load(os.path.join(FIXTURES, "lstm_infer.npz"))
+    exe = static.Executor(static.CPUPlace())
+    prog, feeds, fetches = static.load_inference_model(os.path.join(FIXTURES, "lstm_infer"), exe)
+    assert "rnn" in [op.type for op in prog.global_block().ops]
+    (got,) = exe.run(prog, feed={k: d[k] for k in ("x", "h0", "c0")}, fetch_list=fetches)
+    np.testing.assert_allclose(got, d["out"], rtol=1e-5, atol=2e-6)
