@@ -23,7 +23,8 @@ __all__ = ["lstm"]
 def lstm(input: Variable, init_h: Variable, init_c: Variable, max_len: int,
          hidden_size: int, num_layers: int, dropout_prob: float = 0.0,
          is_bidirec: bool = False, is_test: bool = False, name: str | None = None,
-         default_initializer: Initializer | None = None, seed: int = -1):
+         default_initializer: Initializer | None = None,
+         seed: int = -1) -> tuple[Variable, Variable, Variable]:
     """A multi-layer (bidirectional) LSTM over time-major input, without peepholes (gates i,
     f, g, o as `paddle.nn.LSTM`).
 

@@ -31,6 +31,10 @@ class RNNCellBase(Layer):
     new_states) for one time step. Subclass it (with `state_shape`) for a custom cell that
     `RNN` steps through time.
 
+    Args:
+        name_scope (str, optional): the stem of the parameters' names (Layer's).
+        dtype (str): the parameters' dtype (Layer's).
+
     Example:
         >>> cell = paddle.nn.GRUCell(3, 4)
         >>> h, _ = cell(static.data('x', [None, 3]))
@@ -87,7 +91,11 @@ class RNNCellBase(Layer):
         return (self.hidden_size,)
 
     def extra_repr(self) -> str:
-        """input_size, hidden_size."""
+        """input_size, hidden_size.
+
+        Returns:
+            str: e.g. '3, 4'.
+        """
         return f"{self.input_size}, {self.hidden_size}"
 
 
@@ -367,7 +375,11 @@ class _RNNBase(LayerList):
                       sequence_length, training=self.training)
 
     def extra_repr(self) -> str:
-        """input_size, hidden_size and the non-default options."""
+        """input_size, hidden_size and the non-default options.
+
+        Returns:
+            str: e.g. '3, 4, num_layers=2'.
+        """
         s = f"{self.input_size}, {self.hidden_size}"
         if self.num_layers != 1:
             s += f", num_layers={self.num_layers}"
@@ -381,6 +393,18 @@ class _RNNBase(LayerList):
 class SimpleRNN(_RNNBase):
     """Multi-layer Elman network (tanh or relu), one rnn op.
 
+    Args:
+        input_size (int): features of the input.
+        hidden_size (int): units per direction.
+        num_layers (int): stacked layers.
+        direction (str): 'forward' or 'bidirect' (or 'bidirectional').
+        time_major (bool): inputs are (time, batch, features).
+        dropout (float): dropout between layers in training.
+        activation (str): 'tanh' or 'relu'.
+        weight_ih_attr, weight_hh_attr, bias_ih_attr, bias_hh_attr (ParamAttr, optional):
+            the parameters' initializer / learning rate / regularizer.
+        name (str, optional): accepted for Paddle compatibility.
+
     Example:
         >>> net = paddle.nn.SimpleRNN(3, 4, num_layers=2)
         >>> out, h = net(static.data('x', [None, 5, 3]))
@@ -388,9 +412,11 @@ class SimpleRNN(_RNNBase):
         ((-1, 5, 4), (2, -1, 4))
     """
 
-    def __init__(self, input_size, hidden_size, num_layers=1, direction="forward",
-                 time_major=False, dropout=0.0, activation="tanh", weight_ih_attr=None,
-                 weight_hh_attr=None, bias_ih_attr=None, bias_hh_attr=None, name=None):
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
+                 direction: str = "forward", time_major: bool = False, dropout: float = 0.0,
+                 activation: str = "tanh", weight_ih_attr: Any = None,
+                 weight_hh_attr: Any = None, bias_ih_attr: Any = None,
+                 bias_hh_attr: Any = None, name: str | None = None) -> None:
         if activation not in ("tanh", "relu"):
             raise ValueError(f"SimpleRNN: activation must be 'tanh' or 'relu'; got "
                              f"{activation!r}")
@@ -402,6 +428,17 @@ class SimpleRNN(_RNNBase):
 class LSTM(_RNNBase):
     """Multi-layer (bidirectional) LSTM, one rnn op; returns (outputs, (h, c)).
 
+    Args:
+        input_size (int): features of the input.
+        hidden_size (int): units per direction.
+        num_layers (int): stacked layers.
+        direction (str): 'forward' or 'bidirect' (or 'bidirectional').
+        time_major (bool): inputs are (time, batch, features).
+        dropout (float): dropout between layers in training.
+        weight_ih_attr, weight_hh_attr, bias_ih_attr, bias_hh_attr (ParamAttr, optional):
+            the parameters' initializer / learning rate / regularizer.
+        name (str, optional): accepted for Paddle compatibility.
+
     Example:
         >>> net = paddle.nn.LSTM(3, 4, num_layers=2, direction='bidirect')
         >>> out, (h, c) = net(static.data('x', [None, 5, 3]))
@@ -411,9 +448,11 @@ class LSTM(_RNNBase):
         ['weight_ih_l0', 'weight_hh_l0']
     """
 
-    def __init__(self, input_size, hidden_size, num_layers=1, direction="forward",
-                 time_major=False, dropout=0.0, weight_ih_attr=None, weight_hh_attr=None,
-                 bias_ih_attr=None, bias_hh_attr=None, name=None):
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
+                 direction: str = "forward", time_major: bool = False, dropout: float = 0.0,
+                 weight_ih_attr: Any = None, weight_hh_attr: Any = None,
+                 bias_ih_attr: Any = None, bias_hh_attr: Any = None,
+                 name: str | None = None) -> None:
         super().__init__("LSTM", input_size, hidden_size, num_layers, direction, time_major,
                          dropout, weight_ih_attr, weight_hh_attr, bias_ih_attr, bias_hh_attr)
 
@@ -421,14 +460,27 @@ class LSTM(_RNNBase):
 class GRU(_RNNBase):
     """Multi-layer (bidirectional) GRU, one rnn op.
 
+    Args:
+        input_size (int): features of the input.
+        hidden_size (int): units per direction.
+        num_layers (int): stacked layers.
+        direction (str): 'forward' or 'bidirect' (or 'bidirectional').
+        time_major (bool): inputs are (time, batch, features).
+        dropout (float): dropout between layers in training.
+        weight_ih_attr, weight_hh_attr, bias_ih_attr, bias_hh_attr (ParamAttr, optional):
+            the parameters' initializer / learning rate / regularizer.
+        name (str, optional): accepted for Paddle compatibility.
+
     Example:
         >>> out, h = paddle.nn.GRU(3, 4)(static.data('x', [None, 5, 3]))
         >>> out.shape, h.shape
         ((-1, 5, 4), (1, -1, 4))
     """
 
-    def __init__(self, input_size, hidden_size, num_layers=1, direction="forward",
-                 time_major=False, dropout=0.0, weight_ih_attr=None, weight_hh_attr=None,
-                 bias_ih_attr=None, bias_hh_attr=None, name=None):
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
+                 direction: str = "forward", time_major: bool = False, dropout: float = 0.0,
+                 weight_ih_attr: Any = None, weight_hh_attr: Any = None,
+                 bias_ih_attr: Any = None, bias_hh_attr: Any = None,
+                 name: str | None = None) -> None:
         super().__init__("GRU", input_size, hidden_size, num_layers, direction, time_major,
                          dropout, weight_ih_attr, weight_hh_attr, bias_ih_attr, bias_hh_attr)
