@@ -269,3 +269,36 @@ def test_rnn_on_simulated_gpu_equals_cpu(tmp_path):
                        env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "checked 8" in r.stdout
+
+
+def test_dropout_between_layers_scales_kept_units_and_its_gradient_agrees():
+    """Training dropout between layers (upscale_in_train): with a fixed seed each fresh
+    kernel draws the same mask, so finite differences through the op see the mask the
+    gradient used; with is_test the output is the reference's, without dropout."""
+    from numbaflow.kernels.registry import run_op
+    from numbaflow.testing.rnn_reference import rnn_weights
+    rng = np.random.default_rng(4)
+    T, B, IN, H = 4, 3, 2, 3
+    ws = rnn_weights(rng, "GRU", IN, H, 2, 2)
+    x, h0 = rng.uniform(-1, 1, (T, B, IN)), rng.uniform(-1, 1, (4, B, H))
+    attrs = dict(mode="GRU", hidden_size=H, input_size=IN, num_layers=2, is_bidirec=True,
+                 dropout_prob=0.4, seed=7)
+
+    def fwd(xx, **kw):
+        return run_op("rnn", {"Input": xx, "PreState": [h0], "WeightList": ws},
+                      dict(attrs, **kw))
+
+    want, _ = rnn_reference(x, [h0], ws, "GRU", H, 2, True)
+    np.testing.assert_allclose(fwd(x, is_test=True)["Out"], want, rtol=1e-12, atol=1e-12)
+    r = fwd(x)
+    assert not np.allclose(r["Out"], want)
+    cot = rng.uniform(-1, 1, r["Out"].shape)
+    g = run_op("rnn_grad", {"Input": x, "PreState": [h0], "WeightList": ws,
+                            "Reserve": r["Reserve"], "Out@GRAD": cot,
+                            "State@GRAD": [np.zeros_like(h0)]}, attrs)
+    for idx in [(0, 0, 0), (1, 2, 1), (3, 1, 0)]:
+        xp, xm = x.copy(), x.copy()
+        xp[idx] += 1e-6
+        xm[idx] -= 1e-6
+        fd = ((fwd(xp)["Out"] * cot).sum() - (fwd(xm)["Out"] * cot).sum()) / 2e-6
+        assert abs(g["Input@GRAD"][idx] - fd) < 1e-6 * max(1.0, abs(fd)), (idx, fd)
