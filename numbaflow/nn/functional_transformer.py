@@ -1,6 +1,6 @@
 """Transformer building blocks of paddle.nn.functional (Paddle 2.6 signatures): layer_norm,
-linear, scaled_dot_product_attention, one_hot, pad, normalize, label_smooth, silu, relu6,
-adaptive_avg_pool2d; and static.nn.layer_norm (the layer with its own parameters).
+linear, scaled_dot_product_attention, one_hot, pad, normalize, label_smooth, silu, relu6;
+and static.nn.layer_norm (the layer with its own parameters).
 
 Each is built from registered ops. Attention is `matmul_v2` with trans_y (K read
 transposed in place), one `fused_softmax_mask` (scale, mask and causal rule inside the
@@ -19,7 +19,6 @@ from ..kernels.registry import broadcast_shapes
 from ..layer_helper import LayerHelper
 from ..tensor._helpers import check_variable as _var
 from .functional_nn import check_probability, dropout
-from .functional_pool import avg_pool2d
 from .initializer import Constant
 
 if TYPE_CHECKING:
@@ -385,54 +384,3 @@ def label_smooth(label: Variable, prior_dist: Variable | None = None, epsilon: f
     if prior_dist is None:
         return M.scale(label, 1.0 - eps, eps / label.shape[-1], name=name)
     return M.add(M.scale(label, 1.0 - eps), M.scale(prior_dist, eps), name=name)
-
-
-def adaptive_avg_pool2d(x: Variable, output_size: int | Sequence[int],
-                        data_format: str = "NCHW", name: str | None = None) -> Variable:
-    """Average pooling to a fixed output size with Paddle's adaptive bins (cell (i, j)
-    averages rows floor(i*H/oh) .. ceil((i+1)*H/oh) and likewise columns). When the
-    output size divides the input size the bins are equal windows: one `pool2d` op;
-    otherwise one `slice` + `reduce_mean` per cell, joined by `concat`.
-
-    Args:
-        x (Variable): (N, C, H, W) or (N, H, W, C), H and W known.
-        output_size (int or pair): the output's H and W (None keeps that dim).
-        data_format (str): 'NCHW' or 'NHWC'.
-        name (str, optional): a prefix for the output's name.
-
-    Returns:
-        Variable: (N, C, oh, ow) or (N, oh, ow, C).
-
-    Example:
-        >>> x = static.data('x', [None, 3, 8, 8])
-        >>> F.adaptive_avg_pool2d(x, 2).shape, F.adaptive_avg_pool2d(x, 3).shape
-        ((-1, 3, 2, 2), (-1, 3, 3, 3))
-    """
-    _var(x, "adaptive_avg_pool2d")
-    if x.ndim != 4 or data_format not in ("NCHW", "NHWC"):
-        raise ValueError(f"adaptive_avg_pool2d: x must be 4-D and data_format 'NCHW' or "
-                         f"'NHWC', got {x.name} {x.shape}, {data_format!r}")
-    ah, aw = (2, 3) if data_format == "NCHW" else (1, 2)
-    hw = (x.shape[ah], x.shape[aw])
-    outs = [output_size] * 2 if isinstance(output_size, numbers.Integral) else \
-        list(output_size)
-    outs = [d if o is None else int(o) for o, d in zip(outs, hw)]
-    if -1 in hw or any(o < 1 for o in outs):
-        raise ValueError(f"adaptive_avg_pool2d: needs a known input size (got {list(hw)}) "
-                         f"and output sizes >= 1 (got {outs})")
-    if all(d % o == 0 for o, d in zip(outs, hw)):
-        kernel = [d // o for o, d in zip(outs, hw)]
-        return avg_pool2d(x, kernel, kernel, data_format=data_format, name=name)
-
-    def bins(n, o):
-        return [(i * n // o, -(-(i + 1) * n // o)) for i in range(o)]
-
-    rows = []
-    for hs, he in bins(hw[0], outs[0]):
-        cells = []
-        for ws, we in bins(hw[1], outs[1]):
-            idx = [slice(None)] * 4
-            idx[ah], idx[aw] = slice(hs, he), slice(ws, we)
-            cells.append(M.mean(x[tuple(idx)], axis=[ah, aw], keepdim=True))
-        rows.append(M.concat(cells, axis=aw))
-    return M.concat(rows, axis=ah, name=name)

@@ -177,7 +177,15 @@ def _pool2d(g, op):
         g.node("GlobalMaxPool" if is_max else "GlobalAveragePool", [x], [_out(op)])
         return
     if op.attrs["adaptive"]:
-        raise Unsupported(f"adaptive pooling to {op.attrs['ksize']} (only to [1, 1])")
+        # Paddle's bins are equal windows when the output size divides the input size
+        hw, outs = _in(op, "X").shape[2:], list(op.attrs["ksize"])
+        if -1 in hw or any(d % o for d, o in zip(hw, outs)):
+            raise Unsupported(f"adaptive pooling of {list(hw)} to {outs} (ONNX has no "
+                              f"adaptive pool: only sizes that divide the input's, or [1, 1])")
+        k = [d // o for d, o in zip(hw, outs)]
+        g.node("MaxPool" if is_max else "AveragePool", [x], [_out(op)], kernel_shape=k,
+               strides=k)
+        return
     kw = dict(kernel_shape=list(op.attrs["ksize"]), strides=list(op.attrs["strides"]),
               pads=_pads(op), ceil_mode=int(bool(op.attrs["ceil_mode"])))
     if not is_max:

@@ -1,0 +1,78 @@
+"""paddle.nn.functional ops that Paddle 2 models use (issue 28): adaptive pooling to any
+size, ... Forward against numpy written from Paddle's definitions, backward against finite
+differences of the program itself (tensor_check.check, float64); the ops each wrapper
+appends are Paddle's (so a saved model has Paddle's op types and attributes)."""
+import math
+
+import numpy as np
+import pytest
+
+import numbaflow.nn.functional as F
+import numbaflow.static as static
+from tensor_check import check
+
+pytestmark = pytest.mark.usefixtures("fresh_graph_state")
+
+rng = np.random.default_rng(0)
+
+
+def u(*shape):
+    return rng.uniform(-1, 1, shape)
+
+
+def ops_of(build, *shapes):
+    main = static.Program()
+    with static.program_guard(main, static.Program()):
+        build(*[static.data(f"x{i}", list(s)) for i, s in enumerate(shapes)])
+    return main.global_block().ops
+
+
+# ---------------------------------------------------------------- adaptive pooling
+def adaptive_ref(a, oh, ow, reduce):
+    H, W = a.shape[2:]
+    out = np.zeros(a.shape[:2] + (oh, ow))
+    for i in range(oh):
+        for j in range(ow):
+            win = a[:, :, math.floor(i * H / oh):math.ceil((i + 1) * H / oh),
+                    math.floor(j * W / ow):math.ceil((j + 1) * W / ow)]
+            out[:, :, i, j] = reduce(win, axis=(2, 3))
+    return out
+
+
+def test_adaptive_pool2d_is_one_paddle_op():
+    ops = ops_of(lambda x: F.adaptive_avg_pool2d(x, [3, None]), (2, 3, 7, 5))
+    assert [o.type for o in ops] == ["pool2d"]
+    a = ops[0].attrs
+    assert (a["adaptive"], a["ksize"], a["pooling_type"]) == (True, [3, 5], "avg")
+    assert ops[0].outputs["Out"][0].shape == (2, 3, 3, 5)
+
+
+def test_adaptive_max_pool2d_any_size():
+    x = rng.permutation(2 * 7 * 5).reshape(1, 2, 7, 5) / 10.0     # no ties
+    check(lambda a: F.adaptive_max_pool2d(a, [3, 4]), [x], adaptive_ref(x, 3, 4, np.max))
+    check(lambda a: F.adaptive_max_pool2d(a, [9, 2]), [x], adaptive_ref(x, 9, 2, np.max))
+
+
+def test_adaptive_avg_pool2d_nhwc():
+    x = u(1, 5, 6, 2)
+    want = adaptive_ref(x.transpose(0, 3, 1, 2), 4, 4, np.mean).transpose(0, 2, 3, 1)
+    check(lambda a: F.adaptive_avg_pool2d(a, 4, data_format="NHWC"), [x], want)
+
+
+def test_adaptive_pool1d():
+    x = u(2, 3, 10)
+    want = adaptive_ref(x[:, :, None], 1, 4, np.mean)[:, :, 0]
+    check(lambda a: F.adaptive_avg_pool1d(a, 4), [x], want)
+    xm = rng.permutation(60).reshape(2, 3, 10) / 7.0
+    check(lambda a: F.adaptive_max_pool1d(a, 3), [xm],
+          adaptive_ref(xm[:, :, None], 1, 3, np.max)[:, :, 0])
+
+
+def test_adaptive_pool_argument_errors():
+    x = static.data("x", [None, 3, 8, 8])
+    with pytest.raises(ValueError, match="output_size must be positive"):
+        F.adaptive_avg_pool2d(x, 0)
+    with pytest.raises(ValueError, match="return_mask"):
+        F.adaptive_max_pool2d(x, 2, return_mask=True)
+    with pytest.raises(ValueError, match="3-D"):
+        F.adaptive_avg_pool1d(x, 2)
