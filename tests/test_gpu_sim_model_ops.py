@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-ROWS = ("pool2d-adaptive",)
+ROWS = ("pool2d-adaptive", "conv2d_transpose-")
 
 SCRIPT = textwrap.dedent("""
     import sys

@@ -76,3 +76,61 @@ def test_adaptive_pool_argument_errors():
         F.adaptive_max_pool2d(x, 2, return_mask=True)
     with pytest.raises(ValueError, match="3-D"):
         F.adaptive_avg_pool1d(x, 2)
+
+
+# ---------------------------------------------------------------- conv transpose / 1-D
+from op_rows.conv import conv_ref_np, conv_transpose_ref  # noqa: E402  (numpy references)
+
+
+def ct_ref(x, w, **attrs):
+    a = dict({"strides": [1, 1], "paddings": [0, 0], "dilations": [1, 1], "groups": 1,
+              "output_padding": []}, **attrs)
+    return conv_transpose_ref({"Input": x, "Filter": w}, a)["Output"]
+
+
+def test_conv2d_transpose_with_bias_and_output_size():
+    x, w, b = u(2, 4, 3, 3), u(4, 3, 3, 3), u(6)
+    want = ct_ref(x, w, strides=[2, 2], paddings=[1, 1], groups=2, output_padding=[1, 0])
+    check(lambda a, w_, b_: F.conv2d_transpose(a, w_, b_, stride=2, padding=1, groups=2,
+                                               output_size=[6, 5]),
+          [x, w, b], want + b[:, None, None], rtol=1e-9)
+    ops = ops_of(lambda a, w_: F.conv2d_transpose(a, w_, output_padding=1, stride=2),
+                 (1, 4, 3, 3), (4, 3, 3, 3))
+    assert ops[0].type == "conv2d_transpose" and ops[0].attrs["output_padding"] == [1, 1]
+    with pytest.raises(ValueError, match="mutually exclusive"):
+        F.conv2d_transpose(static.data("a", [1, 4, 3, 3]), static.data("w", [4, 3, 3, 3]),
+                           output_padding=1, output_size=[7, 7], stride=2)
+    with pytest.raises(ValueError, match="in_channels"):
+        F.conv2d_transpose(static.data("b", [1, 4, 3, 3]), static.data("v", [3, 3, 3, 3]))
+
+
+def test_conv2d_transpose_same_padding():
+    # Paddle 2.6.2's 'SAME' for a transposed conv (measured: (1,2,3,4) -> (1,2,5,8), the
+    # full output cropped at rows 1:6, columns 0:8): pads as conv2d's SAME on the input
+    x, w = u(1, 2, 3, 4), u(2, 2, 3, 3)
+    out = check(lambda a, w_: F.conv2d_transpose(a, w_, stride=2, padding="SAME"), [x, w],
+                grad=False)
+    assert out.shape == (1, 2, 5, 8)
+    # total padding max((ceil(3/2) - 1) * 2 + 3 - 3, 0) = 2 -> [1, 1]; 4 -> 1 -> [0, 1]
+    full = ct_ref(x, w, strides=[2, 2], paddings=[0, 0, 0, 0])
+    np.testing.assert_allclose(out, full[:, :, 1:6, 0:8], rtol=1e-12)
+
+
+def test_conv1d_ncl_and_nlc():
+    x, w, b = u(2, 4, 9), u(6, 2, 3), u(6)
+    want = conv_ref_np(x[:, :, None], w[:, :, None], [1, 2], [0, 0, 1, 2], [1, 2], 2)[:, :, 0]
+    want = want + b[:, None]
+    check(lambda a, w_, b_: F.conv1d(a, w_, b_, stride=2, padding=[1, 2], dilation=2, groups=2),
+          [x, w, b], want, rtol=1e-9)
+    xt = x.transpose(0, 2, 1).copy()
+    check(lambda a, w_: F.conv1d(a, w_, padding="same", groups=2, data_format="NLC"), [xt, w],
+          conv_ref_np(x[:, :, None], w[:, :, None], [1, 1], [0, 0, 1, 1], [1, 1], 2)
+          [:, :, 0].transpose(0, 2, 1), rtol=1e-9)
+
+
+def test_conv1d_transpose():
+    x, w = u(2, 3, 5), u(3, 2, 3)
+    want = ct_ref(x[..., None], w[..., None], strides=[2, 1], paddings=[1, 1, 0, 0],
+                  output_padding=[1, 0])[..., 0]
+    check(lambda a, w_: F.conv1d_transpose(a, w_, stride=2, padding=1, output_padding=1),
+          [x, w], want, rtol=1e-9)

@@ -128,12 +128,20 @@ def test_attribute_values_onnx_cannot_express_are_named(tmp_path):
 
 
 def test_model_ops_run_in_onnxruntime_with_our_outputs(tmp_path):
-    # issue 28's ops where ONNX has one: adaptive pooling to sizes dividing the input
+    # issue 28's ops where ONNX has one: adaptive pooling to sizes dividing the input,
+    # transposed convolutions (output_padding, groups, 1-D)
     main, startup = static.Program(), static.Program()
     with static.program_guard(main, startup):
         x = static.data("x", [None, 3, 8, 6], "float32")
         outs = [F.adaptive_avg_pool2d(x, [4, 3]), F.adaptive_max_pool2d(x, [2, 6]),
                 F.adaptive_avg_pool2d(x, 1)]
+        w = static.create_parameter([3, 2, 3, 3], "float32")
+        outs.append(F.conv2d_transpose(x, w, stride=2, padding=[1, 0], output_padding=[1, 0],
+                                       dilation=[1, 2]))
+        outs.append(F.conv2d_transpose(x, static.create_parameter([3, 1, 2, 2], "float32"),
+                                       groups=3, output_size=[9, 13], stride=[1, 2]))
+        outs.append(F.conv1d_transpose(paddle.reshape(x, [-1, 3, 48]),
+                                       static.create_parameter([3, 4, 3], "float32"), stride=2))
     exe = static.Executor(paddle.CPUPlace())
     exe.run(startup)
     xs = np.random.default_rng(7).normal(size=(2, 3, 8, 6)).astype("float32")

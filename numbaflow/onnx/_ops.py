@@ -169,6 +169,22 @@ def _conv2d(g, op):
            group=int(op.attrs["groups"]), pads=_pads(op))
 
 
+def _conv2d_transpose(g, op):
+    _check_nchw(op, "data_format")
+    x, w, y = _in(op, "Input"), _in(op, "Filter"), op.outputs["Output"][0]
+    pads, s, d = _pads(op), list(op.attrs["strides"]), list(op.attrs["dilations"])
+    # output_padding: whatever output_size / output_padding added to the plain size
+    extra = []
+    for i in range(2):
+        n, o = x.shape[2 + i], y.shape[2 + i]
+        if n < 0 or o < 0:
+            raise Unsupported("conv2d_transpose with unknown spatial dims")
+        extra.append(o - ((n - 1) * s[i] - pads[i] - pads[i + 2] + d[i] * (w.shape[2 + i] - 1)
+                          + 1))
+    g.node("ConvTranspose", [x.name, w.name], [y.name], strides=s, dilations=d, pads=pads,
+           group=int(op.attrs["groups"]), output_padding=extra)
+
+
 def _pool2d(g, op):
     _check_nchw(op, "data_format")
     is_max = op.attrs["pooling_type"] == "max"
@@ -341,6 +357,7 @@ _MAP = {**{k: _elementwise for k in _ELEMENTWISE}, **{k: _unary for k in _UNARY}
         "softmax": _softmax, "log_softmax": lambda g, op: _softmax(g, op, "LogSoftmax"),
         "fused_softmax_mask": _fused_softmax_mask,
         "mul": _mul, "matmul_v2": _matmul_v2, "conv2d": _conv2d, "depthwise_conv2d": _conv2d,
+        "conv2d_transpose": _conv2d_transpose, "depthwise_conv2d_transpose": _conv2d_transpose,
         "pool2d": _pool2d, "batch_norm": _batch_norm, "layer_norm": _layer_norm,
         "reshape2": _reshape2, "transpose2": _transpose2, "flatten_contiguous_range": _flatten,
         "slice": _slice, "squeeze2": lambda g, op: _squeeze(g, op, "Squeeze"),
