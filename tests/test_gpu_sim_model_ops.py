@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-ROWS = ("pool2d-adaptive", "conv2d_transpose-")
+ROWS = ("pool2d-adaptive", "conv2d_transpose-", "depthwise_conv2d_transpose-",
+        "nearest_interp_v2-", "bilinear_interp_v2-")
 
 SCRIPT = textwrap.dedent("""
     import sys

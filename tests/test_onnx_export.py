@@ -142,6 +142,10 @@ def test_model_ops_run_in_onnxruntime_with_our_outputs(tmp_path):
                                        groups=3, output_size=[9, 13], stride=[1, 2]))
         outs.append(F.conv1d_transpose(paddle.reshape(x, [-1, 3, 48]),
                                        static.create_parameter([3, 4, 3], "float32"), stride=2))
+        outs += [F.interpolate(x, size=[11, 4], mode="bilinear"),
+                 F.interpolate(x, scale_factor=[1.5, 2.5], mode="bilinear", align_mode=1),
+                 F.interpolate(x, size=[5, 9], mode="bilinear", align_corners=True),
+                 F.interpolate(x, scale_factor=[2, 0.5]), F.upsample(x, size=[7, 13])]
     exe = static.Executor(paddle.CPUPlace())
     exe.run(startup)
     xs = np.random.default_rng(7).normal(size=(2, 3, 8, 6)).astype("float32")
