@@ -134,3 +134,34 @@ def test_conv1d_transpose():
                   output_padding=[1, 0])[..., 0]
     check(lambda a, w_: F.conv1d_transpose(a, w_, stride=2, padding=1, output_padding=1),
           [x, w], want, rtol=1e-9)
+
+
+# ---------------------------------------------------------------- group / instance norm
+def gn_ref(x, groups, w=None, b=None, eps=1e-5):
+    xb = x.reshape(x.shape[0], groups, -1)
+    y = ((xb - xb.mean(-1, keepdims=True)) / np.sqrt(xb.var(-1, keepdims=True) + eps))
+    y = y.reshape(x.shape)
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    return y * (1 if w is None else w.reshape(shape)) + (0 if b is None else b.reshape(shape))
+
+
+def test_group_norm():
+    x, w, b = u(2, 4, 3, 2), u(4), u(4)
+    check(lambda a, w_, b_: F.group_norm(a, 2, 1e-3, w_, b_), [x, w, b], gn_ref(x, 2, w, b, 1e-3),
+          rtol=1e-9)
+    xt = u(2, 3, 4)       # NLC: channels last
+    want = np.moveaxis(gn_ref(np.moveaxis(xt, -1, 1), 2), 1, -1)
+    check(lambda a: F.group_norm(a, 2, data_format="NLC"), [xt], want, rtol=1e-9)
+    with pytest.raises(ValueError, match="dividing the 4 channels"):
+        F.group_norm(static.data("g", [None, 4, 3]), 3)
+
+
+def test_instance_norm():
+    x, w, b = u(2, 3, 4, 2), u(3), u(3)
+    check(lambda a, w_, b_: F.instance_norm(a, weight=w_, bias=b_), [x, w, b],
+          gn_ref(x, 3, w, b), rtol=1e-9)
+    ops = ops_of(lambda a: F.instance_norm(a, eps=1e-3), (2, 3, 5))
+    assert [o.type for o in ops] == ["instance_norm"] and ops[0].attrs["epsilon"] == 1e-3
+    assert sorted(ops[0].outputs) == ["SavedMean", "SavedVariance", "Y"]
+    with pytest.raises(ValueError, match=r"shape \(3,\)"):
+        F.instance_norm(static.data("i", [None, 3, 4]), weight=static.data("wi", [4]))

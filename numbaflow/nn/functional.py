@@ -23,7 +23,8 @@ __all__ = ["relu", "sigmoid", "tanh", "gelu", "leaky_relu", "softmax", "log_soft
            "adaptive_avg_pool2d", "label_smooth", "layer_norm", "linear", "normalize",
            "one_hot", "pad", "relu6", "scaled_dot_product_attention", "silu",
            "adaptive_max_pool2d", "adaptive_avg_pool1d", "adaptive_max_pool1d",
-           "conv2d_transpose", "conv1d", "conv1d_transpose", "interpolate", "upsample"]
+           "conv2d_transpose", "conv1d", "conv1d_transpose", "interpolate", "upsample",
+           "group_norm", "instance_norm"]
 
 
 def _var(x, fn, arg="x"):
@@ -342,6 +343,7 @@ from .functional_pool import (  # noqa: E402,F401
     adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d, adaptive_max_pool2d, avg_pool2d,
     max_pool2d)
 from .functional_vision import interpolate, upsample  # noqa: E402,F401
+from .functional_norm import group_norm, instance_norm  # noqa: E402,F401
 from .functional_conv import conv1d, conv1d_transpose, conv2d, conv2d_transpose  # noqa: E402,F401
 from .functional_transformer import (  # noqa: E402,F401
     label_smooth, layer_norm, linear, normalize, one_hot, pad, relu6,
