@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROWS = ("pool2d-adaptive", "conv2d_transpose-", "depthwise_conv2d_transpose-",
-        "nearest_interp_v2-", "bilinear_interp_v2-", "group_norm-", "instance_norm-")
+        "nearest_interp_v2-", "bilinear_interp_v2-", "group_norm-", "instance_norm-", "pad3d-")
 
 SCRIPT = textwrap.dedent("""
     import sys

@@ -165,3 +165,26 @@ def test_instance_norm():
     assert sorted(ops[0].outputs) == ["SavedMean", "SavedVariance", "Y"]
     with pytest.raises(ValueError, match=r"shape \(3,\)"):
         F.instance_norm(static.data("i", [None, 3, 4]), weight=static.data("wi", [4]))
+
+
+# ---------------------------------------------------------------- pad modes
+@pytest.mark.parametrize("mode,np_mode", [("reflect", "reflect"), ("replicate", "edge"),
+                                          ("circular", "wrap")])
+def test_pad_modes(mode, np_mode):
+    x4 = u(1, 2, 3, 4)
+    check(lambda a: F.pad(a, [2, 1, 0, 2], mode=mode), [x4],
+          np.pad(x4, [(0, 0), (0, 0), (0, 2), (2, 1)], mode=np_mode))
+    x3 = u(2, 5, 3)       # NLC
+    check(lambda a: F.pad(a, [1, 2], mode=mode, data_format="NLC"), [x3],
+          np.pad(x3, [(0, 0), (1, 2), (0, 0)], mode=np_mode))
+
+
+def test_pad_lowering_and_errors():
+    ops = ops_of(lambda a: F.pad(a, [1, 2], mode="reflect", data_format="NCL"), (2, 3, 5))
+    assert [o.type for o in ops] == ["unsqueeze2", "pad3d", "squeeze2"]
+    assert ops[1].attrs["paddings"] == [0, 0, 0, 0, 1, 2]       # Paddle 2.6.2's, measured
+    assert ops[1].outputs["Out"][0].shape == (2, 3, 8, 1, 1)
+    with pytest.raises(ValueError, match="smaller than the padded dim"):
+        F.pad(static.data("r", [1, 2, 3]), [3, 0], mode="reflect", data_format="NCL")
+    with pytest.raises(ValueError, match="2 entries per spatial dim"):
+        F.pad(static.data("q", [1, 2, 3, 3]), [1, 1], mode="replicate")
