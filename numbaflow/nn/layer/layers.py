@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...graph.program import Parameter, Variable
+from ...graph.program import Parameter, Variable, default_main_program
 from ...layer_helper import LayerHelper
 from ...utils import unique_name
 from .layer_state import LayerState
@@ -118,6 +118,7 @@ class Layer(LayerWalk, LayerState):
         if "_parameters" not in self.__dict__:
             raise RuntimeError(f"{type(self).__name__}.__init__ did not call "
                                f"super().__init__(): call it first in __init__")
+        self._adopt_into_current_program()
         for hook in list(self._forward_pre_hooks.values()):
             got = hook(self, inputs)
             if got is not None:
@@ -128,6 +129,32 @@ class Layer(LayerWalk, LayerState):
             if got is not None:
                 out = got
         return out
+
+    def _adopt_into_current_program(self):
+        """A layer built in one program and called in another (built outside
+        `program_guard`, or called again for a test program) uses that program's
+        Parameters of the same names (declared there if missing; the values are the
+        scope's, by name): else the calling program's optimizer would not see them and
+        they would silently not train. Initialisers stay in the startup program the
+        layer was built with."""
+        block = default_main_program().global_block()
+        for layer in self.sublayers(include_self=True):
+            own = layer._parameters
+            for key, p in own.items():
+                if p is None or p.block is block:
+                    continue
+                there = block.vars.get(p.name)
+                if there is None:
+                    there = block.create_parameter(
+                        p.name, p.shape, p.dtype, trainable=p.trainable,
+                        learning_rate=p.optimize_attr["learning_rate"],
+                        regularizer=p.regularizer, initializer=p.initializer)
+                elif not isinstance(there, Parameter) or there.shape != p.shape:
+                    raise ValueError(f"{layer.full_name()}: the current program already has a "
+                                     f"variable {p.name!r} ({there!r}) that is not this "
+                                     f"layer's parameter; build the layer under a "
+                                     f"unique_name.guard() or in this program")
+                own[key] = there
 
     def _register_hook(self, hooks, hook):
         if not callable(hook):
