@@ -118,3 +118,36 @@ def test_paddle_inference_model_with_rnn_op_loads_and_gives_paddle_numbers():
     assert "rnn" in [op.type for op in prog.global_block().ops]
     (got,) = exe.run(prog, feed={k: d[k] for k in ("x", "h0", "c0")}, fetch_list=fetches)
     np.testing.assert_allclose(got, d["out"], rtol=1e-5, atol=2e-6)
+
+
+def test_rnn_over_a_custom_cell_is_stepped_through_time():
+    class Accum(paddle.nn.RNNCellBase):
+        """h = tanh(x W + h') : a user-written cell (no rnn op)."""
+        def __init__(self):
+            super().__init__()
+            self.fc = paddle.nn.Linear(2, 3)
+            self.hidden_size = 3
+
+        def forward(self, x, h):
+            h = paddle.tanh(self.fc(x) + h)
+            return h, h
+
+    main, startup = static.Program(), static.Program()
+    with static.program_guard(main, startup):
+        x = static.data("x", [None, 4, 2], "float32")
+        lens = static.data("lens", [None], "int64")
+        cell = Accum()
+        out, h = paddle.nn.RNN(cell)(x, sequence_length=lens)
+    exe = static.Executor(static.CPUPlace())
+    exe.run(startup)
+    w, b = (np.array(static.global_scope().get(p.name)) for p in (cell.fc.weight, cell.fc.bias))
+    xb = np.random.default_rng(1).uniform(-1, 1, (2, 4, 2)).astype("float32")
+    lb = np.array([4, 2])
+    got_out, got_h = exe.run(main, feed={"x": xb, "lens": lb}, fetch_list=[out, h])
+    for r in range(2):
+        hr = np.zeros(3)
+        for t in range(4):
+            new = np.tanh(xb[r, t] @ w + b + hr)
+            np.testing.assert_allclose(got_out[r, t], new, rtol=1e-5, atol=1e-6)
+            hr = new if t < lb[r] else hr       # frozen past the length (Paddle's rnn())
+        np.testing.assert_allclose(got_h[r], hr, rtol=1e-5, atol=1e-6)
