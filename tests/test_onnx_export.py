@@ -120,7 +120,37 @@ def test_attribute_values_onnx_cannot_express_are_named(tmp_path):
     exe, main, image, out = build()
     pool = next(op for op in main.global_block().ops if op.type == "pool2d")
     main.global_block().set_attr(pool, "adaptive", True)
+    main.global_block().set_attr(pool, "ksize", [3, 3])     # 8 -> 3: unequal bins
     with pytest.raises(NotImplementedError, match=r"op \d+ \(pool2d\): adaptive pooling"):
         paddle.onnx.export(main, [image], [out], str(tmp_path / "m.onnx"))
     with pytest.raises(ValueError, match="opset"):
         paddle.onnx.export(main, [image], [out], str(tmp_path / "m.onnx"), opset_version=9)
+
+
+def test_model_ops_run_in_onnxruntime_with_our_outputs(tmp_path):
+    # issue 28's ops where ONNX has one: adaptive pooling to sizes dividing the input,
+    # transposed convolutions (output_padding, groups, 1-D)
+    main, startup = static.Program(), static.Program()
+    with static.program_guard(main, startup):
+        x = static.data("x", [None, 3, 8, 6], "float32")
+        outs = [F.adaptive_avg_pool2d(x, [4, 3]), F.adaptive_max_pool2d(x, [2, 6]),
+                F.adaptive_avg_pool2d(x, 1)]
+        w = static.create_parameter([3, 2, 3, 3], "float32")
+        outs.append(F.conv2d_transpose(x, w, stride=2, padding=[1, 0], output_padding=[1, 0],
+                                       dilation=[1, 2]))
+        outs.append(F.conv2d_transpose(x, static.create_parameter([3, 1, 2, 2], "float32"),
+                                       groups=3, output_size=[9, 13], stride=[1, 2]))
+        outs.append(F.conv1d_transpose(paddle.reshape(x, [-1, 3, 48]),
+                                       static.create_parameter([3, 4, 3], "float32"), stride=2))
+        outs += [F.interpolate(x, size=[11, 4], mode="bilinear"),
+                 F.interpolate(x, scale_factor=[1.5, 2.5], mode="bilinear", align_mode=1),
+                 F.interpolate(x, size=[5, 9], mode="bilinear", align_corners=True),
+                 F.interpolate(x, scale_factor=[2, 0.5]), F.upsample(x, size=[7, 13])]
+    exe = static.Executor(paddle.CPUPlace())
+    exe.run(startup)
+    xs = np.random.default_rng(7).normal(size=(2, 3, 8, 6)).astype("float32")
+    want = exe.run(main, feed={"x": xs}, fetch_list=outs)
+    path = paddle.onnx.export(main, [x], outs, str(tmp_path / "m.onnx"))
+    onnx.checker.check_model(onnx.load(path))
+    for g, w in zip(run_onnx(path, {"x": xs}), want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)

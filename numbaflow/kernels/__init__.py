@@ -4,7 +4,8 @@ from . import elementwise, activation, linalg, reduction, creation, optim  # noq
 from .registry import get_op_def, all_op_types, run_op  # noqa: F401
 from . import shape, loss, metric_ops  # noqa: F401
 from . import pool, nn_ops  # noqa: F401
-from . import conv, depthwise, conv_fused  # noqa: F401
+from . import conv, depthwise, conv_fused, conv_transpose, adaptive_pool, interp  # noqa: F401
+from . import group_norm, pad3d  # noqa: F401,E402
 from . import fused_elementwise  # noqa: F401
 from . import fused_optim  # noqa: F401
 from . import fused_add_act  # noqa: F401
@@ -17,6 +18,7 @@ from . import lamb  # noqa: F401,E402
 from . import auc  # noqa: F401,E402
 from . import tensor_ops, gather_ops, sampling, norm_ops  # noqa: F401,E402
 from . import attention  # noqa: F401,E402
+from . import rnn  # noqa: F401,E402
 
 
 def _tolerate_cache_errors():

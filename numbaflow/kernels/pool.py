@@ -15,6 +15,7 @@ PoolOutputSize in pooling.h):
 * max gradient goes to the *first* maximum of each window in row-major order
   (Paddle's MaxPool2dGradFunctor, `stop` after the first x == out).
 * `global_pooling`: the kernel is the whole plane, paddings 0, output 1x1.
+* `adaptive`: `ksize` is the output size, Paddle's bins (adaptive_pool.py's kernels).
 * `padding_algorithm`: "EXPLICIT" (use `paddings`), "VALID" (0) or "SAME"
   (out = ceil(H / s), the total padding split with the smaller half first).
 
@@ -25,7 +26,7 @@ import functools
 
 from numba import njit
 
-from . import conv_gpu
+from . import adaptive_pool, conv_gpu
 from .registry import NO_GRAD, OpDef, Slot, VarInfo, register_op
 
 
@@ -207,10 +208,14 @@ def pool_geometry(attrs, x_shape, err=ValueError, x_name="X"):
         raise err(f"{x_name} must be 4-D ({fmt}), got shape {tuple(x_shape)}")
     if attrs["pooling_type"] not in ("max", "avg"):
         raise err(f"pooling_type must be 'max' or 'avg', got {attrs['pooling_type']!r}")
-    if attrs["adaptive"]:
-        raise err("adaptive pooling is not implemented; give ksize/strides explicitly")
     H, W = (x_shape[2], x_shape[3]) if fmt == "NCHW" else (x_shape[1], x_shape[2])
     kh, kw = _pair(attrs["ksize"], "ksize")
+    if attrs["adaptive"] and not attrs["global_pooling"]:
+        # ksize is the output size (adaptive_pool.py); strides and paddings are unused
+        if min(kh, kw) <= 0:
+            raise err(f"adaptive pooling's ksize is the output size and must be positive, "
+                      f"got {[kh, kw]}")
+        return kh, kw, 1, 1, 0, 0, 0, 0, kh, kw
     sh, sw = _pair(attrs["strides"], "strides")
     pads = [int(p) for p in attrs["paddings"]]
     if len(pads) == 2:
@@ -287,7 +292,17 @@ def _is_tiled(args, x, out):
             and out.shape[2] * sh == x.shape[2] and out.shape[3] * sw == x.shape[3])
 
 
+def _adaptive(cop):
+    """(nhwc, is_max) when `cop` is an adaptive pool2d (adaptive_pool.py's kernels)."""
+    a = cop.attrs
+    if a["adaptive"] and not a["global_pooling"]:
+        return a["data_format"] == "NHWC", a["pooling_type"] == "max"
+    return None
+
+
 def _pool_cpu(cop):
+    if _adaptive(cop):
+        return adaptive_pool.cpu_forward(*_adaptive(cop))
     args, fmt = _pool_args(cop), cop.attrs["data_format"]
 
     def bind(ins, outs):
@@ -304,6 +319,8 @@ def _pool_grad_rule(g):
 
 
 def _pool_grad_cpu(cop):
+    if _adaptive(cop):
+        return adaptive_pool.cpu_backward(*_adaptive(cop))
     args, fmt = _pool_args(cop), cop.attrs["data_format"]
 
     def bind(ins, outs):
@@ -324,10 +341,14 @@ def _pool_gpu_args(cop):
 
 
 def _pool_gpu(cop):
+    if _adaptive(cop):
+        return adaptive_pool.gpu_forward(*_adaptive(cop))
     return conv_gpu.pool_forward(*_pool_gpu_args(cop))
 
 
 def _pool_grad_gpu(cop):
+    if _adaptive(cop):
+        return adaptive_pool.gpu_backward(*_adaptive(cop))
     return conv_gpu.pool_backward(*_pool_gpu_args(cop))
 
 

@@ -21,7 +21,10 @@ __all__ = ["relu", "sigmoid", "tanh", "gelu", "leaky_relu", "softmax", "log_soft
            "softmax_with_cross_entropy", "cross_entropy", "square_error_cost", "mse_loss",
            "conv2d", "max_pool2d", "avg_pool2d", "batch_norm", "dropout", "embedding",
            "adaptive_avg_pool2d", "label_smooth", "layer_norm", "linear", "normalize",
-           "one_hot", "pad", "relu6", "scaled_dot_product_attention", "silu"]
+           "one_hot", "pad", "relu6", "scaled_dot_product_attention", "silu",
+           "adaptive_max_pool2d", "adaptive_avg_pool1d", "adaptive_max_pool1d",
+           "conv2d_transpose", "conv1d", "conv1d_transpose", "interpolate", "upsample",
+           "group_norm", "instance_norm"]
 
 
 def _var(x, fn, arg="x"):
@@ -336,8 +339,12 @@ def mse_loss(input: Variable, label: Variable, reduction: str = "mean",
 
 # CNN-era layers live in their own modules; nn.functional is their public home.
 from .functional_nn import batch_norm, dropout, embedding  # noqa: E402,F401
-from .functional_pool import avg_pool2d, max_pool2d  # noqa: E402,F401
-from .functional_conv import conv2d  # noqa: E402,F401
+from .functional_pool import (  # noqa: E402,F401
+    adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d, adaptive_max_pool2d, avg_pool2d,
+    max_pool2d)
+from .functional_vision import interpolate, upsample  # noqa: E402,F401
+from .functional_norm import group_norm, instance_norm  # noqa: E402,F401
+from .functional_conv import conv1d, conv1d_transpose, conv2d, conv2d_transpose  # noqa: E402,F401
 from .functional_transformer import (  # noqa: E402,F401
-    adaptive_avg_pool2d, label_smooth, layer_norm, linear, normalize, one_hot, pad, relu6,
+    label_smooth, layer_norm, linear, normalize, one_hot, pad, relu6,
     scaled_dot_product_attention, silu)

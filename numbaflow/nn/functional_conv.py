@@ -1,4 +1,6 @@
-"""2-D convolution layers: `nn.functional.conv2d`, `static.nn.conv2d`, `fluid.layers.conv2d`.
+"""Convolution layers: `nn.functional.conv2d`, `static.nn.conv2d`, `fluid.layers.conv2d`;
+`nn.functional.conv2d_transpose` (op `conv2d_transpose`) and conv1d / conv1d_transpose
+(Paddle's lowering: unsqueeze, the 2-D op, squeeze).
 
 All three append one `conv2d` op, or `depthwise_conv2d` when every input channel has its
 own filters (groups == in_channels != 1 and out_channels % in_channels == 0, Paddle's
@@ -9,6 +11,7 @@ from __future__ import annotations
 import numbers
 from typing import TYPE_CHECKING
 
+from .. import tensor as M
 from ..graph.program import Variable
 from ..layer_helper import LayerHelper
 from ..tensor._helpers import activation as _activation
@@ -257,3 +260,198 @@ def fluid_conv2d(input: Variable, num_filters: int, filter_size: int | Sequence[
     """
     return static_conv2d(input, num_filters, filter_size, stride, padding, dilation, groups,
                          param_attr, bias_attr, act, name, data_format)
+
+
+# ---------------------------------------------------------------- transposed and 1-D
+def _ints(v, n, what, fn, low=0):
+    vals = [v] * n if isinstance(v, numbers.Integral) else v
+    if not isinstance(vals, (list, tuple)) or len(vals) != n or \
+            not all(isinstance(i, numbers.Integral) and i >= low for i in vals):
+        raise ValueError(f"{fn}: {what} must be an int or {n} ints >= {low}, got {v!r}")
+    return [int(i) for i in vals]
+
+
+def _transpose_paddings(padding, n, fn):
+    """(paddings attr, padding_algorithm) of conv*_transpose from Paddle's padding argument."""
+    if isinstance(padding, str):
+        if padding.upper() not in ("SAME", "VALID"):
+            raise ValueError(f"{fn}: padding must be 'SAME', 'VALID', an int or a list, got "
+                             f"{padding!r}")
+        return [0] * n, padding.upper()
+    if isinstance(padding, (list, tuple)) and len(padding) == 2 * n:
+        return _ints(padding, 2 * n, "padding", fn), "EXPLICIT"
+    return _ints(padding, n, "padding", fn), "EXPLICIT"
+
+
+def conv2d_transpose(x: Variable, weight: Variable, bias: Variable | None = None,
+                     stride: int | Sequence[int] = 1, padding: int | str | Sequence[int] = 0,
+                     output_padding: int | Sequence[int] = 0, dilation: int | Sequence[int] = 1,
+                     groups: int = 1, output_size: int | Sequence[int] | None = None,
+                     data_format: str = "NCHW", name: str | None = None) -> Variable:
+    """2-D transposed convolution (op `conv2d_transpose`): the adjoint of conv2d, each
+    output dim (H - 1) * stride - pad_before - pad_after + dilation * (k - 1) + 1 +
+    output_padding (or `output_size`).
+
+    Args:
+        x (Variable): (N, C_in, H, W).
+        weight (Variable): (C_in, C_out / groups, kh, kw).
+        bias (Variable, optional): (C_out,), added per output channel.
+        stride (int or pair): the stride.
+        padding (int, pair, 4 ints, 'SAME' or 'VALID'): the padding cropped from the output.
+        output_padding (int or pair): extra rows / columns at the end (< stride).
+        dilation (int or pair): the dilation.
+        groups (int): the number of channel groups.
+        output_size (int or pair, optional): the output's H and W instead of output_padding.
+        data_format (str): 'NCHW'.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: (N, C_out, H', W').
+
+    Example:
+        >>> x = static.data('x', [None, 4, 5, 5])
+        >>> w = paddle.full([4, 2, 3, 3], 0.1)
+        >>> F.conv2d_transpose(x, w, stride=2, padding=1, output_padding=1).shape
+        (-1, 2, 10, 10)
+    """
+    fn = "conv2d_transpose"
+    _check_input(x, fn), _check_input(weight, fn, "weight")
+    _check_format(data_format, fn)
+    if not isinstance(groups, numbers.Integral) or groups < 1:
+        raise ValueError(f"{fn}: groups must be a positive int, got {groups!r}")
+    c_in = x.shape[1]
+    if weight.shape[0] != c_in or c_in % groups:
+        raise ValueError(f"{fn}: weight {weight.name} {weight.shape} must be [in_channels, "
+                         f"out_channels / groups, kh, kw] with in_channels = {c_in} (of "
+                         f"{x.name}) divisible by groups={groups}")
+    paddings, algo = _transpose_paddings(padding, 2, fn)
+    attrs = {"strides": _pair(stride, "stride", fn), "paddings": paddings,
+             "padding_algorithm": algo, "dilations": _pair(dilation, "dilation", fn),
+             "groups": int(groups), "output_padding": [], "output_size": [],
+             "data_format": "NCHW"}
+    if output_size is not None:
+        if output_padding != 0:
+            raise ValueError(f"{fn}: output_padding and output_size are mutually exclusive; "
+                             f"give one")
+        attrs["output_size"] = _ints(output_size, 2, "output_size", fn, 1)
+    elif output_padding != 0:
+        attrs["output_padding"] = _ints(output_padding, 2, "output_padding", fn)
+    helper = LayerHelper("conv2d_transpose", name)
+    out = helper.create_tmp(x.dtype)
+    helper.append_op("conv2d_transpose", {"Input": x, "Filter": weight}, {"Output": out}, attrs)
+    if bias is not None:
+        c_out = weight.shape[1] * groups
+        if not isinstance(bias, Variable) or tuple(bias.shape) != (c_out,):
+            raise ValueError(f"{fn}: bias must be a Variable of shape ({c_out},), got "
+                             f"{getattr(bias, 'shape', type(bias).__name__)}")
+        out = _add_bias(helper, out, bias)
+    return out
+
+
+def _ncl(x, weight, data_format, fn):
+    """x as (N, C, L) (NLC transposed); checks x and weight are 3-D."""
+    for v, arg in ((x, "x"), (weight, "weight")):
+        if not isinstance(v, Variable):
+            raise TypeError(f"{fn}: {arg} must be a Variable, got {type(v).__name__}")
+        if v.ndim != 3:
+            raise ValueError(f"{fn}: {arg} {v.name} must be 3-D, got shape {v.shape}")
+    if data_format not in ("NCL", "NLC"):
+        raise ValueError(f"{fn}: data_format must be 'NCL' or 'NLC', got {data_format!r}")
+    return M.transpose(x, [0, 2, 1]) if data_format == "NLC" else x
+
+
+def _back(y, axis, data_format, name):
+    y = M.squeeze(y, [axis], name=None if data_format == "NLC" else name)
+    return M.transpose(y, [0, 2, 1], name=name) if data_format == "NLC" else y
+
+
+def _pad1d(padding, fn):
+    """conv1d's padding as conv2d's over (N, C, 1, L): 'SAME' / 'VALID' as they are."""
+    if isinstance(padding, str):
+        return padding
+    p = _ints(padding, 2, "padding", fn) if isinstance(padding, (list, tuple)) and \
+        len(padding) == 2 else _ints(padding, 1, "padding", fn) * 2
+    return [0, 0] + p
+
+
+def conv1d(x: Variable, weight: Variable, bias: Variable | None = None,
+           stride: int | Sequence[int] = 1, padding: int | str | Sequence[int] = 0,
+           dilation: int | Sequence[int] = 1, groups: int = 1, data_format: str = "NCL",
+           name: str | None = None) -> Variable:
+    """1-D convolution, lowered as Paddle does: unsqueeze to (N, C, 1, L), `conv2d` (or
+    `depthwise_conv2d`) with a (M, C / groups, 1, k) filter, squeeze.
+
+    Args:
+        x (Variable): (N, C, L), or (N, L, C) with data_format='NLC'.
+        weight (Variable): (M, C / groups, k).
+        bias (Variable, optional): (M,).
+        stride (int or [int]): the stride.
+        padding (int, [int], [left, right], 'SAME' or 'VALID'): the zero padding.
+        dilation (int or [int]): the dilation.
+        groups (int): the number of channel groups.
+        data_format (str): 'NCL' or 'NLC'.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: (N, M, L') (or (N, L', M)).
+
+    Example:
+        >>> x = static.data('x', [None, 4, 10])
+        >>> w = paddle.full([6, 4, 3], 0.1)
+        >>> F.conv1d(x, w, padding=1).shape
+        (-1, 6, 10)
+    """
+    fn = "conv1d"
+    x = _ncl(x, weight, data_format, fn)
+    y = conv2d(M.unsqueeze(x, [2]), M.unsqueeze(weight, [2]), bias,
+               [1] + _ints(stride, 1, "stride", fn, 1), _pad1d(padding, fn),
+               [1] + _ints(dilation, 1, "dilation", fn, 1), groups)
+    return _back(y, 2, data_format, name)
+
+
+def conv1d_transpose(x: Variable, weight: Variable, bias: Variable | None = None,
+                     stride: int | Sequence[int] = 1, padding: int | str | Sequence[int] = 0,
+                     output_padding: int | Sequence[int] = 0, groups: int = 1,
+                     dilation: int | Sequence[int] = 1,
+                     output_size: int | Sequence[int] | None = None, data_format: str = "NCL",
+                     name: str | None = None) -> Variable:
+    """1-D transposed convolution, lowered as Paddle does: unsqueeze to (N, C, L, 1),
+    `conv2d_transpose` with a (C, M / groups, k, 1) filter, squeeze.
+
+    Args:
+        x (Variable): (N, C, L), or (N, L, C) with data_format='NLC'.
+        weight (Variable): (C, M / groups, k).
+        bias (Variable, optional): (M,).
+        stride (int or [int]): the stride.
+        padding (int, [int], [left, right], 'SAME' or 'VALID'): cropped from the output.
+        output_padding (int or [int]): extra length at the end (< stride).
+        groups (int): the number of channel groups.
+        dilation (int or [int]): the dilation.
+        output_size (int or [int], optional): the output length instead of output_padding.
+        data_format (str): 'NCL' or 'NLC'.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: (N, M, L') (or (N, L', M)).
+
+    Example:
+        >>> x = static.data('x', [None, 4, 7])
+        >>> w = paddle.full([4, 2, 3], 0.1)
+        >>> F.conv1d_transpose(x, w, stride=2).shape
+        (-1, 2, 15)
+    """
+    fn = "conv1d_transpose"
+    x = _ncl(x, weight, data_format, fn)
+    if isinstance(padding, str):
+        pad = padding
+    elif isinstance(padding, (list, tuple)) and len(padding) == 2:
+        pad = _ints(padding, 2, "padding", fn) + [0, 0]
+    else:
+        pad = _ints(padding, 1, "padding", fn) + [0]
+    size = None if output_size is None else _ints(output_size, 1, "output_size", fn, 1) + [1]
+    y = conv2d_transpose(M.unsqueeze(x, [3]), M.unsqueeze(weight, [3]), bias,
+                         _ints(stride, 1, "stride", fn, 1) + [1], pad,
+                         0 if output_padding == 0 else
+                         _ints(output_padding, 1, "output_padding", fn) + [0],
+                         _ints(dilation, 1, "dilation", fn, 1) + [1], groups, size)
+    return _back(y, 3, data_format, name)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numbers
 from typing import TYPE_CHECKING
 
+from .. import tensor as M
 from ..graph.program import Variable
 from ..layer_helper import LayerHelper
 from ..tensor._helpers import check_variable as _var
@@ -174,3 +175,135 @@ def fluid_pool2d(input: Variable, pool_size: int | Sequence[int] = -1, pool_type
                          f"received pool_size={pool_size!r}")
     return _pool("pool2d", input, pool_type, pool_size, pool_stride, pool_padding, ceil_mode,
                  exclusive, data_format, global_pooling=global_pooling, name=name)
+
+
+# ---------------------------------------------------------------- adaptive
+def _adaptive(fn, x, output_size, pooling_type, data_format, name):
+    """One `pool2d` op with adaptive=True and ksize = the output size (Paddle's lowering):
+    cell i of an axis of size H covers rows floor(i*H/out) .. ceil((i+1)*H/out)."""
+    _var(x, fn)
+    if data_format not in ("NCHW", "NHWC"):
+        raise ValueError(f"{fn}: data_format must be 'NCHW' or 'NHWC', got {data_format!r}")
+    if x.ndim != 4:
+        raise ValueError(f"{fn}: x {x.name} must be 4-D ({data_format}), got shape {x.shape}")
+    hw = x.shape[2:4] if data_format == "NCHW" else x.shape[1:3]
+    if isinstance(output_size, numbers.Integral):
+        sizes = [int(output_size)] * 2
+    elif isinstance(output_size, (list, tuple)) and len(output_size) == 2:
+        sizes = [d if o is None else o for o, d in zip(output_size, hw)]
+    else:
+        raise ValueError(f"{fn}: output_size must be an int or a list of 2 (int or None), got "
+                         f"{output_size!r}")
+    if not all(isinstance(o, numbers.Integral) and o >= 1 for o in sizes):
+        raise ValueError(f"{fn}: output_size must be positive (None keeps a known input "
+                         f"size), got {output_size!r} for x of shape {x.shape}")
+    return LayerHelper("pool2d", name).simple("pool2d", {"X": x}, {
+        "pooling_type": pooling_type, "ksize": [int(o) for o in sizes], "adaptive": True,
+        "data_format": data_format})
+
+
+def _no_mask(fn, return_mask):
+    if return_mask:
+        raise ValueError(f"{fn}: return_mask=True (op max_pool2d_with_index) is not supported; "
+                         f"use return_mask=False")
+
+
+def adaptive_avg_pool2d(x: Variable, output_size: int | Sequence[int | None],
+                        data_format: str = "NCHW", name: str | None = None) -> Variable:
+    """Average pooling to a fixed output size with Paddle's adaptive bins (op `pool2d`,
+    adaptive=True): cell (i, j) averages rows floor(i*H/oh) .. ceil((i+1)*H/oh) and
+    likewise columns, so any input size pools to any output size.
+
+    Args:
+        x (Variable): (N, C, H, W) or (N, H, W, C).
+        output_size (int or pair): the output's H and W (None keeps that input dim).
+        data_format (str): 'NCHW' or 'NHWC'.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: (N, C, oh, ow) or (N, oh, ow, C).
+
+    Example:
+        >>> x = static.data('x', [None, 3, 7, 7])
+        >>> F.adaptive_avg_pool2d(x, 1).shape, F.adaptive_avg_pool2d(x, [3, None]).shape
+        ((-1, 3, 1, 1), (-1, 3, 3, 7))
+    """
+    return _adaptive("adaptive_avg_pool2d", x, output_size, "avg", data_format, name)
+
+
+def adaptive_max_pool2d(x: Variable, output_size: int | Sequence[int | None],
+                        return_mask: bool = False, name: str | None = None) -> Variable:
+    """Max pooling of NCHW x to a fixed output size with Paddle's adaptive bins (op
+    `pool2d`, adaptive=True, pooling_type 'max').
+
+    Args:
+        x (Variable): (N, C, H, W).
+        output_size (int or pair): the output's H and W (None keeps that input dim).
+        return_mask (bool): not supported (must be False).
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: (N, C, oh, ow).
+
+    Example:
+        >>> x = static.data('x', [None, 3, 7, 7])
+        >>> F.adaptive_max_pool2d(x, 3).shape
+        (-1, 3, 3, 3)
+    """
+    _no_mask("adaptive_max_pool2d", return_mask)
+    return _adaptive("adaptive_max_pool2d", x, output_size, "max", "NCHW", name)
+
+
+def _adaptive_1d(fn, x, output_size, pooling_type, name):
+    """Paddle's lowering of the 1-D poolings: unsqueeze (N, C, L) to (N, C, 1, L), pool2d
+    to [1, output_size], squeeze."""
+    _var(x, fn)
+    if x.ndim != 3:
+        raise ValueError(f"{fn}: x {x.name} must be 3-D (N, C, L), got shape {x.shape}")
+    if not isinstance(output_size, numbers.Integral) or output_size < 1:
+        raise ValueError(f"{fn}: output_size must be a positive int, got {output_size!r}")
+    y = _adaptive(fn, M.unsqueeze(x, [2]), [1, int(output_size)], pooling_type, "NCHW", None)
+    return M.squeeze(y, [2], name=name)
+
+
+def adaptive_avg_pool1d(x: Variable, output_size: int, name: str | None = None) -> Variable:
+    """Average pooling of (N, C, L) x to length `output_size` with Paddle's adaptive bins
+    (unsqueeze, `pool2d` adaptive, squeeze).
+
+    Args:
+        x (Variable): (N, C, L).
+        output_size (int): the output length.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: (N, C, output_size).
+
+    Example:
+        >>> x = static.data('x', [None, 4, 10])
+        >>> F.adaptive_avg_pool1d(x, 3).shape
+        (-1, 4, 3)
+    """
+    return _adaptive_1d("adaptive_avg_pool1d", x, output_size, "avg", name)
+
+
+def adaptive_max_pool1d(x: Variable, output_size: int, return_mask: bool = False,
+                        name: str | None = None) -> Variable:
+    """Max pooling of (N, C, L) x to length `output_size` with Paddle's adaptive bins
+    (unsqueeze, `pool2d` adaptive, squeeze).
+
+    Args:
+        x (Variable): (N, C, L).
+        output_size (int): the output length.
+        return_mask (bool): not supported (must be False).
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: (N, C, output_size).
+
+    Example:
+        >>> x = static.data('x', [None, 4, 10])
+        >>> F.adaptive_max_pool1d(x, 4).shape
+        (-1, 4, 4)
+    """
+    _no_mask("adaptive_max_pool1d", return_mask)
+    return _adaptive_1d("adaptive_max_pool1d", x, output_size, "max", name)

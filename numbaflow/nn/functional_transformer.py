@@ -1,6 +1,6 @@
 """Transformer building blocks of paddle.nn.functional (Paddle 2.6 signatures): layer_norm,
-linear, scaled_dot_product_attention, one_hot, pad, normalize, label_smooth, silu, relu6,
-adaptive_avg_pool2d; and static.nn.layer_norm (the layer with its own parameters).
+linear, scaled_dot_product_attention, one_hot, pad, normalize, label_smooth, silu, relu6;
+and static.nn.layer_norm (the layer with its own parameters).
 
 Each is built from registered ops. Attention is `matmul_v2` with trans_y (K read
 transposed in place), one `fused_softmax_mask` (scale, mask and causal rule inside the
@@ -19,7 +19,6 @@ from ..kernels.registry import broadcast_shapes
 from ..layer_helper import LayerHelper
 from ..tensor._helpers import check_variable as _var
 from .functional_nn import check_probability, dropout
-from .functional_pool import avg_pool2d
 from .initializer import Constant
 
 if TYPE_CHECKING:
@@ -287,18 +286,29 @@ def one_hot(x: Variable, num_classes: int, name: str | None = None) -> Variable:
     return out
 
 
+# F.pad of a 3/4/5-D x by per-spatial-dim amounts: Paddle's lowering to pad3d, the
+# unsqueezed axes per (rank, data_format) and the pad3d layout (a 3-D x's length is D:
+# its amounts are pad3d's [front, back])
+_PAD3D = {("NCL", 3): ([3, 4], "NCDHW"), ("NLC", 3): ([2, 3], "NDHWC"),
+          ("NCHW", 4): ([2], "NCDHW"), ("NHWC", 4): ([1], "NDHWC"),
+          ("NCDHW", 5): ([], "NCDHW"), ("NDHWC", 5): ([], "NDHWC")}
+_PAD_MODES = ("constant", "reflect", "replicate", "circular")
+
+
 def pad(x: Variable, pad: Sequence[int], mode: str = "constant", value: float = 0.0,
         data_format: str = "NCHW", name: str | None = None) -> Variable:
-    """Pad x with `value` (op `pad`; mode 'constant' only). With 2 * rank entries, `pad`
-    gives (before, after) for every dim in order; otherwise, for a 3-, 4- or 5-D x, it
-    gives (before, after) pairs for the spatial dims of `data_format`, the last dim first
-    (Paddle's order: [left, right, top, bottom, ...]).
+    """Pad x. With mode 'constant' and 2 * rank entries, `pad` gives (before, after) for
+    every dim in order (op `pad`); otherwise, for a 3-, 4- or 5-D x, it gives (before,
+    after) pairs for the spatial dims of `data_format`, the last dim first (Paddle's order:
+    [left, right, top, bottom, front, back]), lowered as Paddle does to op `pad3d`
+    (unsqueeze to 5-D, pad3d, squeeze). Modes: 'constant' (`value`), 'reflect' (mirror,
+    edge not repeated), 'replicate' (edge), 'circular' (wrap around).
 
     Args:
         x (Variable): the input.
         pad (list of int): the amounts, >= 0.
-        mode (str): 'constant'.
-        value (float): the fill.
+        mode (str): 'constant', 'reflect', 'replicate' or 'circular'.
+        value (float): the fill of 'constant'.
         data_format (str): 'NCL', 'NLC', 'NCHW', 'NHWC', 'NCDHW' or 'NDHWC'.
         name (str, optional): a prefix for the output's name.
 
@@ -309,28 +319,31 @@ def pad(x: Variable, pad: Sequence[int], mode: str = "constant", value: float = 
         >>> x = static.data('x', [None, 3, 4, 4])
         >>> F.pad(x, [1, 1, 2, 0]).shape
         (-1, 3, 6, 6)
+        >>> F.pad(x, [2, 1, 0, 3], mode='reflect').shape
+        (-1, 3, 7, 7)
     """
     _var(x, "pad")
-    if mode != "constant":
-        raise NotImplementedError(f"pad: mode {mode!r} is not supported; only 'constant'")
+    if mode not in _PAD_MODES:
+        raise ValueError(f"pad: mode must be one of {list(_PAD_MODES)}, got {mode!r}")
     amounts = [int(p) for p in pad]
-    if len(amounts) == 2 * x.ndim:
-        pairs = amounts
-    else:
-        spatial = len(data_format) - 2
-        if x.ndim != len(data_format) or len(amounts) != 2 * spatial:
-            raise ValueError(f"pad: pad {amounts} must have 2 * rank ({2 * x.ndim}) entries, "
-                             f"or 2 per spatial dim of data_format {data_format!r} for x "
-                             f"{x.name} {x.shape}")
-        first = 1 if data_format[1] != "C" else 2      # the first spatial dim
-        pairs = [0, 0] * x.ndim
-        for i in range(spatial):       # pad's pair i is the spatial dim counted from the end
-            d = first + spatial - 1 - i
-            pairs[2 * d:2 * d + 2] = amounts[2 * i:2 * i + 2]
-    if any(p < 0 for p in pairs):
+    if any(p < 0 for p in amounts):
         raise ValueError(f"pad: amounts must be >= 0, got {amounts}")
-    return LayerHelper("pad", name).simple("pad", {"X": x},
-                                           {"paddings": pairs, "pad_value": float(value)})
+    if mode == "constant" and len(amounts) == 2 * x.ndim:
+        return LayerHelper("pad", name).simple("pad", {"X": x},
+                                               {"paddings": amounts, "pad_value": float(value)})
+    key = (data_format, x.ndim)
+    if key not in _PAD3D or len(amounts) != 2 * (x.ndim - 2):
+        raise ValueError(f"pad: pad {amounts} must have 2 entries per spatial dim of a 3-D "
+                         f"(NCL/NLC), 4-D (NCHW/NHWC) or 5-D (NCDHW/NDHWC) x"
+                         f"{' (or 2 * rank with mode constant)' if mode == 'constant' else ''};"
+                         f" got x {x.name} {x.shape} with data_format {data_format!r}")
+    axes, fmt = _PAD3D[key]
+    y = M.unsqueeze(x, axes) if axes else x
+    y = LayerHelper("pad3d", None if axes else name).simple("pad3d", {"X": y}, {
+        "paddings": [0] * 4 + amounts if x.ndim == 3 else amounts + [0] * (6 - len(amounts)),
+        "mode": mode, "value": float(value),
+        "data_format": fmt})
+    return M.squeeze(y, axes, name=name) if axes else y
 
 
 def normalize(x: Variable, p: float = 2, axis: int = 1, epsilon: float = 1e-12,
@@ -385,54 +398,3 @@ def label_smooth(label: Variable, prior_dist: Variable | None = None, epsilon: f
     if prior_dist is None:
         return M.scale(label, 1.0 - eps, eps / label.shape[-1], name=name)
     return M.add(M.scale(label, 1.0 - eps), M.scale(prior_dist, eps), name=name)
-
-
-def adaptive_avg_pool2d(x: Variable, output_size: int | Sequence[int],
-                        data_format: str = "NCHW", name: str | None = None) -> Variable:
-    """Average pooling to a fixed output size with Paddle's adaptive bins (cell (i, j)
-    averages rows floor(i*H/oh) .. ceil((i+1)*H/oh) and likewise columns). When the
-    output size divides the input size the bins are equal windows: one `pool2d` op;
-    otherwise one `slice` + `reduce_mean` per cell, joined by `concat`.
-
-    Args:
-        x (Variable): (N, C, H, W) or (N, H, W, C), H and W known.
-        output_size (int or pair): the output's H and W (None keeps that dim).
-        data_format (str): 'NCHW' or 'NHWC'.
-        name (str, optional): a prefix for the output's name.
-
-    Returns:
-        Variable: (N, C, oh, ow) or (N, oh, ow, C).
-
-    Example:
-        >>> x = static.data('x', [None, 3, 8, 8])
-        >>> F.adaptive_avg_pool2d(x, 2).shape, F.adaptive_avg_pool2d(x, 3).shape
-        ((-1, 3, 2, 2), (-1, 3, 3, 3))
-    """
-    _var(x, "adaptive_avg_pool2d")
-    if x.ndim != 4 or data_format not in ("NCHW", "NHWC"):
-        raise ValueError(f"adaptive_avg_pool2d: x must be 4-D and data_format 'NCHW' or "
-                         f"'NHWC', got {x.name} {x.shape}, {data_format!r}")
-    ah, aw = (2, 3) if data_format == "NCHW" else (1, 2)
-    hw = (x.shape[ah], x.shape[aw])
-    outs = [output_size] * 2 if isinstance(output_size, numbers.Integral) else \
-        list(output_size)
-    outs = [d if o is None else int(o) for o, d in zip(outs, hw)]
-    if -1 in hw or any(o < 1 for o in outs):
-        raise ValueError(f"adaptive_avg_pool2d: needs a known input size (got {list(hw)}) "
-                         f"and output sizes >= 1 (got {outs})")
-    if all(d % o == 0 for o, d in zip(outs, hw)):
-        kernel = [d // o for o, d in zip(outs, hw)]
-        return avg_pool2d(x, kernel, kernel, data_format=data_format, name=name)
-
-    def bins(n, o):
-        return [(i * n // o, -(-(i + 1) * n // o)) for i in range(o)]
-
-    rows = []
-    for hs, he in bins(hw[0], outs[0]):
-        cells = []
-        for ws, we in bins(hw[1], outs[1]):
-            idx = [slice(None)] * 4
-            idx[ah], idx[aw] = slice(hs, he), slice(ws, we)
-            cells.append(M.mean(x[tuple(idx)], axis=[ah, aw], keepdim=True))
-        rows.append(M.concat(cells, axis=aw))
-    return M.concat(rows, axis=ah, name=name)

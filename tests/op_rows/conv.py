@@ -135,3 +135,50 @@ for _id in ("lenet_5x5_pad2", "stride2_pad1", "1x1_groups2", "groups2"):
         f"fused_conv2d-{_id}-nobias-relu", attrs=dict(_attrs, activation="relu"), **TOL)
     row("fused_conv2d", dict({"Input": uniform(_xs), "Filter": uniform(_ws)}, **_bn),
         fused_conv_ref, f"fused_conv2d-{_id}-nobias-bn", attrs=_attrs, grad_inputs=(), **TOL)
+
+
+# ---------------------------------------------------------------- conv2d_transpose
+def conv_transpose_ref(ins, a):
+    """Paddle's conv2d_transpose from its definition: each input element scatters
+    x[n, c, ih, iw] * W[c, mo, i, j] to output row ih*sh - pt + i*dh, column iw*sw - pl +
+    j*dw of channel group(c) * C_out/groups + mo (into a buffer with the paddings, cropped)."""
+    x, w = f64(ins["Input"]), f64(ins["Filter"])
+    n, c, h, wd = x.shape
+    _, mg, kh, kw = w.shape
+    G = a["groups"]
+    (sh, sw), (dh, dw) = a["strides"], a["dilations"]
+    pt, pb, pl, pr = _pads4(a["paddings"])
+    op = list(a["output_padding"]) or [0, 0]
+    full = np.zeros((n, mg * G, (h - 1) * sh + dh * (kh - 1) + 1 + op[0] + pb,
+                     (wd - 1) * sw + dw * (kw - 1) + 1 + op[1] + pr))
+    cg = c // G
+    for ih in range(h):
+        for iw in range(wd):
+            for i in range(kh):
+                for j in range(kw):
+                    for g in range(G):
+                        full[:, g * mg:(g + 1) * mg, ih * sh + i * dh, iw * sw + j * dw] += \
+                            x[:, g * cg:(g + 1) * cg, ih, iw] @ w[g * cg:(g + 1) * cg, :, i, j]
+    oh = (h - 1) * sh - pt - pb + dh * (kh - 1) + 1 + op[0]
+    ow = (wd - 1) * sw - pl - pr + dw * (kw - 1) + 1 + op[1]
+    return {"Output": full[:, :, pt:pt + oh, pl:pl + ow].astype(ins["Input"].dtype)}
+
+
+# id: (Input shape, Filter shape [C_in, C_out/groups, kh, kw], attrs)
+CONV2D_TRANSPOSE = {
+    "basic": ((2, 3, 3, 3), (3, 2, 3, 3), {}),
+    "stride2_pad1": ((1, 2, 3, 4), (2, 3, 3, 3), {"strides": [2, 2], "paddings": [1, 1]}),
+    "stride2_output_padding": ((1, 2, 3, 3), (2, 2, 3, 3),
+                               {"strides": [2, 2], "paddings": [1, 1], "output_padding": [1, 1]}),
+    "groups2_dilation": ((2, 4, 3, 3), (4, 1, 2, 2), {"groups": 2, "dilations": [2, 1]}),
+    "pad4_asymmetric_stride": ((1, 2, 3, 4), (2, 2, 3, 2),
+                               {"paddings": [1, 0, 0, 1], "strides": [2, 3]}),
+    "1x1": ((2, 3, 3, 3), (3, 4, 1, 1), {}),
+    "4x4_stride2_pad1": ((1, 3, 2, 2), (3, 2, 4, 4), {"strides": [2, 2], "paddings": [1, 1]}),
+}
+for _id, (_xs, _ws, _attrs) in CONV2D_TRANSPOSE.items():
+    row("conv2d_transpose", {"Input": uniform(_xs), "Filter": uniform(_ws)}, conv_transpose_ref,
+        f"conv2d_transpose-{_id}", attrs=_attrs, **TOL)
+row("depthwise_conv2d_transpose", {"Input": uniform((2, 3, 3, 4)), "Filter": uniform((3, 1, 3, 2))},
+    conv_transpose_ref, "depthwise_conv2d_transpose-stride2",
+    attrs={"groups": 3, "strides": [2, 1], "paddings": [1, 0]}, **TOL)

@@ -93,6 +93,37 @@ for _id, _shape, _attrs in _POOL:
     row("pool2d", {"X": distinct(_shape)}, pool_ref, f"pool2d-{_id}", attrs=_attrs)
 
 
+def adaptive_pool_ref(ins, a):
+    """Paddle's adaptive bins: cell i covers [floor(i*H/oh), ceil((i+1)*H/oh))."""
+    x = f64(ins["X"])
+    if a["data_format"] == "NHWC":
+        x = x.transpose(0, 3, 1, 2)
+    (N, C, H, W), (oh, ow) = x.shape, a["ksize"]
+    out = np.zeros((N, C, oh, ow))
+    for i in range(oh):
+        for j in range(ow):
+            win = x[:, :, math.floor(i * H / oh):math.ceil((i + 1) * H / oh),
+                    math.floor(j * W / ow):math.ceil((j + 1) * W / ow)]
+            out[:, :, i, j] = win.max(axis=(2, 3)) if a["pooling_type"] == "max" else \
+                win.mean(axis=(2, 3))
+    if a["data_format"] == "NHWC":
+        out = out.transpose(0, 2, 3, 1)
+    return {"Out": np.ascontiguousarray(out).astype(ins["X"].dtype)}
+
+
+_ADAPTIVE = [   # id, X shape, attrs: bins that overlap (5 -> 3), widen (3 -> 5), divide
+    ("avg-5x7-to-3x4", (1, 2, 5, 7), {"pooling_type": "avg", "ksize": [3, 4]}),
+    ("max-5x7-to-3x4", (1, 2, 5, 7), {"pooling_type": "max", "ksize": [3, 4]}),
+    ("avg-3x3-to-5x2", (2, 1, 3, 3), {"pooling_type": "avg", "ksize": [5, 2]}),
+    ("max-6x6-to-2x3", (1, 2, 6, 6), {"pooling_type": "max", "ksize": [2, 3]}),
+    ("avg-to-1x1", (2, 3, 4, 5), {"pooling_type": "avg", "ksize": [1, 1]}),
+    ("max-nhwc", (1, 5, 4, 2), {"pooling_type": "max", "ksize": [2, 3], "data_format": "NHWC"}),
+]
+for _id, _shape, _attrs in _ADAPTIVE:
+    row("pool2d", {"X": distinct(_shape)}, adaptive_pool_ref, f"pool2d-adaptive-{_id}",
+        attrs=dict(_attrs, adaptive=True, strides=[2, 2], paddings=[1, 1]))
+
+
 # ---------------------------------------------------------------- batch_norm
 def bn_ref(ins, a):
     x = f64(ins["X"])

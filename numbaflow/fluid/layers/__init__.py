@@ -479,3 +479,6 @@ from . import (control_flow, device, elementwise, learning_rate_scheduler,  # no
 
 __all__ += (["auc", "device"] + elementwise.__all__ + nn.__all__
             + tensor.__all__ + learning_rate_scheduler.__all__ + control_flow.__all__)
+
+from .rnn import lstm  # noqa: E402,F401
+__all__ += ["lstm"]

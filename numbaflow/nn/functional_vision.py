@@ -1,0 +1,133 @@
+"""Resizing in paddle.nn.functional (Paddle 2.6 signatures): interpolate / upsample on 4-D
+input, one `nearest_interp_v2` or `bilinear_interp_v2` op (mode 'area' is
+adaptive_avg_pool2d, as in Paddle). Argument checks follow
+python/paddle/nn/functional/common.py.
+"""
+from __future__ import annotations
+
+import numbers
+from typing import TYPE_CHECKING
+
+from ..graph.program import Variable
+from ..layer_helper import LayerHelper
+from ..tensor._helpers import check_variable as _var
+from .functional_pool import adaptive_avg_pool2d
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+_MODES = ("nearest", "bilinear", "area")
+_PADDLE_MODES = ("linear", "bilinear", "trilinear", "nearest", "bicubic", "area")
+
+
+def _size(size, fn):
+    if isinstance(size, Variable):
+        raise NotImplementedError(f"{fn}: size as a Variable (op input OutSize) is not "
+                                  f"supported; give a list of 2 ints")
+    if not isinstance(size, (list, tuple)) or len(size) != 2 or \
+            not all(isinstance(s, numbers.Integral) and s > 0 for s in size):
+        raise ValueError(f"{fn}: size must be a list or tuple of 2 positive ints [out_h, "
+                         f"out_w] for 4-D x, got {size!r}")
+    return [int(s) for s in size]
+
+
+def _scale(scale_factor, fn):
+    if isinstance(scale_factor, Variable):
+        raise NotImplementedError(f"{fn}: scale_factor as a Variable (op input Scale) is not "
+                                  f"supported; give a number or a list of 2 numbers")
+    s = [scale_factor] * 2 if isinstance(scale_factor, numbers.Real) else scale_factor
+    if not isinstance(s, (list, tuple)) or len(s) != 2 or \
+            not all(isinstance(v, numbers.Real) and v > 0 for v in s):
+        raise ValueError(f"{fn}: scale_factor must be a positive number or a list of 2 "
+                         f"positive numbers for 4-D x, got {scale_factor!r}")
+    return [float(v) for v in s]
+
+
+def interpolate(x: Variable, size: Sequence[int] | None = None,
+                scale_factor: float | Sequence[float] | None = None, mode: str = "nearest",
+                align_corners: bool = False, align_mode: int = 0, data_format: str = "NCHW",
+                name: str | None = None) -> Variable:
+    """Resize 4-D x to `size` or by `scale_factor` (ops `nearest_interp_v2`,
+    `bilinear_interp_v2`, with Paddle's index rules: see kernels/interp.py).
+
+    Args:
+        x (Variable): (N, C, H, W), or (N, H, W, C) with data_format='NHWC'.
+        size (list of 2 ints, optional): [out_h, out_w].
+        scale_factor (number or 2 numbers, optional): out = int(in * scale); give size or
+            scale_factor, not both.
+        mode (str): 'nearest', 'bilinear' or 'area' (adaptive average pooling to size).
+        align_corners (bool): bilinear only: map the corner pixels onto each other.
+        align_mode (int): bilinear without align_corners: 0 half-pixel sources, 1 ratio * k.
+        data_format (str): 'NCHW' or 'NHWC'.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: the resized tensor.
+
+    Example:
+        >>> x = static.data('x', [None, 3, 4, 5])
+        >>> F.interpolate(x, scale_factor=2, mode='bilinear').shape
+        (-1, 3, 8, 10)
+        >>> F.interpolate(x, size=[3, 7]).shape
+        (-1, 3, 3, 7)
+    """
+    fn = "interpolate"
+    _var(x, fn)
+    if not isinstance(mode, str) or mode.lower() not in _PADDLE_MODES:
+        raise ValueError(f"{fn}: mode must be one of {list(_PADDLE_MODES)}, got {mode!r}")
+    mode = mode.lower()
+    if mode not in _MODES or x.ndim != 4:
+        raise NotImplementedError(f"{fn}: mode {mode!r} on a {x.ndim}-D x is not supported; "
+                                  f"numbaflow has {list(_MODES)} on 4-D x")
+    if data_format not in ("NCHW", "NHWC"):
+        raise ValueError(f"{fn}: data_format must be 'NCHW' or 'NHWC' for 4-D x, got "
+                         f"{data_format!r}")
+    if align_corners and mode != "bilinear":
+        raise ValueError(f"{fn}: align_corners option can only be set with the interpolating "
+                         f"modes: linear | bilinear | bicubic | trilinear (mode is {mode!r})")
+    if align_mode not in (0, 1):
+        raise ValueError(f"{fn}: align_mode can only be 0 or 1, got {align_mode!r}")
+    if (size is None) == (scale_factor is None):
+        raise ValueError(f"{fn}: give exactly one of size and scale_factor (got size={size!r}, "
+                         f"scale_factor={scale_factor!r})")
+    if mode == "area":
+        if size is None:
+            raise ValueError(f"{fn}: mode 'area' needs size")
+        return adaptive_avg_pool2d(x, _size(size, fn), data_format, name)
+    attrs = {"data_layout": data_format, "out_d": -1, "out_h": -1, "out_w": -1, "scale": [],
+             "interp_method": mode, "align_corners": bool(align_corners),
+             "align_mode": int(align_mode)}
+    if size is not None:
+        attrs["out_h"], attrs["out_w"] = _size(size, fn)
+    else:
+        attrs["scale"] = _scale(scale_factor, fn)
+    op = f"{mode}_interp_v2"
+    return LayerHelper(op, name).simple(op, {"X": x}, attrs)
+
+
+def upsample(x: Variable, size: Sequence[int] | None = None,
+             scale_factor: float | Sequence[float] | None = None, mode: str = "nearest",
+             align_corners: bool = False, align_mode: int = 0, data_format: str = "NCHW",
+             name: str | None = None) -> Variable:
+    """Paddle's alias of `interpolate` (same arguments, same ops).
+
+    Args:
+        x (Variable): (N, C, H, W), or (N, H, W, C) with data_format='NHWC'.
+        size (list of 2 ints, optional): [out_h, out_w].
+        scale_factor (number or 2 numbers, optional): out = int(in * scale).
+        mode (str): 'nearest', 'bilinear' or 'area'.
+        align_corners (bool): bilinear only: map the corner pixels onto each other.
+        align_mode (int): 0 or 1 (see interpolate).
+        data_format (str): 'NCHW' or 'NHWC'.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: the resized tensor.
+
+    Example:
+        >>> x = static.data('x', [None, 3, 4, 5])
+        >>> F.upsample(x, scale_factor=[2, 3]).shape
+        (-1, 3, 8, 15)
+    """
+    return interpolate(x, size, scale_factor, mode, align_corners, align_mode, data_format,
+                       name)
