@@ -24,6 +24,8 @@ MODELS = {
     "resnet18": (lambda: paddle.vision.models.resnet18(num_classes=10), [3, 64, 64]),
     "mobilenet_v2": (lambda: paddle.vision.models.mobilenet_v2(scale=0.25, num_classes=10),
                      [3, 64, 64]),
+    "mobilenet_v1": (lambda: paddle.vision.models.mobilenet_v1(scale=0.25, num_classes=10),
+                     [3, 64, 64]),
 }
 
 
