@@ -322,3 +322,21 @@ def test_a_layer_built_outside_program_guard_trains_and_serves_a_test_program():
     (got,) = exe.run(test, feed=feed, fetch_list=[out], scope=scope)
     np.testing.assert_allclose(got, feed["x"] @ w1 + fc.state_dict(scope=scope)["bias"],
                                rtol=1e-5)
+
+
+def test_a_shared_parameter_is_in_the_state_dict_under_each_name_as_paddle():
+    class Tied(paddle.nn.Layer):
+        def __init__(self):
+            super().__init__()
+            self.emb = paddle.nn.Embedding(5, 3)
+            self.out = paddle.nn.Linear(5, 3, bias_attr=False)
+            self.out.weight = self.emb.weight          # weight tying
+
+        def forward(self, ids):
+            return self.out(F.one_hot(ids, 5))
+
+    with static.program_guard(static.Program(), static.Program()), unique_name.guard():
+        tied = Tied()
+    assert list(tied.state_dict(keys_only=True, structured_name_prefix="m.")) == [
+        "m.emb.weight", "m.out.weight"]
+    assert [p.name for p in tied.parameters()] == ["embedding_0.w_0"]
