@@ -296,27 +296,47 @@ def test_missing_nn_names_name_the_closest_supported_spelling():
 
 @pytest.mark.slow
 def test_a_layer_built_outside_program_guard_trains_and_serves_a_test_program():
-    # built in the default programs, called in `main`: main's optimizer must see the
-    # parameters (else they silently would not train); a test program shares them by name
-    with unique_name.guard():
+    # built in one program pair (as if the defaults), called in `main`: main's optimizer
+    # must see the parameters (else they silently would not train); a test program
+    # shares them by name
+    outer, outer_startup = static.Program(), static.Program()
+    with static.program_guard(outer, outer_startup), unique_name.guard():
         fc = paddle.nn.Linear(4, 1)
-    main, startup = static.Program(), static.Program()
-    with static.program_guard(main, startup):
-        x = static.data("x", [None, 4])
-        loss = paddle.mean(fc(x))
-        paddle.optimizer.SGD(0.5).minimize(loss)
+        main, startup = static.Program(), static.Program()
+        with static.program_guard(main, startup):
+            x = static.data("x", [None, 4])
+            loss = paddle.mean(fc(x))
+            paddle.optimizer.SGD(0.5).minimize(loss)
+        test = static.Program()
+        with static.program_guard(test, static.Program()):
+            out = fc.eval()(static.data("x", [None, 4]))
     assert [p.name for p in main.all_parameters()] == ["linear_0.w_0", "linear_0.b_0"]
     scope, exe = static.Scope(), static.Executor()
-    exe.run(static.default_startup_program(), scope=scope)     # the layer's initialisers
-    exe.run(startup, scope=scope)                               # the optimizer's
+    exe.run(outer_startup, scope=scope)     # the layer's initialisers
+    exe.run(startup, scope=scope)           # the optimizer's
     w0 = fc.state_dict(scope=scope)["weight"]
     feed = {"x": np.ones((2, 4), "float32")}
     exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
     w1 = fc.state_dict(scope=scope)["weight"]
     np.testing.assert_allclose(w1, w0 - 0.5, rtol=1e-6)     # d mean(x @ w + b) / dw = 1
-    test = static.Program()
-    with static.program_guard(test, static.Program()):
-        out = fc.eval()(static.data("x", [None, 4]))
     (got,) = exe.run(test, feed=feed, fetch_list=[out], scope=scope)
     np.testing.assert_allclose(got, feed["x"] @ w1 + fc.state_dict(scope=scope)["bias"],
                                rtol=1e-5)
+
+
+def test_a_shared_parameter_is_in_the_state_dict_under_each_name_as_paddle():
+    class Tied(paddle.nn.Layer):
+        def __init__(self):
+            super().__init__()
+            self.emb = paddle.nn.Embedding(5, 3)
+            self.out = paddle.nn.Linear(5, 3, bias_attr=False)
+            self.out.weight = self.emb.weight          # weight tying
+
+        def forward(self, ids):
+            return self.out(F.one_hot(ids, 5))
+
+    with static.program_guard(static.Program(), static.Program()), unique_name.guard():
+        tied = Tied()
+    assert list(tied.state_dict(keys_only=True, structured_name_prefix="m.")) == [
+        "m.emb.weight", "m.out.weight"]
+    assert [p.name for p in tied.parameters()] == ["embedding_0.w_0"]

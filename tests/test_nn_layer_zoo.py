@@ -1,6 +1,7 @@
 """The layer zoo (issue 28): each layer's forward against numpy written from the maths
 (parameters set through set_state_dict), containers, and the Transformer against real
 Paddle 2.6.2 (tests/fixtures/paddle_layer/transformer.*, make_layer_fixture.py)."""
+import json
 import math
 import os
 
@@ -87,7 +88,9 @@ def test_linear_embedding_layer_norm_flatten_identity_pad():
     w, b = f32(4, 2), f32(2)
     fc, (got,) = run(lambda: paddle.nn.Linear(4, 2), x, state={"weight": w, "bias": b})
     np.testing.assert_allclose(got, x @ w + b, rtol=1e-5, atol=1e-6)
-    assert fc.bias is not None and paddle.nn.Linear(2, 2, bias_attr=False).bias is None
+    assert fc.bias is not None
+    with static.program_guard(static.Program(), static.Program()):
+        assert paddle.nn.Linear(2, 2, bias_attr=False).bias is None
 
     ids = RNG.integers(0, 6, (2, 3)).astype("int64")
     table = f32(6, 5)
@@ -227,3 +230,23 @@ def test_transformer_matches_paddle_from_its_pdparams():
     (got,) = exe.run(main, feed={k: data[k] for k in ("src", "tgt", "keep")},
                      fetch_list=[out], scope=scope)
     np.testing.assert_allclose(got, data["out"], rtol=1e-4, atol=1e-5)
+
+
+with open(os.path.join(FIXTURE, "zoo.json")) as _f:
+    ZOO = json.load(_f)
+
+
+@pytest.mark.parametrize("i", range(len(ZOO)), ids=[row["ctor"][10:] for row in ZOO])
+def test_layer_matches_paddle(i):
+    # built as Paddle built it (make_zoo_fixture.py), Paddle's state loaded, eval mode
+    row, data = ZOO[i], np.load(os.path.join(FIXTURE, "zoo.npz"))
+    layer_name = row["ctor"].split("(")[0].split(".")[-1]
+    if not hasattr(paddle.nn, layer_name):
+        pytest.skip(f"nn.{layer_name}'s functional op is not in this tree")
+    prefix = f"{i}/state/"
+    state = {k[len(prefix):]: data[k] for k in data.files if k.startswith(prefix)}
+    layer, (got,) = run(lambda: eval(row["ctor"], {"paddle": paddle}), data[f"{i}/x"],
+                        state=state)
+    assert [p.name for p in layer.parameters()] == row["param_names"]
+    assert list(layer.state_dict(keys_only=True)) == row["state_keys"]
+    np.testing.assert_allclose(got, data[f"{i}/out"], rtol=1e-5, atol=1e-5)

@@ -24,6 +24,8 @@ MODELS = {
     "resnet18": (lambda: paddle.vision.models.resnet18(num_classes=10), [3, 64, 64]),
     "mobilenet_v2": (lambda: paddle.vision.models.mobilenet_v2(scale=0.25, num_classes=10),
                      [3, 64, 64]),
+    "mobilenet_v1": (lambda: paddle.vision.models.mobilenet_v1(scale=0.25, num_classes=10),
+                     [3, 64, 64]),
 }
 
 
@@ -71,6 +73,23 @@ def test_three_training_steps_give_paddles_losses(name, paddle_runs):
     np.testing.assert_allclose(losses[0], want[0], rtol=1e-5)
     np.testing.assert_allclose(losses[1], want[1], rtol=2e-3)
     np.testing.assert_allclose(losses[2], want[2], rtol=1e-2)
+
+
+NAMES_ONLY = {
+    "resnet50": lambda: paddle.vision.models.resnet50(),
+    "vgg11": lambda: paddle.vision.models.vgg11(),
+    "vgg16_bn": lambda: paddle.vision.models.vgg16(batch_norm=True),
+    "mobilenet_v2_1x": lambda: paddle.vision.models.mobilenet_v2(),
+}
+
+
+@pytest.mark.parametrize("name", list(NAMES_ONLY))
+def test_full_size_architectures_have_paddles_names(name, paddle_runs):
+    with static.program_guard(static.Program(), static.Program()), unique_name.guard():
+        model = NAMES_ONLY[name]()
+    want = paddle_runs["names_only"][name]
+    assert [p.name for p in model.parameters()] == want["param_names"]
+    assert list(model.state_dict(keys_only=True)) == want["state_keys"]
 
 
 def test_pretrained_is_refused_and_the_other_architectures_build():

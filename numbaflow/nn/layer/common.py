@@ -13,7 +13,8 @@ if TYPE_CHECKING:
 
     from ...graph.program import Variable
 
-__all__ = ["Linear", "Embedding", "Dropout", "Flatten", "Identity", "Pad2D"]
+__all__ = ["Linear", "Embedding", "Dropout", "Flatten", "Identity", "Pad1D", "Pad2D", "Pad3D",
+           "ZeroPad2D"]
 
 
 def check_width(layer, x, got, want, what):
@@ -220,7 +221,7 @@ class Pad2D(Layer):
 
     Args:
         padding (int or list of 4 int): (left, right, top, bottom); an int pads all four.
-        mode (str): 'constant' (other modes need F.pad's).
+        mode (str): 'constant', 'reflect', 'replicate' or 'circular' (as F.pad).
         value (float): the fill value.
         data_format (str): 'NCHW' or 'NHWC'.
         name (str, optional): a prefix for the output's name.
@@ -230,10 +231,12 @@ class Pad2D(Layer):
         (-1, 1, 4, 5)
     """
 
+    _n = 4
+
     def __init__(self, padding: int | Sequence[int], mode: str = "constant", value: float = 0.0,
                  data_format: str = "NCHW", name: str | None = None) -> None:
         super().__init__()
-        self._pad = [padding] * 4 if isinstance(padding, int) else list(padding)
+        self._pad = [padding] * self._n if isinstance(padding, int) else list(padding)
         self._mode, self._value, self._data_format, self._name = mode, value, data_format, name
 
     def forward(self, x: Variable) -> Variable:
@@ -247,3 +250,145 @@ class Pad2D(Layer):
         """
         return F.pad(x, self._pad, mode=self._mode, value=self._value,
                      data_format=self._data_format, name=self._name)
+
+
+class Pad1D(Pad2D):
+    """F.pad of the last dim (NCL) as a layer.
+
+    Args:
+        padding (int or list of 2 int): (left, right); an int pads both.
+        mode (str): 'constant', 'reflect', 'replicate' or 'circular'.
+        value (float): the fill value.
+        data_format (str): 'NCL' or 'NLC'.
+        name (str, optional): a prefix for the output's name.
+
+    Example:
+        >>> paddle.nn.Pad1D([1, 2])(static.data('x', [None, 2, 3])).shape
+        (-1, 2, 6)
+    """
+
+    _n = 2
+
+    def __init__(self, padding: int | Sequence[int], mode: str = "constant", value: float = 0.0,
+                 data_format: str = "NCL", name: str | None = None) -> None:
+        super().__init__(padding, mode, value, data_format, name)
+
+
+class Pad3D(Pad2D):
+    """F.pad of the last three dims (NCDHW) as a layer.
+
+    Args:
+        padding (int or list of 6 int): (left, right, top, bottom, front, back).
+        mode (str): 'constant', 'reflect', 'replicate' or 'circular'.
+        value (float): the fill value.
+        data_format (str): 'NCDHW' or 'NDHWC'.
+        name (str, optional): a prefix for the output's name.
+
+    Example:
+        >>> paddle.nn.Pad3D(1)(static.data('x', [None, 1, 2, 2, 2])).shape
+        (-1, 1, 4, 4, 4)
+    """
+
+    _n = 6
+
+    def __init__(self, padding: int | Sequence[int], mode: str = "constant", value: float = 0.0,
+                 data_format: str = "NCDHW", name: str | None = None) -> None:
+        super().__init__(padding, mode, value, data_format, name)
+
+
+class ZeroPad2D(Pad2D):
+    """Pad2D with zeros.
+
+    Args:
+        padding (int or list of 4 int): (left, right, top, bottom).
+        data_format (str): 'NCHW' or 'NHWC'.
+        name (str, optional): a prefix for the output's name.
+
+    Example:
+        >>> paddle.nn.ZeroPad2D([1, 1, 0, 0])(static.data('x', [None, 1, 2, 3])).shape
+        (-1, 1, 2, 5)
+    """
+
+    def __init__(self, padding: int | Sequence[int], data_format: str = "NCHW",
+                 name: str | None = None) -> None:
+        super().__init__(padding, "constant", 0.0, data_format, name)
+
+
+class Upsample(Layer):
+    """F.interpolate as a layer (ops `nearest_interp_v2` / `bilinear_interp_v2`).
+
+    Args:
+        size (list of int, optional): the output's spatial size.
+        scale_factor (float or list, optional): or the scale.
+        mode (str): 'nearest' or 'bilinear'.
+        align_corners (bool): bilinear's corner alignment.
+        align_mode (int): bilinear's source-index rule (0 or 1).
+        data_format (str): 'NCHW' or 'NHWC'.
+        name (str, optional): a prefix for the output's name.
+
+    Example:
+        >>> up = paddle.nn.Upsample(scale_factor=2)
+        >>> up(static.data('x', [None, 3, 4, 4])).shape
+        (-1, 3, 8, 8)
+    """
+
+    def __init__(self, size: Sequence[int] | None = None, scale_factor: Any = None,
+                 mode: str = "nearest", align_corners: bool = False, align_mode: int = 0,
+                 data_format: str = "NCHW", name: str | None = None) -> None:
+        super().__init__()
+        self._args = dict(size=size, scale_factor=scale_factor, mode=mode,
+                          align_corners=align_corners, align_mode=align_mode,
+                          data_format=data_format, name=name)
+
+    def forward(self, x: Variable) -> Variable:
+        """x resized.
+
+        Args:
+            x (Variable): 4-D.
+
+        Returns:
+            Variable: x resized to size (or scaled).
+        """
+        return F.interpolate(x, **self._args)
+
+
+class UpsamplingNearest2D(Upsample):
+    """Nearest-neighbour Upsample.
+
+    Args:
+        size (list of int, optional): the output's spatial size.
+        scale_factor (float or list, optional): or the scale.
+        data_format (str): 'NCHW' or 'NHWC'.
+        name (str, optional): a prefix for the output's name.
+
+    Example:
+        >>> paddle.nn.UpsamplingNearest2D(size=[6, 6])(static.data('x', [None, 1, 3, 3])).shape
+        (-1, 1, 6, 6)
+    """
+
+    def __init__(self, size: Sequence[int] | None = None, scale_factor: Any = None,
+                 data_format: str = "NCHW", name: str | None = None) -> None:
+        super().__init__(size, scale_factor, "nearest", False, 0, data_format, name)
+
+
+class UpsamplingBilinear2D(Upsample):
+    """Bilinear Upsample with align_corners=True (as Paddle's).
+
+    Args:
+        size (list of int, optional): the output's spatial size.
+        scale_factor (float or list, optional): or the scale.
+        data_format (str): 'NCHW' or 'NHWC'.
+        name (str, optional): a prefix for the output's name.
+
+    Example:
+        >>> paddle.nn.UpsamplingBilinear2D(scale_factor=2)(static.data('x', [None, 1, 3, 3])).shape
+        (-1, 1, 6, 6)
+    """
+
+    def __init__(self, size: Sequence[int] | None = None, scale_factor: Any = None,
+                 data_format: str = "NCHW", name: str | None = None) -> None:
+        super().__init__(size, scale_factor, "bilinear", True, 0, data_format, name)
+
+
+if hasattr(F, "interpolate"):
+    __all__ += ["Upsample", "UpsamplingNearest2D", "UpsamplingBilinear2D"]

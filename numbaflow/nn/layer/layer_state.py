@@ -29,16 +29,17 @@ class LayerState:
             if n not in self._non_persistable_buffer_names_set]
 
     # ------------------------------------------------------------------ state
+    def _own_sublayers(self):
+        return [(n, layer) for n, layer in self._sub_layers.items() if layer is not None]
+
     def _state_items(self, prefix="", include_sublayers=True):
-        """[(structured name, Variable)] as Paddle's _state_dict_impl orders them: each
-        layer's parameters, then its persistable buffers, then its sublayers'."""
-        out, seen = [], set()
-        layers = self.named_sublayers(prefix, True) if include_sublayers else [(prefix, self)]
-        for path, layer in layers:
-            for name, v in layer._own_state():
-                if v is not None and id(v) not in seen:
-                    seen.add(id(v))
-                    out.append((f"{path}.{name}" if path else name, v))
+        """[(structured name, Variable)] as Paddle's _state_dict_impl makes them: each
+        layer's parameters, then its persistable buffers, then its sublayers' (a shared
+        parameter under each of its names, as Paddle); `prefix` is put before each key."""
+        out = [(prefix + name, v) for name, v in self._own_state() if v is not None]
+        if include_sublayers:
+            for name, layer in self._own_sublayers():
+                out += layer._state_items(f"{prefix}{name}.")
         return out
 
     def state_dict(self, destination: dict | None = None, include_sublayers: bool = True,
@@ -51,7 +52,7 @@ class LayerState:
         Args:
             destination (dict, optional): filled and returned.
             include_sublayers (bool): also the sublayers' state.
-            structured_name_prefix (str): put before every key.
+            structured_name_prefix (str): put before every key (e.g. 'model.').
             use_hook (bool): accepted for Paddle compatibility.
             scope (Scope, optional): default static.global_scope().
             keys_only (bool): the keys mapped to the Variables, without reading the scope.

@@ -250,3 +250,134 @@ class LayerNorm(Layer):
             str: e.g. 'normalized_shape=[8], epsilon=1e-05'.
         """
         return f"normalized_shape={self._normalized_shape}, epsilon={self._epsilon}"
+
+
+class GroupNorm(Layer):
+    """F.group_norm with `weight` (ones) and `bias` of [num_channels]
+    (`group_norm_N.w_0`, `.b_0`).
+
+    Args:
+        num_groups (int): channel groups normalised together.
+        num_channels (int): the channels C.
+        epsilon (float): added to the variance.
+        weight_attr (ParamAttr or False, optional): the scale's; False: none.
+        bias_attr (ParamAttr or False, optional): the shift's; False: none.
+        data_format (str): 'NCHW' (or 'NCL', ...).
+        name (str, optional): a prefix for the output's name.
+
+    Example:
+        >>> gn = paddle.nn.GroupNorm(2, 4)
+        >>> gn(static.data('x', [None, 4, 3, 3])).shape
+        (-1, 4, 3, 3)
+    """
+
+    def __init__(self, num_groups: int, num_channels: int, epsilon: float = 1e-05,
+                 weight_attr: Any = None, bias_attr: Any = None, data_format: str = "NCHW",
+                 name: str | None = None) -> None:
+        super().__init__()
+        if num_channels % num_groups:
+            raise ValueError(f"GroupNorm: num_channels ({num_channels}) must be divisible "
+                             f"by num_groups ({num_groups})")
+        self._num_groups, self._num_channels, self._epsilon = num_groups, num_channels, epsilon
+        self._data_format, self._name = data_format, name
+        self.weight = self.create_parameter([num_channels], weight_attr,
+                                            default_initializer=Constant(1.0))
+        self.bias = self.create_parameter([num_channels], bias_attr, is_bias=True)
+
+    def forward(self, input: Variable) -> Variable:
+        """Group norm of input.
+
+        Args:
+            input (Variable): (N, C, ...).
+
+        Returns:
+            Variable: input's shape.
+        """
+        check_width(self, input, input.shape[1], self._num_channels, "channel dim 1")
+        return F.group_norm(input, self._num_groups, self._epsilon, self.weight, self.bias,
+                            self._data_format, name=self._name)
+
+    def extra_repr(self) -> str:
+        """num_groups, num_channels, epsilon.
+
+        Returns:
+            str: e.g. 'num_groups=2, num_channels=4, epsilon=1e-05'.
+        """
+        return (f"num_groups={self._num_groups}, num_channels={self._num_channels}, "
+                f"epsilon={self._epsilon}")
+
+
+class InstanceNorm2D(Layer):
+    """F.instance_norm (per sample and channel) with `scale` (ones) and `bias` of
+    [num_features], Paddle's attribute names (`instance_norm2d_N.w_0`, `.b_0`).
+
+    Args:
+        num_features (int): the channels C.
+        epsilon (float): added to the variance.
+        momentum (float): accepted (no running statistics are kept, as in Paddle).
+        weight_attr (ParamAttr or False, optional): the scale's; False (with
+            bias_attr=False): no affine parameters.
+        bias_attr (ParamAttr or False, optional): the shift's.
+        data_format (str): 'NCHW'.
+        name (str, optional): a prefix for the output's name.
+
+    Example:
+        >>> inorm = paddle.nn.InstanceNorm2D(3)
+        >>> inorm(static.data('x', [None, 3, 4, 4])).shape
+        (-1, 3, 4, 4)
+    """
+
+    _format = "NCHW"
+
+    def __init__(self, num_features: int, epsilon: float = 1e-05, momentum: float = 0.9,
+                 weight_attr: Any = None, bias_attr: Any = None, data_format: str | None = None,
+                 name: str | None = None) -> None:
+        super().__init__()
+        self._num_features, self._epsilon, self._name = num_features, epsilon, name
+        self._data_format = data_format or self._format
+        if weight_attr is False and bias_attr is False:
+            self.scale = self.bias = None
+        else:
+            self.scale = self.create_parameter([num_features], weight_attr,
+                                               default_initializer=Constant(1.0))
+            self.bias = self.create_parameter([num_features], bias_attr, is_bias=True)
+
+    def forward(self, input: Variable) -> Variable:
+        """Instance norm of input.
+
+        Args:
+            input (Variable): (N, C, ...).
+
+        Returns:
+            Variable: input's shape.
+        """
+        check_width(self, input, input.shape[1], self._num_features, "channel dim 1")
+        return F.instance_norm(input, weight=self.scale, bias=self.bias, eps=self._epsilon,
+                               data_format=self._data_format, name=self._name)
+
+
+class InstanceNorm1D(InstanceNorm2D):
+    """F.instance_norm of (N, C, L) input, parameters as InstanceNorm2D's.
+
+    Args:
+        num_features (int): the channels C.
+        epsilon (float): added to the variance.
+        momentum (float): accepted.
+        weight_attr (ParamAttr or False, optional): the scale's.
+        bias_attr (ParamAttr or False, optional): the shift's.
+        data_format (str): 'NCL'.
+        name (str, optional): a prefix for the output's name.
+
+    Example:
+        >>> inorm = paddle.nn.InstanceNorm1D(3)
+        >>> inorm(static.data('x', [None, 3, 8])).shape
+        (-1, 3, 8)
+    """
+
+    _format = "NCL"
+
+
+if hasattr(F, "group_norm"):
+    __all__.append("GroupNorm")
+if hasattr(F, "instance_norm"):
+    __all__ += ["InstanceNorm1D", "InstanceNorm2D"]

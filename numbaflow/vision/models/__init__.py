@@ -7,9 +7,10 @@ same architecture with `set_state_dict(paddle.load(path))`.
 (-1, 10)
 """
 from .lenet import LeNet
+from .mobilenetv1 import MobileNetV1, mobilenet_v1
 from .mobilenetv2 import MobileNetV2, mobilenet_v2
 from .resnet import BasicBlock, BottleneckBlock, ResNet, resnet18, resnet34, resnet50
 from .vgg import VGG, vgg11, vgg16
 
 __all__ = ["LeNet", "ResNet", "BasicBlock", "BottleneckBlock", "resnet18", "resnet34",
-           "resnet50", "MobileNetV2", "mobilenet_v2", "VGG", "vgg11", "vgg16"]
+           "resnet50", "MobileNetV1", "mobilenet_v1", "MobileNetV2", "mobilenet_v2", "VGG", "vgg11", "vgg16"]

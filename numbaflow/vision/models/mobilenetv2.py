@@ -20,8 +20,9 @@ def _make_divisible(v, divisor=8, min_value=None):
     return new_v + divisor if new_v < 0.9 * v else new_v
 
 
-class _ConvNormActivation(nn.Sequential):
-    """paddle.vision.ops.ConvNormActivation: Conv2D (no bias), norm, activation."""
+class ConvNormActivation(nn.Sequential):
+    """paddle.vision.ops.ConvNormActivation: Conv2D (no bias, padding (k - 1) // 2), norm,
+    activation (ReLU6 here, MobileNetV2's; MobileNetV1 passes ReLU)."""
 
     def __init__(self, in_channels, out_channels, kernel_size=3, stride=1, groups=1,
                  norm_layer=nn.BatchNorm2D, activation_layer=nn.ReLU6):
@@ -38,9 +39,9 @@ class _InvertedResidual(nn.Layer):
         self.use_res_connect = stride == 1 and inp == oup
         layers = []
         if expand_ratio != 1:
-            layers.append(_ConvNormActivation(inp, hidden_dim, kernel_size=1,
+            layers.append(ConvNormActivation(inp, hidden_dim, kernel_size=1,
                                               norm_layer=norm_layer))
-        layers += [_ConvNormActivation(hidden_dim, hidden_dim, stride=stride,
+        layers += [ConvNormActivation(hidden_dim, hidden_dim, stride=stride,
                                        groups=hidden_dim, norm_layer=norm_layer),
                    nn.Conv2D(hidden_dim, oup, 1, 1, 0, bias_attr=False), norm_layer(oup)]
         self.conv = nn.Sequential(*layers)
@@ -74,14 +75,14 @@ class MobileNetV2(nn.Layer):
         self.num_classes, self.with_pool = num_classes, with_pool
         input_channel = _make_divisible(32 * scale)
         self.last_channel = _make_divisible(1280 * max(1.0, scale))
-        features = [_ConvNormActivation(3, input_channel, stride=2)]
+        features = [ConvNormActivation(3, input_channel, stride=2)]
         for t, c, n, s in _SETTING:
             output_channel = _make_divisible(c * scale)
             for i in range(n):
                 features.append(_InvertedResidual(input_channel, output_channel,
                                                   s if i == 0 else 1, expand_ratio=t))
                 input_channel = output_channel
-        features.append(_ConvNormActivation(input_channel, self.last_channel, kernel_size=1))
+        features.append(ConvNormActivation(input_channel, self.last_channel, kernel_size=1))
         self.features = nn.Sequential(*features)
         if with_pool:
             self.pool2d_avg = nn.AdaptiveAvgPool2D(1)
