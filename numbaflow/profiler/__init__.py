@@ -9,7 +9,7 @@
     prof.stop()
     prof.summary()        # per-op-type and per-op tables; open ./log/*.json in Perfetto
 
->>> sorted(n for n in __all__ if n[0].isupper())[:3]
+>>> sorted(n for n in paddle.profiler.__all__ if n[0].isupper())[:3]
 ['Profiler', 'ProfilerState', 'ProfilerTarget']
 """
 from .profiler import (Profiler, ProfilerState, ProfilerTarget, SortedKeys, SummaryView,  # noqa: F401

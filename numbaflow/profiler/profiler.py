@@ -163,7 +163,7 @@ class Profiler:
         ...     for _ in range(3):
         ...         _ = exe.run(feed={'x': np.ones((2, 4), 'float32')}, fetch_list=[y])
         ...         prof.step()
-        >>> 'matmul_v2' in prof.summary_text()
+        >>> 'Operator Summary' in prof.summary_text()
         True
     """
 
@@ -237,17 +237,20 @@ class Profiler:
         """End the last step and the profiler; hands a window still recording over."""
         if not self._started:
             return
-        self._end_step(None)
+        rec = self._recorder
+        if rec is None or any(e[2] >= self._step_start for e in rec.events[-1:]):
+            self._end_step(None, timed=False)   # (no empty step after the last step())
         self._started = False
         profiling_hook.open_profilers -= 1
         if self._recorder is not None:
             self._finish_record()
 
-    def _end_step(self, num_samples):
+    def _end_step(self, num_samples, timed=True):
         now = time.perf_counter_ns()
         data = profiling_hook.data_ns
-        self._timer.append(((now - self._step_start) / 1e9, (data - self._data_mark) / 1e9,
-                            num_samples))
+        if timed:       # step_info's steps: those ended by step()
+            self._timer.append(((now - self._step_start) / 1e9,
+                                (data - self._data_mark) / 1e9, num_samples))
         self._data_mark = data
         if self._recorder is not None:
             self._recorder.add(f"ProfileStep#{self.step_num}", "ProfileStep",
