@@ -216,3 +216,30 @@ def test_refusals_say_what_to_use():
     prof = Profiler(on_trace_ready=None)
     with pytest.raises(RuntimeError, match="not started"):
         prof.step()
+
+
+def test_threads_and_collectives_are_traced_on_their_threads():
+    """Data parallel over 2 places with 2 scheduler threads each: the ops land on the
+    threads that ran them (each named), the allreduce ops as "collective"."""
+    main, startup = static.Program(), static.Program()
+    with static.program_guard(main, startup):
+        x = static.data('x', [None, 8])
+        y = paddle.mean(static.nn.fc(x, 4) + static.nn.fc(x, 4))
+        paddle.optimizer.SGD(0.1).minimize(y)
+    exe = static.Executor(paddle.CPUPlace())
+    exe.run(startup)
+    es = static.ExecutionStrategy()
+    es.num_threads = 2
+    cp = static.CompiledProgram(main).with_data_parallel(
+        loss_name=y.name, exec_strategy=es, places=[paddle.CPUPlace()] * 2)
+    feed = {'x': np.ones((4, 8), 'float32')}
+    exe.run(cp, feed=feed, fetch_list=[y])
+    with Profiler(on_trace_ready=None) as prof:
+        for _ in range(2):
+            exe.run(cp, feed=feed, fetch_list=[y])
+            prof.step()
+    by_tid = _check_trace(chrome_trace(prof.profiler_result))
+    op_threads = {tid for tid, events in by_tid.items()
+                  if any(e["cat"] == "operator" for e in events)}
+    assert len(op_threads) >= 2
+    assert any(e["cat"] == "collective" for events in by_tid.values() for e in events)
