@@ -52,6 +52,7 @@ from . import framework  # noqa: F401,E402
 from . import onnx  # noqa: F401,E402  (paddle.onnx.export; the onnx package loads on use)
 from . import incubate  # noqa: F401,E402  (paddle.incubate.softmax_mask_fuse, ...)
 from . import profiler  # noqa: F401,E402  (paddle.profiler.Profiler, RecordEvent, ...)
+from . import vision  # noqa: F401,E402  (paddle.vision.models)
 utils.log.configure_from_env()      # NUMBAFLOW_LOG_LEVEL
 from ._health import run_check as _run_check  # noqa: E402
 utils.run_check = _run_check         # paddle.utils.run_check (utils is a lower layer)
@@ -71,7 +72,7 @@ __all__ = [
     # submodules
     "distributed", "dtypes", "fluid", "framework", "incubate", "initializer", "io", "metric",
     "nn",
-    "onnx", "optimizer", "profiler", "reader", "static", "tensor", "utils",
+    "onnx", "optimizer", "profiler", "reader", "static", "tensor", "utils", "vision",
 ]
 
 

@@ -20,7 +20,7 @@ PUBLIC_MODULES = [
     "numbaflow.fluid.regularizer", "numbaflow.fluid.backward", "numbaflow.distributed",
     "numbaflow.metric", "numbaflow.utils", "numbaflow.utils.unique_name",
     "numbaflow.fluid.layers.device",
-    "numbaflow.utils.metrics", "numbaflow.incubate",
+    "numbaflow.utils.metrics", "numbaflow.incubate", "numbaflow.vision.models",
 ]
 
 # Implementation modules reachable as attributes of a public module: their public

@@ -19,16 +19,6 @@ DYGRAPH = {
                  "dtype='float32') and feed a numpy array at run time: exe.run(main, "
                  "feed={'x': array}, fetch_list=[...]); for a constant in the program use "
                  "paddle.assign(array) or paddle.full(shape, value)",
-    "Linear": "static.nn.fc(x, size=out_features, activation='relu') appends a fully "
-              "connected layer (its weight and bias are created for you)",
-    "Conv2D": "static.nn.conv2d(x, num_filters=out_channels, filter_size=k, padding=p)",
-    "Layer": "write the network as a function that calls static.nn layers inside "
-             "`with static.program_guard(main, startup):` and returns the output Variable",
-    "Sequential": "call the static.nn layers one after another inside "
-                  "`with static.program_guard(main, startup):`",
-    "ReLU": "paddle.nn.functional.relu(x), or static.nn.fc(..., activation='relu')",
-    "CrossEntropyLoss": "loss = paddle.nn.functional.cross_entropy(logits, label) (the mean "
-                        "over the batch)",
     "no_grad": "build a separate program for evaluation: test_prog = main.clone(for_test=True)"
                " before optimizer.minimize(loss)",
     "backward": "call optimizer.minimize(loss) once while building the program (or "

@@ -1,0 +1,96 @@
+"""Activation layers, generated from one table: each is a thin Layer over its
+`paddle.nn.functional` op (no math of its own). A row whose functional op this tree does
+not have yet is skipped (it then raises numbaflow.nn's missing-name error).
+"""
+from __future__ import annotations
+
+from .. import functional as F
+from ...graph.program import Variable  # noqa: F401  (the generated annotations name it)
+from .layers import Layer
+
+# (class, functional, extra constructor arguments as Python source, Paddle's order)
+ACTIVATIONS = [
+    ("ReLU", "relu", ""),
+    ("ReLU6", "relu6", ""),
+    ("Sigmoid", "sigmoid", ""),
+    ("Tanh", "tanh", ""),
+    ("GELU", "gelu", "approximate: bool = False"),
+    ("LeakyReLU", "leaky_relu", "negative_slope: float = 0.01"),
+    ("Softmax", "softmax", "axis: int = -1"),
+    ("LogSoftmax", "log_softmax", "axis: int = -1"),
+    ("Silu", "silu", ""),
+    ("ELU", "elu", "alpha: float = 1.0"),
+    ("CELU", "celu", "alpha: float = 1.0"),
+    ("SELU", "selu", "scale: float = 1.0507009873554804934193349852946, "
+                     "alpha: float = 1.6732632423543772848170429916717"),
+    ("Hardswish", "hardswish", ""),
+    ("Hardsigmoid", "hardsigmoid", ""),
+    ("Hardtanh", "hardtanh", "min: float = -1.0, max: float = 1.0"),
+    ("Softplus", "softplus", "beta: float = 1, threshold: float = 20"),
+    ("Softsign", "softsign", ""),
+    ("Mish", "mish", ""),
+    ("LogSigmoid", "log_sigmoid", ""),
+    ("Tanhshrink", "tanhshrink", ""),
+    ("Softshrink", "softshrink", "threshold: float = 0.5"),
+    ("Hardshrink", "hardshrink", "threshold: float = 0.5"),
+    ("ThresholdedReLU", "thresholded_relu", "threshold: float = 1.0"),
+]
+# Paddle's swish is x * sigmoid(x), the same op as silu
+ALIASES = {"Swish": "Silu"}
+
+_TEMPLATE = '''
+def __init__(self{sig}, name: str | None = None) -> None:
+    Layer.__init__(self)
+    {store}self._name = name
+
+def forward(self, {inputs}) -> Variable:
+    return F.{fn}({args}{call}, name=self._name)
+
+def extra_repr(self) -> str:
+    return ", ".join(f"{{k}}={{getattr(self, '_' + k)!r}}" for k in {names!r})
+'''
+
+
+def _doc(cls, fn, args):
+    lines = "".join(f"        {a.split(':')[0].strip()} ({a.split(':')[1].split('=')[0].strip()})"
+                    f": as in F.{fn}.\n" for a in args)
+    return (f"The layer of `paddle.nn.functional.{fn}` (no parameters).\n\n"
+            f"    Args:\n{lines}        name (str, optional): a prefix for the output's name.\n\n"
+            f"    Example:\n        >>> act = paddle.nn.{cls}()\n"
+            f"        >>> act(static.data('x', [None, 3])).shape\n        (-1, 3)\n")
+
+
+def make_layer(cls, fn, sig, inputs=("x",), doc=None):
+    """A Layer class `cls` whose forward is F.`fn`(*inputs, <its constructor arguments>)."""
+    args = [a.strip() for a in sig.split(",") if a.strip()]
+    names = [a.split(":")[0].strip() for a in args]
+    src = _TEMPLATE.format(sig="".join(", " + a for a in args), fn=fn, names=names,
+                           store="".join(f"self._{n} = {n}\n    " for n in names),
+                           call="".join(f", {n}=self._{n}" for n in names),
+                           inputs=", ".join(f"{i}: Variable" for i in inputs),
+                           args=", ".join(inputs))
+    ns = {}
+    exec(compile(src, f"<nn.{cls}>", "exec", dont_inherit=False), globals(), ns)  # noqa: S102
+    ns["forward"].__doc__ = (f"F.{fn}({', '.join(inputs)}) with this layer's arguments.\n\n"
+                             f"        Args:\n" + "".join(f"            {i} (Variable): as in "
+                                                       f"F.{fn}.\n" for i in inputs) +
+                             "\n        Returns:\n            Variable: F." + fn + "'s output.\n")
+    ns["extra_repr"].__doc__ = ("The arguments repr() shows.\n\n        Returns:\n"
+                                "            str: e.g. 'axis=-1'.\n        ")
+    for f in ns.values():
+        f.__qualname__ = f"{cls}.{f.__name__}"
+    ns["__init__"].__doc__ = None
+    return type(cls, (Layer,), {"__module__": __name__, "__doc__": doc or _doc(cls, fn, args), **ns})
+
+
+__all__ = []
+for _cls, _fn, _sig in ACTIVATIONS:
+    if hasattr(F, _fn):
+        globals()[_cls] = make_layer(_cls, _fn, _sig)
+        __all__.append(_cls)
+for _alias, _target in ALIASES.items():
+    if _target in globals():
+        globals()[_alias] = type(_alias, (globals()[_target],), {
+            "__module__": __name__,
+            "__doc__": globals()[_target].__doc__.replace(f"nn.{_target}()", f"nn.{_alias}()")})
+        __all__.append(_alias)

@@ -1,0 +1,11 @@
+"""numbaflow.vision: Paddle 2.x's `paddle.vision.models` (LeNet, ResNet, MobileNetV2, VGG)
+built in static mode with Paddle's structure and parameter names, so a Paddle `.pdparams`
+of the same architecture loads with `model.set_state_dict(paddle.load(path))`.
+
+>>> model = paddle.vision.models.LeNet()
+>>> model(static.data('img', [None, 1, 28, 28])).shape
+(-1, 10)
+"""
+from . import models  # noqa: F401
+
+__all__ = ["models"]
