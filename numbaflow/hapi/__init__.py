@@ -1,0 +1,9 @@
+"""numbaflow.hapi: paddle.Model and paddle.callbacks (Paddle's high-level API).
+
+>>> paddle.Model is Model
+True
+"""
+from . import callbacks  # noqa: F401
+from .model import Model  # noqa: F401
+
+__all__ = ["Model", "callbacks"]
