@@ -71,7 +71,8 @@ __all__ = [
     # data and checkpoints
     "batch", "save", "load", "Model",
     # submodules
-    "callbacks", "distributed", "dtypes", "fluid", "framework", "incubate", "initializer", "io", "metric",
+    "callbacks", "distributed", "dtypes", "fluid", "framework", "hapi", "incubate", "initializer",
+    "io", "metric",
     "nn",
     "onnx", "optimizer", "profiler", "reader", "static", "tensor", "utils", "vision",
 ]

@@ -1,6 +1,6 @@
 """numbaflow.hapi: paddle.Model and paddle.callbacks (Paddle's high-level API).
 
->>> paddle.Model is Model
+>>> paddle.Model is paddle.hapi.Model
 True
 """
 from . import callbacks  # noqa: F401

@@ -6,7 +6,10 @@ the forward pass (cloned for `predict`), the loss and the metrics' graph part (c
 for `evaluate`), then the optimizer's update (`fit`). Batches come from a
 `paddle.io.Dataset` (or a DataLoader) as [inputs..., labels...].
 """
+from __future__ import annotations
+
 import os
+from typing import Any
 
 import numpy as np
 
@@ -39,7 +42,7 @@ class Model:
         2
     """
 
-    def __init__(self, network, inputs=None, labels=None):
+    def __init__(self, network: Any, inputs: Any = None, labels: Any = None) -> None:
         self.network = network
         self._inputs = [s if isinstance(s, InputSpec) else InputSpec(*s) for s in _as_list(inputs)]
         self._labels = [s if isinstance(s, InputSpec) else InputSpec(*s) for s in _as_list(labels)]
@@ -55,14 +58,29 @@ class Model:
         self._prepared = False
         self.stop_training = False
 
-    def parameters(self, *args, **kwargs):
-        """The network's parameters."""
+    def parameters(self, *args: Any, **kwargs: Any) -> list:
+        """The network's parameters.
+
+        Args:
+            *args, **kwargs: as Layer.parameters.
+
+        Returns:
+            list of Parameter.
+        """
         return self.network.parameters(*args, **kwargs)
 
-    def prepare(self, optimizer=None, loss=None, metrics=None, amp_configs=None):
-        """Build the programs: forward, loss (a callable outputs, labels -> loss, e.g.
-        paddle.nn.CrossEntropyLoss()), metrics' compute, optimizer's minimize; then run
-        the startup program (initial parameters)."""
+    def prepare(self, optimizer: Any = None, loss: Any = None, metrics: Any = None,
+                amp_configs: Any = None) -> None:
+        """Build the programs (forward, loss, the metrics' compute, the optimizer's
+        minimize), then run the startup program (initial parameters).
+
+        Args:
+            optimizer (Optimizer, optional): built with parameters=model.parameters().
+            loss (callable, optional): (outputs..., labels...) -> loss Variable, e.g.
+                paddle.nn.CrossEntropyLoss().
+            metrics (Metric or list, optional): paddle.metric classes.
+            amp_configs: accepted for Paddle's signature, ignored.
+        """
         if self._prepared:
             raise RuntimeError("Model.prepare: already prepared; make a new Model (a second "
                                "prepare would add a second update to the same program)")
@@ -107,16 +125,40 @@ class Model:
         return ([np.asarray(v) for v in losses], metrics) if metrics else \
             [np.asarray(v) for v in losses]
 
-    def train_batch(self, inputs, labels=None, update=True):
-        """One training step; returns the losses ([loss]) or (losses, metric values)."""
+    def train_batch(self, inputs: Any, labels: Any = None, update: bool = True) -> Any:
+        """One training step.
+
+        Args:
+            inputs (list of ndarray): one per input spec.
+            labels (list of ndarray, optional): one per label spec.
+            update (bool): accepted for Paddle's signature (always updates).
+
+        Returns:
+            list or tuple: the losses ([loss]), or (losses, metric values) with metrics.
+        """
         return self._run(self._main, inputs, labels)
 
-    def eval_batch(self, inputs, labels=None):
-        """One evaluation step (no update; dropout off, batch norm's running stats)."""
+    def eval_batch(self, inputs: Any, labels: Any = None) -> Any:
+        """One evaluation step (no update; dropout off, batch norm's running stats).
+
+        Args:
+            inputs (list of ndarray): one per input spec.
+            labels (list of ndarray, optional): one per label spec.
+
+        Returns:
+            list or tuple: as train_batch.
+        """
         return self._run(self._eval_prog, inputs, labels)
 
-    def predict_batch(self, inputs):
-        """The network's outputs for one batch of inputs."""
+    def predict_batch(self, inputs: Any) -> list:
+        """The network's outputs for one batch of inputs.
+
+        Args:
+            inputs (list of ndarray): one per input spec.
+
+        Returns:
+            list of ndarray: one per output.
+        """
         if not self._prepared:
             raise RuntimeError("Model: call prepare() first")
         feed = dict(zip(self._feed_names, _as_list(inputs)))
@@ -140,11 +182,29 @@ class Model:
             logs.update(zip(names, values))
         return logs
 
-    def fit(self, train_data=None, eval_data=None, batch_size=1, epochs=1, eval_freq=1,
-            log_freq=10, save_dir=None, save_freq=1, verbose=2, drop_last=False, shuffle=True,
-            num_workers=0, callbacks=None, accumulate_grad_batches=1, num_iters=None):
-        """Train `epochs` epochs over train_data (evaluating on eval_data every eval_freq
-        epochs, saving to save_dir every save_freq epochs and at the end)."""
+    def fit(self, train_data: Any = None, eval_data: Any = None, batch_size: int = 1,
+            epochs: int = 1, eval_freq: int = 1, log_freq: int = 10, save_dir: str | None = None,
+            save_freq: int = 1, verbose: int = 2, drop_last: bool = False, shuffle: bool = True,
+            num_workers: int = 0, callbacks: Any = None, accumulate_grad_batches: int = 1,
+            num_iters: int | None = None) -> None:
+        """Train over train_data.
+
+        Args:
+            train_data (Dataset or DataLoader): samples [inputs..., labels...].
+            eval_data (Dataset or DataLoader, optional): evaluated every eval_freq epochs.
+            batch_size (int): for a Dataset.
+            epochs (int): passes over train_data.
+            eval_freq (int): epochs between evaluations.
+            log_freq (int): steps between progress lines (verbose=2).
+            save_dir (str, optional): save_dir/<epoch> every save_freq epochs, and
+                save_dir/final at the end (Model.save).
+            save_freq (int): epochs between saves.
+            verbose (int): 0 silent, 1 per epoch, 2 every log_freq steps.
+            drop_last, shuffle, num_workers: for the DataLoader of a Dataset.
+            callbacks (list of Callback, optional): called around epochs and batches.
+            accumulate_grad_batches (int): accepted, ignored (one update per batch).
+            num_iters (int, optional): stop after this many steps in all.
+        """
         loader = self._loader(train_data, batch_size, shuffle, drop_last, num_workers)
         n = len(loader) if hasattr(loader, "__len__") else None
         cbks = config_callbacks(callbacks, self, {"epochs": epochs, "steps": n,
@@ -180,10 +240,22 @@ class Model:
     def _metric_names(self):
         return ["loss"] + [n for m in self._metrics for n in _as_list(m.name())]
 
-    def evaluate(self, eval_data, batch_size=1, log_freq=10, verbose=2, num_workers=0,
-                 callbacks=None, num_iters=None):
-        """The loss (mean over batches) and the metrics over eval_data: {'loss': [..],
-        <metric name>: value}."""
+    def evaluate(self, eval_data: Any, batch_size: int = 1, log_freq: int = 10,
+                 verbose: int = 2, num_workers: int = 0, callbacks: Any = None,
+                 num_iters: int | None = None) -> dict:
+        """The loss and the metrics over eval_data.
+
+        Args:
+            eval_data (Dataset or DataLoader): samples [inputs..., labels...].
+            batch_size (int): for a Dataset.
+            log_freq, verbose: as fit.
+            num_workers (int): for the DataLoader of a Dataset.
+            callbacks (list of Callback, optional): their on_eval_* are called.
+            num_iters (int, optional): at most this many batches.
+
+        Returns:
+            dict: {'loss': [mean of the batches' losses], <metric name>: value, ...}.
+        """
         loader = self._loader(eval_data, batch_size, False, False, num_workers)
         cbks = config_callbacks(callbacks, self, {"verbose": verbose}, log_freq, verbose)
         return self._evaluate(loader, cbks, num_iters)
@@ -207,10 +279,20 @@ class Model:
         cbks.on_eval_end(logs)
         return logs
 
-    def predict(self, test_data, batch_size=1, num_workers=0, stack_outputs=False, verbose=1,
-                callbacks=None):
-        """The network's outputs over test_data: one list per output (of batch arrays;
-        one array each with stack_outputs)."""
+    def predict(self, test_data: Any, batch_size: int = 1, num_workers: int = 0,
+                stack_outputs: bool = False, verbose: int = 1, callbacks: Any = None) -> list:
+        """The network's outputs over test_data.
+
+        Args:
+            test_data (Dataset or DataLoader): samples [inputs..., (labels ignored)].
+            batch_size (int): for a Dataset.
+            num_workers (int): for the DataLoader of a Dataset.
+            stack_outputs (bool): one array per output instead of a list of batches.
+            verbose, callbacks: accepted for Paddle's signature.
+
+        Returns:
+            list: one entry per output (a list of batch arrays, or one array).
+        """
         loader = self._loader(test_data, batch_size, False, False, num_workers)
         k = len(self._inputs)
         outputs = [[] for _ in self._outputs]
@@ -223,9 +305,14 @@ class Model:
         return outputs
 
     # ---------------------------------------------------------------- state
-    def save(self, path, training=True):
-        """training: the parameters and optimizer state (path.pdparams, path.pdopt);
-        otherwise an inference model (static.save_inference_model at path)."""
+    def save(self, path: str, training: bool = True) -> None:
+        """Save the model.
+
+        Args:
+            path (str): the path prefix.
+            training (bool): True: the parameters and optimizer state (path.pdparams,
+                path.pdopt); False: an inference model (static.save_inference_model).
+        """
         folder = os.path.dirname(path)
         if folder:
             os.makedirs(folder, exist_ok=True)
@@ -237,16 +324,28 @@ class Model:
             static.save_inference_model(path, ins, self._outputs, self._exe,
                                         program=self._predict_prog)
 
-    def load(self, path, skip_mismatch=False, reset_optimizer=False):
-        """Load what save(path) wrote (parameters, and optimizer state unless
-        reset_optimizer)."""
+    def load(self, path: str, skip_mismatch: bool = False, reset_optimizer: bool = False) -> None:
+        """Load what save(path) wrote.
+
+        Args:
+            path (str): the path prefix.
+            skip_mismatch (bool): accepted, ignored (a mismatch raises).
+            reset_optimizer (bool): load the parameters only.
+        """
         if reset_optimizer or not os.path.exists(path + ".pdopt"):
             static.load(self._main, path, self._exe, var_list=self.parameters())
         else:
             static.load(self._main, path, self._exe)
 
-    def summary(self, input_size=None, dtype=None):
-        """Print the layers' parameter counts; returns {'total_params', 'trainable_params'}."""
+    def summary(self, input_size: Any = None, dtype: Any = None) -> dict:
+        """Print the parameters with their shapes and counts.
+
+        Args:
+            input_size, dtype: accepted for Paddle's signature (the specs are known).
+
+        Returns:
+            dict: {'total_params': int, 'trainable_params': int}.
+        """
         total = trainable = 0
         print(f"{'Parameter':<40}{'Shape':<20}{'Count':>10}")
         for p in self.parameters():

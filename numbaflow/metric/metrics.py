@@ -10,7 +10,10 @@ and returns the batch's value, `accumulate` the value over every batch since `re
 >>> m.update(m.compute(np.array([[0.1, 0.9], [0.8, 0.2]]), np.array([[1], [1]])))
 0.5
 """
+from __future__ import annotations
+
 import abc
+from typing import Any
 
 import numpy as np
 
@@ -41,23 +44,45 @@ class Metric(abc.ABC):
     """
 
     @abc.abstractmethod
-    def reset(self):
+    def reset(self) -> None:
         """Forget every batch."""
 
     @abc.abstractmethod
-    def update(self, *args):
-        """Add a batch; returns the batch's value."""
+    def update(self, *args: Any) -> Any:
+        """Add a batch.
+
+        Args:
+            *args: the batch's arrays (what `compute` returned, fetched).
+
+        Returns:
+            the batch's value.
+        """
 
     @abc.abstractmethod
-    def accumulate(self):
-        """The value over every batch since reset."""
+    def accumulate(self) -> Any:
+        """The value over every batch since reset.
+
+        Returns:
+            float or list of float.
+        """
 
     @abc.abstractmethod
-    def name(self):
-        """The metric's name (a list of names for several values)."""
+    def name(self) -> Any:
+        """The metric's name.
 
-    def compute(self, *args):
-        """Prepare `update`'s arguments from outputs and labels (default: as they are)."""
+        Returns:
+            str or list of str (one per value).
+        """
+
+    def compute(self, *args: Any) -> Any:
+        """Prepare `update`'s arguments from outputs and labels.
+
+        Args:
+            *args: the model's outputs and labels.
+
+        Returns:
+            tuple: by default the arguments as they are.
+        """
         return args
 
 
@@ -78,8 +103,7 @@ class Accuracy(Metric):
         ['acc_top1', 'acc_top2']
     """
 
-    def __init__(self, topk=(1,), name=None, *args, **kwargs):
-        super().__init__(*args, **kwargs)
+    def __init__(self, topk: tuple = (1,), name: str | None = None) -> None:
         self.topk = tuple(topk)
         if not self.topk or not all(isinstance(k, int) and k >= 1 for k in self.topk):
             raise ValueError(f"Accuracy: topk must be a tuple of ints >= 1, got {topk!r}")
@@ -88,10 +112,17 @@ class Accuracy(Metric):
         self._name = [f"{name}_top{k}" for k in self.topk] if self.maxk != 1 else [name]
         self.reset()
 
-    def compute(self, pred, label, *args):
+    def compute(self, pred: Any, label: Any, *args: Any) -> Any:
         """(N, maxk) float32: 1 where the i-th highest score's class is the label.
-        `label` is class indices (N,) / (N, 1) or one-hot (N, C). Arrays give an array;
-        Variables give a Variable (graph ops) to fetch and pass to `update`."""
+
+        Args:
+            pred: scores (N, C), an array or a Variable.
+            label: class indices (N,) / (N, 1), or one-hot (N, C).
+
+        Returns:
+            the hits, an array (from arrays) or a Variable (graph ops) to fetch and pass
+            to `update`.
+        """
         if isinstance(pred, np.ndarray) or not hasattr(pred, "block"):
             pred, label = np.asarray(pred), np.asarray(label)
             top = np.argsort(-pred, axis=-1, kind="stable")[..., :self.maxk]
@@ -108,8 +139,15 @@ class Accuracy(Metric):
             label = paddle.argmax(label, axis=-1, keepdim=True)
         return paddle.cast(paddle.equal(top, paddle.cast(label, top.dtype)), "float32")
 
-    def update(self, correct, *args):
-        """Add a batch's `compute` result; returns its accuracy (a list for several k)."""
+    def update(self, correct: Any, *args: Any) -> float | list:
+        """Add a batch's `compute` result.
+
+        Args:
+            correct (ndarray): the hits `compute` gave.
+
+        Returns:
+            float or list: the batch's accuracy (a list for several k).
+        """
         correct = _array(correct, "correct", "Accuracy")
         num_samples = int(np.prod(np.array(correct.shape[:-1])))
         accs = []
@@ -120,7 +158,7 @@ class Accuracy(Metric):
             self.count[i] += num_samples
         return accs[0] if len(self.topk) == 1 else accs
 
-    def reset(self):
+    def reset(self) -> None:
         self.total = [0.0] * len(self.topk)
         self.count = [0] * len(self.topk)
 
@@ -145,6 +183,9 @@ class Precision(Metric):
     """Binary precision tp / (tp + fp); a prediction counts as 1 when it rounds to 1
     (floor(p + 0.5), as Paddle).
 
+    Args:
+        name (str): default 'precision'.
+
     Example:
         >>> m = paddle.metric.Precision()
         >>> m.update(np.array([0.9, 0.8, 0.2, 0.6]), np.array([1, 0, 0, 1]))
@@ -152,18 +193,23 @@ class Precision(Metric):
         0.6666666666666666
     """
 
-    def __init__(self, name="precision", *args, **kwargs):
-        super().__init__(*args, **kwargs)
+    def __init__(self, name: str = "precision") -> None:
         self._name = name
         self.reset()
 
-    def update(self, preds, labels):
+    def update(self, preds: np.ndarray, labels: np.ndarray) -> None:
+        """Add a batch.
+
+        Args:
+            preds (ndarray): (N,) or (N, 1) probabilities of the positive class.
+            labels (ndarray): (N,) or (N, 1), 1 for positive.
+        """
         preds, labels = _per_sample(preds, labels, "Precision")
         positive = np.floor(preds + 0.5).astype("int32") == 1
         self.tp += int(np.sum(positive & (labels == 1)))
         self.fp += int(np.sum(positive & (labels != 1)))
 
-    def reset(self):
+    def reset(self) -> None:
         self.tp = self.fp = 0
 
     def accumulate(self):
@@ -178,6 +224,9 @@ class Recall(Metric):
     """Binary recall tp / (tp + fn); a prediction counts as 1 when np.rint rounds it to
     1 (as Paddle: 0.5 rounds to 0).
 
+    Args:
+        name (str): default 'recall'.
+
     Example:
         >>> m = paddle.metric.Recall()
         >>> m.update(np.array([0.9, 0.8, 0.2, 0.6]), np.array([1, 0, 1, 1]))
@@ -185,19 +234,24 @@ class Recall(Metric):
         0.6666666666666666
     """
 
-    def __init__(self, name="recall", *args, **kwargs):
-        super().__init__(*args, **kwargs)
+    def __init__(self, name: str = "recall") -> None:
         self._name = name
         self.reset()
 
-    def update(self, preds, labels):
+    def update(self, preds: np.ndarray, labels: np.ndarray) -> None:
+        """Add a batch.
+
+        Args:
+            preds (ndarray): (N,) or (N, 1) probabilities of the positive class.
+            labels (ndarray): (N,) or (N, 1), 1 for positive.
+        """
         preds, labels = _per_sample(preds, labels, "Recall")
         actual = labels == 1
         hit = np.rint(preds).astype("int32") == labels
         self.tp += int(np.sum(actual & hit))
         self.fn += int(np.sum(actual & ~hit))
 
-    def reset(self):
+    def reset(self) -> None:
         self.tp = self.fn = 0
 
     def accumulate(self):
@@ -226,8 +280,7 @@ class Auc(Metric):
         0.75
     """
 
-    def __init__(self, curve="ROC", num_thresholds=4095, name="auc", *args, **kwargs):
-        super().__init__(*args, **kwargs)
+    def __init__(self, curve: str = "ROC", num_thresholds: int = 4095, name: str = "auc") -> None:
         if curve != "ROC":
             raise ValueError(f"Auc: curve must be 'ROC' (Paddle's Auc class computes only "
                              f"ROC), got {curve!r}")
@@ -238,9 +291,13 @@ class Auc(Metric):
         self._name = name
         self.reset()
 
-    def update(self, preds, labels):
-        """preds: (N, 2) probabilities (column 1: the positive class); labels: (N,) or
-        (N, 1), nonzero for positive."""
+    def update(self, preds: np.ndarray, labels: np.ndarray) -> None:
+        """Add a batch.
+
+        Args:
+            preds (ndarray): (N, 2) probabilities (column 1: the positive class).
+            labels (ndarray): (N,) or (N, 1), nonzero for positive.
+        """
         preds, labels = _array(preds, "preds", "Auc"), _array(labels, "labels", "Auc")
         if preds.ndim != 2 or preds.shape[1] < 2 or preds.shape[0] != labels.shape[0]:
             raise ValueError(f"Auc.update: preds must be (N, 2) class probabilities and labels "
@@ -254,7 +311,16 @@ class Auc(Metric):
         np.add.at(self._stat_neg, bins[~positive], 1.0)
 
     @staticmethod
-    def trapezoid_area(x1, x2, y1, y2):
+    def trapezoid_area(x1: float, x2: float, y1: float, y2: float) -> float:
+        """The area of the trapezoid between x1 and x2 under heights y1, y2.
+
+        Args:
+            x1, x2 (float): its sides' x.
+            y1, y2 (float): its sides' heights.
+
+        Returns:
+            float: |x1 - x2| * (y1 + y2) / 2.
+        """
         return abs(x1 - x2) * (y1 + y2) / 2.0
 
     def accumulate(self):
@@ -267,7 +333,7 @@ class Auc(Metric):
         auc = float(np.sum(np.abs(neg - prev_neg) * (pos + prev_pos) / 2.0))
         return auc / tot_pos / tot_neg if tot_pos > 0.0 and tot_neg > 0.0 else 0.0
 
-    def reset(self):
+    def reset(self) -> None:
         self._stat_pos = np.zeros(self._num_thresholds + 1)
         self._stat_neg = np.zeros(self._num_thresholds + 1)
 

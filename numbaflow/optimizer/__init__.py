@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Optimizer", "SGD", "Momentum", "Adam", "L1Decay", "L2Decay",
            "SGDOptimizer", "MomentumOptimizer", "AdamOptimizer",
-           "Adagrad", "RMSProp", "Adamax", "AdamW", "Lamb", "lr"]
+           "Adagrad", "RMSProp", "Adamax", "AdamW", "Lamb", "lr", "MinimizeTwiceWarning"]
 
 
 class Optimizer:
@@ -220,7 +220,18 @@ class Optimizer:
 
 
 class MinimizeTwiceWarning(UserWarning):
-    """A second minimize of a loss its program already trains (each run updates twice)."""
+    """A second minimize of a loss its program already trains (each run updates twice).
+
+    Args:
+        message (str): what happened and how to keep it on purpose.
+
+    Example:
+        >>> issubclass(paddle.optimizer.MinimizeTwiceWarning, UserWarning)
+        True
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
 
 
 def _warn_if_trained_already(loss):

@@ -11,12 +11,15 @@ A profiled run goes op by op even where the plan has compiled segments (each op 
 its own time), so a step is slower while recording; the ops' times are their own.
 On a GPU place the times are launch times (kernels run asynchronously).
 """
+from __future__ import annotations
+
 import datetime
 import os
 import socket
 import time
 import warnings
 from enum import Enum
+from typing import Any, Callable, Iterable, NoReturn
 
 from ..utils import profiling_hook
 from .summary import summary_text
@@ -26,24 +29,54 @@ from .record_event import RecordEvent
 
 class ProfilerState(Enum):
     """CLOSED: nothing recorded; READY: about to record; RECORD: recording;
-    RECORD_AND_RETURN: the last step of a RECORD window (its data is handed over)."""
+    RECORD_AND_RETURN: the last step of a RECORD window (its data is handed over).
+
+    Args:
+        value (int): the member's number (as Paddle's).
+
+    Example:
+        >>> paddle.profiler.ProfilerState.RECORD.value
+        2
+    """
     CLOSED = 0
     READY = 1
     RECORD = 2
     RECORD_AND_RETURN = 3
 
+    def __init__(self, value: int) -> None:
+        self._value_ = value
+
 
 class ProfilerTarget(Enum):
     """The devices to profile: CPU (the host's ops) and GPU (launch times); the others
-    are accepted and ignored with a warning."""
+    are accepted and ignored with a warning.
+
+    Args:
+        value (int): the member's number (as Paddle's).
+
+    Example:
+        >>> paddle.profiler.ProfilerTarget.CPU.name
+        'CPU'
+    """
     CPU = 0
     GPU = 1
     XPU = 2
     CUSTOM_DEVICE = 3
 
+    def __init__(self, value: int) -> None:
+        self._value_ = value
+
 
 class SortedKeys(Enum):
-    """How summary() orders its rows (GPU* order as CPU*: one clock times both)."""
+    """How summary() orders its rows (GPU* order as CPU*: one clock times both).
+
+    Args:
+        value (int): the member's number (as Paddle's).
+
+    Example:
+        >>> paddle.profiler.SortedKeys.CPUAvg.value
+        1
+    """
     CPUTotal = 0
     CPUAvg = 1
     CPUMax = 2
@@ -53,9 +86,20 @@ class SortedKeys(Enum):
     GPUMax = 6
     GPUMin = 7
 
+    def __init__(self, value: int) -> None:
+        self._value_ = value
+
 
 class SummaryView(Enum):
-    """The tables summary(views=...) prints (the others are Paddle's device views)."""
+    """The tables summary(views=...) prints (the others are Paddle's device views).
+
+    Args:
+        value (int): the member's number (as Paddle's).
+
+    Example:
+        >>> paddle.profiler.SummaryView.OperatorView.value
+        5
+    """
     DeviceView = 0
     OverView = 1
     ModelView = 2
@@ -66,16 +110,30 @@ class SummaryView(Enum):
     MemoryManipulationView = 7
     UDFView = 8
 
+    def __init__(self, value: int) -> None:
+        self._value_ = value
+
 
 _VIEWS = {SummaryView.OverView: "overview", SummaryView.OperatorView: "operator",
           SummaryView.KernelView: "operator", SummaryView.UDFView: "udf",
           SummaryView.ModelView: "compile"}
 
 
-def make_scheduler(*, closed, ready, record, repeat=0, skip_first=0):
+def make_scheduler(*, closed: int, ready: int, record: int, repeat: int = 0,
+                   skip_first: int = 0) -> Callable[[int], ProfilerState]:
     """A scheduler: step number -> ProfilerState. After `skip_first` steps, cycles of
     `closed` CLOSED, `ready` READY and `record` RECORD steps (the last one
     RECORD_AND_RETURN), `repeat` times (0: until the profiler stops).
+
+    Args:
+        closed (int): steps recording nothing, at the start of each cycle.
+        ready (int): steps getting ready (nothing recorded) after them.
+        record (int): steps recorded (>= 1).
+        repeat (int): cycles (0: until the profiler stops).
+        skip_first (int): steps skipped before the first cycle.
+
+    Returns:
+        callable: step number -> ProfilerState.
 
     Example:
         >>> s = paddle.profiler.make_scheduler(closed=1, ready=1, record=2, repeat=1)
@@ -114,9 +172,17 @@ def _window(scheduler):
     return make_scheduler(closed=0, ready=0, record=end - start, repeat=1)
 
 
-def export_chrome_tracing(dir_name, worker_name=None):
+def export_chrome_tracing(dir_name: str, worker_name: str | None = None
+                          ) -> Callable[[Profiler], None]:
     """An on_trace_ready that writes each window's trace to
     `dir_name/<worker_name>_time_<date>.paddle_trace.json` (worker_name: host and pid).
+
+    Args:
+        dir_name (str): the folder (created when missing).
+        worker_name (str, optional): the file name's prefix.
+
+    Returns:
+        callable: the handler, called with the Profiler.
 
     Example:
         >>> import tempfile
@@ -131,14 +197,39 @@ def export_chrome_tracing(dir_name, worker_name=None):
     return handle
 
 
-def export_protobuf(dir_name, worker_name=None):
-    """Not supported: raises NotImplementedError (use export_chrome_tracing)."""
+def export_protobuf(dir_name: str, worker_name: str | None = None) -> NoReturn:
+    """Not supported: raises NotImplementedError (use export_chrome_tracing).
+
+    Args:
+        dir_name (str): the folder Paddle would write to.
+        worker_name (str, optional): the file name's prefix.
+
+    Raises:
+        NotImplementedError: always.
+
+    Example:
+        >>> paddle.profiler.export_protobuf('./log')
+        Traceback (most recent call last):
+        NotImplementedError: numbaflow.profiler writes Chrome traces only (JSON, opened by Perfetto); use on_trace_ready=export_chrome_tracing(dir_name)
+    """
     raise NotImplementedError("numbaflow.profiler writes Chrome traces only (JSON, opened by "
                               "Perfetto); use on_trace_ready=export_chrome_tracing(dir_name)")
 
 
-def load_profiler_result(filename):
-    """Not supported: raises NotImplementedError (open the JSON trace in Perfetto)."""
+def load_profiler_result(filename: str) -> NoReturn:
+    """Not supported: raises NotImplementedError (open the JSON trace in Perfetto).
+
+    Args:
+        filename (str): a saved result.
+
+    Raises:
+        NotImplementedError: always.
+
+    Example:
+        >>> paddle.profiler.load_profiler_result('x.json')  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        NotImplementedError: numbaflow.profiler cannot load a saved result: ...
+    """
     raise NotImplementedError("numbaflow.profiler cannot load a saved result: open the Chrome "
                               f"trace {filename!r} at https://ui.perfetto.dev instead")
 
@@ -153,6 +244,8 @@ class Profiler:
             ends (default: export_chrome_tracing('./profiler_log/')).
         timer_only (bool): only time the steps and the data loading (step_info); no op
             is timed and nothing is traced.
+        record_shapes, profile_memory, emit_nvtx, custom_device_types, with_flops:
+            accepted for Paddle's signature, ignored.
 
     Example:
         >>> x = static.data('x', [None, 4])
@@ -167,9 +260,12 @@ class Profiler:
         True
     """
 
-    def __init__(self, *, targets=None, scheduler=None, on_trace_ready=None,
-                 record_shapes=False, profile_memory=False, timer_only=False,
-                 emit_nvtx=False, custom_device_types=None, with_flops=False):
+    def __init__(self, *, targets: Iterable[ProfilerTarget] | None = None,
+                 scheduler: Callable[[int], ProfilerState] | tuple | None = None,
+                 on_trace_ready: Callable[[Profiler], Any] | None = None,
+                 record_shapes: bool = False, profile_memory: bool = False,
+                 timer_only: bool = False, emit_nvtx: bool = False,
+                 custom_device_types: list | None = None, with_flops: bool = False) -> None:
         self.targets = set(targets) if targets else {ProfilerTarget.CPU, ProfilerTarget.GPU}
         for t in self.targets - {ProfilerTarget.CPU, ProfilerTarget.GPU}:
             warnings.warn(f"Profiler: target {t} is not supported here; ignored", stacklevel=2)
@@ -201,7 +297,7 @@ class Profiler:
     def __exit__(self, *exc):
         self.stop()
 
-    def start(self):
+    def start(self) -> None:
         """Start at step 0 (recording at once if the scheduler says so)."""
         if self._started:
             raise RuntimeError("Profiler.start: already started; call stop() first")
@@ -213,9 +309,12 @@ class Profiler:
                                                           ProfilerState.RECORD_AND_RETURN):
             self._begin_record()
 
-    def step(self, num_samples=None):
-        """Mark the end of a step (and the start of the next): num_samples is the batch
-        size, for step_info's throughput."""
+    def step(self, num_samples: int | None = None) -> None:
+        """Mark the end of a step (and the start of the next).
+
+        Args:
+            num_samples (int, optional): the step's batch size, for step_info's ips.
+        """
         if not self._started:
             raise RuntimeError("Profiler.step: the profiler is not started; call start() "
                                "or use it as a context manager")
@@ -233,7 +332,7 @@ class Profiler:
                 ProfilerState.RECORD, ProfilerState.RECORD_AND_RETURN):
             self._begin_record()
 
-    def stop(self):
+    def stop(self) -> None:
         """End the last step and the profiler; hands a window still recording over."""
         if not self._started:
             return
@@ -272,8 +371,16 @@ class Profiler:
         if self.on_trace_ready:
             self.on_trace_ready(self)
 
-    def export(self, path, format="json"):
-        """Write the last window's trace to `path` (format 'json': a Chrome trace)."""
+    def export(self, path: str, format: str = "json") -> str:
+        """Write the last window's trace to `path` (format 'json': a Chrome trace).
+
+        Args:
+            path (str): the file.
+            format (str): 'json' (the only one).
+
+        Returns:
+            str: the path.
+        """
         if format != "json":
             raise NotImplementedError(f"Profiler.export: format {format!r} is not supported; "
                                       f"use 'json' (a Chrome trace, opened by Perfetto)")
@@ -285,26 +392,48 @@ class Profiler:
                                f"ended; check the scheduler, or call stop() first)")
         return self.profiler_result
 
-    def summary_text(self, sorted_by=SortedKeys.CPUTotal, op_detail=True, thread_sep=False,
-                     time_unit="ms", views=None):
-        """What summary() prints, as a string."""
+    def summary_text(self, sorted_by: SortedKeys = SortedKeys.CPUTotal, op_detail: bool = True,
+                     thread_sep: bool = False, time_unit: str = "ms", views: Any = None) -> str:
+        """What summary() prints, as a string.
+
+        Args:
+            sorted_by, op_detail, thread_sep, time_unit, views: as summary().
+
+        Returns:
+            str: the tables.
+        """
         if views is not None:
             views = {_VIEWS.get(v) for v in (views if isinstance(views, (list, tuple, set))
                                              else [views])}
         return summary_text(self._result("summary"), sorted_by.value % 4, op_detail, time_unit,
                             views)
 
-    def summary(self, sorted_by=SortedKeys.CPUTotal, op_detail=True, thread_sep=False,
-                time_unit="ms", views=None):
+    def summary(self, sorted_by: SortedKeys = SortedKeys.CPUTotal, op_detail: bool = True,
+                thread_sep: bool = False, time_unit: str = "ms", views: Any = None) -> None:
         """Print the last window's tables: an overview of the steps, the operators by type
         and (op_detail) one by one (calls, total, average, min, max, share of the step
         time), the RecordEvent ranges, and apart the first runs, whose time is mostly
-        compiling kernels."""
+        compiling kernels.
+
+        Args:
+            sorted_by (SortedKeys): the rows' order (total, average, max or min time).
+            op_detail (bool): also the table of each op.
+            thread_sep (bool): accepted, ignored (one table for all threads).
+            time_unit (str): 's', 'ms', 'us' or 'ns'.
+            views (SummaryView or list, optional): only these tables.
+        """
         print(self.summary_text(sorted_by, op_detail, thread_sep, time_unit, views))
 
-    def step_info(self, unit=None):
+    def step_info(self, unit: str | None = None) -> str:
         """The average step since the last call: reader_cost (waiting for the
-        DataLoader), batch_cost (the step) and ips (num_samples per second, or steps/s)."""
+        DataLoader), batch_cost (the step) and ips (num_samples per second, or steps/s).
+
+        Args:
+            unit (str, optional): the samples' unit in ips (default 'samples').
+
+        Returns:
+            str: 'reader_cost: ... s batch_cost: ... s ips: ...'.
+        """
         rows, self._timer = self._timer, []
         if not rows:
             return "no step since the last step_info"

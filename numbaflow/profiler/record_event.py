@@ -24,20 +24,20 @@ class RecordEvent:
         ...     batch = np.zeros((4, 3))
     """
 
-    def __init__(self, name, event_type=None):
+    def __init__(self, name: str, event_type: object = None) -> None:
         if not isinstance(name, str):
             raise TypeError(f"RecordEvent: name must be a str, got {type(name).__name__}")
         self.name = name
         self._rec = None
         self._t0 = 0
 
-    def begin(self):
+    def begin(self) -> None:
         """Start the range (nothing happens when no profiler records)."""
         self._rec = profiling_hook.recorder
         if self._rec is not None:
             self._t0 = time.perf_counter_ns()
 
-    def end(self):
+    def end(self) -> None:
         """End the range (recorded into the window that was recording at begin())."""
         rec, self._rec = self._rec, None
         if rec is not None and rec is profiling_hook.recorder:
