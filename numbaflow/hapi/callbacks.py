@@ -110,9 +110,12 @@ class EarlyStopping(Callback):
             save_best_model
         self.better = np.greater if mode == "max" or mode == "auto" and "acc" in monitor \
             else np.less
-        self.wait, self.stopped_epoch = 0, 0
+        self.wait, self.stopped_epoch, self.epoch = 0, 0, 0
         self.best = baseline if baseline is not None else \
             (-np.inf if self.better is np.greater else np.inf)
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.epoch = epoch
 
     def on_eval_end(self, logs=None):
         if not logs or self.monitor not in logs:
@@ -130,7 +133,7 @@ class EarlyStopping(Callback):
             if self.wait > self.patience:
                 self.model.stop_training = True
                 if self.verbose:
-                    print(f"Epoch {self.params.get('epoch', 0) + 1}: early stopping "
+                    print(f"Epoch {self.epoch + 1}: early stopping "
                           f"({self.monitor} has not improved for {self.wait} evaluations)")
 
 
