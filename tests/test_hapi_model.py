@@ -126,3 +126,47 @@ def test_prepare_twice_and_unprepared_use_say_what_to_do():
         model.prepare()
     with pytest.raises(ValueError, match="InputSpec"):
         paddle.Model(paddle.nn.Linear(2, 2))
+
+
+def test_fit_and_evaluate_give_real_paddles_numbers():
+    """The same net, weights and data through real Paddle 2.6's Model.fit / evaluate
+    (tests/fixtures/paddle_model/make_model_fixture.py)."""
+    ref = np.load(os.path.join(os.path.dirname(__file__), "fixtures", "paddle_model", "fit.npz"))
+
+    class Pairs(paddle.io.Dataset):
+        def __init__(self, x, y):
+            self.x, self.y = x, y
+
+        def __len__(self):
+            return len(self.x)
+
+        def __getitem__(self, i):
+            return self.x[i], self.y[i]
+
+    class Log(paddle.callbacks.Callback):
+        def __init__(self):
+            super().__init__()
+            self.loss, self.acc = [], []
+
+        def on_train_batch_end(self, step, logs=None):
+            self.loss.append(logs["loss"][0])
+            self.acc.append(logs["acc"])
+
+    model = _model(metrics=paddle.metric.Accuracy())
+    names = [p.name for p in model.parameters()]
+    for name in names:
+        static.global_scope().set(name, ref[f"init/{name}"])
+    log = Log()
+    model.fit(Pairs(ref["x"], ref["y"]), batch_size=16, epochs=2, shuffle=False, verbose=0,
+              callbacks=[log])
+    np.testing.assert_allclose(log.loss, ref["losses"], rtol=1e-5)
+    np.testing.assert_allclose(log.acc, ref["accs"])
+    for name, w in zip(names, _weights(model)):
+        np.testing.assert_allclose(w, ref[f"after/{name}"], rtol=1e-5, atol=1e-6)
+    result = model.evaluate(Pairs(ref["xe"], ref["ye"]), batch_size=10, verbose=0)
+    assert result["acc"] == pytest.approx(float(ref["eval_acc"]))
+    # Paddle's evaluate reports the last batch's loss; numbaflow's is the mean of the batches
+    (last,) = model.eval_batch([ref["xe"][10:]], [ref["ye"][10:]])[0]
+    assert float(last) == pytest.approx(float(ref["eval_loss"]), rel=1e-5)
+    (first,) = model.eval_batch([ref["xe"][:10]], [ref["ye"][:10]])[0]
+    assert result["loss"][0] == pytest.approx((float(first) + float(last)) / 2, rel=1e-6)
