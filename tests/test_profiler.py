@@ -243,3 +243,30 @@ def test_threads_and_collectives_are_traced_on_their_threads():
                   if any(e["cat"] == "operator" for e in events)}
     assert len(op_threads) >= 2
     assert any(e["cat"] == "collective" for events in by_tid.values() for e in events)
+
+
+def test_a_hot_plan_with_segments_profiles_op_by_op_and_computes_the_same():
+    main, startup = static.Program(), static.Program()
+    with static.program_guard(main, startup):
+        x = static.data('x', [None, 8])
+        y = paddle.mean(paddle.nn.functional.relu(static.nn.fc(x, 8)) * 2.0 + 1.0)
+    exe = static.Executor(paddle.CPUPlace())
+    exe.run(startup)
+    feed = {'x': np.linspace(-1, 1, 32, dtype='float32').reshape(4, 8)}
+    for _ in range(plan_mod.HOT_RUNS + 2):
+        (want,) = exe.run(main, feed=feed, fetch_list=[y])
+    from numbaflow.executor.segments import wait_for_compiles
+    wait_for_compiles()
+    (want,) = exe.run(main, feed=feed, fetch_list=[y])
+    with Profiler(on_trace_ready=None) as prof:
+        (got,) = exe.run(main, feed=feed, fetch_list=[y])
+        prof.step()
+    assert got == want
+    by_tid = _check_trace(chrome_trace(prof.profiler_result))
+    cats = {e["cat"] for events in by_tid.values() for e in events}
+    assert "operator" in cats
+    plan = exe._runner.last_plan
+    if any(u.segment for u in plan.units or ()):    # (segments pay on this machine)
+        assert "segment" in cats
+    (after,) = exe.run(main, feed=feed, fetch_list=[y])
+    assert after == want
