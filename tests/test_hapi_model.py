@@ -170,3 +170,13 @@ def test_fit_and_evaluate_give_real_paddles_numbers():
     assert float(last) == pytest.approx(float(ref["eval_loss"]), rel=1e-5)
     (first,) = model.eval_batch([ref["xe"][:10]], [ref["ye"][:10]])[0]
     assert result["loss"][0] == pytest.approx((float(first) + float(last)) / 2, rel=1e-6)
+
+
+def test_summary_counts_parameters_and_shapes(capsys):
+    from numbaflow.vision.models import LeNet
+    info = paddle.summary(LeNet(), (-1, 1, 28, 28))
+    assert info == {"total_params": 61610, "trainable_params": 61610}   # Paddle's LeNet figure
+    out = capsys.readouterr().out
+    assert "features.0 (Conv2D)" in out and "[-1, 6, 28, 28]" in out and "48,120" in out
+    with pytest.raises(ValueError, match="input_size"):
+        paddle.summary(LeNet())

@@ -5,5 +5,6 @@ True
 """
 from . import callbacks  # noqa: F401
 from .model import Model  # noqa: F401
+from .summary import summary  # noqa: F401
 
-__all__ = ["Model", "callbacks"]
+__all__ = ["Model", "callbacks", "summary"]
