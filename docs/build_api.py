@@ -16,7 +16,7 @@ from pathlib import Path
 
 # The public modules (each with its submodules); everything else under numbaflow is left out.
 PUBLIC = ["static", "nn", "optimizer", "fluid", "distributed", "metric", "utils", "io", "reader",
-          "framework", "tensor", "onnx", "incubate", "vision"]
+          "framework", "tensor", "onnx", "incubate", "profiler", "hapi", "vision"]
 PRIVATE_SUBMODULES = [r"numbaflow\.static\.(io|ema)", r"numbaflow\.nn\.(clip|functional_\w+)",
                       r"numbaflow\.distributed\.\w+"]
 

@@ -51,7 +51,9 @@ from . import io  # noqa: F401,E402  (paddle.io: Dataset, DataLoader, ...)
 from . import framework  # noqa: F401,E402
 from . import onnx  # noqa: F401,E402  (paddle.onnx.export; the onnx package loads on use)
 from . import incubate  # noqa: F401,E402  (paddle.incubate.softmax_mask_fuse, ...)
+from . import profiler  # noqa: F401,E402  (paddle.profiler.Profiler, RecordEvent, ...)
 from . import vision  # noqa: F401,E402  (paddle.vision.models)
+from .hapi import Model, callbacks, summary  # noqa: F401,E402  (paddle.Model, ...)
 utils.log.configure_from_env()      # NUMBAFLOW_LOG_LEVEL
 from ._health import run_check as _run_check  # noqa: E402
 utils.run_check = _run_check         # paddle.utils.run_check (utils is a lower layer)
@@ -67,11 +69,12 @@ __all__ = [
     "enable_static", "disable_static", "in_dynamic_mode", "seed", "set_device", "get_device",
     "cuda_available", "is_compiled_with_cuda",
     # data and checkpoints
-    "batch", "save", "load",
+    "batch", "save", "load", "Model", "summary",
     # submodules
-    "distributed", "dtypes", "fluid", "framework", "incubate", "initializer", "io", "metric",
+    "callbacks", "distributed", "dtypes", "fluid", "framework", "hapi", "incubate", "initializer",
+    "io", "metric",
     "nn",
-    "onnx", "optimizer", "reader", "static", "tensor", "utils", "vision",
+    "onnx", "optimizer", "profiler", "reader", "static", "tensor", "utils", "vision",
 ]
 
 

@@ -16,11 +16,11 @@ import argparse
 import json
 import os
 import sys
-import time
 import traceback
 
 from . import report
 from .harness import Row, Skip, measure, rows_for
+from .progress import ProgressLines
 
 EXIT_FAILED, EXIT_USAGE, EXIT_MISSED, EXIT_REGRESSED = 1, 2, 3, 4
 
@@ -167,13 +167,12 @@ def _measure(args):
     machine = report.machine_facts()
     print("\n".join(report.header(machine, cfg.quick)), flush=True)
     rows, failed = [], False
-    for case in cases:
-        print(f"  running {case.name} ...", end="", file=sys.stderr, flush=True)
-        t0 = time.perf_counter()
-        case_rows, case_failed = run_case(case, cfg)
-        print(f" {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
-        rows += case_rows
-        failed |= case_failed
+    with ProgressLines(sys.stderr) as progress:     # warnings never inside a progress line
+        for case in cases:
+            with progress.case(case.name):
+                case_rows, case_failed = run_case(case, cfg)
+            rows += case_rows
+            failed |= case_failed
     machine["load_after"] = list(os.getloadavg())
     return rows, machine, cfg.quick, failed
 

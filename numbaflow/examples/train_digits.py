@@ -19,6 +19,7 @@ from numba.core import event as numba_event
 
 import numbaflow as paddle
 import numbaflow.static as static
+from numbaflow.examples.rates import StepRates, rate_text
 from numbaflow.utils import Progress, ScalarLogger, unique_name
 
 TARGET_ACC = {"mlp": 0.95, "cnn": 0.97}   # test accuracy each model must reach
@@ -219,13 +220,11 @@ def plot_history(history, path):
 def epoch_line(row, epochs):
     """The line printed after an epoch. samples/s is '-' when the epoch had no timed step
     (its only step was the first); numba's compile time in the epoch is shown beside it."""
-    rate = row["samples_per_s"]
-    rate = f"{rate:9.0f}" if rate is not None else f"{'-':>9}"
     note = (f"  (numba compiled for {row['compile_s']:.1f} s meanwhile)"
             if row["compile_s"] >= 0.05 else "")
     return (f"epoch {row['epoch']:3d}/{epochs}  loss {row['loss']:.4f}  "
             f"train acc {row['train_acc']:.4f}  test acc {row['test_acc']:.4f}  "
-            f"{rate} samples/s{note}")
+            f"{rate_text(row, 'samples_per_s', 'samples/s')}{note}")
 
 
 def train(args):
@@ -233,7 +232,9 @@ def train(args):
 
     Each history row has epoch, loss, train_acc, test_acc, samples_per_s (the training
     steps' wall time, without the first step, which builds the plan; None when the epoch
-    had no other step) and compile_s (seconds numba compiled during the epoch's steps, in
+    had no other step), samples_per_s_p25 / _p75 (the spread of the steps' rates), load
+    (the highest 1-minute load average seen; above the cores, the line says the machine
+    was busy) and compile_s (seconds numba compiled during the epoch's steps, in
     the foreground or on the background thread: shown beside samples/s, not subtracted)."""
     rank, world_size = mpi_world()
     verbose = rank == 0
@@ -263,7 +264,7 @@ def train(args):
         for epoch in range(1, args.epochs + 1):
             perm = rng.permutation(len(x_tr))
             sum_loss = sum_acc = 0.0
-            seen, timed_samples, timed_s, compile_s = 0, 0, 0.0, 0.0
+            seen, compile_s, rates = 0, 0.0, StepRates()
             # a bar per epoch on a terminal (gone before the epoch line); global steps
             progress = Progress(total=n_batches, desc=f"epoch {epoch}", bar=None if verbose
                                 else False, callbacks=[logger] if logger else [],
@@ -281,8 +282,7 @@ def train(args):
                     # wall time as the user waits for it: numba's compile time is shown
                     # beside, never subtracted (segments compile on a background thread,
                     # so it overlaps the steps and subtracting it gave nan or < 0)
-                    timed_samples += len(batch)
-                    timed_s += dt
+                    rates.add(len(batch), dt)
                     compile_s += dc
                 # Data parallel fetches one value per device: average them.
                 sum_loss += float(np.mean(loss_v)) * len(local)
@@ -294,8 +294,7 @@ def train(args):
             (test_acc,) = exe.run(test_prog, feed={"x": x_te, "y": y_te}, fetch_list=[acc])
             row = {"epoch": epoch, "loss": sum_loss / seen, "train_acc": sum_acc / seen,
                    "test_acc": float(np.mean(test_acc)),
-                   "samples_per_s": timed_samples / timed_s if timed_s > 0 else None,
-                   "compile_s": compile_s}
+                   **rates.row("samples_per_s"), "compile_s": compile_s}
             history.append(row)
             if logger:
                 logger.add_scalars({f"epoch/{k}": v for k, v in row.items()

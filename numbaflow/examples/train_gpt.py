@@ -27,6 +27,7 @@ import numbaflow.nn.functional as F
 import numbaflow.static as static
 from numbaflow.examples.train_digits import (CompileClock, NotAvailable, make_place, mpi_world,
                                              train_and_plot, training_program)
+from numbaflow.examples.rates import StepRates, rate_text
 from numbaflow.utils import Progress, ScalarLogger, unique_name
 
 CORPUS_MODULES = ("textwrap", "string", "shlex", "fnmatch", "glob", "bisect", "heapq",
@@ -188,7 +189,7 @@ def train(args):
         exe = static.Executor(place)
         exe.run(startup)
         prog = training_program(main, loss, args, world_size)
-        history, group, tokens, busy, compile_s, first = [], [], 0, 0.0, 0.0, True
+        history, group, rates, compile_s, first = [], [], StepRates(), 0.0, True
         t_start = time.perf_counter()
         progress = Progress(total=args.steps, desc="train", bar=None if verbose else False,
                             callbacks=[logger] if logger else [])
@@ -205,17 +206,16 @@ def train(args):
             group.append(float(np.mean(lv)))
             progress.step(**{"train/loss": group[-1]})
             if not first:
-                tokens, busy, compile_s = tokens + B * T, busy + dt, compile_s + dc
+                rates.add(B * T, dt)
+                compile_s += dc
             first = False
             if step % args.log_every == 0 or step == args.steps:
                 row = {"step": step, "loss": float(np.mean(group)),
-                       "tokens_per_s": tokens / busy if busy > 0 else None,
-                       "compile_s": compile_s}
+                       **rates.row("tokens_per_s"), "compile_s": compile_s}
                 history.append(row)
-                group, tokens, busy, compile_s = [], 0, 0.0, 0.0
+                group, rates, compile_s = [], StepRates(), 0.0
                 if verbose:
-                    rate = ("       - tokens/s" if row["tokens_per_s"] is None
-                            else f"{row['tokens_per_s']:8.0f} tokens/s")
+                    rate = rate_text(row, "tokens_per_s", "tokens/s", 8)
                     extra = f" (+{row['compile_s']:.1f} s compiling)" if row["compile_s"] >= 0.05 \
                         else ""
                     _say(f"step {step:5d}/{args.steps}  loss {row['loss']:.3f}  {rate}{extra}")

@@ -5,7 +5,7 @@ and the fix."""
 import numpy as np
 
 from ..graph.program import Variable
-from ..utils.hints import close_names, one_place_feed, unknown_fetch
+from ..utils.hints import close_names, foreign_fetch, one_place_feed, unknown_fetch
 
 
 def check_feed(block, feed):
@@ -184,6 +184,8 @@ def resolve_fetch(block, fetch_list):
             raise TypeError(f"fetch_list items must be Variables or names, got {type(f).__name__}")
         var = block.vars.get(name)
         if var is None:
-            raise ValueError(unknown_fetch(name, block))
+            raise ValueError(foreign_fetch(f, block) if isinstance(f, Variable)
+                             and f.block.program is not block.program
+                             else unknown_fetch(name, block))
         out.append(var)
     return out

@@ -19,10 +19,12 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
 from .. import config
+from ..utils import profiling_hook
 from ..utils.log import compile_notice, first_run
 from ..kernels.registry import COLLECTIVE, get_op_def, may_fail
 from .atomic import backup_call, nothing
@@ -30,6 +32,7 @@ from .backend import HostBackend
 from .lowering import lower
 from .memory import nbytes
 from .precompile import precompile
+from .profiled import run_profiled
 from .segments import compile_in_background, flatten
 
 
@@ -360,7 +363,9 @@ class Plan:
         backend = self.backend
         backend.before_run(self.scope, self.persistable_names)
         backed_up = False       # set once the backups are whole: only then restore them
-        units = self.units
+        units, run_steps = self.units, self._run_steps
+        if profiling_hook.recorder is not None:   # a profiler records: each op timed
+            units, run_steps = None, partial(run_profiled, self, profiling_hook.recorder)
         self._at = 0
         try:
             if self._indivisible and iterations == 1 and units is not None and \
@@ -373,7 +378,7 @@ class Plan:
                 backed_up = True
                 for name, buf in self.feed_slots:
                     backend.copy_in(buf, feed_arrays[name])
-                self._run_steps(iterations)
+                run_steps(iterations)
                 if backend.defers_errors:
                     backend.check_errors(self.ops)   # a GPU's bad-data record, once per run
         except BaseException as e:

@@ -22,6 +22,7 @@ import numpy as np
 from ..executor.feed import samples_to_array
 from ..executor.place import CPUPlace, CUDAPlace
 from ..graph.program import Variable
+from ..utils import profiling_hook
 from . import _workers
 from .dataset import BatchSampler, IterableDataset
 
@@ -302,9 +303,9 @@ class DataLoader:
         feeds = (_as_feed(b, self.feed_vars, self.return_list, f"DataLoader batch #{i}",
                           self.lossy_cast) for i, b in enumerate(self._batches()))
         items = _grouped(feeds, self.num_places, self.drop_last)
-        if not self.use_buffer_reader:
-            return items
-        return _workers.prefetched(items, self.prefetch_factor * max(1, self.num_workers))
+        if self.use_buffer_reader:
+            items = _workers.prefetched(items, self.prefetch_factor * max(1, self.num_workers))
+        return profiling_hook.watched(items)    # timed while a profiler is open
 
     @staticmethod
     def from_generator(feed_list: Sequence[Variable] | None = None,
@@ -445,6 +446,6 @@ class GeneratorLoader:
         else:
             feeds = convert()
         items = _grouped(feeds, self.num_places, self.drop_last)
-        if not self.use_double_buffer:
-            return items
-        return _workers.prefetched(items, self.capacity)
+        if self.use_double_buffer:
+            items = _workers.prefetched(items, self.capacity)
+        return profiling_hook.watched(items)    # timed while a profiler is open

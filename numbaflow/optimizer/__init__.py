@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Optimizer", "SGD", "Momentum", "Adam", "L1Decay", "L2Decay",
            "SGDOptimizer", "MomentumOptimizer", "AdamOptimizer",
-           "Adagrad", "RMSProp", "Adamax", "AdamW", "Lamb", "lr"]
+           "Adagrad", "RMSProp", "Adamax", "AdamW", "Lamb", "lr", "MinimizeTwiceWarning"]
 
 
 class Optimizer:
@@ -210,12 +210,45 @@ class Optimizer:
             >>> sorted({op.type for op in optimize_ops})
             ['sgd']
         """
+        _warn_if_trained_already(loss)
         params_grads = self.backward(loss, startup_program, parameters, no_grad_set)
         ops = self.apply_gradients(params_grads)
         return ops, params_grads
 
     def _append_update(self, block, param, grad, lr):
         raise NotImplementedError
+
+
+class MinimizeTwiceWarning(UserWarning):
+    """A second minimize of a loss its program already trains (each run updates twice).
+
+    Args:
+        message (str): what happened and how to keep it on purpose.
+
+    Example:
+        >>> issubclass(paddle.optimizer.MinimizeTwiceWarning, UserWarning)
+        True
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+
+
+def _warn_if_trained_already(loss):
+    """Paddle appends a second backward and update without a word; a user never means it
+    by accident, so say what it does and how to keep it on purpose."""
+    block = getattr(loss, "block", None)
+    if block is None or f"{loss.name}@GRAD" not in block.vars or \
+            not any(op.role == OPTIMIZE for op in block.ops):
+        return
+    import warnings
+    warnings.warn(
+        f"minimize({loss.name}): its program already trains this loss (an earlier minimize "
+        f"added its backward and update ops); this call adds a second set, so every run "
+        f"will update the parameters twice (Paddle does the same, silently). To change the "
+        f"optimizer, build the program again; to apply two updates on purpose, call it inside "
+        f"`with warnings.catch_warnings(): warnings.simplefilter('ignore', "
+        f"paddle.optimizer.MinimizeTwiceWarning)`", MinimizeTwiceWarning, stacklevel=3)
 
 
 class SGD(Optimizer):

@@ -8,7 +8,7 @@ training loop's progress bar and callbacks), `hints` (the messages for common mi
 ...     unique_name.generate('fc')
 'fc_0'
 """
-from . import hints, log, metrics, unique_name  # noqa: F401
+from . import hints, log, metrics, profiling_hook, unique_name  # noqa: F401
 from .metrics import Progress, ScalarLogger  # noqa: F401
 
 # run_check trains a program, so it lives above this (base) layer, in numbaflow._health;

@@ -77,6 +77,17 @@ def unknown_fetch(name, block):
                if scalars else ""))
 
 
+def foreign_fetch(var, block):
+    """The message for fetching Variable `var` that belongs to another program than the
+    one run (and that program has no variable of its name)."""
+    n = len(block.ops)
+    return (f"fetch_list: Variable {var.name!r} belongs to another program (one of "
+            f"{len(var.block.ops)} ops) than the program being run ({n} ops), which has no "
+            f"variable of that name. Run the program that computes it "
+            f"(exe.run(that_program, ...)), or fetch a Variable built in this program "
+            f"(inside its `with static.program_guard(...)`).")
+
+
 def default_program_feed(program, feed):
     """Raise when exe.run was given no program (so the default main program runs) and the
     feed names variables that program does not have: the layers were built in another

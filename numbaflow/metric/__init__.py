@@ -1,4 +1,5 @@
-"""numbaflow.metric: accuracy.
+"""numbaflow.metric (paddle.metric): the `accuracy` op, and the streaming metric classes
+Metric, Accuracy, Precision, Recall and Auc (metrics.py: numpy, on fetched values).
 
 >>> logits = static.data('logits', [None, 10])
 >>> label = static.data('label', [None, 1], dtype='int64')
@@ -9,12 +10,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .layer_helper import LayerHelper
+from ..layer_helper import LayerHelper
+from .metrics import Accuracy, Auc, Metric, Precision, Recall  # noqa: F401
 
 if TYPE_CHECKING:
-    from .graph.program import Variable
+    from ..graph.program import Variable
 
-__all__ = ["accuracy"]
+__all__ = ["accuracy", "Metric", "Accuracy", "Precision", "Recall", "Auc"]
 
 
 def accuracy(input: Variable, label: Variable, k: int = 1, correct: Variable | None = None,
@@ -42,7 +44,7 @@ def accuracy(input: Variable, label: Variable, k: int = 1, correct: Variable | N
         >>> acc.shape, acc.dtype
         ((), dtype('float32'))
     """
-    from .graph.program import Variable
+    from ..graph.program import Variable
     for arg, v in (("input", input), ("label", label)):
         if not isinstance(v, Variable):
             raise TypeError(f"accuracy: {arg} must be a Variable, got {type(v).__name__}")
