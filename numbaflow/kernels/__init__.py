@@ -17,6 +17,7 @@ from . import lamb  # noqa: F401,E402
 from . import auc  # noqa: F401,E402
 from . import tensor_ops, gather_ops, sampling, norm_ops  # noqa: F401,E402
 from . import attention  # noqa: F401,E402
+from . import control_flow  # noqa: F401,E402
 
 
 def _tolerate_cache_errors():
