@@ -71,22 +71,27 @@ class GradContext:
 
 
 class _Engine:
-    def __init__(self, block, no_grad_names):
+    def __init__(self, block, no_grad_names, tag=""):
         self.block = block
         self.no_grad = no_grad_names
+        # a gradient sub-block's engine tags its names: they never shadow a name of the
+        # enclosing block that the sub-block refers to
         self.contribs = {}      # forward Variable -> [grad contribution Variables]
         self.final = {}         # forward Variable -> its finalised gradient Variable
+        # (kernels/control_flow.py's conditional_block grad rule calls this)
+        self.conditional_block_grad = conditional_block_grad
         self.n_tmp = 0
+        self.tag = tag
 
     def grad_name(self, var):
-        name, k = f"{var.name}@GRAD", 1
+        name, k = f"{var.name}@GRAD{self.tag}", 1
         while name in self.block.vars:
-            name, k = f"{var.name}@GRAD_{k}", k + 1
+            name, k = f"{var.name}@GRAD{self.tag}_{k}", k + 1
         return name
 
     def new_contribution(self, var):
         lst = self.contribs.setdefault(var, [])
-        name = f"{var.name}@GRAD@RENAME@{len(lst)}"
+        name = f"{var.name}@GRAD@RENAME{self.tag}@{len(lst)}"
         while name in self.block.vars:
             name += "_"
         g = self.block.create_var(name, var.shape, var.dtype)
@@ -95,7 +100,8 @@ class _Engine:
 
     def tmp_var(self, like, shape, dtype):
         self.n_tmp += 1
-        name = f"{like.name}@GRAD@TMP@{self.n_tmp}" if like is not None else f"grad_tmp_{self.n_tmp}"
+        name = f"{like.name}@GRAD@TMP{self.tag}@{self.n_tmp}" if like is not None \
+            else f"grad_tmp{self.tag}_{self.n_tmp}"
         return self.block.create_var(name, shape if shape is not None else like.shape,
                                      dtype if dtype is not None else like.dtype)
 
@@ -154,10 +160,17 @@ def _requires_grad(ops, wanted, no_grad):
 
 def _backward(targets, target_grads, wanted, no_grad_set):
     block = targets[0].block
-    program = block.program
     no_grad = {v.name if isinstance(v, Variable) else v for v in (no_grad_set or ())}
     fwd_ops = [op for op in block.ops if op.role == FORWARD]
-    req = _requires_grad(fwd_ops, set(wanted), no_grad)
+    engine = _Engine(block, no_grad)
+    with block.program.role_guard(BACKWARD):
+        return engine, _differentiate(engine, fwd_ops, targets, target_grads, wanted)
+
+
+def _differentiate(engine, fwd_ops, targets, target_grads, wanted):
+    """Append to `engine.block` the gradient ops of `fwd_ops` from the seeds
+    `target_grads` of `targets`; {wanted variable: its gradient or None}."""
+    req = _requires_grad(fwd_ops, set(wanted), engine.no_grad)
     # ops on a path from a grad-requiring variable to a target
     needed, relevant = set(targets), []
     for op in reversed(fwd_ops):
@@ -166,19 +179,65 @@ def _backward(targets, target_grads, wanted, no_grad_set):
         if any(o in needed for o in op.output_vars()) and any(i in req for i in op.input_vars()):
             relevant.append(op)
             needed.update(i for i in op.input_vars() if i in req)
-    engine = _Engine(block, no_grad)
-    with program.role_guard(BACKWARD):
-        for t, tg in zip(targets, target_grads):
-            engine.seed(t, tg)
-        for op in relevant:
-            if all(engine.final_grad(o) is None for o in op.output_vars()):
-                continue
-            opdef = get_op_def(op.type)
-            if opdef.grad is None:
-                raise NotImplementedError(f"op {op.type!r} has no gradient rule; mark its "
-                                          f"inputs stop_gradient=True or add one to its OpDef")
-            opdef.grad(GradContext(engine, op, req))
-        return engine, {v: engine.final_grad(v) for v in wanted}
+    for t, tg in zip(targets, target_grads):
+        engine.seed(t, tg)
+    for op in relevant:
+        if all(engine.final_grad(o) is None for o in op.output_vars()):
+            continue
+        opdef = get_op_def(op.type)
+        if opdef.grad is None:
+            raise NotImplementedError(f"op {op.type!r} has no gradient rule; mark its "
+                                      f"inputs stop_gradient=True or add one to its OpDef")
+        opdef.grad(GradContext(engine, op, req))
+    return {v: engine.final_grad(v) for v in wanted}
+
+
+def conditional_block_grad(g):
+    """The gradient of a `conditional_block` (graph op `g.op`): another conditional_block
+    on the same condition whose sub-block recomputes the forward sub-block and appends its
+    gradient ops, writing each input's gradient contribution (zero where the branch does
+    not depend on it; zero altogether when the condition is false, so the gradient flows
+    into the taken branch only)."""
+    engine, op = g.engine, g.op
+    outs, ins = op.outputs.get("Out", []), op.inputs.get("Input", [])
+    douts = [engine.final_grad(o) for o in outs]
+    wanted = [v for v in ins if v in g.requires_grad]
+    if not wanted or all(d is None for d in douts):
+        return
+    program, parent = engine.block.program, engine.block
+    before = program.current_block_idx
+    gblock = program._create_block(parent.idx)
+    program.current_block_idx = before
+    gblock.forward_block_idx = op.attrs["sub_block"].idx
+    copies = [gblock.make_op(o.type, o.inputs, o.outputs, o.attrs)
+              for o in op.attrs["sub_block"].ops]
+    gblock.insert_before(None, copies)
+    sub = _Engine(gblock, engine.no_grad, tag=f"@B{gblock.idx}")
+    seeds = [(o, d) for o, d in zip(outs, douts) if d is not None]
+    grads = _differentiate(sub, copies, [o for o, _ in seeds], [d for _, d in seeds], wanted)
+    dxs = []
+    for i, x in enumerate(ins):
+        if x not in g.requires_grad:
+            continue
+        dx = g.dx("Input", i)
+        if grads.get(x) is None:
+            gblock.append_op("fill_any_like", {"X": x}, {"Out": dx}, {"value": 0.0})
+        else:
+            gblock.append_op("assign", {"X": grads[x]}, {"Out": dx})
+        dxs.append(dx)
+    parent.append_op("conditional_block", {"Cond": op.inputs["Cond"], "Input": _reads(gblock)},
+                     {"Out": dxs}, {"sub_block": gblock, "is_scalar_condition": True})
+
+
+def _reads(block):
+    """The variables the ops of `block` read that no earlier op of it writes."""
+    produced, reads = set(), {}
+    for op in block.ops:
+        for v in op.input_vars():
+            if v not in produced:
+                reads[v] = None
+        produced.update(op.output_vars())
+    return list(reads)
 
 
 def append_backward(loss: Variable, parameter_list: Sequence[Variable | str] | None = None,
