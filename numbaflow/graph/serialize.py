@@ -13,7 +13,7 @@ import numbers
 
 import numpy as np
 
-from .program import FORWARD, Parameter, Program
+from .program import FORWARD, Block, Parameter, Program
 
 FORMAT_KEY = "__numbaflow_format__"
 # 2: every file of a save carries its save id, arrays carry a CRC-32 and an inference

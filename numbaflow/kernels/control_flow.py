@@ -82,6 +82,12 @@ def _while_cpu(cop):
     return _runner().loop(cop)
 
 
+def _no_gpu(cop):
+    raise NotImplementedError(
+        f"{cop.type}: control flow (static.nn.cond / while_loop) on a GPU place is not "
+        f"supported yet; run the program on paddle.CPUPlace()")
+
+
 def _conditional_grad(g):
     g.engine.conditional_block_grad(g)
 
@@ -98,7 +104,7 @@ register_op(OpDef(
     inputs=(Slot("Cond", no_grad=True), Slot("Input", optional=True, duplicable=True)),
     outputs=(Slot("Out", optional=True, duplicable=True),),
     attrs={"sub_block": None, "is_scalar_condition": True},
-    infer=_infer_conditional_block, cpu=_conditional_cpu, grad=_conditional_grad,
+    infer=_infer_conditional_block, cpu=_conditional_cpu, grad=_conditional_grad, gpu=_no_gpu,
     doc="Run `sub_block` when Cond (one bool) is true; Out are the enclosing block's "
         "variables the sub-block writes (zero-filled when it does not run)."))
 
@@ -107,7 +113,7 @@ register_op(OpDef(
     inputs=(Slot("X", optional=True, duplicable=True), Slot("Condition", no_grad=True)),
     outputs=(Slot("Out", optional=True, duplicable=True),),
     attrs={"sub_block": None, "is_test": False},
-    infer=_infer_while, cpu=_while_cpu, grad=_while_grad,
+    infer=_infer_while, cpu=_while_cpu, grad=_while_grad, gpu=_no_gpu,
     doc="Run `sub_block` while Condition (one bool, which the body recomputes) is true; "
         "Out are the loop variables the body updates in place."))
 
@@ -159,7 +165,7 @@ def _select_input_grad(g):
 
 register_op(OpDef(
     "select_input", inputs=(Slot("X", duplicable=True), Slot("Mask", no_grad=True)),
-    outputs=(Slot("Out"),), infer=_infer_select_input, cpu=_select_input_cpu,
+    outputs=(Slot("Out"),), infer=_infer_select_input, cpu=_select_input_cpu, gpu=_no_gpu,
     grad=_select_input_grad, doc="Out = X[Mask] (Mask: one int32): the branch of a cond "
                                  "that ran."))
 
@@ -187,5 +193,5 @@ def _select_output_cpu(cop):
 register_op(OpDef(
     "select_output", inputs=(Slot("X"), Slot("Mask", no_grad=True)),
     outputs=(Slot("Out", duplicable=True),), infer=_infer_select_output,
-    cpu=_select_output_cpu, traits=frozenset({NO_GRAD}),
+    cpu=_select_output_cpu, gpu=_no_gpu, traits=frozenset({NO_GRAD}),
     doc="Out[Mask] = X and the other Out zero: the gradient of select_input."))
