@@ -69,11 +69,11 @@ def test_while_loop_error_names_op_and_iteration(prog):
     i = paddle.full([1], 0, "int64")
     acc = paddle.full([1], 0, "int64")
     three = paddle.full([1], 3, "int64")
+    twelve = paddle.full([1], 12, "int64")
     i, acc = static.nn.while_loop(lambda i, acc: i < 5,
-                                  lambda i, acc: [i + 1, acc + 12 // (three - i)], [i, acc])
-    with pytest.raises(ZeroDivisionError, match=r"op while failed.*iteration 3.*op "
-                                                 r"elementwise_floordiv|op while failed.*"
-                                                 r"iteration 3.*elementwise_div"):
+                                  lambda i, acc: [i + 1, acc + twelve / (three - i)], [i, acc])
+    with pytest.raises(ZeroDivisionError, match=r"op while failed.*iteration 3: op "
+                                                 r"elementwise_div failed"):
         exe().run(main, fetch_list=[acc])
 
 
@@ -121,7 +121,7 @@ def test_cond_gradient_matches_finite_differences(prog, sv):
 
     def true_fn():      # uses the parameter and the input twice
         h = paddle.matmul(x, w)
-        return paddle.sum(paddle.tanh(h) * h) * s
+        return paddle.sum(paddle.tanh(h) * h * s)
 
     def false_fn():     # also a nested cond
         return static.nn.cond(paddle.sum(x) > 0.0, lambda: paddle.sum(paddle.exp(x)),
@@ -178,11 +178,11 @@ def test_sgd_training_with_cond_matches_numpy(prog):
             h = np.maximum(xv, 0)
             yv = h @ w2v
             w2v = w2v - 0.1 * h.T @ (2 * (yv - tv) / 4)
-        np.testing.assert_allclose(got, ((yv - tv) ** 2).mean(), rtol=1e-10)
+        np.testing.assert_allclose(got, ((yv - tv) ** 2).mean(), rtol=1e-6, atol=1e-9)
     scope = static.global_scope()
-    np.testing.assert_allclose(np.asarray(scope.get("w1")), w1v, rtol=1e-10)
-    np.testing.assert_allclose(np.asarray(scope.get("w2")), w2v, rtol=1e-10)
+    np.testing.assert_allclose(np.asarray(scope.get("w1")), w1v, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(np.asarray(scope.get("w2")), w2v, rtol=1e-6, atol=1e-9)
     # the evaluation copy made before minimize runs the cond with the trained weights
     xv = rng.normal(size=(4, 3)) + 1.0
     got, = e.run(test_prog, feed={"x": xv, "t": np.zeros((4, 1))}, fetch_list=[y.name])
-    np.testing.assert_allclose(got, xv @ w1v, rtol=1e-10)
+    np.testing.assert_allclose(got, xv @ w1v, rtol=1e-6, atol=1e-9)
