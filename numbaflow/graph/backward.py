@@ -206,7 +206,7 @@ def conditional_block_grad(g):
         return
     program, parent = engine.block.program, engine.block
     before = program.current_block_idx
-    gblock = program._create_block(parent.idx)
+    gblock = program.create_block(parent.idx)
     program.current_block_idx = before
     gblock.forward_block_idx = op.attrs["sub_block"].idx
     copies = [gblock.make_op(o.type, o.inputs, o.outputs, o.attrs)

@@ -40,13 +40,13 @@ class Block:
 
     def var(self, name):
         """The variable `name` of this block or, failing that, of an enclosing block."""
-        v = self._find_var_recursive(name)
+        v = self.find_var_recursive(name)
         if v is None:
             raise ValueError(f"variable {name!r} is not in block {self.idx}"
                              + (" or its enclosing blocks" if self.parent_idx >= 0 else ""))
         return v
 
-    def _find_var_recursive(self, name):
+    def find_var_recursive(self, name):
         """The variable `name` seen from this block (its own, then the forward block's
         for a gradient block, then the enclosing blocks'), or None."""
         seen, todo = set(), [self]
@@ -60,9 +60,11 @@ class Block:
             todo += [b.program.blocks[i] for i in (b.forward_block_idx, b.parent_idx) if i >= 0]
         return None
 
-    def _sees(self, v):
+    _find_var_recursive = find_var_recursive     # Paddle's name
+
+    def sees(self, v):
         """True when `v` is the variable its name resolves to from this block."""
-        return self._find_var_recursive(v.name) is v
+        return self.find_var_recursive(v.name) is v
 
     def has_var(self, name):
         return name in self.vars
@@ -232,7 +234,7 @@ class Block:
         self._replace_var(old, new, ops, self.uses.writers, "outputs")
 
     def _replace_var(self, old, new, ops, table, side):
-        if not isinstance(new, Variable) or not self._sees(new):
+        if not isinstance(new, Variable) or not self.sees(new):
             raise ValueError(f"replace {old.name}: the new variable must be a Variable of "
                              f"block {self.idx}, got {new!r}")
         users = table.get(old, {})
@@ -265,7 +267,7 @@ class Block:
                              f"{sorted(names)}")
         vars = as_var_list(vars)
         for v in vars:
-            if not isinstance(v, Variable) or not self._sees(v):
+            if not isinstance(v, Variable) or not self.sees(v):
                 raise ValueError(f"{op.type}.{slot}: {v!r} is not a Variable of block "
                                  f"{self.idx}")
         self.uses.unlink(op)

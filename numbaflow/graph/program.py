@@ -119,15 +119,24 @@ class Program:
         """The number of blocks."""
         return len(self.blocks)
 
-    def _create_block(self, parent_idx: int | None = None) -> Block:
+    def create_block(self, parent_idx: int | None = None) -> Block:
         """A new sub-block of `parent_idx` (default: the current block), made current
-        (Paddle's name; control-flow layers use `sub_block_guard`)."""
+        (`_create_block` in Paddle; control-flow layers use `sub_block_guard`).
+
+        Args:
+            parent_idx (int, optional): the enclosing block's index.
+
+        Returns:
+            Block: the new block, now the current one.
+        """
         parent = self.current_block_idx if parent_idx is None else parent_idx
         block = Block(self, len(self.blocks), parent)
         self.blocks.append(block)
         self.current_block_idx = block.idx
         self.bump()
         return block
+
+    _create_block = create_block       # Paddle's name
 
     def _rollback(self) -> None:
         """Make the current block's parent current again."""
@@ -136,9 +145,13 @@ class Program:
     @contextlib.contextmanager
     def sub_block_guard(self):
         """Layers inside the `with` append to a new sub-block of the current block
-        (yielded); the current block is restored after, whatever happens."""
+        (yielded); the current block is restored after, whatever happens.
+
+        Returns:
+            a context manager yielding the new Block.
+        """
         before = self.current_block_idx
-        block = self._create_block()
+        block = self.create_block()
         try:
             yield block
         finally:

@@ -120,7 +120,7 @@ def program_from_dict(d):
     program = Program()
     program.random_seed = int(d.get("random_seed", 0))
     for bd in d["blocks"][1:]:
-        block = program._create_block(int(bd.get("parent_idx", 0)))
+        block = program.create_block(int(bd.get("parent_idx", 0)))
         block.forward_block_idx = int(bd.get("forward_block_idx", -1))
     program.current_block_idx = 0
     for block, bd in zip(program.blocks, d["blocks"]):
@@ -144,7 +144,7 @@ def _read_vars(block, var_dicts):
 
 def _read_ops(program, block, op_dicts):
     def lookup(names, where):
-        vs = [block._find_var_recursive(n) for n in names]
+        vs = [block.find_var_recursive(n) for n in names]
         if any(v is None for v in vs):
             missing = next(n for n, v in zip(names, vs) if v is None)
             raise ValueError(f"{where} refers to variable {missing!r}, which the program "

@@ -47,7 +47,7 @@ def verify(program):
                 raise IRError(f"{where}: attrs {sorted(op.attrs)} != schema {sorted(opdef.attrs)}")
             ins = set(op.input_vars())
             for v in op.input_vars():
-                if not block._sees(v):
+                if not block.sees(v):
                     raise IRError(f"{where}: input {v.name} is not a variable of the block "
                                   f"or of a block enclosing it")
                 # a sub-block reads what the blocks around it computed before its op ran
@@ -55,7 +55,7 @@ def verify(program):
                 if local and not (v.persistable or v.is_data or v in produced):
                     raise IRError(f"{where}: input {v.name} is read before it is produced")
             for v in op.output_vars():
-                if not block._sees(v):
+                if not block.sees(v):
                     raise IRError(f"{where}: output {v.name} is not a variable of the block "
                                   f"or of a block enclosing it")
                 # updated in place (a loop variable by `while`) is not produced twice

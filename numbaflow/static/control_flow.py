@@ -89,7 +89,7 @@ def _build_branch(program, fn, where):
 
 
 def cond(pred: Variable, true_fn: Callable | None = None, false_fn: Callable | None = None,
-         name: str | None = None, return_names: Sequence[str] | None = None):
+         name: str | None = None, return_names: Sequence[str] | None = None) -> object:
     """`true_fn()` if `pred` is true, else `false_fn()`, decided when the program runs
     (Paddle's `static.nn.cond`): each branch's ops go into a sub-block and only the
     taken branch runs. Gradients flow into the taken branch only.
@@ -114,7 +114,7 @@ def cond(pred: Variable, true_fn: Callable | None = None, false_fn: Callable | N
         >>> x = static.data('x', [1], 'float32')
         >>> y = static.nn.cond(x < 1.0, lambda: x * 2.0, lambda: x - 1.0)
         >>> exe = static.Executor(paddle.CPUPlace())
-        >>> [exe.run(feed={'x': np.array([v], 'float32')}, fetch_list=[y])[0][0]
+        >>> [float(exe.run(feed={'x': np.array([v], 'float32')}, fetch_list=[y])[0][0])
         ...  for v in (0.5, 3.0)]
         [1.0, 2.0]
     """
@@ -152,7 +152,8 @@ def cond(pred: Variable, true_fn: Callable | None = None, false_fn: Callable | N
     return rebuild(results) if t_value is not None else None
 
 
-def case(pred_fn_pairs: Sequence, default: Callable | None = None, name: str | None = None):
+def case(pred_fn_pairs: Sequence, default: Callable | None = None,
+         name: str | None = None) -> object:
     """The function of the first `(pred, fn)` pair whose pred is true, else `default()`
     (Paddle's `static.nn.case`): nested conds. Without `default`, the last pair's fn is
     the default.
@@ -167,12 +168,12 @@ def case(pred_fn_pairs: Sequence, default: Callable | None = None, name: str | N
 
     Example:
         >>> x = static.data('x', [1], 'float32')
-        >>> y = static.nn.case([(x < 0.0, lambda: x * 0.0), (x < 1.0, lambda: x * 10.0)],
+        >>> y = static.nn.case([(x < 0.0, lambda: x * 0.0 - 1.0), (x < 1.0, lambda: x * 10.0)],
         ...                    default=lambda: x + 100.0)
         >>> exe = static.Executor(paddle.CPUPlace())
-        >>> [exe.run(feed={'x': np.array([v], 'float32')}, fetch_list=[y])[0][0]
+        >>> [float(exe.run(feed={'x': np.array([v], 'float32')}, fetch_list=[y])[0][0])
         ...  for v in (-1.0, 0.5, 2.0)]
-        [-0.0, 5.0, 102.0]
+        [-1.0, 5.0, 102.0]
     """
     if not isinstance(pred_fn_pairs, (list, tuple)) or not pred_fn_pairs:
         raise TypeError(f"case: pred_fn_pairs must be a non-empty list of (pred, fn) pairs, "
@@ -193,8 +194,8 @@ def case(pred_fn_pairs: Sequence, default: Callable | None = None, name: str | N
     return fn()
 
 
-def switch_case(branch_index: Variable, branch_fns, default: Callable | None = None,
-                name: str | None = None):
+def switch_case(branch_index: Variable, branch_fns: dict | Sequence,
+                default: Callable | None = None, name: str | None = None) -> object:
     """The function of `branch_fns` whose index equals `branch_index`, else `default()`
     (Paddle's `static.nn.switch_case`). Without `default`, the function of the largest
     index is the default.
