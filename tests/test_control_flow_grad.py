@@ -186,3 +186,28 @@ def test_sgd_training_with_cond_matches_numpy(prog):
     xv = rng.normal(size=(4, 3)) + 1.0
     got, = e.run(test_prog, feed={"x": xv, "t": np.zeros((4, 1))}, fetch_list=[y.name])
     np.testing.assert_allclose(got, xv @ w1v, rtol=1e-6, atol=1e-9)
+
+
+def test_compiled_program_with_cond_matches_plain_executor(prog):
+    """A CompiledProgram (its build passes) trains a model with fc layers inside the
+    branches exactly as Executor.run of the program does; with_data_parallel refuses."""
+    main, startup = prog
+    x = static.data("x", [4, 3], "float32")
+    t = static.data("t", [4, 1], "float32")
+    h = static.nn.fc(x, 5, activation="relu")
+    y = static.nn.cond(paddle.mean(x) > 0, lambda: static.nn.fc(h, 1),
+                       lambda: static.nn.fc(h * 2.0, 1))
+    loss = paddle.mean((y - t) * (y - t))
+    paddle.optimizer.Adam(0.01).minimize(loss)
+    rng = np.random.default_rng(5)
+    feeds = [{"x": rng.normal(size=(4, 3)).astype("float32") + (1 if i % 2 else -1),
+              "t": np.ones((4, 1), "float32")} for i in range(6)]
+    runs = []
+    for target in (main, static.CompiledProgram(main)):
+        with static.scope_guard(static.Scope()):
+            e = exe()
+            e.run(startup)
+            runs.append([float(e.run(target, feed=f, fetch_list=[loss])[0]) for f in feeds])
+    np.testing.assert_allclose(runs[1], runs[0], rtol=1e-6)
+    with pytest.raises(NotImplementedError, match="data parallelism over control flow"):
+        static.CompiledProgram(main).with_data_parallel(loss_name=loss.name)
