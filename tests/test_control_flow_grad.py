@@ -90,12 +90,49 @@ def test_while_loop_build_errors(prog):
         static.nn.while_loop(lambda i: i + 1, lambda i: i, [i])
 
 
-def test_gradient_through_while_loop_is_refused_by_name(prog):
+@pytest.mark.parametrize("nv", [0, 1, 4])
+def test_while_loop_gradient_matches_finite_differences(prog, nv):
+    """y <- tanh(y @ w) + x, n times (n fed), from y = 2x; loss = sum(y * y) + sum(x * y0)
+    (the initial value also read outside the loop): d/dx and d/dw by finite differences."""
+    main, startup = prog
+    x = static.data("x", [2, 2], "float64")
+    x.stop_gradient = False
+    n = static.data("n", [1], "int64")
+    wv = np.array([[0.5, -0.3], [0.2, 0.8]])
+    w = static.create_parameter([2, 2], "float64", name="w", default_initializer=Assign(wv))
+    y0 = x * 2.0
+    extra = paddle.sum(x * y0)          # reads y0 before the loop updates it in place
+    i = paddle.full([1], 0, "int64")
+    y, i = static.nn.while_loop(lambda y, i: i < n,
+                                lambda y, i: [paddle.tanh(paddle.matmul(y, w)) + x, i + 1],
+                                [y0, i])
+    loss = paddle.sum(y * y) + extra
+    dx, dw = static.gradients([loss], [x, w])
+    assert verify(main) and "while_grad" in [op.type for op in main.global_block().ops]
+    e = exe()
+    e.run(startup)
+    xv = np.array([[0.1, -0.2], [0.3, 0.4]])
+
+    def f(xx, ww):
+        yy = 2 * xx
+        extra = (xx * yy).sum()
+        for _ in range(nv):
+            yy = np.tanh(yy @ ww) + xx
+        return (yy * yy).sum() + extra
+    got_loss, got_dx, got_dw = e.run(main, feed={"x": xv, "n": np.array([nv])},
+                                     fetch_list=[loss, dx, dw])
+    np.testing.assert_allclose(got_loss, f(xv, wv), rtol=1e-12)
+    np.testing.assert_allclose(got_dx, _fd(lambda a: f(a, wv), xv), rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(got_dw, _fd(lambda a: f(xv, a), wv), rtol=1e-6, atol=1e-9)
+
+
+def test_while_loop_gradient_needs_is_test_false(prog):
     x = static.data("x", [2], "float32")
     x.stop_gradient = False
     i = paddle.full([1], 0, "int64")
-    y, i = static.nn.while_loop(lambda y, i: i < 3, lambda y, i: [y * 2.0, i + 1], [x * 1.0, i])
-    with pytest.raises(NotImplementedError, match="gradients through static.nn.while_loop"):
+    y, i = static.nn.while_loop(lambda y, i: i < 3, lambda y, i: [y * 2.0, i + 1],
+                                [x * 1.0, i], is_test=True)
+    with pytest.raises(NotImplementedError, match="is_test=True, so it keeps no per-iteration"):
         static.gradients([paddle.sum(y)], [x])
 
 

@@ -9,9 +9,15 @@ op. Its persistable inputs (parameters) are fed like any other input; it has a s
 its own, so nothing it does touches the caller's scope (the enclosing plan backs up and
 restores the caller's persistables on failure or Ctrl-C, as for any op).
 """
+import weakref
+
 import numpy as np
 
 from ..kernels.control_flow import set_block_runner
+
+# body Block -> (the variables fed to an iteration, [{variable: value} per iteration]):
+# what the last run of a `while` (not is_test) kept for its while_grad, in the same run
+_TAPES = weakref.WeakKeyDictionary()
 
 
 class _BlockAsProgram:
@@ -90,6 +96,8 @@ class _Runner:
         written = [v for v in dict.fromkeys(out_vars + [cond_var])]
         sub = SubBlockRun(cop.attrs["sub_block"], xs_vars + [cond_var], written)
         block = cop.attrs["sub_block"]
+        record = not cop.attrs.get("is_test", False)
+        fed = xs_vars + [cond_var]
 
         def bind(ins, outs):
             xs, cond = ins.get("X", []), ins["Condition"][0]
@@ -103,7 +111,12 @@ class _Runner:
 
             def run():
                 step = 0
+                tape = []
+                if record:
+                    _TAPES[block] = (fed, tape)
                 while _truth(cond, "while"):
+                    if record:
+                        tape.append({v: a.copy() for v, a in zip(fed, arrays)})
                     try:
                         values = sub.run(arrays)
                     except Exception as e:
@@ -119,6 +132,53 @@ class _Runner:
                     step += 1
             return run
         return bind
+
+    def loop_grad(self, cop):
+        op = _op_vars(cop)
+        gblock = cop.attrs["sub_block"]
+        body = gblock.program.blocks[gblock.forward_block_idx]
+        tag = f"@B{gblock.idx}"
+        wanted, grad_loop = op.inputs["X"], op.inputs.get("LoopVars", [])
+        seed_of = {gblock.vars[f"{v.name}@SEED{tag}"]: v for v in grad_loop}
+        outs = [gblock.vars[f"{x.name}@DX{tag}"] for x in wanted]
+        in_vars = _reads(gblock)
+        sub = SubBlockRun(gblock, in_vars, outs)
+
+        def bind(ins, out_arrays):
+            douts, dxs = ins["DOut"], out_arrays["DX"]
+
+            def run():
+                _, entries = _TAPES.get(body, (None, []))
+                carry = {v: d.copy() for v, d in zip(grad_loop, douts)}
+                acc = {x: np.zeros_like(dx) for x, dx in zip(wanted, dxs) if x not in carry}
+                for k in reversed(range(len(entries))):
+                    values = entries[k]
+                    arrays = [carry[seed_of[v]] if v in seed_of else values[v] for v in in_vars]
+                    try:
+                        results = sub.run(arrays)
+                    except Exception as e:
+                        raise type(e)(f"while_grad (block {gblock.idx}), iteration {k}: "
+                                      f"{e}") from e
+                    for x, r in zip(wanted, results):
+                        if x in carry:
+                            carry[x] = r.copy()
+                        else:
+                            acc[x] += r
+                for x, dx in zip(wanted, dxs):
+                    np.copyto(dx, carry[x] if x in carry else acc[x])
+            return run
+        return bind
+
+
+def _reads(block):
+    """The variables the ops of `block` read that no earlier op of it writes, in order."""
+    produced, reads = set(), {}
+    for op in block.ops:
+        for v in op.input_vars():
+            if v not in produced:
+                reads[v] = None
+        produced.update(op.output_vars())
+    return list(reads)
 
 
 set_block_runner(_Runner())

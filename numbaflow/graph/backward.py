@@ -80,6 +80,7 @@ class _Engine:
         self.final = {}         # forward Variable -> its finalised gradient Variable
         # (kernels/control_flow.py's conditional_block grad rule calls this)
         self.conditional_block_grad = conditional_block_grad
+        self.while_grad = while_grad
         self.n_tmp = 0
         self.tag = tag
 
@@ -317,3 +318,71 @@ def gradients(targets: Variable | Sequence[Variable], inputs: Variable | Sequenc
     _, grads = _backward(targets, target_gradients, inputs, no_grad_set)
     return [grads.get(v) for v in inputs]
 
+
+
+def while_grad(g):
+    """The gradient of a `while` op (graph op `g.op`): a `while_grad` op over a gradient
+    sub-block that recomputes one iteration of the body from the values the forward run
+    kept for it (the forward `while` keeps each iteration's inputs unless is_test) and
+    appends its backward. The op runs the block once per iteration, last first, carrying
+    the loop variables' gradients back and summing the other inputs'.
+
+    In the block, the loop variables' new values are fresh variables (the body writes them
+    over the old ones), seeded by variables named `<loop var>@SEED@B<idx>`; the input
+    gradients it gives are `<input>@DX@B<idx>`."""
+    engine, op = g.engine, g.op
+    if op.attrs["is_test"]:
+        raise NotImplementedError(f"while_loop: the loop was built with is_test=True, so it "
+                                  f"keeps no per-iteration values for a backward")
+    body, xs = op.attrs["sub_block"], op.inputs.get("X", [])
+    cond_var = op.inputs["Condition"][0]
+    loop_vars = [v for v in op.outputs.get("Out", []) if v is not cond_var]
+    grad_loop = [v for v in loop_vars if v in g.requires_grad]
+    wanted = [x for x in xs if x in g.requires_grad]
+    if not wanted or not grad_loop:
+        return
+    douts = [g.dout_or_zeros("Out", op.outputs["Out"].index(v)) for v in grad_loop]
+    program, parent = engine.block.program, engine.block
+    before = program.current_block_idx
+    gblock = program.create_block(parent.idx)
+    program.current_block_idx = before
+    gblock.forward_block_idx = body.idx
+    tag = f"@B{gblock.idx}"
+    renamed, copies = {}, []
+    for o in body.ops:      # an iteration; the loop variables' new values get new variables
+        ins = {k: [renamed.get(v, v) for v in vs] for k, vs in o.inputs.items()}
+        outs = {}
+        for k, vs in o.outputs.items():
+            outs[k] = []
+            for v in vs:
+                if v in loop_vars or v is cond_var:
+                    renamed[v] = gblock.create_var(f"{v.name}@NEW{tag}", v.shape, v.dtype)
+                outs[k].append(renamed.get(v, v))
+        copies.append(gblock.make_op(o.type, ins, outs, o.attrs))
+    gblock.insert_before(None, copies)
+    # fed by while_grad each iteration (hence data)
+    seeds = [gblock.create_var(f"{v.name}@SEED{tag}", v.shape, v.dtype, is_data=True)
+             for v in grad_loop]
+    sub = _Engine(gblock, engine.no_grad, tag=tag)
+    targets = [renamed.get(v, v) for v in grad_loop]
+    grads = _differentiate(sub, copies, targets, seeds, wanted)
+    for x in wanted:
+        out = gblock.create_var(f"{x.name}@DX{tag}", x.shape, x.dtype)
+        if grads.get(x) is None:
+            gblock.append_op("fill_any_like", {"X": x}, {"Out": out}, {"value": 0.0})
+        else:
+            gblock.append_op("assign", {"X": grads[x]}, {"Out": out})
+    dxs = []
+    for i, x in enumerate(xs):
+        if x not in g.requires_grad:
+            continue
+        if x in grad_loop:
+            # updated in place: the gradient of its value before the loop replaces that
+            # of its value after (earlier readers of the old value still add to it)
+            engine.final.pop(x, None)
+            engine.contribs[x] = []
+            dxs.append(engine.new_contribution(x))
+        else:
+            dxs.append(g.dx("X", i))
+    parent.append_op("while_grad", {"X": wanted, "LoopVars": grad_loop, "DOut": douts},
+                     {"DX": dxs}, {"sub_block": gblock})

@@ -93,10 +93,15 @@ def _conditional_grad(g):
 
 
 def _while_grad(g):
-    raise NotImplementedError(
-        "gradients through static.nn.while_loop are not supported yet (the while op keeps "
-        "no per-iteration values for a backward); mark the loop's inputs "
-        "stop_gradient=True, or unroll the loop in Python")
+    g.engine.while_grad(g)
+
+
+def _infer_while_grad(ctx):
+    return {"DX": ctx.inputs("X")}
+
+
+def _while_grad_cpu(cop):
+    return _runner().loop_grad(cop)
 
 
 register_op(OpDef(
@@ -116,6 +121,18 @@ register_op(OpDef(
     infer=_infer_while, cpu=_while_cpu, grad=_while_grad, gpu=_no_gpu,
     doc="Run `sub_block` while Condition (one bool, which the body recomputes) is true; "
         "Out are the loop variables the body updates in place."))
+
+
+register_op(OpDef(
+    "while_grad",
+    inputs=(Slot("X", duplicable=True), Slot("LoopVars", duplicable=True, no_grad=True),
+            Slot("DOut", duplicable=True)),
+    outputs=(Slot("DX", duplicable=True),),
+    attrs={"sub_block": None}, infer=_infer_while_grad, cpu=_while_grad_cpu, gpu=_no_gpu,
+    traits=frozenset({NO_GRAD}),
+    doc="The gradient of `while`: runs its gradient sub-block once per forward iteration, "
+        "last first, on the values the forward kept; DX are the gradients of X (LoopVars: "
+        "those of X that are loop variables, whose gradient is carried)."))
 
 
 def _infer_select_input(ctx):

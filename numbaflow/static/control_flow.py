@@ -8,8 +8,8 @@ the body (and the condition recomputed after it) into a sub-block run by a `whil
 while the condition holds. `case` and `switch_case` are nested conds.
 
 Limits: the branches of a cond must give outputs of the same shape and dtype (Paddle
-lets them differ: our plans are static-shape), a loop variable keeps its shape and
-dtype, and loops are not differentiable (cond is).
+lets them differ: our plans are static-shape), and a loop variable keeps its shape and
+dtype. Both are differentiable (graph/backward.py).
 """
 from __future__ import annotations
 
@@ -265,7 +265,8 @@ def while_loop(cond: Callable, body: Callable, loop_vars: Sequence[Variable],
         name (str, optional): accepted for Paddle compatibility.
 
     Returns:
-        list of Variable: the loop variables, holding their values after the loop.
+        list of Variable: the loop variables' values after the loop (new Variables: the
+        given ones keep their values, where Paddle updates them in place).
 
     Raises:
         TypeError / ValueError: a bad condition, or a body that changes the number,
@@ -292,6 +293,15 @@ def while_loop(cond: Callable, body: Callable, loop_vars: Sequence[Variable],
                             f"{type(v).__name__}")
     program = default_main_program()
     parent = program.current_block()
+    # the loop works on copies: the given Variables keep their values for the other ops
+    # that read them (and for the backward), where Paddle updates them in place
+    helper = LayerHelper("while_loop", name)
+    copies = []
+    for v in loop_vars:
+        c = helper.create_tmp(v.dtype, stop_gradient=v.stop_gradient)
+        helper.append_op("assign", {"X": v}, {"Out": c})
+        copies.append(c)
+    loop_vars = copies
     pre_cond = cond(*loop_vars)
     _check_pred(pre_cond, "while_loop's cond")
     with program.sub_block_guard() as block:
