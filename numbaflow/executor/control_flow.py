@@ -96,7 +96,10 @@ class _Runner:
         written = [v for v in dict.fromkeys(out_vars + [cond_var])]
         sub = SubBlockRun(cop.attrs["sub_block"], xs_vars + [cond_var], written)
         block = cop.attrs["sub_block"]
-        record = not cop.attrs.get("is_test", False)
+        # keep each iteration's inputs only for a while_grad of this loop
+        record = not cop.attrs.get("is_test", False) and any(
+            o.type == "while_grad" and o.attrs["sub_block"].forward_block_idx == block.idx
+            for b in block.program.blocks for o in b.ops)
         fed = xs_vars + [cond_var]
 
         def bind(ins, outs):
@@ -129,6 +132,9 @@ class _Runner:
                                 f"variable {v.name!r} changed shape from {dst.shape} to "
                                 f"{value.shape}; a loop variable must keep its shape")
                         np.copyto(dst, value)
+                    # dropped before the next run: the sub-plan then reuses its arrays
+                    # (it hands a held fetch a new array and rebinds)
+                    del values, value
                     step += 1
             return run
         return bind
@@ -164,6 +170,7 @@ class _Runner:
                             carry[x] = r.copy()
                         else:
                             acc[x] += r
+                    del results, r
                 for x, dx in zip(wanted, dxs):
                     np.copyto(dx, carry[x] if x in carry else acc[x])
             return run
