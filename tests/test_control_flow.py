@@ -256,3 +256,29 @@ def test_switch_case_and_case_argument_errors(prog):
         static.nn.switch_case(paddle.full([1], 0.5), [lambda: i])
     with pytest.raises(TypeError, match=r"\(pred, callable\) pair"):
         static.nn.case([(i < 1, 3)])
+
+
+def test_inference_model_with_cond_and_while_round_trips_and_unsupported_formats(prog, tmp_path):
+    """numbaflow's own model files keep the sub-blocks; Paddle's ProgramDesc format and ONNX
+    refuse control flow by name."""
+    main, startup = prog
+    x = static.data("x", [None, 3], "float32")
+    h = static.nn.fc(x, 4)
+    y = static.nn.cond(paddle.mean(x) > 0, lambda: h * 2.0, lambda: paddle.exp(h))
+    n = paddle.full([1], 0, "int64")
+    z, n = static.nn.while_loop(lambda z, n: n < 3, lambda z, n: [z * 0.5 + 1.0, n + 1], [y, n])
+    exe = static.Executor(paddle.CPUPlace())
+    exe.run(startup)
+    xv = np.random.default_rng(0).normal(size=(2, 3)).astype("float32")
+    want, = exe.run(main, feed={"x": xv}, fetch_list=[z])
+    static.save_inference_model(str(tmp_path / "m"), [x], [z], exe, program=main)
+    loaded, feeds, fetches = static.load_inference_model(str(tmp_path / "m"), exe)
+    got, = exe.run(loaded, feed={feeds[0]: xv}, fetch_list=fetches)
+    np.testing.assert_array_equal(got, want)
+    assert loaded.num_blocks == main.num_blocks and verify(loaded)
+    with pytest.raises(ValueError, match="only single-block programs"):
+        static.save_inference_model(str(tmp_path / "p"), [x], [z], exe, program=main,
+                                    format="paddle")
+    import numbaflow.onnx
+    with pytest.raises(NotImplementedError, match="conditional_block.*while"):
+        numbaflow.onnx.export(main, [x], [z], str(tmp_path / "m.onnx"))

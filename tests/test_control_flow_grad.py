@@ -248,3 +248,28 @@ def test_compiled_program_with_cond_matches_plain_executor(prog):
     np.testing.assert_allclose(runs[1], runs[0], rtol=1e-6)
     with pytest.raises(NotImplementedError, match="data parallelism over control flow"):
         static.CompiledProgram(main).with_data_parallel(loss_name=loss.name)
+
+
+def test_clone_and_serialization_keep_while_gradients(prog):
+    """A program with a loop and its gradient, copied by clone() and by numbaflow's
+    program format, computes the same gradient."""
+    from numbaflow.graph.serialize import program_from_dict, program_to_dict
+    main, _ = prog
+    x = static.data("x", [3], "float64")
+    x.stop_gradient = False
+    i = paddle.full([1], 0, "int64")
+    y, i = static.nn.while_loop(lambda y, i: i < 3, lambda y, i: [paddle.tanh(y) * x, i + 1],
+                                [x * 1.0, i])
+    dx, = static.gradients([paddle.sum(y)], [x])
+    xv = np.array([0.3, -0.7, 1.1])
+
+    def f(a):
+        yy = a.copy()
+        for _ in range(3):
+            yy = np.tanh(yy) * a
+        return yy.sum()
+    want = _fd(f, xv)
+    for p in (main, main.clone(), program_from_dict(program_to_dict(main))):
+        assert verify(p)
+        got, = exe().run(p, feed={"x": xv}, fetch_list=[dx.name])
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-9)
