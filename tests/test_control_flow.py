@@ -282,3 +282,11 @@ def test_inference_model_with_cond_and_while_round_trips_and_unsupported_formats
     import numbaflow.onnx
     with pytest.raises(NotImplementedError, match="conditional_block.*while"):
         numbaflow.onnx.export(main, [x], [z], str(tmp_path / "m.onnx"))
+
+
+@pytest.mark.parametrize("op", ["conditional_block", "select_input", "while", "while_grad"])
+def test_gpu_kernels_of_control_flow_ops_refuse_by_name(op):
+    from numbaflow.kernels import get_op_def
+    from numbaflow.kernels.registry import ConcreteOp
+    with pytest.raises(NotImplementedError, match=f"{op}: control flow .* on a GPU place"):
+        get_op_def(op).gpu(ConcreteOp(op, {}, {}, {}))

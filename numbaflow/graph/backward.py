@@ -78,11 +78,16 @@ class _Engine:
         # enclosing block that the sub-block refers to
         self.contribs = {}      # forward Variable -> [grad contribution Variables]
         self.final = {}         # forward Variable -> its finalised gradient Variable
-        # (kernels/control_flow.py's conditional_block grad rule calls this)
-        self.conditional_block_grad = conditional_block_grad
-        self.while_grad = while_grad
         self.n_tmp = 0
         self.tag = tag
+
+    # the control-flow grad rules (kernels/control_flow.py, which may not import this
+    # layer) build gradient sub-blocks through the engine
+    def conditional_block_grad(self, g):
+        conditional_block_grad(g)
+
+    def while_grad(self, g):
+        while_grad(g)
 
     def grad_name(self, var):
         name, k = f"{var.name}@GRAD{self.tag}", 1
