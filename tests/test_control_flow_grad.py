@@ -273,3 +273,37 @@ def test_clone_and_serialization_keep_while_gradients(prog):
         assert verify(p)
         got, = exe().run(p, feed={"x": xv}, fetch_list=[dx.name])
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-9)
+
+
+def test_cond_inside_while_and_while_inside_cond_with_gradients(prog):
+    main, _ = prog
+    x = static.data("x", [3], "float64")
+    x.stop_gradient = False
+    i = paddle.full([1], 0, "int64")
+
+    def body(y, i):
+        y2 = static.nn.cond(paddle.sum(y) > 0.0, lambda: y * x - 0.5,
+                            lambda: paddle.tanh(y) + x)
+        return [y2, i + 1]
+    y, i = static.nn.while_loop(lambda y, i: i < 4, body, [x * 1.0, i])
+    z = static.nn.cond(paddle.sum(x) > 0.0,
+                       lambda: static.nn.while_loop(lambda a, k: k < 2,
+                                                    lambda a, k: [a * 1.5, k + 1],
+                                                    [y, paddle.full([1], 0, "int64")])[0],
+                       lambda: y * 1.0)
+    loss = paddle.sum(z * z)
+    dx, = static.gradients([loss], [x])
+    assert verify(main)
+
+    def f(a):
+        yy = a.copy()
+        for _ in range(4):
+            yy = yy * a - 0.5 if yy.sum() > 0 else np.tanh(yy) + a
+        if a.sum() > 0:
+            yy = yy * 1.5 * 1.5
+        return (yy * yy).sum()
+    e = exe()
+    for xv in (np.array([0.3, 0.5, 0.9]), np.array([-0.3, 0.2, -0.4])):
+        got_loss, got_dx = e.run(main, feed={"x": xv}, fetch_list=[loss, dx])
+        np.testing.assert_allclose(got_loss, f(xv), rtol=1e-12)
+        np.testing.assert_allclose(got_dx, _fd(f, xv), rtol=1e-6, atol=1e-9)
