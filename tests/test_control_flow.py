@@ -9,7 +9,6 @@ import numbaflow as paddle
 import numbaflow.static as static
 from numbaflow.graph.serialize import program_from_dict, program_to_dict
 from numbaflow.graph.verify import verify
-from numbaflow.nn.initializer import Assign
 
 pytestmark = pytest.mark.usefixtures("fresh_graph_state")
 

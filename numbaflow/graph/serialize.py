@@ -92,7 +92,8 @@ def program_to_dict(program, feed_names=(), fetch_names=(), save_id=None):
         ops = [_op_to_dict(op, f"block {block.idx} op {i} ({op.type})")
                for i, op in enumerate(block.ops)]
         blocks.append({"idx": block.idx, "parent_idx": block.parent_idx,
-                       "forward_block_idx": block.forward_block_idx, "vars": [_var_to_dict(v) for v in block.vars.values()],
+                       "forward_block_idx": block.forward_block_idx,
+                       "vars": [_var_to_dict(v) for v in block.vars.values()],
                        "ops": ops})
     d = {FORMAT_KEY: FORMAT_VERSION, "random_seed": int(program.random_seed),
          "blocks": blocks, "feed": list(feed_names), "fetch": list(fetch_names)}
