@@ -18,6 +18,13 @@ class LayerHelper:
 
     @property
     def block(self):
+        """Where the layer's ops go: the current block (a control-flow branch or body
+        while one is being built)."""
+        return self.main_program.current_block()
+
+    @property
+    def global_block(self):
+        """Where parameters live, whichever block the layer's ops go to."""
         return self.main_program.global_block()
 
     def create_tmp(self, dtype="float32", stop_gradient=False):
@@ -52,12 +59,12 @@ class LayerHelper:
         if any(int(d) < 0 for d in shape):
             raise ValueError(f"{self.name}: parameter shape {tuple(shape)} must be fully known; "
                              f"give the input a known size in every non-batch dimension")
-        if attr.name is not None and attr.name in self.block.vars:
+        if attr.name is not None and attr.name in self.global_block.vars:
             return self._shared_parameter(attr.name, shape, dtype)
         name = attr.name or unique_name.generate(f"{self.name}.{'b' if is_bias else 'w'}")
         init = attr.initializer or default_initializer or \
             (Constant(0.0) if is_bias else XavierUniform())
-        param = self.block.create_parameter(name, shape, dtype, trainable=attr.trainable,
+        param = self.global_block.create_parameter(name, shape, dtype, trainable=attr.trainable,
                                             learning_rate=attr.learning_rate,
                                             regularizer=attr.regularizer, initializer=init)
         sblock = self.startup_program.global_block()
@@ -69,7 +76,7 @@ class LayerHelper:
     def _shared_parameter(self, name, shape, dtype):
         from . import dtypes
         from .graph.program import Parameter
-        existing = self.block.vars[name]
+        existing = self.global_block.vars[name]
         if not isinstance(existing, Parameter):
             raise ValueError(f"{self.name}: ParamAttr name {name!r} is already a non-parameter "
                              f"variable of the program ({existing!r}); choose another name")

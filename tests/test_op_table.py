@@ -3,6 +3,7 @@ central finite differences in float64 (harness: numbaflow/testing/op_test.py; ro
 tests/op_rows/, one module per op family).
 """
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -55,6 +56,13 @@ STATISTICS_TESTED = {   # op: the test that covers it
     "gaussian_random": "test_gaussian_random_statistics",
     "truncated_gaussian_random": "test_truncated_gaussian_random_statistics",
 }
+# ops that only run inside a program with sub-blocks (a table row runs one op alone):
+# tested where cond / while_loop build them
+CONTROL_FLOW_TESTED = {"conditional_block": "tests/test_control_flow.py",
+                       "select_input": "tests/test_control_flow.py",
+                       "select_output": "tests/test_control_flow_grad.py",
+                       "while": "tests/test_control_flow_grad.py",
+                       "while_grad": "tests/test_control_flow_grad.py"}
 N_DRAW = (200, 100)     # 20000 draws: mean within 5 standard errors, std within 3%
 
 
@@ -109,9 +117,11 @@ def test_every_op_has_a_row():
     does a row for an op that is not registered."""
     unknown = sorted({c.op for c in ROWS} - REGISTERED)
     assert not unknown, f"rows for ops that are not registered: {unknown}"
-    covered = {c.op for c in ROWS} | set(STATISTICS_TESTED)
+    covered = {c.op for c in ROWS} | set(STATISTICS_TESTED) | set(CONTROL_FLOW_TESTED)
     missing = sorted(t for t in REGISTERED if not t.endswith("_grad") and t not in covered)
     assert not missing, f"ops without a row in tests/op_rows/: {missing}"
+    for op, path in CONTROL_FLOW_TESTED.items():
+        assert op in REGISTERED and op in (Path(__file__).parent.parent / path).read_text()
     for op, test in STATISTICS_TESTED.items():
         assert op in REGISTERED, f"{op} is exempted but not registered; drop the exemption"
         assert callable(globals().get(test)), f"{op}: its statistics test {test} is missing"
@@ -124,5 +134,6 @@ def test_every_grad_op_is_exercised():
         if _has_grad(case):
             program = build_grad_program(case)[0]
             seen.update(op.type for op in program.global_block().ops)
-    missing = sorted(t for t in REGISTERED if t.endswith("_grad") and t not in seen)
+    missing = sorted(t for t in REGISTERED if t.endswith("_grad") and t not in seen
+                     and t not in CONTROL_FLOW_TESTED)
     assert not missing, f"grad ops no row's backward uses: {missing}"

@@ -183,6 +183,9 @@ def _concrete(op, shapes, options):
                                  f"{info.shape}, but it holds {shapes[v].shape}")
             shapes[v] = info
     comm = options.comm if get_op_def(op.type).has(COLLECTIVE) else None
-    return ConcreteOp(op.type, op.attrs,
-                      {k: [shapes[v] for v in vs] for k, vs in op.inputs.items()},
-                      {k: [shapes[v] for v in vs] for k, vs in op.outputs.items()}, comm)
+    cop = ConcreteOp(op.type, op.attrs,
+                     {k: [shapes[v] for v in vs] for k, vs in op.inputs.items()},
+                     {k: [shapes[v] for v in vs] for k, vs in op.outputs.items()}, comm)
+    if op.attrs.get("sub_block") is not None:
+        cop.graph_op = op       # a control-flow op runs its sub-block's variables
+    return cop

@@ -71,22 +71,33 @@ class GradContext:
 
 
 class _Engine:
-    def __init__(self, block, no_grad_names):
+    def __init__(self, block, no_grad_names, tag=""):
         self.block = block
         self.no_grad = no_grad_names
+        # a gradient sub-block's engine tags its names: they never shadow a name of the
+        # enclosing block that the sub-block refers to
         self.contribs = {}      # forward Variable -> [grad contribution Variables]
         self.final = {}         # forward Variable -> its finalised gradient Variable
         self.n_tmp = 0
+        self.tag = tag
+
+    # the control-flow grad rules (kernels/control_flow.py, which may not import this
+    # layer) build gradient sub-blocks through the engine
+    def conditional_block_grad(self, g):
+        conditional_block_grad(g)
+
+    def while_grad(self, g):
+        while_grad(g)
 
     def grad_name(self, var):
-        name, k = f"{var.name}@GRAD", 1
+        name, k = f"{var.name}@GRAD{self.tag}", 1
         while name in self.block.vars:
-            name, k = f"{var.name}@GRAD_{k}", k + 1
+            name, k = f"{var.name}@GRAD{self.tag}_{k}", k + 1
         return name
 
     def new_contribution(self, var):
         lst = self.contribs.setdefault(var, [])
-        name = f"{var.name}@GRAD@RENAME@{len(lst)}"
+        name = f"{var.name}@GRAD@RENAME{self.tag}@{len(lst)}"
         while name in self.block.vars:
             name += "_"
         g = self.block.create_var(name, var.shape, var.dtype)
@@ -95,7 +106,8 @@ class _Engine:
 
     def tmp_var(self, like, shape, dtype):
         self.n_tmp += 1
-        name = f"{like.name}@GRAD@TMP@{self.n_tmp}" if like is not None else f"grad_tmp_{self.n_tmp}"
+        name = f"{like.name}@GRAD@TMP{self.tag}@{self.n_tmp}" if like is not None \
+            else f"grad_tmp{self.tag}_{self.n_tmp}"
         return self.block.create_var(name, shape if shape is not None else like.shape,
                                      dtype if dtype is not None else like.dtype)
 
@@ -154,10 +166,17 @@ def _requires_grad(ops, wanted, no_grad):
 
 def _backward(targets, target_grads, wanted, no_grad_set):
     block = targets[0].block
-    program = block.program
     no_grad = {v.name if isinstance(v, Variable) else v for v in (no_grad_set or ())}
     fwd_ops = [op for op in block.ops if op.role == FORWARD]
-    req = _requires_grad(fwd_ops, set(wanted), no_grad)
+    engine = _Engine(block, no_grad)
+    with block.program.role_guard(BACKWARD):
+        return engine, _differentiate(engine, fwd_ops, targets, target_grads, wanted)
+
+
+def _differentiate(engine, fwd_ops, targets, target_grads, wanted):
+    """Append to `engine.block` the gradient ops of `fwd_ops` from the seeds
+    `target_grads` of `targets`; {wanted variable: its gradient or None}."""
+    req = _requires_grad(fwd_ops, set(wanted), engine.no_grad)
     # ops on a path from a grad-requiring variable to a target
     needed, relevant = set(targets), []
     for op in reversed(fwd_ops):
@@ -166,19 +185,65 @@ def _backward(targets, target_grads, wanted, no_grad_set):
         if any(o in needed for o in op.output_vars()) and any(i in req for i in op.input_vars()):
             relevant.append(op)
             needed.update(i for i in op.input_vars() if i in req)
-    engine = _Engine(block, no_grad)
-    with program.role_guard(BACKWARD):
-        for t, tg in zip(targets, target_grads):
-            engine.seed(t, tg)
-        for op in relevant:
-            if all(engine.final_grad(o) is None for o in op.output_vars()):
-                continue
-            opdef = get_op_def(op.type)
-            if opdef.grad is None:
-                raise NotImplementedError(f"op {op.type!r} has no gradient rule; mark its "
-                                          f"inputs stop_gradient=True or add one to its OpDef")
-            opdef.grad(GradContext(engine, op, req))
-        return engine, {v: engine.final_grad(v) for v in wanted}
+    for t, tg in zip(targets, target_grads):
+        engine.seed(t, tg)
+    for op in relevant:
+        if all(engine.final_grad(o) is None for o in op.output_vars()):
+            continue
+        opdef = get_op_def(op.type)
+        if opdef.grad is None:
+            raise NotImplementedError(f"op {op.type!r} has no gradient rule; mark its "
+                                      f"inputs stop_gradient=True or add one to its OpDef")
+        opdef.grad(GradContext(engine, op, req))
+    return {v: engine.final_grad(v) for v in wanted}
+
+
+def conditional_block_grad(g):
+    """The gradient of a `conditional_block` (graph op `g.op`): another conditional_block
+    on the same condition whose sub-block recomputes the forward sub-block and appends its
+    gradient ops, writing each input's gradient contribution (zero where the branch does
+    not depend on it; zero altogether when the condition is false, so the gradient flows
+    into the taken branch only)."""
+    engine, op = g.engine, g.op
+    outs, ins = op.outputs.get("Out", []), op.inputs.get("Input", [])
+    douts = [engine.final_grad(o) for o in outs]
+    wanted = [v for v in ins if v in g.requires_grad]
+    if not wanted or all(d is None for d in douts):
+        return
+    program, parent = engine.block.program, engine.block
+    before = program.current_block_idx
+    gblock = program.create_block(parent.idx)
+    program.current_block_idx = before
+    gblock.forward_block_idx = op.attrs["sub_block"].idx
+    copies = [gblock.make_op(o.type, o.inputs, o.outputs, o.attrs)
+              for o in op.attrs["sub_block"].ops]
+    gblock.insert_before(None, copies)
+    sub = _Engine(gblock, engine.no_grad, tag=f"@B{gblock.idx}")
+    seeds = [(o, d) for o, d in zip(outs, douts) if d is not None]
+    grads = _differentiate(sub, copies, [o for o, _ in seeds], [d for _, d in seeds], wanted)
+    dxs = []
+    for i, x in enumerate(ins):
+        if x not in g.requires_grad:
+            continue
+        dx = g.dx("Input", i)
+        if grads.get(x) is None:
+            gblock.append_op("fill_any_like", {"X": x}, {"Out": dx}, {"value": 0.0})
+        else:
+            gblock.append_op("assign", {"X": grads[x]}, {"Out": dx})
+        dxs.append(dx)
+    parent.append_op("conditional_block", {"Cond": op.inputs["Cond"], "Input": _reads(gblock)},
+                     {"Out": dxs}, {"sub_block": gblock, "is_scalar_condition": True})
+
+
+def _reads(block):
+    """The variables the ops of `block` read that no earlier op of it writes."""
+    produced, reads = set(), {}
+    for op in block.ops:
+        for v in op.input_vars():
+            if v not in produced:
+                reads[v] = None
+        produced.update(op.output_vars())
+    return list(reads)
 
 
 def append_backward(loss: Variable, parameter_list: Sequence[Variable | str] | None = None,
@@ -258,3 +323,71 @@ def gradients(targets: Variable | Sequence[Variable], inputs: Variable | Sequenc
     _, grads = _backward(targets, target_gradients, inputs, no_grad_set)
     return [grads.get(v) for v in inputs]
 
+
+
+def while_grad(g):
+    """The gradient of a `while` op (graph op `g.op`): a `while_grad` op over a gradient
+    sub-block that recomputes one iteration of the body from the values the forward run
+    kept for it (the forward `while` keeps each iteration's inputs unless is_test) and
+    appends its backward. The op runs the block once per iteration, last first, carrying
+    the loop variables' gradients back and summing the other inputs'.
+
+    In the block, the loop variables' new values are fresh variables (the body writes them
+    over the old ones), seeded by variables named `<loop var>@SEED@B<idx>`; the input
+    gradients it gives are `<input>@DX@B<idx>`."""
+    engine, op = g.engine, g.op
+    if op.attrs["is_test"]:
+        raise NotImplementedError(f"while_loop: the loop was built with is_test=True, so it "
+                                  f"keeps no per-iteration values for a backward")
+    body, xs = op.attrs["sub_block"], op.inputs.get("X", [])
+    cond_var = op.inputs["Condition"][0]
+    loop_vars = [v for v in op.outputs.get("Out", []) if v is not cond_var]
+    grad_loop = [v for v in loop_vars if v in g.requires_grad]
+    wanted = [x for x in xs if x in g.requires_grad]
+    if not wanted or not grad_loop:
+        return
+    douts = [g.dout_or_zeros("Out", op.outputs["Out"].index(v)) for v in grad_loop]
+    program, parent = engine.block.program, engine.block
+    before = program.current_block_idx
+    gblock = program.create_block(parent.idx)
+    program.current_block_idx = before
+    gblock.forward_block_idx = body.idx
+    tag = f"@B{gblock.idx}"
+    renamed, copies = {}, []
+    for o in body.ops:      # an iteration; the loop variables' new values get new variables
+        ins = {k: [renamed.get(v, v) for v in vs] for k, vs in o.inputs.items()}
+        outs = {}
+        for k, vs in o.outputs.items():
+            outs[k] = []
+            for v in vs:
+                if v in loop_vars or v is cond_var:
+                    renamed[v] = gblock.create_var(f"{v.name}@NEW{tag}", v.shape, v.dtype)
+                outs[k].append(renamed.get(v, v))
+        copies.append(gblock.make_op(o.type, ins, outs, o.attrs))
+    gblock.insert_before(None, copies)
+    # fed by while_grad each iteration (hence data)
+    seeds = [gblock.create_var(f"{v.name}@SEED{tag}", v.shape, v.dtype, is_data=True)
+             for v in grad_loop]
+    sub = _Engine(gblock, engine.no_grad, tag=tag)
+    targets = [renamed.get(v, v) for v in grad_loop]
+    grads = _differentiate(sub, copies, targets, seeds, wanted)
+    for x in wanted:
+        out = gblock.create_var(f"{x.name}@DX{tag}", x.shape, x.dtype)
+        if grads.get(x) is None:
+            gblock.append_op("fill_any_like", {"X": x}, {"Out": out}, {"value": 0.0})
+        else:
+            gblock.append_op("assign", {"X": grads[x]}, {"Out": out})
+    dxs = []
+    for i, x in enumerate(xs):
+        if x not in g.requires_grad:
+            continue
+        if x in grad_loop:
+            # updated in place: the gradient of its value before the loop replaces that
+            # of its value after (earlier readers of the old value still add to it)
+            engine.final.pop(x, None)
+            engine.contribs[x] = []
+            dxs.append(engine.new_contribution(x))
+        else:
+            dxs.append(g.dx("X", i))
+    parent.append_op("while_grad", {"X": wanted, "LoopVars": grad_loop, "DOut": douts},
+                     {"DX": dxs}, {"sub_block": gblock})

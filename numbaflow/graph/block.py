@@ -20,8 +20,12 @@ class Block:
     >>> block.replace_ops([add, relu], fused_op)         # fused_op from block.make_op
     """
 
-    def __init__(self, program, idx):
+    def __init__(self, program, idx, parent_idx=-1):
         self.program, self.idx = program, idx
+        # the enclosing block (-1 for the global block): names not found here are looked
+        # up there, as in Paddle; a gradient sub-block also sees its forward block's
+        self.parent_idx = parent_idx
+        self.forward_block_idx = -1
         self.vars = {}
         self.uses = UseMaps()
 
@@ -29,11 +33,38 @@ class Block:
     def ops(self):
         return self.uses.ops
 
+    @property
+    def parent_block(self):
+        """The enclosing Block, or None for the global block."""
+        return None if self.parent_idx < 0 else self.program.blocks[self.parent_idx]
+
     def var(self, name):
-        try:
-            return self.vars[name]
-        except KeyError:
-            raise ValueError(f"variable {name!r} is not in block {self.idx}") from None
+        """The variable `name` of this block or, failing that, of an enclosing block."""
+        v = self.find_var_recursive(name)
+        if v is None:
+            raise ValueError(f"variable {name!r} is not in block {self.idx}"
+                             + (" or its enclosing blocks" if self.parent_idx >= 0 else ""))
+        return v
+
+    def find_var_recursive(self, name):
+        """The variable `name` seen from this block (its own, then the forward block's
+        for a gradient block, then the enclosing blocks'), or None."""
+        seen, todo = set(), [self]
+        while todo:
+            b = todo.pop(0)
+            if b.idx in seen:
+                continue
+            seen.add(b.idx)
+            if name in b.vars:
+                return b.vars[name]
+            todo += [b.program.blocks[i] for i in (b.forward_block_idx, b.parent_idx) if i >= 0]
+        return None
+
+    _find_var_recursive = find_var_recursive     # Paddle's name
+
+    def sees(self, v):
+        """True when `v` is the variable its name resolves to from this block."""
+        return self.find_var_recursive(v.name) is v
 
     def has_var(self, name):
         return name in self.vars
@@ -203,7 +234,7 @@ class Block:
         self._replace_var(old, new, ops, self.uses.writers, "outputs")
 
     def _replace_var(self, old, new, ops, table, side):
-        if not isinstance(new, Variable) or self.vars.get(new.name) is not new:
+        if not isinstance(new, Variable) or not self.sees(new):
             raise ValueError(f"replace {old.name}: the new variable must be a Variable of "
                              f"block {self.idx}, got {new!r}")
         users = table.get(old, {})
@@ -236,7 +267,7 @@ class Block:
                              f"{sorted(names)}")
         vars = as_var_list(vars)
         for v in vars:
-            if not isinstance(v, Variable) or self.vars.get(v.name) is not v:
+            if not isinstance(v, Variable) or not self.sees(v):
                 raise ValueError(f"{op.type}.{slot}: {v!r} is not a Variable of block "
                                  f"{self.idx}")
         self.uses.unlink(op)
@@ -307,7 +338,10 @@ def infer_op(op, shapes=None):
         return VarInfo(v.shape, v.dtype)
     in_infos = {k: [info(v) for v in vs] for k, vs in op.inputs.items()}
     in_names = {k: [v.name for v in vs] for k, vs in op.inputs.items()}
-    result = opdef.infer(InferContext(op.type, op.attrs, in_infos, in_names))
+    ctx = InferContext(op.type, op.attrs, in_infos, in_names)
+    # control-flow ops infer their sub-block's variables (kernels/control_flow.py)
+    ctx.op = op
+    result = opdef.infer(ctx)
     return {k: (v if isinstance(v, list) else [v]) for k, v in result.items()}
 
 

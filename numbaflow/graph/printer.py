@@ -4,6 +4,8 @@
 def _fmt_attr(v):
     if isinstance(v, float):
         return f"{v:g}"
+    if hasattr(v, "parent_idx") and hasattr(v, "ops"):     # a sub_block
+        return f"block[{v.idx}]"
     return repr(v) if isinstance(v, str) else str(v)
 
 
@@ -17,7 +19,8 @@ def op_to_string(op):
 def program_to_string(program):
     lines = []
     for block in program.blocks:
-        lines.append(f"{{ // block {block.idx}")
+        parent = f" (parent {block.parent_idx})" if block.parent_idx >= 0 else ""
+        lines.append(f"{{ // block {block.idx}{parent}")
         for v in block.vars.values():
             lines.append(f"    {v.to_string()}")
         lines.append("")

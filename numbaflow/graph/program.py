@@ -23,8 +23,11 @@ if TYPE_CHECKING:
 
 
 class Program:
-    """A static graph: a list of Blocks (only block 0 is used) of Operators and Variables.
-    Layer functions append to the default main program; `program_guard` switches it.
+    """A static graph: a list of Blocks of Operators and Variables. Block 0 is the global
+    block; the control-flow layers (`static.nn.cond`, `while_loop`) build their branches
+    and bodies into sub-blocks (`Block.parent_idx` names the enclosing block), which
+    their op holds in its `sub_block` attribute. Layer functions append to the current
+    block of the default main program; `program_guard` switches it.
     `str(program)` prints the op list.
 
     Example:
@@ -47,6 +50,7 @@ class Program:
 
     def __init__(self) -> None:
         self.blocks = [Block(self, 0)]
+        self.current_block_idx = 0
         self.version = 0
         self.random_seed = 0
         self._current_role = FORWARD
@@ -73,7 +77,7 @@ class Program:
         hooks.insert(0, hook) if first else hooks.append(hook)
 
     def global_block(self) -> Block:
-        """Block 0, which holds every op and variable.
+        """Block 0: the parameters, data and the ops outside control flow.
 
         Returns:
             Block: with `.ops` (list of Operator), `.vars` ({name: Variable}) and `.var(name)`.
@@ -81,36 +85,85 @@ class Program:
         return self.blocks[0]
 
     def current_block(self) -> Block:
-        """The block layers append to: block 0.
+        """The block layers append to: the global block, or the sub-block a control-flow
+        layer is building.
 
         Returns:
-            Block: the global block.
+            Block: the current block.
         """
-        return self.blocks[0]
+        return self.blocks[self.current_block_idx]
 
     def block(self, idx: int) -> Block:
         """Block number `idx`.
 
         Args:
-            idx (int): the index (only 0 exists).
+            idx (int): the index, 0 <= idx < num_blocks.
 
         Returns:
             Block: the block.
+
+        Example:
+            >>> x = static.data('x', [1], 'float32')
+            >>> y = static.nn.cond(x > 0.0, lambda: x * 2.0, lambda: x * 3.0)
+            >>> main = static.default_main_program()
+            >>> main.num_blocks, main.block(1).parent_idx
+            (3, 0)
         """
+        if not -len(self.blocks) <= idx < len(self.blocks):
+            raise IndexError(f"block {idx} does not exist; the program has "
+                             f"{len(self.blocks)} block(s)")
         return self.blocks[idx]
 
     @property
     def num_blocks(self) -> int:
-        """The number of blocks (1)."""
+        """The number of blocks."""
         return len(self.blocks)
 
+    def create_block(self, parent_idx: int | None = None) -> Block:
+        """A new sub-block of `parent_idx` (default: the current block), made current
+        (`_create_block` in Paddle; control-flow layers use `sub_block_guard`).
+
+        Args:
+            parent_idx (int, optional): the enclosing block's index.
+
+        Returns:
+            Block: the new block, now the current one.
+        """
+        parent = self.current_block_idx if parent_idx is None else parent_idx
+        block = Block(self, len(self.blocks), parent)
+        self.blocks.append(block)
+        self.current_block_idx = block.idx
+        self.bump()
+        return block
+
+    _create_block = create_block       # Paddle's name
+
+    def _rollback(self) -> None:
+        """Make the current block's parent current again."""
+        self.current_block_idx = max(self.current_block().parent_idx, 0)
+
+    @contextlib.contextmanager
+    def sub_block_guard(self):
+        """Layers inside the `with` append to a new sub-block of the current block
+        (yielded); the current block is restored after, whatever happens.
+
+        Returns:
+            a context manager yielding the new Block.
+        """
+        before = self.current_block_idx
+        block = self.create_block()
+        try:
+            yield block
+        finally:
+            self.current_block_idx = before
+
     def list_vars(self) -> Iterator[Variable]:
-        """Every Variable of the program.
+        """Every Variable of the program (every block's).
 
         Returns:
             iterator of Variable: data, parameters and temporaries.
         """
-        return iter(list(self.global_block().vars.values()))
+        return iter([v for b in self.blocks for v in b.vars.values()])
 
     def all_parameters(self) -> list[Parameter]:
         """Every Parameter of the program.
@@ -179,32 +232,41 @@ class Program:
         """
         new = Program()
         new.random_seed = self.random_seed
-        src, dst = self.global_block(), new.global_block()
-        ops = [op for op in src.ops if not for_test or op.role == FORWARD]
+        for b in self.blocks[1:]:       # sub-blocks keep their indexes and parents
+            nb = Block(new, b.idx, b.parent_idx)
+            nb.forward_block_idx = b.forward_block_idx
+            new.blocks.append(nb)
+        kept = [[op for op in b.ops if not for_test or op.role == FORWARD] for b in self.blocks]
         keep = set()
-        for op in ops:
-            keep.update(op.input_vars())
-            keep.update(op.output_vars())
+        for ops in kept:
+            for op in ops:
+                keep.update(op.input_vars())
+                keep.update(op.output_vars())
         mapping = {}
-        for name, v in src.vars.items():
-            if for_test and v not in keep and not v.is_data and not isinstance(v, Parameter):
-                continue
-            nv = copy.copy(v)
-            nv.block = dst
-            if isinstance(v, Parameter):
-                nv.optimize_attr = dict(v.optimize_attr)
-            mapping[v] = nv
-            dst.vars[name] = nv
-        nops = []
-        for op in ops:
-            attrs = dict(op.attrs)
-            if for_test and "is_test" in attrs:
-                attrs["is_test"] = True
-            nops.append(Operator(dst, op.type,
-                                 {k: [mapping[v] for v in vs] for k, vs in op.inputs.items()},
-                                 {k: [mapping[v] for v in vs] for k, vs in op.outputs.items()},
-                                 attrs, op.role))
-        dst.insert_before(None, nops)
+        for src, dst in zip(self.blocks, new.blocks):
+            for name, v in src.vars.items():
+                if for_test and v not in keep and not v.is_data and not isinstance(v, Parameter):
+                    continue
+                nv = copy.copy(v)
+                nv.block = dst
+                if isinstance(v, Parameter):
+                    nv.optimize_attr = dict(v.optimize_attr)
+                mapping[v] = nv
+                dst.vars[name] = nv
+
+        def attr(a):        # a sub_block attribute refers to the copy's block
+            return new.blocks[a.idx] if isinstance(a, Block) else a
+        for ops, dst in zip(kept, new.blocks):
+            nops = []
+            for op in ops:
+                attrs = {k: attr(a) for k, a in op.attrs.items()}
+                if for_test and "is_test" in attrs:
+                    attrs["is_test"] = True
+                nops.append(Operator(dst, op.type,
+                                     {k: [mapping[v] for v in vs] for k, vs in op.inputs.items()},
+                                     {k: [mapping[v] for v in vs] for k, vs in op.outputs.items()},
+                                     attrs, op.role))
+            dst.insert_before(None, nops)
         new.bump()
         return new
 

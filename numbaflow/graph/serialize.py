@@ -13,7 +13,7 @@ import numbers
 
 import numpy as np
 
-from .program import FORWARD, Parameter, Program
+from .program import FORWARD, Block, Parameter, Program
 
 FORMAT_KEY = "__numbaflow_format__"
 # 2: every file of a save carries its save id, arrays carry a CRC-32 and an inference
@@ -42,6 +42,8 @@ def _encode(value, where):
         return {"__float__": "nan" if math.isnan(f) else ("inf" if f > 0 else "-inf")}
     if isinstance(value, np.dtype):
         return {"__dtype__": str(value)}
+    if isinstance(value, Block):            # a control-flow op's sub_block
+        return {"__block__": value.idx}
     if isinstance(value, (list, tuple)):
         return [_encode(v, where) for v in value]
     if isinstance(value, np.ndarray):
@@ -50,10 +52,12 @@ def _encode(value, where):
                     f"serialized; attributes must be None, bool, int, float, str or lists of them")
 
 
-def _decode(value):
+def _decode(value, program=None):
     if isinstance(value, list):
-        return [_decode(v) for v in value]
+        return [_decode(v, program) for v in value]
     if isinstance(value, dict):
+        if "__block__" in value and program is not None:
+            return program.block(int(value["__block__"]))
         if "__float__" in value:
             return float(value["__float__"])
         if "__dtype__" in value:
@@ -87,7 +91,9 @@ def program_to_dict(program, feed_names=(), fetch_names=(), save_id=None):
     for block in program.blocks:
         ops = [_op_to_dict(op, f"block {block.idx} op {i} ({op.type})")
                for i, op in enumerate(block.ops)]
-        blocks.append({"idx": block.idx, "vars": [_var_to_dict(v) for v in block.vars.values()],
+        blocks.append({"idx": block.idx, "parent_idx": block.parent_idx,
+                       "forward_block_idx": block.forward_block_idx,
+                       "vars": [_var_to_dict(v) for v in block.vars.values()],
                        "ops": ops})
     d = {FORMAT_KEY: FORMAT_VERSION, "random_seed": int(program.random_seed),
          "blocks": blocks, "feed": list(feed_names), "fetch": list(fetch_names)}
@@ -112,14 +118,21 @@ def check_format(d, what):
 def program_from_dict(d):
     """Rebuild the Program described by `d` (from `program_to_dict`)."""
     check_format(d, "the program description")
-    if len(d["blocks"]) != 1:
-        raise ValueError(f"the program has {len(d['blocks'])} blocks; only one block is "
-                         f"supported")
     program = Program()
     program.random_seed = int(d.get("random_seed", 0))
-    block = program.global_block()
-    bd = d["blocks"][0]
-    for vd in bd["vars"]:
+    for bd in d["blocks"][1:]:
+        block = program.create_block(int(bd.get("parent_idx", 0)))
+        block.forward_block_idx = int(bd.get("forward_block_idx", -1))
+    program.current_block_idx = 0
+    for block, bd in zip(program.blocks, d["blocks"]):
+        _read_vars(block, bd["vars"])
+    for block, bd in zip(program.blocks, d["blocks"]):
+        _read_ops(program, block, bd["ops"])
+    return program
+
+
+def _read_vars(block, var_dicts):
+    for vd in var_dicts:
         if vd.get("parameter"):
             p = block.create_parameter(vd["name"], vd["shape"], vd["dtype"],
                                        trainable=vd.get("trainable", True),
@@ -129,19 +142,22 @@ def program_from_dict(d):
             block.create_var(vd["name"], vd["shape"], vd["dtype"], persistable=vd["persistable"],
                              stop_gradient=vd["stop_gradient"], is_data=vd["is_data"])
 
-    def lookup(names, where):
-        try:
-            return [block.vars[n] for n in names]
-        except KeyError as e:
-            raise ValueError(f"{where} refers to variable {e.args[0]!r}, which the program "
-                             f"description does not declare") from None
 
-    for i, od in enumerate(bd["ops"]):
-        where = f"op {i} ({od['type']})"
+def _read_ops(program, block, op_dicts):
+    def lookup(names, where):
+        vs = [block.find_var_recursive(n) for n in names]
+        if any(v is None for v in vs):
+            missing = next(n for n, v in zip(names, vs) if v is None)
+            raise ValueError(f"{where} refers to variable {missing!r}, which the program "
+                             f"description does not declare")
+        return vs
+
+    for i, od in enumerate(op_dicts):
+        where = f"block {block.idx} op {i} ({od['type']})"
         with program.role_guard(od.get("role", FORWARD)):
             # infer=False: keep the saved shapes exactly; `verify` re-checks them.
             block.append_op(od["type"],
                             {k: lookup(ns, where) for k, ns in od["inputs"].items()},
                             {k: lookup(ns, where) for k, ns in od["outputs"].items()},
-                            {k: _decode(a) for k, a in od["attrs"].items()}, infer=False)
-    return program
+                            {k: _decode(a, program) for k, a in od["attrs"].items()},
+                            infer=False)

@@ -45,21 +45,26 @@ def verify(program):
                         raise IRError(f"{where}: required {kind} slot {s.name} is empty")
             if set(op.attrs) != set(opdef.attrs):
                 raise IRError(f"{where}: attrs {sorted(op.attrs)} != schema {sorted(opdef.attrs)}")
+            ins = set(op.input_vars())
             for v in op.input_vars():
-                if block.vars.get(v.name) is not v:
-                    raise IRError(f"{where}: input {v.name} is not a variable of the block")
-                if not (v.persistable or v.is_data or v in produced):
+                if not block.sees(v):
+                    raise IRError(f"{where}: input {v.name} is not a variable of the block "
+                                  f"or of a block enclosing it")
+                # a sub-block reads what the blocks around it computed before its op ran
+                local = block.vars.get(v.name) is v
+                if local and not (v.persistable or v.is_data or v in produced):
                     raise IRError(f"{where}: input {v.name} is read before it is produced")
             for v in op.output_vars():
-                if block.vars.get(v.name) is not v:
-                    raise IRError(f"{where}: output {v.name} is not a variable of the block")
-                if v in produced and not v.persistable:
+                if not block.sees(v):
+                    raise IRError(f"{where}: output {v.name} is not a variable of the block "
+                                  f"or of a block enclosing it")
+                # updated in place (a loop variable by `while`) is not produced twice
+                if v in produced and not v.persistable and v not in ins:
                     raise IRError(f"{where}: {v.name} is produced twice")
                 produced.add(v)
             if op.block is not block:
                 raise IRError(f"{where}: the op belongs to another block")
             inferred = infer_op(op)
-            ins = set(op.input_vars())
             for slot, vs in op.outputs.items():
                 for v, info in zip(vs, inferred.get(slot, [])):
                     if v in ins:

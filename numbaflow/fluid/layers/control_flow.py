@@ -14,7 +14,8 @@ import numbers
 from ... import tensor as M
 from ...graph.program import Variable
 
-__all__ = ["create_array", "array_write", "array_read", "array_length"]
+__all__ = ["create_array", "array_write", "array_read", "array_length", "cond", "while_loop",
+           "case", "switch_case"]
 
 
 class TensorArray(list):
@@ -126,3 +127,7 @@ def array_length(array: TensorArray) -> Variable:
         'int64'
     """
     return M.full([1], len(array), "int64")
+
+
+# Paddle 1.8 / 2.x spell these fluid.layers.*: the same functions as static.nn.*
+from ...static.control_flow import case, cond, switch_case, while_loop  # noqa: E402,F401

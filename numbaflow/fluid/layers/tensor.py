@@ -190,7 +190,7 @@ def create_global_var(shape: Sequence[int], value: float, dtype: DTypeLike,
         raise TypeError(f"create_global_var: value must be a number, got {type(value).__name__}")
     shape = [int(d) for d in shape]
     dt = dtypes.convert_dtype(dtype)
-    block = LayerHelper("global_var").block
+    block = LayerHelper("global_var").global_block    # global even inside a cond
     name = name or unique_name.generate("global_var")
     var = block.create_var(name, shape, dt, persistable=persistable, stop_gradient=True)
     sblock = default_startup_program().global_block()
