@@ -89,6 +89,13 @@ def _tensor_desc(raw, path, what):
     if len(dims) > MAX_RANK or any(d < 0 for d in dims):
         raise FileFormatError(f"file {path!r}: {what} declares dims {dims[:MAX_RANK + 1]}; "
                               f"a stored tensor has at most {MAX_RANK} non-negative dims")
+    # checked with zeros left out too: numpy refuses a shape past 2**63 elements even when
+    # a zero dim makes it empty (and would do so with its own message, without the file)
+    nonzero = int(np.prod([d for d in dims if d], dtype=object))
+    if nonzero * _DTYPES[desc.data_type].itemsize >= 2 ** 63:
+        raise FileFormatError(f"file {path!r}: {what} declares dims {dims}, whose product "
+                              f"overflows 2**63 bytes; no tensor has that many elements: the "
+                              f"file is damaged or crafted (re-export the model)")
     return _DTYPES[desc.data_type], tuple(dims)
 
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..graph.serialize import FORMAT_KEY, FORMAT_VERSION, FileFormatError, check_format
 from . import paddle_pickle
+from .outside import open_outside
 
 INDEX_KEY = "__numbaflow_vars__"
 _NPY_HEADER_MAX = 1 << 16          # a .npy header is far smaller; beyond it: damaged
@@ -47,12 +48,13 @@ def read_arrays(path, real_path=None, keep_name_table=False):
     bytes are elsewhere, e.g. a committed save's temp file). A Paddle pickle gives meta
     {"kind": "paddle"}. FileNotFoundError if absent; FileFormatError if not readable."""
     real_path = real_path or path
-    # opened once: a save may rename a temp file into place meanwhile (loads take no lock)
-    with open(real_path, "rb") as f:
+    # opened once: a save may rename a temp file into place meanwhile (loads take no lock);
+    # only a regular file, read no further than its size
+    with open_outside(real_path, path) as (f, size):
         head = f.read(4)
         if paddle_pickle.is_pickle(head):
             f.seek(0)
-            obj = paddle_pickle.load_pickle(f.read(), path)
+            obj = paddle_pickle.load_pickle(f.read(size), path)
             return paddle_pickle.paddle_state(obj, path, keep_name_table), {"kind": "paddle"}
         if not head:
             raise FileFormatError(f"file {path!r} is empty (an interrupted copy or save?)")
