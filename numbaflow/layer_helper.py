@@ -69,7 +69,7 @@ class LayerHelper:
         seed = sblock.program.random_seed
         if seed and not int(getattr(init, "seed", 0) or 0) and op is not None and \
                 op.has_attr("seed"):
-            op._set_attr("seed", int(seed))
+            op.attrs["seed"] = int(seed)         # (just appended: no plan has seen it)
         return param
 
 
