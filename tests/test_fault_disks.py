@@ -330,3 +330,21 @@ def test_a_full_numba_cache_dir_does_not_fail_the_static_kernels(full_disk, tmp_
                        timeout=500)
     assert r.returncode == 0 and r.stdout.strip().endswith("True"), r.stdout + r.stderr
     assert r.stderr.count(str(full_disk / "numba")) == 1, r.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_warmup_on_a_full_disk_says_nothing_was_cached(full_disk):
+    """issue 30, item 8: it said "first runs now load compiled kernels from the cache"."""
+    for d in ("kernels", "numba"):
+        (full_disk / d).mkdir(mode=0o700)
+    fill(full_disk)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(paddle.__file__)))
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(full_disk / "numba"),
+               NUMBAFLOW_CACHE_DIR=str(full_disk / "kernels"),
+               PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, "-m", "numbaflow", "warmup", "quickstart"], env=env,
+                       capture_output=True, text=True, timeout=500)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "now load compiled kernels" not in r.stdout
+    assert "could not be kept" in r.stderr and str(full_disk) in r.stderr, r.stderr
