@@ -28,7 +28,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 
-from .log import get_logger
+from .log import get_logger as _get_logger
 
 __all__ = ["ScalarLogger", "Progress"]
 
@@ -94,7 +94,7 @@ class ScalarLogger:
             return
         self._failed = True
         self._pending = bytearray()
-        get_logger().warning(
+        _get_logger().warning(
             "ScalarLogger: cannot write TensorBoard events under %r (%s); training goes on "
             "and further scalars of this logger are dropped (free space or choose a writable "
             "logdir, then start a new ScalarLogger)", self.logdir, error)
