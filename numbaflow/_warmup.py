@@ -111,7 +111,7 @@ def _run_task_checked(name, cache_dir):
     seconds = _run_task(name)
     from . import config
     from .kernels.codegen import cache
-    lost = sorted(cache._numba_write_failed)
+    lost = cache.write_failures()
     if config.kernel_cache_dir() != cache_dir:
         lost.append(cache_dir)
     return seconds, lost

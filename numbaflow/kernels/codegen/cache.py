@@ -226,6 +226,12 @@ class _TolerantCache:
                           f"NUMBA_CACHE_DIR to another directory)", RuntimeWarning, stacklevel=2)
 
 
+def write_failures():
+    """The directories (and "no disk") where this process could not write compiled code:
+    `python -m numbaflow warmup` reports them instead of claiming a warm cache."""
+    return sorted(_numba_write_failed)
+
+
 def tolerate_cache_errors(namespace):
     """Wrap the on-disk cache of every numba dispatcher in `namespace` (a module's dict)
     so that a failed cache write degrades to no caching (see _TolerantCache)."""
