@@ -301,8 +301,11 @@ def program_from_desc(desc, path):
             raise FileFormatError(f"{where} has data type {t.data_type} and dims "
                                   f"{dims[:MAX_RANK + 1]}; expected one of numbaflow's dtypes "
                                   f"and at most {MAX_RANK} dims, each -1 or more")
-        block.create_var(vd.name, dims, _DTYPES[t.data_type], persistable=vd.persistable,
-                         stop_gradient=True, is_data=vd.need_check_feed)
+        try:
+            block.create_var(vd.name, dims, _DTYPES[t.data_type], persistable=vd.persistable,
+                             stop_gradient=True, is_data=vd.need_check_feed)
+        except (TypeError, ValueError) as e:     # e.g. a float16 variable (fuzz-found)
+            raise FileFormatError(f"{where} cannot be a variable here: {e}") from None
     for i, op in enumerate(block_desc.ops):
         where = f"file {path!r}: op {i} ({op.type})"
         if op.type in ("feed", "fetch"):
