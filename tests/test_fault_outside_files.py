@@ -66,6 +66,7 @@ def load_in_child(prefix, what="static.load_inference_model(prefix, "
     return p.returncode, p.stdout + p.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("which", ["model", "params"])
 def test_a_file_linked_to_dev_zero_is_refused_not_read_until_memory_runs_out(tmp_path, which):
@@ -76,6 +77,7 @@ def test_a_file_linked_to_dev_zero_is_refused_not_read_until_memory_runs_out(tmp
     assert "not a regular file" in out and ("m.pd" in out) and "character device" in out, out
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("which", ["model", "params"])
 def test_a_fifo_is_refused_not_waited_on(tmp_path, which):
@@ -87,6 +89,7 @@ def test_a_fifo_is_refused_not_waited_on(tmp_path, which):
     assert "not a regular file" in out and "FIFO" in out, out
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_a_checkpoint_that_is_a_fifo_is_refused(tmp_path):
     fifo = str(tmp_path / "ck.pdparams")

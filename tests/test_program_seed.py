@@ -45,6 +45,7 @@ def run(mode):
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_program_random_seed_gives_the_same_weights_and_dropout_in_two_processes():
     a, b = run("program=3"), run("program=3")
@@ -56,6 +57,7 @@ def test_program_random_seed_gives_the_same_weights_and_dropout_in_two_processes
     assert other["params"]["fc_0.w_0"] != a["params"]["fc_0.w_0"]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_paddle_seed_keeps_its_meaning_and_no_seed_is_fresh():
     assert run("paddle.seed=5")["params"] == run("paddle.seed=5")["params"]

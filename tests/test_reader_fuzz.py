@@ -13,6 +13,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DRIVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "reader_fuzz_driver.py")
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_readers_survive_mutated_files(tmp_path):
     seconds = os.environ.get("NUMBAFLOW_FUZZ_SECONDS", "8")
