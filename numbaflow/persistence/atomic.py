@@ -109,6 +109,8 @@ def _locked_dir(directory, exclusive):
 def _read_journal(path):
     """(save id, [file names]) of a journal, or None when it is absent or not ours."""
     try:
+        if not os.path.lexists(path):       # the usual case: no open call that fails
+            return None
         j = json.loads(read_outside(path, limit=_JOURNAL_MAX_BYTES, what="journal").decode())
         if j.get("tag") == _JOURNAL_TAG and isinstance(j.get("id"), str) and \
                 isinstance(j.get("files"), list):
