@@ -206,3 +206,29 @@ def test_real_paddle_pdparams_still_load():
         with open(path, "rb") as f:
             obj = paddle_pickle.load_pickle(f.read(), path)
         assert isinstance(obj, dict) and obj
+
+
+def test_an_npy_header_declaring_a_huge_shape_is_refused_before_allocating(tmp_path):
+    """numpy's read_array allocates the header's shape before reading: a 1 GiB ask from a
+    member of a few bytes, in numbaflow's own arrays file."""
+    import io
+    import zipfile
+    from numbaflow.persistence import arrays
+    path = tmp_path / "m.pdparams"
+    with open(path, "wb") as f:
+        arrays.write_arrays(f, {"w": np.zeros(4, np.float32)}, "pdparams")
+    buf = io.BytesIO()
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(buf, "w") as dst:
+        for info in src.infolist():
+            data = src.read(info)
+            if info.filename == "v0.npy":       # same member, header now (2**28,)
+                data = data.replace(b"(4,)", b"(268435456,)")
+            dst.writestr(info.filename, data)
+    path.write_bytes(buf.getvalue())
+    tracemalloc.start()
+    try:
+        with pytest.raises(FileFormatError, match=r"m\.pdparams.*v0"):
+            arrays.read_arrays(str(path))
+        assert tracemalloc.get_traced_memory()[1] < 64 << 20
+    finally:
+        tracemalloc.stop()

@@ -78,7 +78,27 @@ def _member(zf, key, max_data, path):
         raise FileFormatError(f"file {path!r} is damaged: member {key!r} does not have the "
                               f"size or layout its index gives")
     with zf.open(info) as m:
-        return np.lib.format.read_array(m, allow_pickle=False)
+        # the .npy header read first: numpy's read_array allocates the shape it declares
+        # before reading, so a crafted header could ask for gigabytes from a tiny member
+        fmt = np.lib.format
+        header = {(1, 0): fmt.read_array_header_1_0, (2, 0): fmt.read_array_header_2_0}.get(
+            fmt.read_magic(m))
+        if header is None:
+            raise FileFormatError(f"file {path!r} is damaged: member {key!r} is not a .npy "
+                                  f"of version 1.0 or 2.0")
+        shape, fortran, dtype = header(m)
+        if dtype.hasobject:
+            raise FileFormatError(f"file {path!r} is damaged: member {key!r} holds objects")
+        nbytes = int(np.prod(shape, dtype=object)) * dtype.itemsize
+        if nbytes > max_data or nbytes > info.file_size:
+            raise FileFormatError(f"file {path!r} is damaged: member {key!r} declares shape "
+                                  f"{shape} ({nbytes} bytes), more than its index or its "
+                                  f"{info.file_size} stored bytes allow")
+        data = m.read(nbytes)
+        if len(data) != nbytes:
+            raise FileFormatError(f"file {path!r} is truncated: member {key!r} has "
+                                  f"{len(data)} of its {nbytes} bytes")
+        return np.frombuffer(data, dtype).reshape(shape, order="F" if fortran else "C").copy()
 
 
 def _read_npz(path, f):
@@ -101,7 +121,7 @@ def _read_npz(path, f):
             if dtype.hasobject or any(d < 0 for d in shape):
                 raise FileFormatError(f"file {path!r} is damaged: {e['name']!r} is indexed as "
                                       f"shape {shape}, dtype {dtype}")
-            a = _member(zf, e["key"], int(np.prod(shape, dtype=np.int64)) * dtype.itemsize,
+            a = _member(zf, e["key"], int(np.prod(shape, dtype=object)) * dtype.itemsize,
                         path)
             if a.shape != shape or a.dtype != dtype:
                 raise FileFormatError(f"file {path!r} is corrupt: {e['name']!r} is indexed as "
