@@ -56,6 +56,20 @@ from . import vision  # noqa: F401,E402  (paddle.vision.models)
 from .hapi import Model, callbacks, summary  # noqa: F401,E402  (paddle.Model, ...)
 utils.log.configure_from_env()      # NUMBAFLOW_LOG_LEVEL
 from ._health import run_check as _run_check  # noqa: E402
+
+
+def _tolerate_numba_cache_errors():
+    """numba's disk cache of numbaflow's own `cache=True` kernels (in kernels/, executor/,
+    ...) degrades as the generated ones do: a full or unwritable NUMBA_CACHE_DIR turns
+    caching off with one warning instead of failing the op that first ran the kernel."""
+    import sys as _sys
+    from .kernels.codegen.cache import tolerate_cache_errors
+    for name, module in list(_sys.modules.items()):
+        if (name == __name__ or name.startswith(__name__ + ".")) and module is not None:
+            tolerate_cache_errors(vars(module))
+
+
+_tolerate_numba_cache_errors()
 utils.run_check = _run_check         # paddle.utils.run_check (utils is a lower layer)
 
 __version__ = "0.1.0"

@@ -64,8 +64,16 @@ def _warmup(args, parser):
     print(f"compiling the common ops' kernels into {kernel_cache_dir()} (and numba's cache) ...",
           flush=True)
     t0 = time.perf_counter()
+    lost = []
     _warmup.warmup(args.tasks or None, args.processes,
-                   report=lambda line: print(line, flush=True))
+                   report=lambda line: print(line, flush=True), lost=lost)
+    if lost:
+        print(f"done in {time.perf_counter() - t0:.1f} s, but the compiled kernels could not "
+              f"be kept in {', '.join(map(repr, lost))} (full or unwritable disk): first runs "
+              f"will compile again. Free space there, or set NUMBAFLOW_CACHE_DIR and "
+              f"NUMBA_CACHE_DIR to a writable directory, and run the warm-up again",
+              file=sys.stderr)
+        return 1
     print(f"done in {time.perf_counter() - t0:.1f} s: first runs of these ops now load "
           "compiled kernels from the cache")
     return 0

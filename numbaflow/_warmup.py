@@ -104,13 +104,28 @@ def _gpt(exe, scope, rng):
             scope=scope)
 
 
-def warmup(tasks=None, processes=None, report=print):
+def _run_task_checked(name, cache_dir):
+    """(seconds, [directories that could not keep compiled code]) of one task: a full or
+    unwritable disk makes the caches degrade silently but for one warning, and then the
+    warm-up compiled for nothing."""
+    seconds = _run_task(name)
+    from . import config
+    from .kernels.codegen import cache
+    lost = cache.write_failures()
+    if config.kernel_cache_dir() != cache_dir:
+        lost.append(cache_dir)
+    return seconds, lost
+
+
+def warmup(tasks=None, processes=None, report=print, lost=None):
     """Run the warm-up `tasks` (default: all of TASKS) in up to `processes` processes at
     once (default: one per task, at most one per core); return {task: seconds}.
 
     Each task compiles what it needs into the kernel cache (`python -m numbaflow cache
-    info`); a second warm-up finds everything there and takes seconds.
+    info`); a second warm-up finds everything there and takes seconds. The directories
+    where compiled code could not be kept (full, unwritable) are added to the list `lost`.
     """
+    from .config import kernel_cache_dir
     tasks = list(TASKS) if tasks is None else list(tasks)
     unknown = [t for t in tasks if t not in TASKS]
     if unknown:
@@ -120,8 +135,10 @@ def warmup(tasks=None, processes=None, report=print):
     ctx = multiprocessing.get_context("spawn")
     seconds = {}
     with concurrent.futures.ProcessPoolExecutor(processes, mp_context=ctx) as pool:
-        futures = {pool.submit(_run_task, t): t for t in tasks}
+        futures = {pool.submit(_run_task_checked, t, kernel_cache_dir()): t for t in tasks}
         for f in concurrent.futures.as_completed(futures):
-            seconds[futures[f]] = f.result()
+            seconds[futures[f]], dirs = f.result()
+            if lost is not None:
+                lost.extend(d for d in dirs if d not in lost)
             report(f"  {futures[f]:<12} {seconds[futures[f]]:6.1f} s   {TASKS[futures[f]]}")
     return seconds

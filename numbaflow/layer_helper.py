@@ -69,7 +69,14 @@ class LayerHelper:
                                             regularizer=attr.regularizer, initializer=init)
         sblock = self.startup_program.global_block()
         svar = sblock.vars.get(name) or sblock.create_var(name, shape, dtype, persistable=True)
-        init(svar, sblock)
+        op = init(svar, sblock)
+        # Paddle 2.6: an initializer without its own seed takes its program's random_seed
+        # (so `startup.random_seed = n` gives the same weights in every process), before the
+        # global stream of paddle.seed
+        seed = sblock.program.random_seed
+        if seed and not int(getattr(init, "seed", 0) or 0) and op is not None and \
+                op.has_attr("seed"):
+            op.attrs["seed"] = int(seed)         # (just appended: no plan has seen it)
         return param
 
 

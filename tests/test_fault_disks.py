@@ -303,3 +303,48 @@ def test_a_save_that_does_not_fit_a_real_disk_raises_and_keeps_the_old_files(ful
     assert e.value.errno == errno.ENOSPC
     assert {f: (full_disk / f).read_bytes() for f in old} == old
     assert sorted(os.listdir(full_disk)) == ["filler", "m.pdopt", "m.pdparams"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_full_numba_cache_dir_does_not_fail_the_static_kernels(full_disk, tmp_path):
+    """numba's cache of numbaflow's own `cache=True` kernels (uniform_random's, ...), not only
+    of generated ones, degrades on a full NUMBA_CACHE_DIR: one warning, the run goes on
+    (issue 30, item 7)."""
+    (full_disk / "numba").mkdir(mode=0o700)
+    fill(full_disk)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(paddle.__file__)))
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(full_disk / "numba"),
+               NUMBAFLOW_CACHE_DIR=str(tmp_path / "kernels"),
+               PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
+    code = ("import numpy as np, numbaflow as paddle, numbaflow.static as static\n"
+            "paddle.seed(1)\n"
+            "x = static.data('x', [None, 3], 'float32')\n"
+            "y = static.nn.fc(x, 2)\n"
+            "z = paddle.nn.functional.dropout(paddle.uniform([4, 2]) + y, 0.5)\n"
+            "exe = static.Executor(paddle.CPUPlace())\n"
+            "exe.run(static.default_startup_program())\n"
+            "got, = exe.run(feed={'x': np.ones((4, 3), 'float32')}, fetch_list=[z])\n"
+            "print(got.shape == (4, 2))\n")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                       timeout=500)
+    assert r.returncode == 0 and r.stdout.strip().endswith("True"), r.stdout + r.stderr
+    assert r.stderr.count(str(full_disk / "numba")) == 1, r.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_warmup_on_a_full_disk_says_nothing_was_cached(full_disk):
+    """issue 30, item 8: it said "first runs now load compiled kernels from the cache"."""
+    for d in ("kernels", "numba"):
+        (full_disk / d).mkdir(mode=0o700)
+    fill(full_disk)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(paddle.__file__)))
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(full_disk / "numba"),
+               NUMBAFLOW_CACHE_DIR=str(full_disk / "kernels"),
+               PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, "-m", "numbaflow", "warmup", "quickstart"], env=env,
+                       capture_output=True, text=True, timeout=500)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "now load compiled kernels" not in r.stdout
+    assert "could not be kept" in r.stderr and str(full_disk) in r.stderr, r.stderr

@@ -198,3 +198,25 @@ def test_from_generator_batches_follow_the_feed_rules_and_name_the_batch():
                                                 lossy_cast=True)
     lossy.set_batch_generator(lambda: iter(batches))
     assert [f["y"][:, 0].tolist() for f in lossy()] == [[1, 2], [3, 1]]
+
+
+# ---------------------------------------------------------------- issue 30, item 8
+def test_a_bad_sample_names_its_dataset_index_and_the_fed_variable():
+    samples = [GOOD] * 5 + [(np.ones(3, "float32"), 1)]        # index 5: wrong shape
+    loader = paddle.io.DataLoader(Samples(samples), feed_list=list(feed_vars()), batch_size=3,
+                                  return_list=False, use_buffer_reader=False)
+    with pytest.raises(ValueError, match=r"sample #2 of the batch, field #0 has shape "
+                                         r"\(3,\).*dataset index 5; field #0 feeds 'x'"):
+        list(loader())
+
+
+@pytest.mark.parametrize("kw, words", [
+    ({"shuffle": "no"}, ["shuffle", "bool", "'no'"]),
+    ({"drop_last": 1}, ["drop_last", "bool", "1"]),
+    ({"collate_fn": 5}, ["collate_fn", "callable", "int 5"]),
+])
+def test_dataloader_arguments_are_checked_at_construction(kw, words):
+    with pytest.raises(TypeError) as e:
+        paddle.io.DataLoader(Samples([GOOD] * 4), batch_size=2, **kw)
+    for w in words:
+        assert w in str(e.value), str(e.value)

@@ -39,6 +39,19 @@ if mode == "helper":           # the helper alone, with kernels 1..7 claimed by 
     helper, err = precompile.start_helper(cold, work)
     assert helper.wait(timeout=300) == 0, open(os.path.join(work, "stderr")).read()
     err.close()
+elif mode == "stopped":        # the helper is stopped (SIGSTOP) holding its first claim
+    import signal, time
+    real = precompile.start_helper
+    def start(cold, work):
+        helper, err = real(cold, work)
+        while not os.path.exists(os.path.join(work, "claims", "0")):
+            time.sleep(0.001)
+        os.kill(helper.pid, signal.SIGSTOP)
+        return helper, err
+    precompile.start_helper = start
+    t0 = time.time()
+    print("offered:", precompile.precompile(thunks))
+    print("elapsed:", round(time.time() - t0))
 else:                          # both sides, as a plan's first run does
     print("offered:", precompile.precompile(thunks))
 print("cold after:", len(precompile.cold_kernels(thunks)))
@@ -54,11 +67,11 @@ print("sums:", [float(a[0]) for a in arrays])
 """
 
 
-def _run(tmp_path, mode):
+def _run(tmp_path, mode, timeout=600, **env):
     env = dict(os.environ, NUMBAFLOW_CACHE_DIR=str(tmp_path / "kernels"),
-               NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+               NUMBA_CACHE_DIR=str(tmp_path / "numba"), **env)
     r = subprocess.run([sys.executable, "-c", KERNELS, mode], env=env, capture_output=True,
-                       text=True, timeout=600)
+                       text=True, timeout=timeout)
     assert r.returncode == 0, r.stderr
     return dict(line.split(": ", 1) for line in r.stdout.splitlines())
 
@@ -81,6 +94,31 @@ def test_both_sides_leave_nothing_to_compile_on_the_first_call(tmp_path):
     # a warm cache: nothing is cold, no helper
     again = _run(tmp_path, "both")
     assert again["cold"] == "0" and again["offered"] == "0"
+
+
+@pytest.mark.timeout(300)
+def test_a_stopped_helper_is_killed_within_seconds_and_its_kernels_compiled_here(tmp_path):
+    got = _run(tmp_path, "stopped", timeout=200)     # (waited HELPER_TIMEOUT_S = 600 s)
+    assert got["cold"] == "8" and got["offered"] == "8"
+    assert int(got["elapsed"]) < 60
+    assert got["compiled on call"] == "0"           # the helper's share was compiled here
+    assert got["sums"] == str([4.0 * k for k in range(8)])
+
+
+@pytest.mark.timeout(300)
+def test_work_directories_of_killed_runs_are_removed_on_the_next_start(tmp_path):
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True).stdout.strip()
+    (tmp / f"numbaflow-compile-{dead}-x1").mkdir()            # its run was killed
+    (tmp / f"numbaflow-compile-{dead}-x1" / "kernels.pkl").write_bytes(b"x")
+    (tmp / f"numbaflow-compile-{os.getpid()}-x2").mkdir()     # a live run's: kept
+    (tmp / "numbaflow-compile-old_style").mkdir()             # before pids: kept (age)
+    got = _run(tmp_path, "both", TMPDIR=str(tmp))
+    assert got["offered"] == "8"
+    assert sorted(os.listdir(tmp)) == sorted([f"numbaflow-compile-{os.getpid()}-x2",
+                                              "numbaflow-compile-old_style"])
 
 
 CNN = """

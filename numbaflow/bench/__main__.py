@@ -25,6 +25,19 @@ from .progress import ProgressLines
 EXIT_FAILED, EXIT_USAGE, EXIT_MISSED, EXIT_REGRESSED = 1, 2, 3, 4
 
 
+def _positive_int(flag):
+    """An argparse type: an int >= 1 (0 would time empty arrays; < 0 fails after the run)."""
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < 1:
+            raise argparse.ArgumentTypeError(f"{flag} must be a whole number >= 1, got {text!r}")
+        return value
+    return parse
+
+
 def parse_args(argv=None):
     """Parse the command line (``argv=None`` reads ``sys.argv``)."""
     p = argparse.ArgumentParser(prog="numbaflow-bench", description=__doc__.split("\n")[0])
@@ -36,8 +49,10 @@ def parse_args(argv=None):
                    help="also run the cold-cache compile/* cases (fresh processes, minutes)")
     p.add_argument("--list", action="store_true", help="list the case names and exit")
     p.add_argument("--markdown", action="store_true", help="print a markdown table")
-    p.add_argument("--size", type=int, help="elementwise arrays are SIZE x SIZE (default 2048)")
-    p.add_argument("--repeat", type=int, help="samples per candidate (default 15, quick 3)")
+    p.add_argument("--size", type=_positive_int("--size"),
+                   help="elementwise arrays are SIZE x SIZE (default 2048)")
+    p.add_argument("--repeat", type=_positive_int("--repeat"),
+                   help="samples per candidate (default 15, quick 3)")
     p.add_argument("--peer-python", metavar="NAME=PYTHON", action="append", default=[],
                    help="models/*: run peer NAME (jax, torch, paddle) with this interpreter "
                         "(its own venv); repeatable")

@@ -9,10 +9,19 @@ creating a file (O_EXCL), so none is compiled twice. The run then loads the help
 share from the disk cache. A warm cache, a handful of cold kernels, one core, or a process
 under mpiexec (the ranks use the cores) starts no helper. A helper that fails costs
 nothing but time: whatever it did not compile, the run compiles as usual.
+
+A helper that stops making progress (stopped by SIGSTOP, a frozen cgroup or a debugger;
+swapped out) cannot stall the run: while this process waits for it, it watches the
+helper's heartbeat file, its claims and its CPU time, and kills it when none moved for
+HELPER_STALL_S, then compiles the helper's share itself. The helper exits when its parent
+dies; work directories (`numbaflow-compile-<pid>-*`) of runs that were killed are removed
+by the next start.
 """
 import logging
 import os
 import pickle
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -26,7 +35,10 @@ from .segments import compilable, flatten
 log = logging.getLogger("numbaflow.compile")
 
 MIN_COLD = 6          # cold kernels below which a helper (~1 s of CPU to start) cannot pay
-HELPER_TIMEOUT_S = 600
+HELPER_TIMEOUT_S = 600   # the most a helper that keeps making progress is waited for
+HELPER_STALL_S = 3.0     # no heartbeat, claim or CPU tick for this long: the helper is stuck
+_BEAT_S = 0.25           # the helper's heartbeat period
+_WORK_PREFIX = "numbaflow-compile-"
 _GENERATED = "numbaflow_generated."
 _lock = threading.Lock()      # one helper at a time (replica threads first-run together)
 
@@ -72,7 +84,7 @@ def _compile_all(order, kernel, claims):
     other side has not claimed; return the indices claimed here."""
     ours = []
     for i in order:
-        if _claim(claims, i):
+        if claims is None or _claim(claims, i):       # None: no one else left to claim
             ours.append(i)
             try:
                 disp, sig = kernel(i)
@@ -98,6 +110,72 @@ def start_helper(cold, work):
         raise
 
 
+def _progress(helper, work):
+    """What moves while the helper works: its heartbeat, its claims and its CPU time."""
+    try:
+        beat = os.stat(os.path.join(work, "heartbeat")).st_mtime_ns
+    except OSError:
+        beat = None
+    try:
+        claims = len(os.listdir(os.path.join(work, "claims")))
+    except OSError:
+        claims = None
+    try:
+        with open(f"/proc/{helper.pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        cpu = (fields[0], int(fields[11]) + int(fields[12]))    # state, utime + stime
+    except (OSError, IndexError, ValueError):
+        cpu = None
+    return beat, claims, cpu
+
+
+def _wait_watched(helper, work):
+    """Wait for the helper; True if it ended, False if it was killed for making no
+    progress for HELPER_STALL_S (or running past HELPER_TIMEOUT_S)."""
+    start = last = time.monotonic()
+    seen = _progress(helper, work)
+    while True:
+        try:
+            helper.wait(timeout=0.05)
+            return True
+        except subprocess.TimeoutExpired:
+            pass
+        now, mark = time.monotonic(), _progress(helper, work)
+        if mark != seen:
+            seen, last = mark, now
+        elif now - last > HELPER_STALL_S or now - start > HELPER_TIMEOUT_S:
+            helper.kill()
+            helper.wait()
+            log.warning("the kernel compile helper (pid %d) made no progress for %.0f s "
+                        "(stopped, frozen or swapped out?); killed it, compiling its kernels "
+                        "in this process", helper.pid, now - last)
+            return False
+
+
+def _owner_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def clean_stale_work_dirs(tmp=None):
+    """Remove the work directories that runs killed before their cleanup left in the temp
+    directory (`numbaflow-compile-<pid>-*` whose process is gone)."""
+    tmp = tmp or tempfile.gettempdir()
+    try:
+        names = os.listdir(tmp)
+    except OSError:
+        return
+    for name in names:
+        m = re.match(re.escape(_WORK_PREFIX) + r"(\d+)-", name)
+        if m and not _owner_alive(int(m.group(1))):
+            shutil.rmtree(os.path.join(tmp, name), ignore_errors=True)
+
+
 def precompile(thunks):
     """Before a plan's first run: compile the cold kernels of `thunks` in this process
     and a helper process together (see the module's docstring). Returns the number of
@@ -108,8 +186,9 @@ def precompile(thunks):
         cold = cold_kernels(thunks)
         if len(cold) < MIN_COLD:
             return 0
+        clean_stale_work_dirs()
         t0, c0 = time.perf_counter(), os.times().children_user
-        with tempfile.TemporaryDirectory(prefix="numbaflow-compile-") as work:
+        with tempfile.TemporaryDirectory(prefix=f"{_WORK_PREFIX}{os.getpid()}-") as work:
             try:
                 helper, err = start_helper(cold, work)
             except Exception as e:      # a type numba cannot pickle: compile here, as usual
@@ -121,10 +200,9 @@ def precompile(thunks):
                                         os.path.join(work, "claims"))
                     if len(ours) == len(cold):  # the helper claimed nothing: do not wait for it
                         helper.kill()
-                    helper.wait(timeout=HELPER_TIMEOUT_S)
-                except subprocess.TimeoutExpired:       # the run compiles what is missing
-                    helper.kill()
-                    helper.wait()
+                    if not _wait_watched(helper, work):     # stuck: its share is ours
+                        theirs = sorted(set(range(len(cold))) - set(ours))
+                        _compile_all(theirs, cold.__getitem__, None)
                 except BaseException:
                     helper.kill()
                     helper.wait()
@@ -143,6 +221,20 @@ def _helper(work):
     """The helper's side: compile the kernels listed in `work`, from the front, each found
     only once claimed (so that claiming starts at once)."""
     import importlib
+
+    parent = os.getppid()
+
+    def beat():       # the heartbeat the parent watches; ends the helper with its parent
+        path = os.path.join(work, "heartbeat")
+        while os.getppid() == parent:
+            try:
+                with open(path, "wb") as f:
+                    f.write(str(time.monotonic()).encode())
+            except OSError:
+                os._exit(1)           # the work directory is gone: the run is over
+            time.sleep(_BEAT_S)
+        os._exit(1)
+    threading.Thread(target=beat, daemon=True).start()
 
     with open(os.path.join(work, "kernels.pkl"), "rb") as f:
         specs = pickle.load(f)

@@ -89,6 +89,13 @@ def _tensor_desc(raw, path, what):
     if len(dims) > MAX_RANK or any(d < 0 for d in dims):
         raise FileFormatError(f"file {path!r}: {what} declares dims {dims[:MAX_RANK + 1]}; "
                               f"a stored tensor has at most {MAX_RANK} non-negative dims")
+    # checked with zeros left out too: numpy refuses a shape past 2**63 elements even when
+    # a zero dim makes it empty (and would do so with its own message, without the file)
+    nonzero = int(np.prod([d for d in dims if d], dtype=object))
+    if nonzero * _DTYPES[desc.data_type].itemsize >= 2 ** 63:
+        raise FileFormatError(f"file {path!r}: {what} declares dims {dims}, whose product "
+                              f"overflows 2**63 bytes; no tensor has that many elements: the "
+                              f"file is damaged or crafted (re-export the model)")
     return _DTYPES[desc.data_type], tuple(dims)
 
 
@@ -294,8 +301,11 @@ def program_from_desc(desc, path):
             raise FileFormatError(f"{where} has data type {t.data_type} and dims "
                                   f"{dims[:MAX_RANK + 1]}; expected one of numbaflow's dtypes "
                                   f"and at most {MAX_RANK} dims, each -1 or more")
-        block.create_var(vd.name, dims, _DTYPES[t.data_type], persistable=vd.persistable,
-                         stop_gradient=True, is_data=vd.need_check_feed)
+        try:
+            block.create_var(vd.name, dims, _DTYPES[t.data_type], persistable=vd.persistable,
+                             stop_gradient=True, is_data=vd.need_check_feed)
+        except (TypeError, ValueError) as e:     # e.g. a float16 variable (fuzz-found)
+            raise FileFormatError(f"{where} cannot be a variable here: {e}") from None
     for i, op in enumerate(block_desc.ops):
         where = f"file {path!r}: op {i} ({op.type})"
         if op.type in ("feed", "fetch"):

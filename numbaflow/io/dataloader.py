@@ -49,38 +49,50 @@ def default_collate_fn(batch: Sequence[Any]) -> Any:
     return _collate(list(batch), "")
 
 
-def _collate(batch, field):
-    """default_collate_fn of one field (`field`: where it is, for messages)."""
+def _tagged(error, sample, top):
+    """`error` marked with the sample (its place in the batch) and the top-level field
+    (index or key) it is about, for `_Fetch` to name the dataset index and fed variable."""
+    error.sample, error.field = sample, top
+    return error
+
+
+def _collate(batch, field, top=None):
+    """default_collate_fn of one field (`field`: where it is, for messages; `top`: the
+    index or key of the sample's field it is in)."""
     def where(k):
         return f"DataLoader: sample #{k} of the batch{field}"
     first = batch[0]
     for k, s in enumerate(batch):
         if s is None or isinstance(s, (str, bytes)):
-            raise TypeError(where(k) + f" is {type(s).__name__} {s!r}; expected a "
-                            f"number, an array, or a tuple/dict of them (one field per fed "
-                            f"variable)")
+            raise _tagged(TypeError(where(k) + f" is {type(s).__name__} {s!r}; expected a "
+                                    f"number, an array, or a tuple/dict of them (one field "
+                                    f"per fed variable)"), k, top)
     if isinstance(first, dict):
         for k, s in enumerate(batch):
             missing = [key for key in first if not isinstance(s, dict) or key not in s]
             if missing:
-                raise ValueError(where(k) + f" has no key {missing[0]!r}, which sample "
-                                 f"#0 has; every sample needs the same keys")
-        return {key: _collate([s[key] for s in batch], f"{field}, key {key!r}")
+                raise _tagged(ValueError(where(k) + f" has no key {missing[0]!r}, which "
+                                         f"sample #0 has; every sample needs the same keys"),
+                              k, missing[0] if top is None else top)
+        return {key: _collate([s[key] for s in batch], f"{field}, key {key!r}",
+                              key if top is None else top)
                 for key in first}
     if isinstance(first, (list, tuple)):
         for k, s in enumerate(batch):
             if not isinstance(s, (list, tuple)) or len(s) != len(first):
                 n = len(s) if isinstance(s, (list, tuple)) else f"a single {type(s).__name__}"
-                raise ValueError(where(k) + f" has {n} field(s) but sample #0 has "
-                                 f"{len(first)}; each sample must have one field per fed "
-                                 f"variable")
-        return [_collate(list(f), f"{field}, field #{i}") for i, f in enumerate(zip(*batch))]
+                raise _tagged(ValueError(where(k) + f" has {n} field(s) but sample #0 has "
+                                         f"{len(first)}; each sample must have one field per "
+                                         f"fed variable"), k, top)
+        return [_collate(list(f), f"{field}, field #{i}", i if top is None else top)
+                for i, f in enumerate(zip(*batch))]
     if isinstance(first, (np.ndarray, numbers.Number, np.generic)):
         arrays = [np.asarray(s) for s in batch]
         for k, a in enumerate(arrays):
             if a.shape != arrays[0].shape:
-                raise ValueError(where(k) + f" has shape {a.shape} but sample #0 has "
-                                 f"{arrays[0].shape}; a field must have one shape in a batch")
+                raise _tagged(ValueError(where(k) + f" has shape {a.shape} but sample #0 has "
+                                         f"{arrays[0].shape}; a field must have one shape in "
+                                         f"a batch"), k, top)
         return np.stack(arrays)
     raise TypeError(f"DataLoader: cannot collate samples of type {type(first).__name__}"
                     f"{field}; give arrays, numbers, or tuples/dicts of them, or a collate_fn")
@@ -151,11 +163,25 @@ def _first(batch):
 class _Fetch:
     """Collate the samples at some indices (a module-level callable: workers call it)."""
 
-    def __init__(self, dataset, collate_fn):
-        self.dataset, self.collate_fn = dataset, collate_fn
+    def __init__(self, dataset, collate_fn, feed_names=None):
+        self.dataset, self.collate_fn, self.feed_names = dataset, collate_fn, feed_names
 
     def __call__(self, indices):
-        return self.collate_fn([self.dataset[i] for i in indices])
+        indices = list(indices)
+        samples = [self.dataset[i] for i in indices]
+        try:
+            return self.collate_fn(samples)
+        except (TypeError, ValueError) as e:
+            if getattr(e, "sample", None) is None or self.collate_fn is not default_collate_fn:
+                raise
+            # the sample's place in the dataset, and the variable its field feeds
+            said = f"dataset index {indices[e.sample]!r}"
+            names = self.feed_names or []
+            if isinstance(e.field, int) and e.field < len(names):
+                said += f"; field #{e.field} feeds {names[e.field]!r}"
+            elif isinstance(e.field, str):
+                said += f"; key {e.field!r} feeds the variable {e.field!r}"
+            raise type(e)(f"{e} ({said})") from None
 
 
 def _iterable_batches(dataset, batch_size, drop_last, collate_fn):
@@ -245,6 +271,14 @@ class DataLoader:
         self.num_workers, self.prefetch_factor = num_workers, prefetch_factor
         self.timeout, self.worker_init_fn = timeout, worker_init_fn
         self.use_buffer_reader = bool(use_buffer_reader)
+        if collate_fn is not None and not callable(collate_fn):
+            raise TypeError(f"DataLoader: collate_fn must be a callable (samples -> batch) or "
+                            f"None for default_collate_fn, got {type(collate_fn).__name__} "
+                            f"{collate_fn!r}")
+        for name, flag in (("shuffle", shuffle), ("drop_last", drop_last)):
+            if not isinstance(flag, (bool, np.bool_)):
+                raise TypeError(f"DataLoader: {name} must be a bool (True or False), got "
+                                f"{type(flag).__name__} {flag!r}")
         self.collate_fn = collate_fn or default_collate_fn
         self.drop_last = bool(drop_last)
         self._iterable = isinstance(dataset, IterableDataset)
@@ -292,7 +326,8 @@ class DataLoader:
             return _workers.streamed([one] * self.num_workers, self.dataset,
                                      self.worker_init_fn, self.timeout,
                                      self.num_workers * self.prefetch_factor)
-        fetch = _Fetch(self.dataset, self.collate_fn)
+        fetch = _Fetch(self.dataset, self.collate_fn,
+                       [v.name for v in self.feed_vars] if self.feed_vars else None)
         if self.num_workers == 0:
             return (fetch(indices) for indices in self.batch_sampler)
         return _workers.indexed_batches(iter(self.batch_sampler), fetch, self.dataset,

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from ..executor.scope import global_scope as _global_scope
 from ..persistence import checkpoint as _checkpoint
 from ..persistence import inference_model as _inference
+from ..utils.atomic_file import atomic_write as _atomic_write
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -97,6 +98,6 @@ def export(program: Program, feed_vars: Sequence[Variable] | str,
     model = _ops.build_model(onnx, pruned, [v.name for v in feeds],
                              [v.name for v in fetches], params, OPSET)
     onnx.checker.check_model(model, full_check=True)
-    with open(path, "wb") as f:
-        f.write(model.SerializeToString())
+    # a temp file renamed over the old model: a failed re-export (full disk, kill) keeps it
+    _atomic_write(path, model.SerializeToString())
     return path

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..graph.serialize import FORMAT_KEY, FORMAT_VERSION, FileFormatError, check_format
 from . import paddle_pickle
+from .outside import open_outside
 
 INDEX_KEY = "__numbaflow_vars__"
 _NPY_HEADER_MAX = 1 << 16          # a .npy header is far smaller; beyond it: damaged
@@ -47,12 +48,13 @@ def read_arrays(path, real_path=None, keep_name_table=False):
     bytes are elsewhere, e.g. a committed save's temp file). A Paddle pickle gives meta
     {"kind": "paddle"}. FileNotFoundError if absent; FileFormatError if not readable."""
     real_path = real_path or path
-    # opened once: a save may rename a temp file into place meanwhile (loads take no lock)
-    with open(real_path, "rb") as f:
+    # opened once: a save may rename a temp file into place meanwhile (loads take no lock);
+    # only a regular file, read no further than its size
+    with open_outside(real_path, path) as (f, size):
         head = f.read(4)
         if paddle_pickle.is_pickle(head):
             f.seek(0)
-            obj = paddle_pickle.load_pickle(f.read(), path)
+            obj = paddle_pickle.load_pickle(f.read(size), path)
             return paddle_pickle.paddle_state(obj, path, keep_name_table), {"kind": "paddle"}
         if not head:
             raise FileFormatError(f"file {path!r} is empty (an interrupted copy or save?)")
@@ -76,7 +78,27 @@ def _member(zf, key, max_data, path):
         raise FileFormatError(f"file {path!r} is damaged: member {key!r} does not have the "
                               f"size or layout its index gives")
     with zf.open(info) as m:
-        return np.lib.format.read_array(m, allow_pickle=False)
+        # the .npy header read first: numpy's read_array allocates the shape it declares
+        # before reading, so a crafted header could ask for gigabytes from a tiny member
+        fmt = np.lib.format
+        header = {(1, 0): fmt.read_array_header_1_0, (2, 0): fmt.read_array_header_2_0}.get(
+            fmt.read_magic(m))
+        if header is None:
+            raise FileFormatError(f"file {path!r} is damaged: member {key!r} is not a .npy "
+                                  f"of version 1.0 or 2.0")
+        shape, fortran, dtype = header(m)
+        if dtype.hasobject:
+            raise FileFormatError(f"file {path!r} is damaged: member {key!r} holds objects")
+        nbytes = int(np.prod(shape, dtype=object)) * dtype.itemsize
+        if nbytes > max_data or nbytes > info.file_size:
+            raise FileFormatError(f"file {path!r} is damaged: member {key!r} declares shape "
+                                  f"{shape} ({nbytes} bytes), more than its index or its "
+                                  f"{info.file_size} stored bytes allow")
+        data = m.read(nbytes)
+        if len(data) != nbytes:
+            raise FileFormatError(f"file {path!r} is truncated: member {key!r} has "
+                                  f"{len(data)} of its {nbytes} bytes")
+        return np.frombuffer(data, dtype).reshape(shape, order="F" if fortran else "C").copy()
 
 
 def _read_npz(path, f):
@@ -99,7 +121,7 @@ def _read_npz(path, f):
             if dtype.hasobject or any(d < 0 for d in shape):
                 raise FileFormatError(f"file {path!r} is damaged: {e['name']!r} is indexed as "
                                       f"shape {shape}, dtype {dtype}")
-            a = _member(zf, e["key"], int(np.prod(shape, dtype=np.int64)) * dtype.itemsize,
+            a = _member(zf, e["key"], int(np.prod(shape, dtype=object)) * dtype.itemsize,
                         path)
             if a.shape != shape or a.dtype != dtype:
                 raise FileFormatError(f"file {path!r} is corrupt: {e['name']!r} is indexed as "

@@ -32,6 +32,7 @@ import time
 
 from ..utils import atomic_file
 from ..utils.atomic_file import fsync_dir as _fsync_dir
+from .outside import read_outside
 
 try:
     import fcntl
@@ -39,6 +40,7 @@ except ImportError:          # not on Windows: saves there are not serialised
     fcntl = None
 
 _JOURNAL_TAG = "numbaflow-commit"
+_JOURNAL_MAX_BYTES = 1 << 20   # a journal names a few files
 _READ_ATTEMPTS = 50       # lock-free reads of a group before waiting for the writers' lock
 
 
@@ -107,8 +109,9 @@ def _locked_dir(directory, exclusive):
 def _read_journal(path):
     """(save id, [file names]) of a journal, or None when it is absent or not ours."""
     try:
-        with open(path, "rb") as f:
-            j = json.loads(f.read().decode())
+        if not os.path.lexists(path):       # the usual case: no open call that fails
+            return None
+        j = json.loads(read_outside(path, limit=_JOURNAL_MAX_BYTES, what="journal").decode())
         if j.get("tag") == _JOURNAL_TAG and isinstance(j.get("id"), str) and \
                 isinstance(j.get("files"), list):
             return j["id"], [str(n) for n in j["files"]]

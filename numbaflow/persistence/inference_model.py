@@ -16,6 +16,7 @@ from ..graph.verify import verify
 from . import arrays as array_files
 from . import atomic
 from .checkpoint import arrays_writer, as_program, check_against, gather, persistables
+from .outside import open_outside, read_outside
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -126,9 +127,10 @@ def read_inference(model_file, params_file, fn):
         # numbaflow's files: a JSON program or an .npz; anything else is read (and
         # checked) as Paddle's, so a damaged Paddle file gets Paddle's messages
         if path == params_file:
-            with open(real, "rb") as f:
-                if f.read(2) == b"PK":
-                    return array_files.read_arrays(path, real)
+            with open_outside(real, path) as (f, _):
+                is_npz = f.read(2) == b"PK"
+            if is_npz:
+                return array_files.read_arrays(path, real)
         return _read_bounded(path, real)
     got, journal_id = atomic.read_group([model_file, params_file], read)
     for path in (model_file, params_file):
@@ -160,13 +162,9 @@ def read_inference(model_file, params_file, fn):
 
 
 def _read_bounded(path, real_path):
-    """The bytes of a model file, refusing one too large to be a model before reading it."""
-    size = os.path.getsize(real_path)
-    if size > paddle_model.MAX_FILE_BYTES:
-        raise FileFormatError(f"file {path!r} is {size} bytes, more than any model this "
-                              f"reads ({paddle_model.MAX_FILE_BYTES}); not a model file?")
-    with open(real_path, "rb") as f:
-        return f.read()
+    """The bytes of a model file (a regular file), refusing one too large to be a model
+    before reading it."""
+    return read_outside(real_path, path, paddle_model.MAX_FILE_BYTES, "model file")
 
 
 def _parse_model(raw, model_file, digest, params_file, fn):

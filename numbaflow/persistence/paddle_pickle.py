@@ -4,10 +4,15 @@ Paddle 2.x writes a pickled dict {name: numpy array} (protocol 2-4); `paddle.sav
 state dict adds the key `StructuredToParameterName@@` ({structured name: parameter name})
 and protocols 2-3 split arrays over 1 GiB into `name@@.0`, `name@@.1`... described by
 `UnpackBigParamInfor@@`. A pickle can name any callable; this unpickler resolves only
-numpy's array/dtype/scalar rebuilders and plain containers, so any other global ends
-the read with a ValueError before it is called.
+stand-ins for numpy's array/dtype/scalar rebuilders and plain containers, so any other
+global ends the read with a ValueError before it is called. No real constructor is
+reachable: arrays are built only from the bytes the file holds, and their total may not
+exceed the file's size (bytes shared through the pickle's memo count each time they are
+used); objects the pickle shares stay shared when the stand-ins are replaced, so a few
+hundred bytes of tuples cannot expand into 2**40 copies.
 """
 import collections
+import functools
 import io
 import pickle
 
@@ -46,11 +51,20 @@ class _DtypeStandIn:
         self.dtype = self.dtype.newbyteorder(state[1]) if state[1] in "<>" else self.dtype
 
 
+class _NdarrayName:
+    """What `numpy.ndarray` resolves to: only a token that `_reconstruct` accepts as its
+    subtype; called (REDUCE) or instantiated (NEWOBJ) it refuses, since the real
+    `ndarray(shape, dtype)` allocates from a shape alone (50 bytes asking for a GiB)."""
+    def __new__(cls, *args, **kwargs):
+        raise _Refused("numpy", "ndarray", "called with a shape: it would allocate memory "
+                       "the file does not hold")
+
+
 class _ArrayStandIn:
-    def __init__(self, subtype, shape, typecode):
-        if subtype is not np.ndarray or shape != (0,) or typecode != b"b":
+    def __init__(self, budget, subtype, shape, typecode):
+        if subtype is not _NdarrayName or shape != (0,) or typecode != b"b":
             raise pickle.UnpicklingError("an array rebuilt from other than ndarray.__reduce__")
-        self.array = None
+        self.array, self.budget = None, budget
 
     def __setstate__(self, state):
         if not isinstance(state, tuple) or len(state) != 5 or self.array is not None:
@@ -64,6 +78,7 @@ class _ArrayStandIn:
         if not isinstance(raw, (bytes, bytearray)) or \
                 len(raw) != int(np.prod(shape, dtype=object)) * dtype.dtype.itemsize:
             raise pickle.UnpicklingError("array data does not match its shape")
+        self.budget.spend(len(raw))
         flat = np.frombuffer(raw, dtype.dtype).copy()
         self.array = flat.reshape(shape, order="F" if fortran else "C")
 
@@ -77,23 +92,55 @@ def _scalar(dtype, raw):
     return np.frombuffer(raw, dtype.dtype)[0]
 
 
-def _materialize(obj):
-    """Replace the stand-ins left in plain containers by the arrays/dtypes they built."""
+class _Budget:
+    """Bytes of array data a load may still build: the file's size (a real checkpoint's
+    arrays are all in its bytes; a crafted one reuses one bytes object many times)."""
+    def __init__(self, nbytes):
+        self.left = nbytes
+
+    def spend(self, n):
+        self.left -= n
+        if self.left < 0:
+            raise _OverBudget()
+
+
+class _OverBudget(Exception):
+    pass
+
+
+def _materialize(obj, done=None, busy=None):
+    """Replace the stand-ins left in plain containers by the arrays/dtypes they built; an
+    object reached twice is built once and shared (memo by id), a container inside itself
+    is refused."""
+    done = {} if done is None else done
+    busy = set() if busy is None else busy
+    key = id(obj)
+    if key in done:
+        return done[key][1]
     if isinstance(obj, _ArrayStandIn):
         if obj.array is None:
             raise pickle.UnpicklingError("an array without its data")
-        return obj.array
-    if isinstance(obj, _DtypeStandIn):
-        return obj.dtype
-    if isinstance(obj, dict):
-        return type(obj)((_materialize(k), _materialize(v)) for k, v in obj.items())
-    if isinstance(obj, (list, tuple, set, frozenset)):
-        return type(obj)(_materialize(v) for v in obj)
-    return obj
+        out = obj.array
+    elif isinstance(obj, _DtypeStandIn):
+        out = obj.dtype
+    elif isinstance(obj, (dict, list, tuple, set, frozenset)):
+        if key in busy:
+            raise pickle.UnpicklingError("a container that holds itself")
+        busy.add(key)
+        if isinstance(obj, dict):
+            out = type(obj)((_materialize(k, done, busy), _materialize(v, done, busy))
+                            for k, v in obj.items())
+        else:
+            out = type(obj)(_materialize(v, done, busy) for v in obj)
+        busy.discard(key)
+    else:
+        return obj
+    done[key] = (obj, out)        # obj kept alive: its id is not reused meanwhile
+    return out
 
 
 _ALLOWED = {
-    ("numpy", "ndarray"): np.ndarray,
+    ("numpy", "ndarray"): _NdarrayName,
     ("numpy", "dtype"): _DtypeStandIn,
     ("collections", "OrderedDict"): collections.OrderedDict,
     ("_codecs", "encode"): _latin1_encode,
@@ -107,9 +154,9 @@ for _m in ("builtins", "__builtin__"):
 
 
 class _Refused(Exception):
-    def __init__(self, module, name):
+    def __init__(self, module, name, why=None):
         super().__init__(f"{module}.{name}")
-        self.module, self.name = module, name
+        self.module, self.name, self.why = module, name, why
 
 
 class _RestrictedUnpickler(pickle._Unpickler):
@@ -119,10 +166,16 @@ class _RestrictedUnpickler(pickle._Unpickler):
     dispatch = {op: f for op, f in pickle._Unpickler.dispatch.items()
                 if op not in (pickle.BYTEARRAY8[0], pickle.NEXT_BUFFER[0],
                               pickle.READONLY_BUFFER[0])}
+    def __init__(self, file, nbytes, **kwargs):
+        super().__init__(file, **kwargs)
+        self.budget = _Budget(nbytes)
+
     def find_class(self, module, name):
         obj = _ALLOWED.get((module, name))
         if obj is None:
             raise _Refused(module, name)
+        if obj is _ArrayStandIn:
+            return functools.partial(_ArrayStandIn, self.budget)
         return obj
 
     def persistent_load(self, pid):
@@ -166,12 +219,19 @@ def load_pickle(data, path):
     """The object pickled in `data` (bytes of the file `path`), built by the restricted
     unpickler; ValueError naming the file if it refers to anything else or is damaged."""
     try:
-        return _materialize(_RestrictedUnpickler(io.BytesIO(data), encoding="latin1").load())
+        return _materialize(_RestrictedUnpickler(io.BytesIO(data), len(data),
+                                                 encoding="latin1").load())
     except _Refused as e:
+        how = e.why or "which a Paddle checkpoint never holds"
         raise FileFormatError(
-            f"file {path!r} refers to {e.module}.{e.name}, which a Paddle checkpoint never "
-            f"holds; numbaflow builds only numpy arrays, dtypes and plain containers from a "
-            f"pickle, so the file was refused without running any of it") from None
+            f"file {path!r} refers to {e.module}.{e.name}, {how}; numbaflow builds only "
+            f"numpy arrays (from their bytes), dtypes and plain containers from a pickle, "
+            f"so the file was refused without running any of it") from None
+    except _OverBudget:
+        raise FileFormatError(
+            f"file {path!r} asks for more array data than its {len(data)} bytes hold (one "
+            f"piece of data reused for many arrays): a crafted or damaged pickle, refused "
+            f"before allocating; use the checkpoint as Paddle's save wrote it") from None
     except MemoryError:
         raise
     except Exception as e:

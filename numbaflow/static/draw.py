@@ -13,6 +13,7 @@ import subprocess
 import warnings
 
 from ..graph.graphviz import program_to_dot
+from ..utils.atomic_file import atomic_write as _atomic_write
 
 _TEXT_FORMATS = ("dot", "gv")
 _STYLE = ('  graph [rankdir=TB, fontname="Helvetica", nodesep=0.25, ranksep=0.3];\n'
@@ -72,14 +73,12 @@ def draw(program: object, path: str | os.PathLike[str], format: str | None = Non
     if d:
         os.makedirs(d, exist_ok=True)
     if fmt in _TEXT_FORMATS:
-        with open(path, "w") as f:
-            f.write(dot_text)
+        _atomic_write(path, dot_text)
         return path
     dot = shutil.which("dot")
     if dot is None:
         dot_path = path + ".dot"
-        with open(dot_path, "w") as f:
-            f.write(dot_text)
+        _atomic_write(dot_path, dot_text)
         warnings.warn(f"draw: Graphviz's `dot` program was not found, so {path!r} was not "
                       f"rendered; the graph's DOT text is in {dot_path!r}. Install Graphviz "
                       f"(e.g. `apt-get install graphviz`, `brew install graphviz` or "

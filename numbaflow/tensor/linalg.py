@@ -112,7 +112,21 @@ def einsum(equation: str, *operands: Variable) -> Variable:
                 f"{x.name} {x.shape} once (diagonals are not supported)")
     if "->" not in eq:
         out = "".join(sorted(c for c in set(lhs) - {","} if lhs.count(c) == 1))
-    size = {c: d for sub, x in zip(ins, operands) for c, d in zip(sub, x.shape) if d != -1}
+    stray = [c for c in out if c not in lhs]
+    if stray or len(set(out)) != len(out):
+        raise ValueError(f"einsum: {equation!r}: the output letter "
+                         f"{(stray or [c for c in out if out.count(c) > 1])[0]!r} "
+                         f"{'is in no operand' if stray else 'appears twice'}; each output "
+                         f"letter must name a dim of an operand, once")
+    size = {}
+    for sub, x in zip(ins, operands):
+        for c, d in zip(sub, x.shape):
+            if d == -1:
+                continue
+            if size.setdefault(c, d) != d:
+                raise ValueError(f"einsum: {equation!r}: letter {c!r} is {size[c]} in one "
+                                 f"operand and {d} in {x.name} {x.shape}; a letter must have "
+                                 f"one size in every operand")
 
     def summed(x, sub, keep):
         """x with the letters not in `keep` summed away; (x, its subscripts)."""

@@ -10,25 +10,41 @@ and callbacks after every step).
     logger.close()
     # then: tensorboard --logdir runs
 
-The event files are written by tensorboardX (an optional extra: `numbaflow[tensorboard]`,
-also in `numbaflow[examples]`): the format (protobuf records with CRC-32C framing) is
-TensorBoard's, and a maintained writer keeps up with it instead of a copy here.
+The event files hold TensorBoard's records (protobuf events with CRC-32C framing), built
+with tensorboardX's protobufs (an optional extra: `numbaflow[tensorboard]`, also in
+`numbaflow[examples]`) but written here, synchronously, without tensorboardX's writer
+thread: a thread that died on a full disk left its queue to fill, and `add_scalar` then
+blocked training forever. Logging never stops training: the first failed write (a full
+disk, an unwritable directory) cuts the file back to its last whole record, logs one
+warning and drops the scalars that follow.
 """
 from __future__ import annotations
 
+import itertools
+import numbers
+import os
+import socket
 import sys
+import time
 from collections.abc import Callable, Iterable, Mapping
+
+from .log import get_logger as _get_logger
 
 __all__ = ["ScalarLogger", "Progress"]
 
+_write = os.write                 # the one system call that writes events (tests fail it)
+_file_numbers = itertools.count()
 
-def _summary_writer():
+
+def _event_protos():
     try:
-        from tensorboardX import SummaryWriter
+        from tensorboardX.proto.event_pb2 import Event
+        from tensorboardX.record_writer import masked_crc32c
+        from tensorboardX.summary import scalar
     except ImportError:
         raise ImportError("writing TensorBoard event files needs tensorboardX: pip install "
                           "'numbaflow[tensorboard]' (or pip install tensorboardX)") from None
-    return SummaryWriter
+    return Event, scalar, masked_crc32c
 
 
 class ScalarLogger:
@@ -36,6 +52,8 @@ class ScalarLogger:
     `logdir` (created if needed); open it with ``tensorboard --logdir <dir>`` or VisualDL.
 
     Also a `Progress` callback: ``logger(step, {"loss": 0.3})`` logs every scalar.
+    A write that fails (full disk, unwritable `logdir`) never stops training: one warning
+    on the "numbaflow" logger, the file keeps its whole records, later scalars are dropped.
 
     Args:
         logdir (str): the directory of this run's event file.
@@ -52,18 +70,90 @@ class ScalarLogger:
     """
 
     def __init__(self, logdir: str, flush_secs: float = 10.0) -> None:
-        self.logdir = str(logdir)
-        self._writer = _summary_writer()(logdir=self.logdir, flush_secs=flush_secs)
+        self.logdir = os.fspath(logdir) if isinstance(logdir, os.PathLike) else str(logdir)
+        self._event, self._scalar, self._crc = _event_protos()
+        self._flush_secs = float(flush_secs)
+        self._pending, self._written, self._fd = bytearray(), 0, None
+        self._failed = self._closed = False
+        self._last_flush = time.monotonic()
+        host = "".join(c for c in socket.gethostname() if c.isalnum() or c in "-_.")
+        self.path = os.path.join(self.logdir, f"events.out.tfevents.{int(time.time())}.{host}"
+                                              f".{os.getpid()}.{next(_file_numbers)}")
+        try:
+            os.makedirs(self.logdir, exist_ok=True)
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL |
+                               getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0), 0o666)
+        except OSError as e:
+            self._fail(e)
+        self._append(self._event(wall_time=time.time(), file_version="brain.Event:2"))
+        self._flush()
+
+    def _fail(self, error):
+        """The first failure: say so once, keep the file's whole records, drop the rest."""
+        if self._failed:
+            return
+        self._failed = True
+        self._pending = bytearray()
+        _get_logger().warning(
+            "ScalarLogger: cannot write TensorBoard events under %r (%s); training goes on "
+            "and further scalars of this logger are dropped (free space or choose a writable "
+            "logdir, then start a new ScalarLogger)", self.logdir, error)
+        if self._fd is not None:
+            try:
+                os.ftruncate(self._fd, self._written)      # no torn last record
+            except OSError:
+                pass
+
+    def _append(self, event):
+        if self._failed:
+            return
+        data = event.SerializeToString()
+        header = len(data).to_bytes(8, "little")
+        self._pending += header + self._crc(header).to_bytes(4, "little") + data + \
+            self._crc(data).to_bytes(4, "little")
+
+    def _flush(self, sync=False):
+        if self._failed or self._fd is None:
+            return
+        try:
+            view = memoryview(bytes(self._pending))
+            while view:
+                n = _write(self._fd, view)
+                view = view[n:]
+                self._written += n
+            if sync:
+                os.fsync(self._fd)
+        except OSError as e:
+            self._written -= len(self._pending) - len(view)   # the torn part is cut off
+            self._written = max(self._written, 0)
+            self._fail(e)
+            return
+        self._pending = bytearray()
+        self._last_flush = time.monotonic()
 
     def add_scalar(self, tag: str, value: float, step: int) -> None:
         """Log `value` under `tag` at `step`.
 
         Args:
             tag (str): the curve's name, e.g. 'train/loss' (TensorBoard groups by prefix).
-            value (float): the scalar.
+            value (float): the scalar (a Python or numpy number, or a one-element array).
             step (int): its x position (a step or epoch number).
         """
-        self._writer.add_scalar(tag, float(value), global_step=int(step))
+        if not isinstance(tag, str):
+            raise TypeError(f"ScalarLogger.add_scalar: tag must be a str (the curve's name), "
+                            f"got {type(tag).__name__} {tag!r}")
+        if isinstance(value, (str, bytes)) or not (
+                isinstance(value, numbers.Real) or getattr(value, "size", 0) == 1):
+            raise TypeError(f"ScalarLogger.add_scalar: the value of {tag!r} must be a number "
+                            f"(float, int, numpy scalar or one-element array), got "
+                            f"{type(value).__name__} {value!r}; pass float(...) of it")
+        if self._failed or self._closed:
+            return
+        event = self._event(wall_time=time.time(), step=int(step),
+                            summary=self._scalar(tag, float(value)))
+        self._append(event)
+        if time.monotonic() - self._last_flush >= self._flush_secs:
+            self._flush()
 
     def add_scalars(self, scalars: Mapping[str, float], step: int) -> None:
         """Log each {tag: value} of `scalars` at `step`.
@@ -80,11 +170,17 @@ class ScalarLogger:
 
     def flush(self) -> None:
         """Write pending scalars to the file now."""
-        self._writer.flush()
+        self._flush(sync=True)
 
     def close(self) -> None:
         """Flush and close the event file."""
-        self._writer.close()
+        if self._closed:
+            return
+        self._flush(sync=True)
+        self._closed = True
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
     def __enter__(self) -> ScalarLogger:
         return self

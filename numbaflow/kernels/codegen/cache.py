@@ -212,13 +212,24 @@ class _TolerantCache:
             self._inner.disable()
             # numba replays the warnings of a compile, so Python's once-per-place filter
             # does not hold: the directories already reported are kept beside _modules
-            if self._inner.cache_path in _numba_write_failed:
+            # (one per NUMBA_CACHE_DIR, not per module subdirectory numba makes in it)
+            from numba.core import config as numba_config
+            root = numba_config.CACHE_DIR if numba_config.CACHE_DIR and \
+                self._inner.cache_path.startswith(numba_config.CACHE_DIR) else \
+                self._inner.cache_path
+            if root in _numba_write_failed:
                 return
-            _numba_write_failed.add(self._inner.cache_path)
+            _numba_write_failed.add(root)
             warnings.warn(f"numbaflow: cannot write numba's compiled-code cache in "
-                          f"{self._inner.cache_path!r} ({e.strerror or e}); kernels compiled "
+                          f"{root!r} ({e.strerror or e}); kernels compiled "
                           f"from now on are not cached on disk (free space there or set "
                           f"NUMBA_CACHE_DIR to another directory)", RuntimeWarning, stacklevel=2)
+
+
+def write_failures():
+    """The directories (and "no disk") where this process could not write compiled code:
+    `python -m numbaflow warmup` reports them instead of claiming a warm cache."""
+    return sorted(_numba_write_failed)
 
 
 def tolerate_cache_errors(namespace):
