@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 SCRIPT = r'''
 import sys, warnings
 import numbaflow
@@ -28,6 +30,7 @@ log.logger.warning("after: " + "x" * 200)                    # the handler was g
 '''
 
 
+@pytest.mark.slow
 def test_warnings_end_the_progress_line_and_every_line_fits():
     env = dict(os.environ, COLUMNS="120")
     env.pop("NUMBAFLOW_LOG_LEVEL", None)
