@@ -152,6 +152,27 @@ def linear(x: Variable, weight: Variable, bias: Variable | None = None,
     return out if bias is None else M.add(out, _var(bias, "linear", "bias"))
 
 
+def _check_attention_shapes(query, key, value):
+    """Refuse, naming the arguments, what would fail inside the lowered matmuls: query and
+    key must share head_dim, key and value seq_len, all three batch and num_heads (-1:
+    known only at run time, not checked)."""
+    def differ(a, b):
+        return a >= 0 and b >= 0 and a != b
+    rules = ((query, "query", key, "key", 3, "head_dim"),
+             (key, "key", value, "value", 1, "seq_len"),
+             (query, "query", key, "key", 2, "num_heads"),
+             (key, "key", value, "value", 2, "num_heads"),
+             (query, "query", key, "key", 0, "batch"),
+             (key, "key", value, "value", 0, "batch"))
+    for a, an, b, bn, axis, what in rules:
+        if differ(a.shape[axis], b.shape[axis]):
+            raise ValueError(
+                f"scaled_dot_product_attention: {an} {a.name} {a.shape} and {bn} {b.name} "
+                f"{b.shape} must have the same {what} (axis {axis} of [batch, seq_len, "
+                f"num_heads, head_dim]); got {a.shape[axis]} and {b.shape[axis]}. Reshape or "
+                f"project them to one {what}")
+
+
 def scaled_dot_product_attention(query: Variable, key: Variable, value: Variable,
                                  attn_mask: Variable | None = None, dropout_p: float = 0.0,
                                  is_causal: bool = False, training: bool = True,
@@ -188,6 +209,7 @@ def scaled_dot_product_attention(query: Variable, key: Variable, value: Variable
         if v.ndim != 4:
             raise ValueError(f"scaled_dot_product_attention: {arg} must be [batch, seq_len, "
                              f"num_heads, head_dim], got {v.name} {v.shape}")
+    _check_attention_shapes(query, key, value)
     p = check_probability(dropout_p, "scaled_dot_product_attention", "dropout_p")
     q, k, v = (M.transpose(t, [0, 2, 1, 3]) for t in (query, key, value))
     scores = M.matmul(q, k, transpose_y=True)
