@@ -16,12 +16,12 @@ CODE = """
 import json, sys
 import numpy as np
 import numbaflow as paddle, numbaflow.static as static
-mode = sys.argv[1]
-if mode.startswith("paddle.seed"):
-    paddle.seed(int(mode.split("=")[1]))
+modes = dict(m.split("=") for m in sys.argv[1].split("+") if "=" in m)
+if "paddle.seed" in modes:
+    paddle.seed(int(modes["paddle.seed"]))
 main, startup = static.Program(), static.Program()
-if mode.startswith("program"):
-    main.random_seed = startup.random_seed = int(mode.split("=")[1])
+if "program" in modes:
+    main.random_seed = startup.random_seed = int(modes["program"])
 with static.program_guard(main, startup):
     x = static.data("x", [None, 8], "float32")
     h = static.nn.fc(x, 8, weight_attr=paddle.ParamAttr(
@@ -55,6 +55,8 @@ def test_program_random_seed_gives_the_same_weights_and_dropout_in_two_processes
     assert w.std() > 0.5                        # really Normal(0, 1), not zeros
     other = run("program=4")
     assert other["params"]["fc_0.w_0"] != a["params"]["fc_0.w_0"]
+    # the program's seed wins over paddle.seed, as in Paddle (its dropout gets fix_seed)
+    assert run("program=3+paddle.seed=7")["out"] == run("program=3+paddle.seed=8")["out"]
 
 
 @pytest.mark.slow

@@ -183,10 +183,13 @@ def check_probability(p, fn, arg):
 
 def _dropout(x, p, is_test, impl, seed, fix_seed, name):
     helper = LayerHelper("dropout", name)
+    if seed is None and helper.main_program.random_seed:
+        # Paddle 2.6: a program's random_seed fixes its dropout ops' seed (over paddle.seed)
+        seed, fix_seed = helper.main_program.random_seed, True
     if seed is None:
-        # reproducible under numbaflow.seed(n) (else the program's random_seed, else fresh
-        # entropy); the kernel's generator advances each run: a new mask every step
-        seed, fix_seed = next_op_seed() or helper.main_program.random_seed or 0, False
+        # reproducible under numbaflow.seed(n), else fresh entropy; the kernel's generator
+        # advances each run: a new mask every step
+        seed, fix_seed = next_op_seed() or 0, False
     out = helper.create_tmp(x.dtype)
     mask = helper.create_tmp(x.dtype, stop_gradient=True)     # uint8 after inference
     helper.append_op("dropout", {"X": x}, {"Out": out, "Mask": mask},
