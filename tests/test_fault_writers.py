@@ -2,7 +2,7 @@
 to count its system calls (open, write, fsync, rename, truncate), then once per call with
 that call failing as on a full disk (ENOSPC). After each failure the previous file must be
 intact (byte for byte; for a TensorBoard event file: the records logged before) and no
-temporary file may be left. Writers: paddle.onnx.export, static.draw (DOT), static.save,
+temporary file may be left. Writers: paddle.onnx.export, static.draw and the graphviz dump (DOT), static.save,
 save_inference_model, ScalarLogger, and the shared atomic_write itself."""
 import builtins
 import errno
@@ -141,6 +141,18 @@ def test_draw_dot_sweep(monkeypatch, tmp_path):
 
     def write(d, k):
         static.draw(main, str(d / "g.dot"))
+        if k == 0:
+            (d / "g.dot").write_text("previous")
+    sweep(monkeypatch, tmp_path, write)
+
+
+def test_graphviz_dump_sweep(monkeypatch, tmp_path):
+    # BuildStrategy.debug_graphviz_path's writer (it wrote in place before)
+    from numbaflow.graph.graphviz import write_dot
+    exe, x, out, main = build()
+
+    def write(d, k):
+        write_dot(main, str(d / "g.dot"))
         if k == 0:
             (d / "g.dot").write_text("previous")
     sweep(monkeypatch, tmp_path, write)

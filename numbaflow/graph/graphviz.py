@@ -5,6 +5,8 @@ edges run variable -> op (input) and op -> variable (output).
 """
 import os
 
+from ..utils.atomic_file import atomic_write
+
 
 def _quote(s):
     return '"' + str(s).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
@@ -31,9 +33,9 @@ def program_to_dot(program):
 
 
 def write_dot(program, path):
-    """Write `program` as DOT to `path` (directories are created)."""
+    """Write `program` as DOT to `path` (directories are created), atomically: a failed
+    write keeps the previous file."""
     d = os.path.dirname(path)
     if d:
         os.makedirs(d, exist_ok=True)
-    with open(path, "w") as f:
-        f.write(program_to_dot(program))
+    atomic_write(path, program_to_dot(program))
