@@ -2,8 +2,8 @@
 to count its system calls (open, write, fsync, rename, truncate), then once per call with
 that call failing as on a full disk (ENOSPC). After each failure the previous file must be
 intact (byte for byte; for a TensorBoard event file: the records logged before) and no
-temporary file may be left. Writers: paddle.onnx.export, static.draw and the graphviz dump (DOT), static.save,
-save_inference_model, ScalarLogger, and the shared atomic_write itself."""
+temporary file may be left. Writers: paddle.onnx.export, static.draw and the graphviz dump
+(DOT), static.save, save_inference_model, ScalarLogger, and the shared atomic_write itself."""
 import builtins
 import errno
 import os
