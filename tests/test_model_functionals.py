@@ -188,3 +188,22 @@ def test_pad_lowering_and_errors():
         F.pad(static.data("r", [1, 2, 3]), [3, 0], mode="reflect", data_format="NCL")
     with pytest.raises(ValueError, match="2 entries per spatial dim"):
         F.pad(static.data("q", [1, 2, 3, 3]), [1, 1], mode="replicate")
+
+
+# ---------------------------------------------------------------- activations, one_hot
+def test_paddle2_activations():
+    x = np.linspace(-4.1, 4.3, 12).reshape(3, 4)
+    check(F.hardswish, [x], x * np.clip(x + 3, 0, 6) / 6)
+    check(lambda a: F.hardsigmoid(a, slope=0.2, offset=0.4), [x], np.clip(0.2 * x + 0.4, 0, 1))
+    check(F.swish, [x], x / (1 + np.exp(-x)))
+    check(lambda a: F.hardtanh(a, -2.0, 2.5), [x], np.clip(x, -2.0, 2.5))
+
+
+def test_one_hot_is_one_hot_v2():
+    ids = np.array([[0, 3], [2, 1]])
+    got = check(lambda a: F.one_hot(a, 4), [ids], np.eye(4, dtype=np.float32)[ids], grad=False)
+    assert got.shape == (2, 2, 4)
+    main = static.Program()
+    with static.program_guard(main, static.Program()):
+        F.one_hot(static.data("ids", [None], "int64"), 3)
+    assert [o.type for o in main.global_block().ops] == ["one_hot_v2"]
