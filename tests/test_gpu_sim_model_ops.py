@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 ROWS = ("pool2d-adaptive", "conv2d_transpose-", "depthwise_conv2d_transpose-",
-        "nearest_interp_v2-", "bilinear_interp_v2-", "group_norm-", "instance_norm-", "pad3d-")
+        "nearest_interp_v2-", "bilinear_interp_v2-", "group_norm-", "instance_norm-", "pad3d-",
+        "one_hot_v2-", "hard_swish", "hard_sigmoid", "swish", "brelu", "max_pool2d_with_index")
 
 SCRIPT = textwrap.dedent("""
     import sys

@@ -59,6 +59,29 @@ def test_adaptive_avg_pool2d_nhwc():
     check(lambda a: F.adaptive_avg_pool2d(a, 4, data_format="NHWC"), [x], want)
 
 
+def test_return_mask_is_max_pool2d_with_index():
+    x = rng.permutation(2 * 7 * 5).reshape(1, 2, 7, 5) / 10.0
+    H, W = 7, 5
+
+    def mask_ref(oh, ow):
+        m = np.zeros((1, 2, oh, ow), np.int32)
+        for i in range(oh):
+            for j in range(ow):
+                r0, r1 = math.floor(i * H / oh), math.ceil((i + 1) * H / oh)
+                c0, c1 = math.floor(j * W / ow), math.ceil((j + 1) * W / ow)
+                win = x[0, :, r0:r1, c0:c1].reshape(2, -1).argmax(-1)
+                m[0, :, i, j] = (r0 + win // (c1 - c0)) * W + c0 + win % (c1 - c0)
+        return m
+    out, mask = check(lambda a: F.adaptive_max_pool2d(a, [3, 2], return_mask=True), [x],
+                      [adaptive_ref(x, 3, 2, np.max), mask_ref(3, 2)])
+    # windows: k 3, s 2, p 1 over (7, 5) -> (4, 3)
+    out, mask = check(lambda a: F.max_pool2d(a, 3, 2, 1, return_mask=True), [x], grad=True)
+    assert out.shape == (1, 2, 4, 3) and mask.dtype == np.int32
+    np.testing.assert_array_equal(x.reshape(1, 2, -1)[0, :, :][np.arange(2)[:, None],
+                                                              mask.reshape(2, -1)],
+                                  out.reshape(2, -1))
+
+
 def test_adaptive_pool1d():
     x = u(2, 3, 10)
     want = adaptive_ref(x[:, :, None], 1, 4, np.mean)[:, :, 0]
@@ -73,7 +96,7 @@ def test_adaptive_pool_argument_errors():
     with pytest.raises(ValueError, match="output_size must be positive"):
         F.adaptive_avg_pool2d(x, 0)
     with pytest.raises(ValueError, match="return_mask"):
-        F.adaptive_max_pool2d(x, 2, return_mask=True)
+        F.adaptive_max_pool1d(static.data("x1", [None, 3, 8]), 2, return_mask=True)
     with pytest.raises(ValueError, match="3-D"):
         F.adaptive_avg_pool1d(x, 2)
 
@@ -188,3 +211,22 @@ def test_pad_lowering_and_errors():
         F.pad(static.data("r", [1, 2, 3]), [3, 0], mode="reflect", data_format="NCL")
     with pytest.raises(ValueError, match="2 entries per spatial dim"):
         F.pad(static.data("q", [1, 2, 3, 3]), [1, 1], mode="replicate")
+
+
+# ---------------------------------------------------------------- activations, one_hot
+def test_paddle2_activations():
+    x = np.linspace(-4.1, 4.3, 12).reshape(3, 4)
+    check(F.hardswish, [x], x * np.clip(x + 3, 0, 6) / 6)
+    check(lambda a: F.hardsigmoid(a, slope=0.2, offset=0.4), [x], np.clip(0.2 * x + 0.4, 0, 1))
+    check(F.swish, [x], x / (1 + np.exp(-x)))
+    check(lambda a: F.hardtanh(a, -2.0, 2.5), [x], np.clip(x, -2.0, 2.5))
+
+
+def test_one_hot_is_one_hot_v2():
+    ids = np.array([[0, 3], [2, 1]])
+    got = check(lambda a: F.one_hot(a, 4), [ids], np.eye(4, dtype=np.float32)[ids], grad=False)
+    assert got.shape == (2, 2, 4)
+    main = static.Program()
+    with static.program_guard(main, static.Program()):
+        F.one_hot(static.data("ids", [None], "int64"), 3)
+    assert [o.type for o in main.global_block().ops] == ["one_hot_v2"]

@@ -133,6 +133,7 @@ def test_model_ops_run_in_onnxruntime_with_our_outputs(tmp_path):
     main, startup = static.Program(), static.Program()
     with static.program_guard(main, startup):
         x = static.data("x", [None, 3, 8, 6], "float32")
+        ids = static.data("ids", [None, 4], "int64")
         outs = [F.adaptive_avg_pool2d(x, [4, 3]), F.adaptive_max_pool2d(x, [2, 6]),
                 F.adaptive_avg_pool2d(x, 1)]
         w = static.create_parameter([3, 2, 3, 3], "float32")
@@ -146,11 +147,20 @@ def test_model_ops_run_in_onnxruntime_with_our_outputs(tmp_path):
                  F.interpolate(x, scale_factor=[1.5, 2.5], mode="bilinear", align_mode=1),
                  F.interpolate(x, size=[5, 9], mode="bilinear", align_corners=True),
                  F.interpolate(x, scale_factor=[2, 0.5]), F.upsample(x, size=[7, 13])]
+        c3 = static.create_parameter([3], "float32")
+        outs += [F.instance_norm(x), F.instance_norm(x, weight=c3, bias=c3, eps=1e-3),
+                 F.group_norm(paddle.reshape(x, [-1, 6, 4, 6]), 3, weight=static.create_parameter([6], "float32"),
+                              bias=static.create_parameter([6], "float32")),
+                 F.pad(x, [1, 2, 0, 3], mode="reflect"), F.pad(x, [1, 0, 2, 1], mode="replicate"),
+                 F.pad(x, [2, 2, 1, 0], value=0.5),
+                 F.hardswish(x), F.hardsigmoid(x), F.swish(x), F.silu(x), F.hardtanh(x, -0.5, 0.7)]
+        outs.append(F.one_hot(ids, 5))
     exe = static.Executor(paddle.CPUPlace())
     exe.run(startup)
     xs = np.random.default_rng(7).normal(size=(2, 3, 8, 6)).astype("float32")
-    want = exe.run(main, feed={"x": xs}, fetch_list=outs)
-    path = paddle.onnx.export(main, [x], outs, str(tmp_path / "m.onnx"))
+    feed = {"x": xs, "ids": np.array([[0, 4, 2, 1], [3, 3, 0, 4]])}
+    want = exe.run(main, feed=feed, fetch_list=outs)
+    path = paddle.onnx.export(main, [x, ids], outs, str(tmp_path / "m.onnx"))
     onnx.checker.check_model(onnx.load(path))
-    for g, w in zip(run_onnx(path, {"x": xs}), want):
+    for g, w in zip(run_onnx(path, feed), want):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)

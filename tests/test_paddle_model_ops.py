@@ -43,7 +43,8 @@ def test_paddle_saved_model_loads_and_runs():
     program, feeds, fetches = static.load_inference_model(
         os.path.join(HERE, "model_ops", "infer"), exe)
     types = {op.type for op in program.global_block().ops}
-    assert {"pool2d", "conv2d_transpose", "bilinear_interp_v2", "nearest_interp_v2"} <= types
+    assert {"pool2d", "conv2d_transpose", "bilinear_interp_v2", "nearest_interp_v2",
+            "group_norm", "instance_norm", "pad3d", "hard_swish"} <= types
     d = np.load(os.path.join(HERE, "model_ops", "data.npz"))
     got, = exe.run(program, feed={feeds[0]: d["x"]}, fetch_list=fetches)
     np.testing.assert_allclose(got, d["out"], rtol=1e-5, atol=1e-5)

@@ -296,11 +296,13 @@ def program_from_desc(desc, path):
         if vd.name in block.vars:
             raise FileFormatError(f"{where} is declared twice")
         t = vd.type.lod_tensor.tensor
-        dims = list(t.dims)
-        if t.data_type not in _DTYPES or len(dims) > MAX_RANK or any(d < -1 for d in dims):
-            raise FileFormatError(f"{where} has data type {t.data_type} and dims "
-                                  f"{dims[:MAX_RANK + 1]}; expected one of numbaflow's dtypes "
-                                  f"and at most {MAX_RANK} dims, each -1 or more")
+        # Paddle's compile-time shapes multiply unknown dims: instance_norm's SavedMean of
+        # an (N, C) input is declared [N * C] = [-C] when N is -1; any negative dim is unknown
+        dims = [max(int(d), -1) for d in t.dims]
+        if t.data_type not in _DTYPES or len(dims) > MAX_RANK:
+            raise FileFormatError(f"{where} has data type {t.data_type} and {len(dims)} dims; "
+                                  f"expected one of numbaflow's dtypes and at most "
+                                  f"{MAX_RANK} dims")
         try:
             block.create_var(vd.name, dims, _DTYPES[t.data_type], persistable=vd.persistable,
                              stop_gradient=True, is_data=vd.need_check_feed)

@@ -28,6 +28,20 @@ unary("relu", lambda a, x: S.maximum(x, 0.0),
       lambda a, out, d: S.where(out > 0.0, d, 0.0), reads="Out")
 unary("sigmoid", lambda a, x: 1.0 / (1.0 + S.exp(-x)),
       lambda a, out, d: d * out * (1.0 - out), reads="Out")
+# Paddle 2's hardswish / hardsigmoid / swish / hardtanh ops (their op names and attributes)
+unary("hard_swish",
+      lambda a, x: x * S.minimum(S.maximum(x + a["offset"], 0.0), a["threshold"]) / a["scale"],
+      lambda a, x, d: S.where(x + a["offset"] <= 0.0, 0.0, S.where(
+          x + a["offset"] < a["threshold"], d * (2.0 * x + a["offset"]) / a["scale"], d)),
+      attrs={"threshold": 6.0, "scale": 6.0, "offset": 3.0})
+unary("hard_sigmoid", lambda a, x: S.minimum(S.maximum(a["slope"] * x + a["offset"], 0.0), 1.0),
+      lambda a, out, d: S.where(out > 0.0, S.where(out < 1.0, d * a["slope"], 0.0), 0.0),
+      reads="Out", attrs={"slope": 0.2, "offset": 0.5})
+unary("swish", lambda a, x: x / (1.0 + S.exp(-x)),
+      lambda a, x, d: d * (1.0 + S.exp(-x) + x * S.exp(-x)) / ((1.0 + S.exp(-x)) * (1.0 + S.exp(-x))))
+unary("brelu", lambda a, x: S.minimum(S.maximum(x, a["t_min"]), a["t_max"]),
+      lambda a, x, d: S.where(x > a["t_min"], S.where(x < a["t_max"], d, 0.0), 0.0),
+      attrs={"t_min": 0.0, "t_max": 24.0})
 def _tanh(a, x):
     """tanh through exp: glibc's scalar tanhf is ~4x slower than its expf. Near 0, where
     (t - 1) / (t + 1) cancels, a Taylor series (error < 1e-13 relative) takes over."""

@@ -134,10 +134,11 @@ def _cpu(cop):
     def bind(ins, outs):
         x = ins["X"][0]
         sc, bi = _affine(ins, "Scale", G, C, x.dtype, 1.0), _affine(ins, "Bias", G, C, x.dtype, 0.0)
+        m, s2 = (outs[k][0].reshape(N, G) if outs.get(k) else np.empty((N, G), x.dtype)
+                 for k in (mean_slot, second_slot))
         return functools.partial(
             norm_fwd, _block_view(x, N, G, C, S, nhwc), sc, bi, eps,
-            _block_view(outs["Y"][0], N, G, C, S, nhwc), outs[mean_slot][0].reshape(N, G),
-            outs[second_slot][0].reshape(N, G), inv)
+            _block_view(outs["Y"][0], N, G, C, S, nhwc), m, s2, inv)
     return bind
 
 
@@ -262,7 +263,9 @@ def _gpu(cop):
         x, y = f(ins["X"][0]), f(outs["Y"][0])
         sc = _gpu_affine(ins, "Scale", C, x.dtype, 1.0)
         bi = _gpu_affine(ins, "Bias", C, x.dtype, 0.0)
-        m, s2 = f(outs[mean_slot][0]), f(outs[second_slot][0])
+        from numba import cuda as cu
+        m, s2 = (f(outs[k][0]) if outs.get(k) else cu.device_array(dims[0] * dims[1], x.dtype)
+                 for k in (mean_slot, second_slot))
         return gpu_util.sequence((
             launch(k.stats, dims[0] * dims[1], x, m, s2, dims, st, eps, inv),
             launch(k.apply, x.size, x, sc, bi, y, m, s2, dims, st, eps, inv)))
@@ -339,7 +342,9 @@ _SPECS = {
 }
 for _type, (_attrs, _stats_out, _doc) in _SPECS.items():
     register_op(OpDef(
-        _type, (Slot("X"),) + _AFFINE, (Slot("Y"),) + tuple(Slot(s) for s in _stats_out),
+        # the statistics are optional outputs: a pruned inference program drops them
+        _type, (Slot("X"),) + _AFFINE,
+        (Slot("Y"),) + tuple(Slot(s, optional=True) for s in _stats_out),
         _infer, _cpu, gpu=_gpu, attrs=_attrs, grad=_grad_rule, doc=_doc))
     register_op(OpDef(
         _type + "_grad", (Slot("X"), Slot("Scale", optional=True), Slot("Bias", optional=True),

@@ -234,6 +234,24 @@ register_op(OpDef(
     doc="Out[..., j] = 1 where X[..., 0] == j (X's last dim, 1, becomes `depth`)"))
 
 
+def _one_hot_v2_infer(ctx):
+    x = ctx.input("X")
+    if x.dtype.kind not in "iu":
+        raise ctx.error(f"X {ctx.name('X')} must be int32 or int64, got {x.dtype}")
+    if int(ctx.attr("depth")) < 1:
+        raise ctx.error(f"depth must be >= 1, got {ctx.attr('depth')}")
+    return {"Out": VarInfo(tuple(x.shape) + (int(ctx.attr("depth")),),
+                           np.dtype(ctx.attr("dtype")))}
+
+
+# Paddle 2's op (F.one_hot): X of any shape gains a trailing `depth` dim; the same kernels
+register_op(OpDef(
+    "one_hot_v2", (Slot("X", no_grad=True),), (Slot("Out"),), _one_hot_v2_infer, _one_hot_cpu,
+    gpu=_one_hot_gpu, attrs={"depth": 1, "dtype": "float32", "allow_out_of_range": False},
+    traits=frozenset((NO_GRAD, MAY_FAIL)),
+    doc="Out[..., j] = 1 where X[...] == j (a trailing `depth` dim)"))
+
+
 # ---------------------------------------------------------------- top_k
 def _top_k_row_py(x2, r, k, vals, idx):
     C = x2.shape[1]

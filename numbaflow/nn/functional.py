@@ -24,7 +24,7 @@ __all__ = ["relu", "sigmoid", "tanh", "gelu", "leaky_relu", "softmax", "log_soft
            "one_hot", "pad", "relu6", "scaled_dot_product_attention", "silu",
            "adaptive_max_pool2d", "adaptive_avg_pool1d", "adaptive_max_pool1d",
            "conv2d_transpose", "conv1d", "conv1d_transpose", "interpolate", "upsample",
-           "group_norm", "instance_norm"]
+           "group_norm", "instance_norm", "hardswish", "hardsigmoid", "swish", "hardtanh"]
 
 
 def _var(x, fn, arg="x"):
@@ -335,6 +335,86 @@ def mse_loss(input: Variable, label: Variable, reduction: str = "mean",
         ()
     """
     return _reduce_loss(square_error_cost(input, label), reduction, fn="mse_loss")
+
+
+def hardswish(x: Variable, name: str | None = None) -> Variable:
+    """x * min(max(x + 3, 0), 6) / 6 elementwise (op `hard_swish`).
+
+    Args:
+        x (Variable): the input.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's shape and dtype.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> F.hardswish(x).shape
+        (-1, 3)
+    """
+    return _act("hard_swish", x, name, threshold=6.0, scale=6.0, offset=3.0)
+
+
+def hardsigmoid(x: Variable, slope: float = 0.1666667, offset: float = 0.5,
+                name: str | None = None) -> Variable:
+    """clip(slope * x + offset, 0, 1) elementwise (op `hard_sigmoid`).
+
+    Args:
+        x (Variable): the input.
+        slope (float): the slope.
+        offset (float): the value at 0.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's shape and dtype.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> F.hardsigmoid(x).shape
+        (-1, 3)
+    """
+    return _act("hard_sigmoid", x, name, slope=float(slope), offset=float(offset))
+
+
+def swish(x: Variable, name: str | None = None) -> Variable:
+    """x * sigmoid(x) elementwise (op `swish`; the same values as silu).
+
+    Args:
+        x (Variable): the input.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's shape and dtype.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> F.swish(x).shape
+        (-1, 3)
+    """
+    return _act("swish", x, name)
+
+
+def hardtanh(x: Variable, min: float = -1.0, max: float = 1.0,
+             name: str | None = None) -> Variable:
+    """clip(x, min, max) elementwise (op `brelu`, as Paddle).
+
+    Args:
+        x (Variable): the input.
+        min (float): the lower bound.
+        max (float): the upper bound (> min).
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's shape and dtype.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> F.hardtanh(x, -2.0, 2.0).shape
+        (-1, 3)
+    """
+    if not min < max:
+        raise ValueError(f"hardtanh: min must be smaller than max, got min={min}, max={max}")
+    return _act("brelu", x, name, t_min=float(min), t_max=float(max))
 
 
 # CNN-era layers live in their own modules; nn.functional is their public home.

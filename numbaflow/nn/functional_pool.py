@@ -87,12 +87,13 @@ def max_pool2d(x: Variable, kernel_size: int | Sequence[int],
         stride (int or pair, optional): default kernel_size.
         padding (int, pair, 4 ints, 'SAME' or 'VALID'): the zero padding.
         ceil_mode (bool): round the output size up.
-        return_mask (bool): not supported (must be False).
+        return_mask (bool): also return the int32 index h * W + w of each maximum
+            (op `max_pool2d_with_index`; NCHW, no ceil_mode, symmetric padding).
         data_format (str): 'NCHW' or 'NHWC'.
         name (str, optional): a prefix for the output's name.
 
     Returns:
-        Variable: the pooled tensor.
+        Variable: the pooled tensor (and the mask, with return_mask).
 
     Example:
         >>> x = static.data('x', [None, 3, 8, 8])
@@ -100,8 +101,8 @@ def max_pool2d(x: Variable, kernel_size: int | Sequence[int],
         (-1, 3, 4, 4)
     """
     if return_mask:
-        raise ValueError("max_pool2d: return_mask=True (max_pool2d_with_index) is not "
-                         "supported; use return_mask=False")
+        return _with_index("max_pool2d", x, kernel_size, stride, padding, ceil_mode,
+                           data_format, name)
     return _pool("max_pool2d", x, "max", kernel_size, stride, padding, ceil_mode, True,
                  data_format, name=name)
 
@@ -178,7 +179,7 @@ def fluid_pool2d(input: Variable, pool_size: int | Sequence[int] = -1, pool_type
 
 
 # ---------------------------------------------------------------- adaptive
-def _adaptive(fn, x, output_size, pooling_type, data_format, name):
+def _adaptive(fn, x, output_size, pooling_type, data_format, name, sizes_only=False):
     """One `pool2d` op with adaptive=True and ksize = the output size (Paddle's lowering):
     cell i of an axis of size H covers rows floor(i*H/out) .. ceil((i+1)*H/out)."""
     _var(x, fn)
@@ -197,15 +198,39 @@ def _adaptive(fn, x, output_size, pooling_type, data_format, name):
     if not all(isinstance(o, numbers.Integral) and o >= 1 for o in sizes):
         raise ValueError(f"{fn}: output_size must be positive (None keeps a known input "
                          f"size), got {output_size!r} for x of shape {x.shape}")
+    if sizes_only:
+        return [int(o) for o in sizes]
     return LayerHelper("pool2d", name).simple("pool2d", {"X": x}, {
         "pooling_type": pooling_type, "ksize": [int(o) for o in sizes], "adaptive": True,
         "data_format": data_format})
 
 
-def _no_mask(fn, return_mask):
-    if return_mask:
-        raise ValueError(f"{fn}: return_mask=True (op max_pool2d_with_index) is not supported; "
-                         f"use return_mask=False")
+def _with_index(fn, x, kernel_size, stride, padding, ceil_mode, data_format, name,
+                adaptive=False):
+    """(Out, Mask) of one `max_pool2d_with_index` op, as Paddle's return_mask=True."""
+    _var(x, fn)
+    if data_format != "NCHW" or x.ndim != 4 or ceil_mode:
+        raise ValueError(f"{fn}: return_mask=True needs a 4-D NCHW x and ceil_mode=False, got "
+                         f"{x.name} {x.shape}, data_format {data_format!r}, ceil_mode {ceil_mode}")
+    if adaptive:
+        ksize, strides, pads = list(kernel_size), [1, 1], [0, 0]
+    else:
+        ksize = _int_pair(kernel_size, "kernel_size", fn)
+        strides = ksize if stride is None else _int_pair(stride, "stride", fn)
+        pads, algo = _padding(padding, data_format, fn)
+        if algo == "SAME":
+            raise ValueError(f"{fn}: padding 'SAME' with return_mask=True is not supported")
+        pads = [0, 0] if algo == "VALID" else pads
+        if len(pads) == 4:
+            if pads[0] != pads[1] or pads[2] != pads[3]:
+                raise ValueError(f"{fn}: return_mask=True needs symmetric padding, got {pads}")
+            pads = [pads[0], pads[2]]
+    helper = LayerHelper("max_pool2d_with_index", name)
+    out, mask = helper.create_tmp(x.dtype), helper.create_tmp("int32", stop_gradient=True)
+    helper.append_op("max_pool2d_with_index", {"X": x}, {"Out": out, "Mask": mask},
+                     {"ksize": ksize, "strides": strides, "paddings": pads,
+                      "global_pooling": False, "adaptive": adaptive})
+    return out, mask
 
 
 def adaptive_avg_pool2d(x: Variable, output_size: int | Sequence[int | None],
@@ -239,18 +264,23 @@ def adaptive_max_pool2d(x: Variable, output_size: int | Sequence[int | None],
     Args:
         x (Variable): (N, C, H, W).
         output_size (int or pair): the output's H and W (None keeps that input dim).
-        return_mask (bool): not supported (must be False).
+        return_mask (bool): also return the int32 index h * W + w of each maximum (op
+            `max_pool2d_with_index`, as Paddle).
         name (str, optional): a prefix for the output's name.
 
     Returns:
-        Variable: (N, C, oh, ow).
+        Variable: (N, C, oh, ow) (and the mask, with return_mask).
 
     Example:
         >>> x = static.data('x', [None, 3, 7, 7])
         >>> F.adaptive_max_pool2d(x, 3).shape
         (-1, 3, 3, 3)
     """
-    _no_mask("adaptive_max_pool2d", return_mask)
+    if return_mask:
+        sizes = _adaptive("adaptive_max_pool2d", x, output_size, "max", "NCHW", None,
+                          sizes_only=True)
+        return _with_index("adaptive_max_pool2d", x, sizes, None, 0, False, "NCHW", name,
+                           adaptive=True)
     return _adaptive("adaptive_max_pool2d", x, output_size, "max", "NCHW", name)
 
 
@@ -305,5 +335,7 @@ def adaptive_max_pool1d(x: Variable, output_size: int, return_mask: bool = False
         >>> F.adaptive_max_pool1d(x, 4).shape
         (-1, 4, 4)
     """
-    _no_mask("adaptive_max_pool1d", return_mask)
+    if return_mask:
+        raise ValueError("adaptive_max_pool1d: return_mask=True is not supported; use "
+                         "adaptive_max_pool2d on an unsqueezed x")
     return _adaptive_1d("adaptive_max_pool1d", x, output_size, "max", name)

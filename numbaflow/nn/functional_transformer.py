@@ -281,8 +281,8 @@ def relu6(x: Variable, name: str | None = None) -> Variable:
 
 
 def one_hot(x: Variable, num_classes: int, name: str | None = None) -> Variable:
-    """float32 one-hot rows: x's shape + [num_classes] (op `one_hot` on x with a trailing
-    dim of 1). An index outside [0, num_classes) raises when the program runs.
+    """float32 one-hot rows: x's shape + [num_classes] (op `one_hot_v2`, as Paddle 2). An
+    index outside [0, num_classes) raises when the program runs.
 
     Args:
         x (Variable): int32 / int64 class indices, any shape.
@@ -300,9 +300,9 @@ def one_hot(x: Variable, num_classes: int, name: str | None = None) -> Variable:
     _var(x, "one_hot")
     if not isinstance(num_classes, numbers.Integral) or num_classes < 1:
         raise ValueError(f"one_hot: num_classes must be an int >= 1, got {num_classes!r}")
-    helper = LayerHelper("one_hot", name)
+    helper = LayerHelper("one_hot_v2", name)
     out = helper.create_tmp("float32", stop_gradient=True)
-    helper.append_op("one_hot", {"X": M.unsqueeze(x, [-1])}, {"Out": out},
+    helper.append_op("one_hot_v2", {"X": x}, {"Out": out},
                      {"depth": int(num_classes), "dtype": "float32",
                       "allow_out_of_range": False})
     return out

@@ -169,48 +169,6 @@ def _conv2d(g, op):
            group=int(op.attrs["groups"]), pads=_pads(op))
 
 
-def _conv2d_transpose(g, op):
-    _check_nchw(op, "data_format")
-    x, w, y = _in(op, "Input"), _in(op, "Filter"), op.outputs["Output"][0]
-    pads, s, d = _pads(op), list(op.attrs["strides"]), list(op.attrs["dilations"])
-    # output_padding: whatever output_size / output_padding added to the plain size
-    extra = []
-    for i in range(2):
-        n, o = x.shape[2 + i], y.shape[2 + i]
-        if n < 0 or o < 0:
-            raise Unsupported("conv2d_transpose with unknown spatial dims")
-        extra.append(o - ((n - 1) * s[i] - pads[i] - pads[i + 2] + d[i] * (w.shape[2 + i] - 1)
-                          + 1))
-    g.node("ConvTranspose", [x.name, w.name], [y.name], strides=s, dilations=d, pads=pads,
-           group=int(op.attrs["groups"]), output_padding=extra)
-
-
-def _interp(g, op):
-    """Resize: Paddle's half-pixel (align_mode 0) / ratio * k (align_mode 1, nearest) /
-    align_corners sources; a Paddle `scale` is passed as ONNX scales (both give
-    int(in * scale) and the source in / scale), else the sizes."""
-    a, x = op.attrs, _in(op, "X")
-    if a["data_layout"] not in ("NCHW", "AnyLayout"):
-        raise Unsupported(f"data_layout {a['data_layout']!r} (only NCHW)")
-    nearest = op.type.startswith("nearest")
-    if nearest and a["align_corners"]:
-        raise Unsupported("nearest with align_corners")
-    mode = "align_corners" if a["align_corners"] else \
-        "half_pixel" if not nearest and a["align_mode"] == 0 else "asymmetric"
-    if a["scale"] and min(a["scale"]) > 0:
-        ins = [x.name, "", g.const(np.asarray([1, 1] + list(a["scale"]), np.float32))]
-    else:
-        y = op.outputs["Out"][0]
-        if x.shape[0] < 0:
-            n_c = g.node("Slice", [g.node("Shape", [x.name]), g.ints([0]), g.ints([2])])
-            sizes = g.node("Concat", [n_c, g.ints(y.shape[2:])], axis=0)
-        else:
-            sizes = g.ints(y.shape)
-        ins = [x.name, "", "", sizes]
-    kw = dict(mode="nearest", nearest_mode="floor") if nearest else dict(mode="linear")
-    g.node("Resize", ins, [_out(op)], coordinate_transformation_mode=mode, **kw)
-
-
 def _pool2d(g, op):
     _check_nchw(op, "data_format")
     is_max = op.attrs["pooling_type"] == "max"
@@ -383,8 +341,6 @@ _MAP = {**{k: _elementwise for k in _ELEMENTWISE}, **{k: _unary for k in _UNARY}
         "softmax": _softmax, "log_softmax": lambda g, op: _softmax(g, op, "LogSoftmax"),
         "fused_softmax_mask": _fused_softmax_mask,
         "mul": _mul, "matmul_v2": _matmul_v2, "conv2d": _conv2d, "depthwise_conv2d": _conv2d,
-        "nearest_interp_v2": _interp, "bilinear_interp_v2": _interp,
-        "conv2d_transpose": _conv2d_transpose, "depthwise_conv2d_transpose": _conv2d_transpose,
         "pool2d": _pool2d, "batch_norm": _batch_norm, "layer_norm": _layer_norm,
         "reshape2": _reshape2, "transpose2": _transpose2, "flatten_contiguous_range": _flatten,
         "slice": _slice, "squeeze2": lambda g, op: _squeeze(g, op, "Squeeze"),
@@ -392,6 +348,15 @@ _MAP = {**{k: _elementwise for k in _ELEMENTWISE}, **{k: _unary for k in _UNARY}
         "dropout": _dropout, "cast": _cast, "lookup_table_v2": _lookup, "sum": _sum,
         "clip": _clip, "pow": _pow, "arg_max": _arg_max, "split": _split}
 
+
+def pads_of(op):
+    """ONNX pads [top, left, bottom, right] of a conv / pool op's paddings."""
+    return _pads(op)
+
+
+# the mappings of issue 28's ops (transposed conv, resize, norms, pad3d, one_hot_v2, ...)
+from ._model_ops import MAP as _MODEL_OPS  # noqa: E402
+_MAP.update(_MODEL_OPS)
 
 def _value_info(onnx, v):
     dims = [d if d >= 0 else "N" for d in v.shape]

@@ -124,3 +124,9 @@ for _id, _shape, _attrs in [
                                             "strides": [1, -2], "decrease_axis": [0]})]:
     row("strided_slice", {"Input": uniform(_shape)}, strided_slice_ref, f"strided_slice-{_id}",
         attrs=_attrs)
+row("one_hot_v2", {"X": ints((2, 3), 0, 5)},
+    lambda ins, a: {"Out": (ins["X"][..., None] == np.arange(a["depth"])).astype(np.float32)},
+    "one_hot_v2-2d", attrs={"depth": 5}, dtypes=("float32",))
+row("one_hot_v2", {"X": ints((4,), 0, 3, "int32")},
+    lambda ins, a: {"Out": (ins["X"][:, None] == np.arange(3)).astype(np.float32)},
+    "one_hot_v2-1d-int32", attrs={"depth": 3}, dtypes=("float32",))

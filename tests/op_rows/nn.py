@@ -207,3 +207,37 @@ for _id, _ids, _attrs in [
     row("lookup_table_v2", {"W": uniform((5, 3)), "Ids": _ids}, lookup_ref,
         f"lookup_table_v2-{_id}", attrs=_attrs)
 
+
+
+# ---------------------------------------------------------------- max_pool2d_with_index
+def pool_index_ref(ins, a):
+    """Max and its flat index h * W + w per window (adaptive bins or clipped windows)."""
+    x = f64(ins["X"])
+    N, C, H, W = x.shape
+    if a["adaptive"]:
+        (oh, ow) = a["ksize"]
+        rows = [(math.floor(i * H / oh), math.ceil((i + 1) * H / oh)) for i in range(oh)]
+        cols = [(math.floor(j * W / ow), math.ceil((j + 1) * W / ow)) for j in range(ow)]
+    else:
+        (kh, kw), (sh, sw), (ph, pw) = a["ksize"], a["strides"], a["paddings"]
+        rows = [(max(i * sh - ph, 0), min(i * sh - ph + kh, H))
+                for i in range((H + 2 * ph - kh) // sh + 1)]
+        cols = [(max(j * sw - pw, 0), min(j * sw - pw + kw, W))
+                for j in range((W + 2 * pw - kw) // sw + 1)]
+    out = np.zeros((N, C, len(rows), len(cols)))
+    mask = np.zeros(out.shape, np.int32)
+    for i, (r0, r1) in enumerate(rows):
+        for j, (c0, c1) in enumerate(cols):
+            win = x[:, :, r0:r1, c0:c1].reshape(N, C, -1)
+            k = win.argmax(-1)
+            out[:, :, i, j] = win.max(-1)
+            mask[:, :, i, j] = (r0 + k // (c1 - c0)) * W + c0 + k % (c1 - c0)
+    return {"Out": out.astype(ins["X"].dtype), "Mask": mask}
+
+
+row("max_pool2d_with_index", {"X": distinct((2, 2, 7, 5))}, pool_index_ref,
+    "max_pool2d_with_index-adaptive", attrs={"ksize": [3, 2], "adaptive": True},
+    outputs_for_grad=("Out",))
+row("max_pool2d_with_index", {"X": distinct((1, 2, 5, 6))}, pool_index_ref,
+    "max_pool2d_with_index-k3s2p1", attrs={"ksize": [3, 3], "strides": [2, 2],
+                                            "paddings": [1, 1]}, outputs_for_grad=("Out",))

@@ -140,3 +140,16 @@ def sq_norm_ref(ins, a):
 row("squared_l2_norm", {"X": [uniform((3, 4)), uniform((5,)), uniform(())]}, sq_norm_ref,
     "squared_l2_norm-three")
 row("squared_l2_norm", {"X": [uniform((2, 3))]}, sq_norm_ref, "squared_l2_norm-one")
+
+
+# ---------------------------------------------------------------- Paddle 2 activations
+# (kernels/activation.py) from their definitions; inputs away from the kinks
+row("hard_swish", {"X": distinct((3, 5), 0.05, 0.47)},
+    ref_unary(lambda x, a: x * np.clip(x + a["offset"], 0.0, a["threshold"]) / a["scale"]))
+row("hard_sigmoid", {"X": distinct((3, 5), 0.05, 0.47)},
+    ref_unary(lambda x, a: np.clip(a["slope"] * x + a["offset"], 0.0, 1.0)),
+    "hard_sigmoid-paddle2", attrs={"slope": 0.1666667, "offset": 0.5})
+row("swish", {"X": uniform((3, 4), -3.0, 3.0)}, ref_unary(lambda x, a: x / (1.0 + np.exp(-x))))
+row("brelu", {"X": distinct((3, 5), 0.05, 0.21)},
+    ref_unary(lambda x, a: np.clip(x, a["t_min"], a["t_max"])), "brelu-hardtanh",
+    attrs={"t_min": -1.0, "t_max": 1.0})

@@ -1,0 +1,147 @@
+"""ONNX mappings of the ops Paddle 2 models use (issue 28): conv2d_transpose
+(ConvTranspose), nearest / bilinear_interp_v2 (Resize), instance_norm
+(InstanceNormalization), group_norm (Reshape + InstanceNormalization + Reshape, then the
+per-channel affine), pad3d (Pad), one_hot_v2 (OneHot) and the Paddle 2 activations.
+Merged into _ops._MAP; the same `fn(g, op)` contract."""
+import numpy as np
+
+from ._ops import Unsupported, pads_of
+
+
+def op_in(op, slot, i=0):
+    return op.inputs[slot][i]
+
+
+def op_out(op, slot="Out"):
+    return op.outputs[slot][0].name
+
+
+def _check_nchw(op, key):
+    if op.attrs.get(key, "NCHW") not in ("NCHW", "AnyLayout"):
+        raise Unsupported(f"{key} {op.attrs[key]!r} (only NCHW)")
+
+
+def _conv2d_transpose(g, op):
+    _check_nchw(op, "data_format")
+    x, w, y = op_in(op, "Input"), op_in(op, "Filter"), op.outputs["Output"][0]
+    pads, s, d = pads_of(op), list(op.attrs["strides"]), list(op.attrs["dilations"])
+    # output_padding: whatever output_size / output_padding added to the plain size
+    extra = []
+    for i in range(2):
+        n, o = x.shape[2 + i], y.shape[2 + i]
+        if n < 0 or o < 0:
+            raise Unsupported("conv2d_transpose with unknown spatial dims")
+        extra.append(o - ((n - 1) * s[i] - pads[i] - pads[i + 2] + d[i] * (w.shape[2 + i] - 1)
+                          + 1))
+    g.node("ConvTranspose", [x.name, w.name], [y.name], strides=s, dilations=d, pads=pads,
+           group=int(op.attrs["groups"]), output_padding=extra)
+
+
+def _interp(g, op):
+    """Resize: Paddle's half-pixel (align_mode 0) / ratio * k (align_mode 1, nearest) /
+    align_corners sources; a Paddle `scale` is passed as ONNX scales (both give
+    int(in * scale) and the source in / scale), else the sizes."""
+    a, x = op.attrs, op_in(op, "X")
+    if a["data_layout"] not in ("NCHW", "AnyLayout"):
+        raise Unsupported(f"data_layout {a['data_layout']!r} (only NCHW)")
+    nearest = op.type.startswith("nearest")
+    if nearest and a["align_corners"]:
+        raise Unsupported("nearest with align_corners")
+    mode = "align_corners" if a["align_corners"] else \
+        "half_pixel" if not nearest and a["align_mode"] == 0 else "asymmetric"
+    if a["scale"] and min(a["scale"]) > 0:
+        ins = [x.name, "", g.const(np.asarray([1, 1] + list(a["scale"]), np.float32))]
+    else:
+        y = op.outputs["Out"][0]
+        if x.shape[0] < 0:
+            n_c = g.node("Slice", [g.node("Shape", [x.name]), g.ints([0]), g.ints([2])])
+            sizes = g.node("Concat", [n_c, g.ints(y.shape[2:])], axis=0)
+        else:
+            sizes = g.ints(y.shape)
+        ins = [x.name, "", "", sizes]
+    kw = dict(mode="nearest", nearest_mode="floor") if nearest else dict(mode="linear")
+    g.node("Resize", ins, [op.outputs["Out"][0].name], coordinate_transformation_mode=mode, **kw)
+
+
+def _affine_input(g, op, slot, n, fill, dtype):
+    if op.inputs.get(slot):
+        return op_in(op, slot).name
+    return g.const(np.full(n, fill, dtype))
+
+
+def _instance_norm(g, op):
+    x = op_in(op, "X")
+    c = x.shape[1]
+    g.node("InstanceNormalization",
+           [x.name, _affine_input(g, op, "Scale", c, 1.0, x.dtype),
+            _affine_input(g, op, "Bias", c, 0.0, x.dtype)], [op_out(op, "Y")],
+           epsilon=float(op.attrs["epsilon"]))
+
+
+def _group_norm(g, op):
+    _check_nchw(op, "data_layout")
+    x, G = op_in(op, "X"), int(op.attrs["groups"])
+    c = x.shape[1]
+    blocks = g.node("Reshape", [x.name, g.ints([0, G, -1])])
+    normed = g.node("InstanceNormalization",
+                    [blocks, g.const(np.ones(G, x.dtype)), g.const(np.zeros(G, x.dtype))],
+                    epsilon=float(op.attrs["epsilon"]))
+    y = g.node("Reshape", [normed, g.node("Shape", [x.name])])
+    per_channel = [c] + [1] * (len(x.shape) - 2)
+    for slot, kind in (("Scale", "Mul"), ("Bias", "Add")):
+        if op.inputs.get(slot):
+            y = g.node(kind, [y, g.node("Reshape", [op_in(op, slot).name, g.ints(per_channel)])])
+    g.node("Identity", [y], [op_out(op, "Y")])
+
+
+_PAD_MODES = {"constant": "constant", "reflect": "reflect", "replicate": "edge"}
+
+
+def _pad3d(g, op):
+    a, x = op.attrs, op_in(op, "X")
+    if a["mode"] not in _PAD_MODES:
+        raise Unsupported(f"pad3d mode {a['mode']!r} (opset 17's Pad has no wrap)")
+    l_, r, t, b, f, k = (int(v) for v in a["paddings"])
+    if a["data_format"] == "NCDHW":
+        pads = [0, 0, f, t, l_, 0, 0, k, b, r]
+    else:
+        pads = [0, f, t, l_, 0, 0, k, b, r, 0]
+    ins = [x.name, g.ints(pads)]
+    if a["mode"] == "constant":
+        ins.append(g.const(np.asarray(a["value"], x.dtype)))
+    g.node("Pad", ins, [op_out(op)], mode=_PAD_MODES[a["mode"]])
+
+
+def _one_hot_v2(g, op):
+    dt = np.dtype(op.attrs["dtype"])
+    g.node("OneHot", [op_in(op, "X").name, g.ints([int(op.attrs["depth"])]),
+                      g.const(np.asarray([0, 1], dt))], [op_out(op)], axis=-1)
+
+
+def _hard_swish(g, op):
+    if [op.attrs[k] for k in ("threshold", "scale", "offset")] != [6.0, 6.0, 3.0]:
+        raise Unsupported(f"hard_swish with {op.attrs} (ONNX's HardSwish is 6 / 6 / 3)")
+    g.node("HardSwish", [op_in(op, "X").name], [op_out(op)])
+
+
+def _hard_sigmoid(g, op):
+    g.node("HardSigmoid", [op_in(op, "X").name], [op_out(op)],
+           alpha=float(op.attrs["slope"]), beta=float(op.attrs["offset"]))
+
+
+def _swish(g, op):
+    x = op_in(op, "X").name
+    g.node("Mul", [x, g.node("Sigmoid", [x])], [op_out(op)])
+
+
+def _brelu(g, op):
+    x = op_in(op, "X")
+    g.node("Clip", [x.name, g.const(op.attrs["t_min"], x.dtype),
+                    g.const(op.attrs["t_max"], x.dtype)], [op_out(op)])
+
+
+MAP = {"conv2d_transpose": _conv2d_transpose, "depthwise_conv2d_transpose": _conv2d_transpose,
+       "nearest_interp_v2": _interp, "bilinear_interp_v2": _interp,
+       "instance_norm": _instance_norm, "group_norm": _group_norm, "pad3d": _pad3d,
+       "one_hot_v2": _one_hot_v2, "hard_swish": _hard_swish, "hard_sigmoid": _hard_sigmoid,
+       "swish": _swish, "silu": _swish, "brelu": _brelu}
