@@ -111,7 +111,8 @@ def first_var(desc, name):
 
 @pytest.mark.parametrize("edit, field", [
     (lambda d: setattr(d.blocks[0].ops[2], "type", "os.system"), r"no op 'os.system'"),
-    (lambda d: first_var(d, "x").type.lod_tensor.tensor.dims.extend([-7]), "dims"),
+    # (a dim below -1 is not hostile: Paddle's compile-time shapes multiply unknown dims, so
+    # instance_norm's SavedMean is declared [-C]; it reads as unknown, tests/test_model_functionals)
     (lambda d: first_var(d, "x").type.lod_tensor.tensor.dims.extend([1 << 50] * 30), "dims"),
     (lambda d: setattr(first_var(d, "x").type, "type", paddle_proto.VAR_TYPES["READER"]),
      "READER"),
