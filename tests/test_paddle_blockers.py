@@ -189,3 +189,17 @@ def test_input_spec():
         v = static.data("img", [None, 3, 8, 8])
         assert static.InputSpec.from_tensor(v) == static.InputSpec([None, 3, 8, 8],
                                                                    name="img")
+
+
+def test_fluid_uniform_random_and_supports_bfloat16_as_paddle_spells_them():
+    # issue 28 item 7: Paddle's docstrings stopped at these two names
+    import numbaflow.fluid as fluid
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        result = fluid.layers.uniform_random(shape=[300, 4], min=2.0, max=5.0, seed=3)
+    exe = fluid.Executor(fluid.CPUPlace())
+    got, = exe.run(main, fetch_list=[result])
+    again, = exe.run(main, fetch_list=[result])
+    assert got.shape == (300, 4) and got.dtype == np.float32
+    assert 2.0 <= got.min() and got.max() < 5.0 and abs(got.mean() - 3.5) < 0.15
+    assert fluid.core.supports_bfloat16() is False

@@ -26,6 +26,19 @@ def is_compiled_with_cuda() -> bool:
     return cuda_available()
 
 
+def supports_bfloat16() -> bool:
+    """Whether bfloat16 kernels exist: never in numbaflow (float16 neither; float32/64 only).
+
+    Returns:
+        bool: False.
+
+    Example:
+        >>> fluid.core.supports_bfloat16()
+        False
+    """
+    return False
+
+
 def get_cuda_device_count() -> int:
     """The number of GPUs numba sees.
 

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
     from numpy.typing import DTypeLike
 
-__all__ = ["zeros", "ones", "zeros_like", "ones_like", "assign", "create_tensor",
+__all__ = ["uniform_random", "zeros", "ones", "zeros_like", "ones_like", "assign", "create_tensor",
            "create_parameter", "create_global_var", "sums"]
 
 
@@ -224,3 +224,26 @@ def sums(input: Sequence[Variable] | Variable, out: Variable | None = None) -> V
         return helper.simple("sum", {"X": xs})
     helper.append_op("sum", {"X": xs}, {"Out": out})
     return out
+
+
+def uniform_random(shape: Sequence[int], dtype: DTypeLike = "float32", min: float = -1.0,
+                   max: float = 1.0, seed: int = 0, name: str | None = None) -> Variable:
+    """Paddle 1.x's spelling of `paddle.uniform` (op `uniform_random`): floats uniform in
+    [min, max).
+
+    Args:
+        shape (list of int): fully known.
+        dtype (str): float32 (default) or float64.
+        min (float): the lower bound.
+        max (float): the upper bound.
+        seed (int): 0 derives one from `paddle.seed`.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: the draws, stop_gradient=True.
+
+    Example:
+        >>> fluid.layers.uniform_random([2, 3], min=0.0, max=1.0).shape
+        (2, 3)
+    """
+    return M.uniform(shape, dtype, min, max, seed, name)
