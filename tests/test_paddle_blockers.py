@@ -203,3 +203,20 @@ def test_fluid_uniform_random_and_supports_bfloat16_as_paddle_spells_them():
     assert got.shape == (300, 4) and got.dtype == np.float32
     assert 2.0 <= got.min() and got.max() < 5.0 and abs(got.mean() - 3.5) < 0.15
     assert fluid.core.supports_bfloat16() is False
+
+
+def test_gather_axis_as_a_constant_variable_and_a_run_time_one_refused():
+    # issue 28 item 7: paddle.gather(x, index, axis=Variable), as Paddle's docstring writes it
+    main, startup = static.Program(), static.Program()
+    with static.program_guard(main, startup):
+        x = static.data("x", [3, 4], "float32")
+        idx = static.data("idx", [2], "int64")
+        out = paddle.gather(x, idx, axis=paddle.full([1], 1, "int64"))
+        fed_axis = static.data("axis", [1], "int64")
+        with pytest.raises(TypeError, match=r"gather: axis axis is a Variable computed when "
+                                            r"the program runs.*paddle.full"):
+            paddle.gather(x, idx, axis=fed_axis)
+    xv = np.arange(12, dtype=np.float32).reshape(3, 4)
+    got, = static.Executor().run(main, feed={"x": xv, "idx": np.array([3, 0])},
+                                 fetch_list=[out])
+    np.testing.assert_array_equal(got, np.take(xv, [3, 0], axis=1))

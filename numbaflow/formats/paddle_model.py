@@ -51,7 +51,7 @@ _NEUTRAL_ATTRS = {
 # Inputs that carry an attribute's value as a one-element tensor; when a fill_constant of
 # the program makes that tensor, its value is folded into the attribute (numbaflow fixes
 # shapes before a run, so concat's axis must be known then).
-_TENSOR_ATTRS = {("concat", "AxisTensor"): "axis"}
+_TENSOR_ATTRS = {("concat", "AxisTensor"): "axis", ("gather", "Axis"): "axis"}
 _NEUTRAL_OUTPUTS = {"XShape"}      # reshape2/transpose2/... keep the input's shape here
 # attributes holding a dtype: a VarType.Type number in the file, a numpy dtype here
 _DTYPE_ATTRS = {"dtype", "in_dtype", "out_dtype"}

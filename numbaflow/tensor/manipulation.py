@@ -346,7 +346,21 @@ def tile(x: Variable, repeat_times: Sequence[int], name: str | None = None) -> V
     return reshape(pairs, [-1 if d == -1 else d * rep for d, rep in zip(dims, reps)], name)
 
 
-def gather(x: Variable, index: Variable, axis: int | None = None,
+def _build_time_int(v, fn, arg):
+    """The value of `v`, a Variable holding one number made by fill_constant or
+    assign_value (paddle.full, paddle.to_tensor, fill_constant, assign): numbaflow fixes
+    shapes when the program is built, so a shape-deciding argument must be known then."""
+    op = v.block.producer(v)
+    values = (None if op is None else [op.attrs["value"]] if op.type == "fill_constant" else
+              list(op.attrs.get("values", [])) if op.type == "assign_value" else None)
+    if values is None or len(values) != 1:
+        raise TypeError(f"{fn}: {arg} {v.name} is a Variable computed when the program runs; "
+                        f"numbaflow fixes shapes when the program is built, so {arg} must be "
+                        f"an int or a one-number constant (paddle.full([1], n, 'int64'))")
+    return int(values[0])
+
+
+def gather(x: Variable, index: Variable, axis: int | Variable | None = None,
            name: str | None = None) -> Variable:
     """The slices of x at positions `index` along `axis` (op `gather`); differentiable in
     x (repeated positions add up). An index outside [-n, n) raises when the program runs.
@@ -354,7 +368,8 @@ def gather(x: Variable, index: Variable, axis: int | None = None,
     Args:
         x (Variable): the input.
         index (Variable): 1-D (or 0-D, which drops the axis) int32 / int64 positions.
-        axis (int, optional): default 0.
+        axis (int or Variable, optional): default 0; a Variable must be a one-number
+            constant (paddle.full), read when the program is built.
         name (str, optional): a prefix for the output's name.
 
     Returns:
@@ -367,6 +382,8 @@ def gather(x: Variable, index: Variable, axis: int | None = None,
         (-1, 3)
     """
     _var(x, "gather"), _var(index, "gather", "index")
+    if isinstance(axis, Variable):
+        axis = _build_time_int(axis, "gather", "axis")
     ax = 0 if axis is None else int(axis)
     if not -_rank1(x) <= ax < _rank1(x):
         raise ValueError(f"gather: axis {axis} is out of range for {x.name} {x.shape}")
