@@ -220,3 +220,27 @@ def test_gather_axis_as_a_constant_variable_and_a_run_time_one_refused():
     got, = static.Executor().run(main, feed={"x": xv, "idx": np.array([3, 0])},
                                  fetch_list=[out])
     np.testing.assert_array_equal(got, np.take(xv, [3, 0], axis=1))
+
+
+def test_save_inference_model_whole_program_with_empty_feeds_and_fetches(tmp_path):
+    # issue 28 item 7: Paddle accepts [] and [] with export_for_deployment=False and saves
+    # the whole program unpruned, with its persistables
+    main, startup = static.Program(), static.Program()
+    with static.program_guard(main, startup):
+        x = static.data("x", [None, 3], "float32")
+        y = static.nn.fc(x, 2)
+        unused = static.nn.fc(x, 5)        # pruning would drop it; the whole program keeps it
+        exe = fluid.Executor(fluid.CPUPlace())
+        exe.run(startup)
+        assert fluid.io.save_inference_model(str(tmp_path), [], [], exe,
+                                             export_for_deployment=False) == []
+        with pytest.raises(ValueError, match="fetch_vars must not be empty"):
+            fluid.io.save_inference_model(str(tmp_path / "pruned"), [], [], exe)
+    w = {p.name: np.asarray(static.global_scope().get(p.name)) for p in main.all_parameters()}
+    program, feeds, fetches = fluid.io.load_inference_model(str(tmp_path), exe)
+    assert feeds == [] and fetches == []
+    assert [op.type for op in program.global_block().ops] == \
+        [op.type for op in main.global_block().ops]
+    assert {unused.name, y.name} <= set(program.global_block().vars)
+    for name, value in w.items():
+        np.testing.assert_array_equal(np.asarray(static.global_scope().get(name)), value)

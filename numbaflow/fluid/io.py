@@ -51,7 +51,9 @@ def save_inference_model(dirname: str, feeded_var_names: str | Sequence[str],
         main_program (Program, optional): default the default main program.
         model_filename (str, optional): the program's file name.
         params_filename (str, optional): the parameters' file name.
-        export_for_deployment (bool): accepted for Paddle compatibility.
+        export_for_deployment (bool): True (default) prunes the program to what the
+            targets need; False saves the whole program as it is, as Paddle does (the
+            feed and target lists may then be empty).
         program_only (bool): accepted for Paddle compatibility.
 
     Returns:
@@ -88,7 +90,7 @@ def save_inference_model(dirname: str, feeded_var_names: str | Sequence[str],
     model_file, params_file = _files(dirname, model_filename, params_filename,
                                      "save_inference_model")
     _inference.write_inference(model_file, params_file, feed_vars, list(targets), program,
-                               "save_inference_model")
+                               "save_inference_model", whole=not export_for_deployment)
     return [v.name for v in targets]
 
 

@@ -92,14 +92,16 @@ def program_of(variables, program, fn):
 
 
 def write_inference(model_file, params_file, feed_vars, fetch_vars, program, fn,
-                     format="numbaflow"):
-    """Prune `program` to the fetches and commit the model and parameter files together."""
+                     format="numbaflow", whole=False):
+    """Prune `program` to the fetches and commit the model and parameter files together;
+    `whole`: save the program as it is, unpruned (Paddle's export_for_deployment=False,
+    where the feeds and fetches may be empty)."""
     feed_vars = checked_var_list(feed_vars, "feed_vars", allow_empty=True)
-    fetch_vars = checked_var_list(fetch_vars, "fetch_vars")
+    fetch_vars = checked_var_list(fetch_vars, "fetch_vars", allow_empty=whole)
     program = program_of(feed_vars + fetch_vars, program, fn)
     feed_names = [v.name for v in feed_vars]
     fetch_names = [v.name for v in fetch_vars]
-    pruned = prune(program, feed_names, fetch_names)
+    pruned = program if whole else prune(program, feed_names, fetch_names)
     verify(pruned)
     params = gather(persistables(pruned), global_scope(), fn)
     if format == "paddle":
