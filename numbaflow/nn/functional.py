@@ -428,3 +428,12 @@ from .functional_conv import conv1d, conv1d_transpose, conv2d, conv2d_transpose 
 from .functional_transformer import (  # noqa: E402,F401
     label_smooth, layer_norm, linear, normalize, one_hot, pad, relu6,
     scaled_dot_product_attention, silu)
+
+
+def __getattr__(name):
+    # a Paddle 2.6 function numbaflow lacks, or a misspelling: name the closest supported one
+    from .paddle_names import PADDLE_NN_FUNCTIONAL, missing_name
+    if name.startswith("__"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    raise missing_name(__name__, name, __all__, PADDLE_NN_FUNCTIONAL, "function") or \
+        AttributeError(f"module {__name__!r} has no attribute {name!r}")
