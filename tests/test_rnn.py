@@ -192,16 +192,17 @@ def test_lstm_sgd_steps_equal_numpy():
 
 
 def test_bad_arguments_are_refused_early():
-    x = static.data("x", [None, 4, 3], "float32")
-    ws = rnn_parameters("GRU", 3, 2)
-    with pytest.raises(ValueError, match="mode must be one of"):
-        rnn(x, ws, "LSTMX", 2)
-    with pytest.raises(ValueError, match="expected 4 \\* num_layers"):
-        rnn(x, ws[:3], "GRU", 2)
-    with pytest.raises(ValueError, match="direction must be"):
-        rnn(x, ws, "GRU", 2, direction="backward")
-    with pytest.raises(ValueError, match="takes 1 initial state"):
-        rnn(x, ws, "GRU", 2, initial_states=(x, x))
+    with static.program_guard(static.Program(), static.Program()):  # fresh names
+        x = static.data("x", [None, 4, 3], "float32")
+        ws = rnn_parameters("GRU", 3, 2)
+        with pytest.raises(ValueError, match="mode must be one of"):
+            rnn(x, ws, "LSTMX", 2)
+        with pytest.raises(ValueError, match="expected 4 \\* num_layers"):
+            rnn(x, ws[:3], "GRU", 2)
+        with pytest.raises(ValueError, match="direction must be"):
+            rnn(x, ws, "GRU", 2, direction="backward")
+        with pytest.raises(ValueError, match="takes 1 initial state"):
+            rnn(x, ws, "GRU", 2, initial_states=(x, x))
 
 
 def test_fluid_layers_lstm_is_the_time_major_lstm():

