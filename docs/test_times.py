@@ -80,13 +80,13 @@ def table(rows):
 
 
 def write_readme(text):
-    with open(README) as f:
+    with open(README, encoding="utf-8") as f:
         readme = f.read()
     if BEGIN not in readme or END not in readme:
         raise SystemExit(f"README.md has no {BEGIN} ... {END} block in its Tests section")
     head, rest = readme.split(BEGIN, 1)
     _, tail = rest.split(END, 1)
-    with open(README, "w") as f:
+    with open(README, "w", encoding="utf-8") as f:
         f.write(head + BEGIN + "\n" + text + "\n" + END + tail)
 
 
@@ -133,7 +133,7 @@ def main(argv=None):
     if args.write:
         if args.counts_only:
             # keep the measured times, update the counts
-            with open(README) as f:
+            with open(README, encoding="utf-8") as f:
                 old = f.read().split(BEGIN, 1)[1].split(END, 1)[0]
             for label, _, count, _ in rows:
                 old = re.sub(rf"(\| {re.escape(label)} \|.*\()\d+( tests\) \|)",

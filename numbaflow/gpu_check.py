@@ -282,7 +282,7 @@ def assemble(ptx, cc, verbose=False):
         raise RuntimeError("ptxas not found: pip install 'numba-cuda[cu12]' brings it")
     with tempfile.TemporaryDirectory() as d:
         src = os.path.join(d, "k.ptx")
-        with open(src, "w") as f:
+        with open(src, "w", encoding="utf-8") as f:
             f.write(ptx)
         r = subprocess.run([exe, f"-arch=sm_{cc[0]}{cc[1]}", src, "-o", os.path.join(d, "k.o")]
                            + (["-v"] if verbose else []), capture_output=True, text=True,

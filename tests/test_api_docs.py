@@ -126,7 +126,7 @@ def test_py_typed_marker_ships_with_the_package():
     assert (Path(numbaflow.__file__).parent / "py.typed").is_file()
     pyproject = ROOT / "pyproject.toml"
     if pyproject.is_file():          # a source tree (not an installed copy of the tests)
-        text = pyproject.read_text()
+        text = pyproject.read_text(encoding="utf-8")
         package_data = r'\[tool\.setuptools\.package-data\][^\[]*numbaflow\s*='
         assert re.search(package_data + r'\s*\[[^\]]*py\.typed', text), \
             "pyproject.toml must list py.typed as package data"
@@ -139,7 +139,7 @@ def test_api_reference_builds_without_warnings(tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "warning" not in proc.stderr.lower(), proc.stderr
-    static_page = (tmp_path / "numbaflow" / "static.html").read_text()
+    static_page = (tmp_path / "numbaflow" / "static.html").read_text(encoding="utf-8")
     for name in ("BuildStrategy", "Executor", "program_guard", "fuse_elewise_add_act_ops"):
         assert name in static_page, f"{name} is missing from the static page"
     # every public module has its page (issue 18: numbaflow.distributed had none)

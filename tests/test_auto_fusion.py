@@ -409,7 +409,7 @@ def _dumped_fused_kernels(monkeypatch, tmp_path, run):
     monkeypatch.setattr(cache, "_modules", {})
     monkeypatch.setattr(cpu, "_compiled_kernels", {})
     run()
-    return {os.path.basename(f): open(f).read() for f in glob.glob(str(tmp_path / "*.py"))}
+    return {os.path.basename(f): open(f, encoding="utf-8").read() for f in glob.glob(str(tmp_path / "*.py"))}
 
 
 def _numpy_chain(sub_ops, xs):

@@ -54,7 +54,7 @@ def test_json_round_trip(tmp_path):
                 assert math.isnan(getattr(got, k))
             else:
                 assert getattr(got, k) == v, k
-    data = json.loads(path.read_text())
+    data = json.loads(path.read_text(encoding="utf-8"))
     data["schema"] = 99
     path.write_text(json.dumps(data))
     with pytest.raises(ValueError, match="schema 1"):
@@ -147,9 +147,9 @@ def test_write_md_replaces_only_its_section(tmp_path):
     md.write_text("# Benchmarks\n\nprose before\n")
     report.write_md(md, _rows(), MACHINE, False)
     report.dump(tmp_path / "r.json", _rows()[1:], MACHINE, False)
-    md.write_text(md.read_text() + "\nprose after\n")
+    md.write_text(md.read_text(encoding="utf-8") + "\nprose after\n")
     assert bench.main(["--load", str(tmp_path / "r.json"), "--write-md", str(md)]) == 0
-    text = md.read_text()
+    text = md.read_text(encoding="utf-8")
     assert text.count(report.BEGIN) == 1 and text.count(report.END) == 1
     assert "prose before" in text and "prose after" in text
     assert "| matmul |" in text and "models/cnn" not in text

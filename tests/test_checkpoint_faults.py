@@ -276,7 +276,7 @@ def test_version_1_files_still_load(tmp_path):
     # a version-1 inference model: the description without save id, parameters unhashed
     static.save_inference_model(str(tmp_path / "new"), [x], [pred], exe, program=main)
     expected = load_inference(str(tmp_path / "new"), exe)
-    desc = json.loads((tmp_path / "new.pdmodel").read_text())
+    desc = json.loads((tmp_path / "new.pdmodel").read_text(encoding="utf-8"))
     desc.pop("save_id")
     desc[FORMAT_KEY] = 1
     (tmp_path / "old.pdmodel").write_text(json.dumps(desc))

@@ -28,7 +28,7 @@ def test_dump_dir_gets_readable_source(fresh_kernel_caches, monkeypatch):
     np.testing.assert_allclose(out, np.where(x > 0, x, 0.25 * x), rtol=1e-6)
     files = list(dump.glob("elementwise_*.py"))
     assert len(files) == 1
-    src = files[0].read_text()
+    src = files[0].read_text(encoding="utf-8")
     assert "@njit(" in src and "def kernel(" in src
     assert "(_F(0.25) * t0)" in src and " if t1 else " in src   # the body, as scalar code
     compile(src, str(files[0]), "exec")                  # valid Python

@@ -245,11 +245,11 @@ def test_debug_graphviz_path_writes_three_dot_files(tmp_path):
     c = compiled(main, {"debug_graphviz_path": prefix, "fuse_elewise_add_act_ops": True})
     run_once(c, startup, loss, batches(1)[0])
     for suffix in ("_original_graph", "_fused_graph", "_multi_devices_graph"):
-        text = open(prefix + suffix).read()
+        text = open(prefix + suffix, encoding="utf-8").read()
         assert text.startswith("digraph G {") and text.rstrip().endswith("}")
         assert 'label="mul", shape=box' in text
         assert 'label="fc_0.w_0\\n12,16", shape=ellipse' in text
-    original = open(prefix + "_original_graph").read()
+    original = open(prefix + "_original_graph", encoding="utf-8").read()
     assert original.count("shape=box") == len(main.global_block().ops)
 
 

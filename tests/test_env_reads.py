@@ -16,7 +16,7 @@ ALLOWED = {"config.py", "bench"}
 
 def env_reads(path):
     """(line, text) of each read of os.environ / os.getenv in the file."""
-    tree = ast.parse(path.read_text(), str(path))
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
     parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and node.attr == "getenv":
@@ -49,8 +49,8 @@ def test_the_scanner_sees_reads():
 
 def test_every_variable_config_reads_is_in_the_readme_table():
     names = set(re.findall(r'"((?:NUMBAFLOW|NUMBA|CPU|FLAGS|CUDA|OMP)_[A-Za-z_]+)"',
-                           (PACKAGE / "config.py").read_text()))
-    table = README.read_text().split("## Environment variables", 1)[1].split("\n## ", 1)[0]
+                           (PACKAGE / "config.py").read_text(encoding="utf-8")))
+    table = README.read_text(encoding="utf-8").split("## Environment variables", 1)[1].split("\n## ", 1)[0]
     missing = sorted(n for n in names if f"`{n}" not in table)
     assert not missing, f"README's Environment variables table lacks {missing}"
 

@@ -70,7 +70,7 @@ def test_full_dump_dir_moves_the_dump_with_one_warning(cache_dir, tmp_path, monk
     assert len(our_warnings(caught, "No space left")) == 1, [str(w.message) for w in caught]
     moved = config.dump_dir()
     assert moved != str(dump)
-    dumped = {open(os.path.join(moved, f)).read() for f in os.listdir(moved)}
+    dumped = {open(os.path.join(moved, f), encoding="utf-8").read() for f in os.listdir(moved)}
     assert set(sources) <= dumped
 
 

@@ -176,7 +176,7 @@ def test_a_save_path_whose_parent_is_a_file_says_so(tmp_path):
     (tmp_path / "afile").write_text("")
     with pytest.raises(NotADirectoryError, match=r"afile' is a file, not a directory"):
         static.save(static.default_main_program(), str(tmp_path / "afile" / "sub" / "m"))
-    assert (tmp_path / "afile").read_text() == ""
+    assert (tmp_path / "afile").read_text(encoding="utf-8") == ""
 
 
 def test_fluid_piecewise_decay_has_the_same_checks():

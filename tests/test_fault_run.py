@@ -359,7 +359,7 @@ def test_rss_of_many_feed_signatures_stays_flat():
                 "dp": static.CompiledProgram(main).with_data_parallel(
                     loss_name=loss.name, places=[paddle.CPUPlace()])}[kind]
         def rss():
-            return int(open("/proc/self/statm").read().split()[1]) * 4096
+            return int(open("/proc/self/statm", encoding="utf-8").read().split()[1]) * 4096
         def run(n):
             exe.run(prog, feed={"x": np.ones((n, 64), np.float32)}, fetch_list=[loss])
         for n in range(2, 80):

@@ -268,7 +268,7 @@ def test_generated_kernel_source_is_dumped(tmp_path, monkeypatch):
     run_op(FUSED_GRAD, {"Y": y, "Out": out["Out"], "Out@GRAD": x},
            dict(a, functor_list=["scale_grad", "elementwise_add_grad"],
                 save_intermediate_out=False))
-    sources = [p.read_text() for p in tmp_path.glob("elementwise_*.py")]
+    sources = [p.read_text(encoding="utf-8") for p in tmp_path.glob("elementwise_*.py")]
     assert sum("1.2345678901" in s for s in sources) == 2, sources
     fwd = next(s for s in sources if "0.75" in s)
     assert "def kernel(" in fwd and " + " in fwd and fwd.count("@njit") == 1

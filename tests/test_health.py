@@ -190,7 +190,7 @@ def test_library_never_prints():
             path = os.path.join(d, f)
             if not f.endswith(".py") or any(a in os.path.relpath(path, root) for a in allowed):
                 continue
-            tree = ast.parse(open(path).read())
+            tree = ast.parse(open(path, encoding="utf-8").read())
             asked = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
                      and "verbose" in ast.unparse(node.test)
                      for stmt in node.body for n in ast.walk(stmt)}

@@ -362,7 +362,7 @@ def test_inference_model_errors(tmp_path):
         static.load_inference_model(str(tmp_path / "absent"), exe)
     prefix = str(tmp_path / "m")
     static.save_inference_model(prefix, [x], [pred], exe, program=main)
-    desc = json.loads((tmp_path / "m.pdmodel").read_text())
+    desc = json.loads((tmp_path / "m.pdmodel").read_text(encoding="utf-8"))
     desc["__numbaflow_format__"] = 99
     (tmp_path / "m.pdmodel").write_text(json.dumps(desc))
     with pytest.raises(ValueError, match="format version 99"):

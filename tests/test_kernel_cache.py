@@ -48,7 +48,7 @@ def test_planted_file_never_runs(cache_dir, tmp_path, caplog):
         mod = cache.load_source(src)
     assert mod.f(5) == 11                         # our code, not the planted one
     assert not marker.exists()                    # the planted code's side effect never happened
-    assert planted.read_text() == src             # the entry was regenerated
+    assert planted.read_text(encoding="utf-8") == src             # the entry was regenerated
     (w,) = _cache_warnings(caplog)
     assert "does not match its name" in w.getMessage() and name in w.getMessage()
 
@@ -66,7 +66,7 @@ def test_damaged_entry_is_regenerated_with_one_warning(cache_dir, caplog, damage
         assert cache.load_source(src).f(4) == 9   # the regenerated entry is used silently
     (w,) = _cache_warnings(caplog)
     assert word in w.getMessage()
-    assert (cache_dir / name).read_text() == src
+    assert (cache_dir / name).read_text(encoding="utf-8") == src
 
 
 @pytest.mark.parametrize("suffix", [".nbi", ".nbc"])

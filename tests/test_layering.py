@@ -47,7 +47,7 @@ def imported(path):
     """(line, absolute module) of every numbaflow import in the file."""
     mod = module_name(path)
     package = mod if path.name == "__init__.py" else mod.rsplit(".", 1)[0]
-    tree = ast.parse(path.read_text(), str(path))
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for a in node.names:
@@ -111,7 +111,7 @@ def test_public_import_paths_unchanged():
 SCOPE_STATE = {"_arrays", "_device", "_device_id", "_on_device", "_before_save", "_ran"}
 def private_reads(path):
     """(line, expression, attribute) of every `x._name` where x is not self/cls/super()."""
-    tree = ast.parse(path.read_text(), str(path))
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
     for node in ast.walk(tree):
         if not isinstance(node, ast.Attribute) or not node.attr.startswith("_") or \
                 node.attr.startswith("__"):
@@ -172,7 +172,7 @@ def defined_names(tree):
 def foreign_private_names(package=None):
     """[(file, line, expression)] of every read of another module's underscored name."""
     package = package or PACKAGE
-    trees = {p: ast.parse(p.read_text(), str(p)) for p in sorted(package.rglob("*.py"))}
+    trees = {p: ast.parse(p.read_text(encoding="utf-8"), str(p)) for p in sorted(package.rglob("*.py"))}
     own = {p: defined_names(t) for p, t in trees.items()}
     ours = set().union(*own.values()) | {p.stem for p in trees}
     private = lambda n: n.startswith("_") and not n.startswith("__")

@@ -39,7 +39,7 @@ def _calls(fn):
 
 def _needs(path):
     """{test name: (marks it has, marks it needs)} for the module at `path`."""
-    text = path.read_text()
+    text = path.read_text(encoding="utf-8")
     tree = ast.parse(text)
     funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
     needs = {}

@@ -376,7 +376,6 @@ def test_out_of_range_ids_raise_naming_the_op_and_leave_state_unchanged():
 
 @pytest.mark.parametrize("call,err,match", [
     (lambda x: POOL.max_pool2d(x, 0), ValueError, "kernel_size must be positive"),
-    (lambda x: POOL.max_pool2d(x, 2, return_mask=True), ValueError, "return_mask"),
     (lambda x: POOL.max_pool2d(x, 9), ValueError, "pool2d: output size"),
     (lambda x: POOL.max_pool2d(x, 2, padding=[1, 2, 3]), ValueError, "padding must be"),
     (lambda x: POOL.max_pool2d(x, 2, padding=-1), ValueError, "padding must be >= 0"),

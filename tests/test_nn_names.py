@@ -13,7 +13,7 @@ import numbaflow.nn.functional as F
 from numbaflow.nn import paddle_names
 
 RECORD = json.loads((pathlib.Path(__file__).parent / "fixtures" / "paddle_nn_names.json")
-                    .read_text())
+                    .read_text(encoding="utf-8"))
 MODULES = {"paddle.nn": (nn, paddle_names.PADDLE_NN, 68),
            "paddle.nn.functional": (F, paddle_names.PADDLE_NN_FUNCTIONAL, 40)}
 

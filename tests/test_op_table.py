@@ -121,7 +121,7 @@ def test_every_op_has_a_row():
     missing = sorted(t for t in REGISTERED if not t.endswith("_grad") and t not in covered)
     assert not missing, f"ops without a row in tests/op_rows/: {missing}"
     for op, path in CONTROL_FLOW_TESTED.items():
-        assert op in REGISTERED and op in (Path(__file__).parent.parent / path).read_text()
+        assert op in REGISTERED and op in (Path(__file__).parent.parent / path).read_text(encoding="utf-8")
     for op, test in STATISTICS_TESTED.items():
         assert op in REGISTERED, f"{op} is exempted but not registered; drop the exemption"
         assert callable(globals().get(test)), f"{op}: its statistics test {test} is missing"

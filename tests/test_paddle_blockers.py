@@ -131,7 +131,7 @@ def test_static_amp_refuses_clearly():
 def test_one_cycle_and_reduce_on_plateau_follow_paddle():
     import json
     from pathlib import Path
-    want = json.loads((Path(__file__).parent / "fixtures" / "paddle_lr.json").read_text())
+    want = json.loads((Path(__file__).parent / "fixtures" / "paddle_lr.json").read_text(encoding="utf-8"))
     for name in ("one_cycle_cos", "one_cycle_linear_3"):
         s = paddle.optimizer.lr.OneCycleLR(**want[name]["kwargs"])
         got = []

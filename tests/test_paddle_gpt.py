@@ -16,7 +16,7 @@ FIXTURE = Path(__file__).parent / "fixtures" / "paddle_gpt.json"
 
 
 def test_gpt_written_for_paddle_matches_paddle_losses():
-    want = json.loads(FIXTURE.read_text())
+    want = json.loads(FIXTURE.read_text(encoding="utf-8"))
     assert want["paddle_version"].startswith("2.6")
     got = run(numbaflow, steps=len(want["losses"]))
     # float32 training over 30 AdamW steps: measured max difference 5e-6

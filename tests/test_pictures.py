@@ -27,7 +27,7 @@ def _program():
 def test_dot_text_has_every_op_var_and_edge(tmp_path):
     main = _program()
     path = static.draw(main, tmp_path / "g.dot")
-    text = open(path).read()
+    text = open(path, encoding="utf-8").read()
     block = main.global_block()
     labels = re.findall(r'label="([^"\\]*)', text)
     assert sorted(l for l in labels if l in {op.type for op in block.ops}) == \
@@ -44,7 +44,7 @@ def test_draw_without_dot_writes_the_dot_text_and_says_how(tmp_path, monkeypatch
     with pytest.warns(UserWarning, match=r"`dot` program was not found.*dot -Tsvg"):
         written = static.draw(main, str(tmp_path / "g.svg"))
     assert written == str(tmp_path / "g.svg.dot") and not (tmp_path / "g.svg").exists()
-    assert open(written).read() == open(static.draw(main, tmp_path / "same.dot")).read()
+    assert open(written, encoding="utf-8").read() == open(static.draw(main, tmp_path / "same.dot"), encoding="utf-8").read()
 
 
 @pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
@@ -56,7 +56,7 @@ def test_draw_renders_svg_with_dot(tmp_path, monkeypatch, use_python_package):
         return
     main = _program()
     out = static.draw(main, tmp_path / "g.svg")
-    svg = open(out).read()
+    svg = open(out, encoding="utf-8").read()
     assert out == str(tmp_path / "g.svg") and "<svg" in svg
     for op in main.global_block().ops:
         assert f">{op.type}<" in svg
@@ -65,7 +65,7 @@ def test_draw_renders_svg_with_dot(tmp_path, monkeypatch, use_python_package):
 def test_draw_of_a_compiled_program_is_its_programs(tmp_path):
     main = _program()
     a = static.draw(static.CompiledProgram(main), tmp_path / "c.dot")
-    assert open(a).read() == open(static.draw(main, tmp_path / "p.dot")).read()
+    assert open(a, encoding="utf-8").read() == open(static.draw(main, tmp_path / "p.dot"), encoding="utf-8").read()
 
 
 def test_draw_rejects_bad_arguments(tmp_path):

@@ -37,7 +37,7 @@ if mode == "helper":           # the helper alone, with kernels 1..7 claimed by 
     for i in range(1, len(cold)):
         open(os.path.join(work, "claims", str(i)), "w").close()
     helper, err = precompile.start_helper(cold, work)
-    assert helper.wait(timeout=300) == 0, open(os.path.join(work, "stderr")).read()
+    assert helper.wait(timeout=300) == 0, open(os.path.join(work, "stderr"), encoding="utf-8").read()
     err.close()
 elif mode == "stopped":        # the helper is stopped (SIGSTOP) holding its first claim
     import signal, time

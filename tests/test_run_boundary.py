@@ -80,7 +80,7 @@ LAUNCHER_VARS = ("PMI_SIZE", "PMI_RANK", "OMPI_COMM_WORLD", "MV2_COMM_WORLD")
 def test_one_module_reads_the_launcher_environment():
     package = pathlib.Path(numbaflow.__file__).parent
     readers = sorted(str(p.relative_to(package)) for p in package.rglob("*.py")
-                     if any(v in p.read_text() for v in LAUNCHER_VARS))
+                     if any(v in p.read_text(encoding="utf-8") for v in LAUNCHER_VARS))
     # config.py reads every environment variable (tests/test_env_reads.py); its
     # launcher_rank_size is what distributed/mpi.py and the loggers ask
     assert readers == ["config.py"], readers

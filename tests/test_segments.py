@@ -152,7 +152,7 @@ def test_segment_source_is_dumped(tmp_path, monkeypatch):
     c._last_plan.wait_compiled()
     dumped = glob.glob(os.path.join(str(tmp_path), "segment_*.py"))
     assert dumped
-    text = open(dumped[0]).read()
+    text = open(dumped[0], encoding="utf-8").read()
     assert "def segment(" in text and "def segment_loop(k" in text
     assert "numbaflow.kernels.gemm_cpu" in text          # the matmul kernel is a callee
 

@@ -81,7 +81,7 @@ def peer_pythons(args):
     """{framework: interpreter} from --peer-file and --peer-python (which wins)."""
     out = {}
     if args.peer_file:
-        with open(args.peer_file) as f:
+        with open(args.peer_file, encoding="utf-8") as f:
             data = json.load(f)
         if not isinstance(data, dict):
             raise ValueError(f"--peer-file {args.peer_file}: expected a JSON object "

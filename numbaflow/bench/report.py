@@ -122,12 +122,12 @@ def from_json(data):
 
 
 def dump(path, rows, machine, quick):
-    with open(path, "w") as f:
+    with open(path, "w", encoding="utf-8") as f:
         json.dump(to_json(rows, machine, quick), f, indent=1, allow_nan=True)
 
 
 def load(path):
-    with open(path) as f:
+    with open(path, encoding="utf-8") as f:
         return from_json(json.load(f))
 
 
@@ -229,14 +229,14 @@ def markdown_section(rows, machine, quick):
 
 def write_md(path, rows, machine, quick):
     """Replace the generated section of `path` (appended when the file has none)."""
-    text = open(path).read() if os.path.exists(path) else "# Benchmarks\n"
+    text = open(path, encoding="utf-8").read() if os.path.exists(path) else "# Benchmarks\n"
     section = markdown_section(rows, machine, quick)
     if BEGIN in text and END in text:
         head, rest = text.split(BEGIN, 1)
         text = head + section + rest.split(END, 1)[1]
     else:
         text = text.rstrip("\n") + "\n\n" + section + "\n"
-    with open(path, "w") as f:
+    with open(path, "w", encoding="utf-8") as f:
         f.write(text)
 
 

@@ -43,12 +43,12 @@ def write_arrays(d, arrays):
         a = np.ascontiguousarray(a)
         a.tofile(os.path.join(d, f"{i}.bin"))
         index[name] = {"file": f"{i}.bin", "dtype": a.dtype.name, "shape": list(a.shape)}
-    with open(os.path.join(d, "index.json"), "w") as f:
+    with open(os.path.join(d, "index.json"), "w", encoding="utf-8") as f:
         json.dump(index, f)
 
 
 def read_index(d):
-    with open(os.path.join(d, "index.json")) as f:
+    with open(os.path.join(d, "index.json"), encoding="utf-8") as f:
         return json.load(f)
 
 

@@ -66,7 +66,7 @@ def _spec(disp, sig):
     fn = disp.py_func
     source = None
     if fn.__module__.startswith(_GENERATED):
-        with open(sys.modules[fn.__module__].__file__) as f:
+        with open(sys.modules[fn.__module__].__file__, encoding="utf-8") as f:
             source = f.read()
     return fn.__module__, fn.__name__, source, sig
 

@@ -48,6 +48,6 @@ def write_chrome_trace(rec, path):
     folder = os.path.dirname(path)
     if folder:
         os.makedirs(folder, exist_ok=True)
-    with open(path, "w") as f:
+    with open(path, "w", encoding="utf-8") as f:
         json.dump(chrome_trace(rec), f)
     return path
