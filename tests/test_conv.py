@@ -248,14 +248,20 @@ def test_depthwise_parallel_path_matches_reference(monkeypatch, attrs, ws):
     ({"paddings": [1, 1]}, (4, 3, 3, 3)),                                   # unit stride
     ({"paddings": [1, 2], "strides": [2, 1], "dilations": [1, 2], "groups": 3},
      (6, 1, 3, 3)),                                                         # strided, groups
+    ({"paddings": [2, 0], "strides": [2, 2]}, (4, 3, 3, 2)),                # stride 2
     ({}, (5, 3, 1, 1)),                                                     # 1x1
 ])
 @pytest.mark.parametrize("fused", [False, True])
-def test_conv2d_split_over_threads_matches_reference_and_serial(monkeypatch, attrs, ws, fused):
+@pytest.mark.parametrize("chunk", ["one sample", "several"])
+def test_conv2d_split_over_threads_matches_reference_and_serial(monkeypatch, attrs, ws, fused,
+                                                                 chunk):
     """conv2d (and fused_conv2d: + bias, relu) with its 5 samples split over 3 threads: the
     output equals numpy's convolution, and every gradient equals the serial kernels' (whose
     gradients the op table checks against finite differences); the bias gradient, summed
-    from per-thread partials, equals the masked dOut's sum."""
+    from per-thread partials, equals the masked dOut's sum. Samples go through the GEMMs
+    one at a time or several side by side (2 per chunk over 3 threads, all 5 serially)."""
+    from numbaflow.kernels import conv
+    monkeypatch.setattr(conv, "CHUNK_ELEMS", 1 if chunk == "one sample" else 1 << 19)
     x = RNG.standard_normal((5, 3, 7, 6))
     w = RNG.standard_normal(ws)
     b = RNG.standard_normal(ws[0])

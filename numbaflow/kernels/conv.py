@@ -145,11 +145,6 @@ def _is_1x1(k):
             and k["pt"] == k["pb"] == k["pl"] == k["pr"] == 0)
 
 
-def _is_unit(k):
-    """Stride 1 and dilation 1: the im2col_unit / col2im_unit paths."""
-    return k["sh"] == k["sw"] == k["dh"] == k["dw"] == 1
-
-
 def _views(k, x, w, d):
     """(x5, w3, out4) views of Input, Filter and Output (or its gradient)."""
     G = k["groups"]
@@ -159,20 +154,36 @@ def _views(k, x, w, d):
     return x5, w3, d4
 
 
-def _padded_plane(k, dtype):
-    """The zero-bordered (Cg, H + pt + pb, W + pl + pr) plane of im2col_unit / col2im_unit."""
-    return np.zeros((k["cg"], k["h"] + k["pt"] + k["pb"], k["w"] + k["pl"] + k["pr"]), dtype)
+def _padded_plane(k, dtype, T):
+    """T zero-bordered planes of im2col / col2im, flat: (T, Cg, (H + pt + pb) * Wp)."""
+    return np.zeros((T, k["cg"], (k["h"] + k["pt"] + k["pb"]) * _wp(k)), dtype)
+
+
+def _wp(k):
+    """The padded plane's width."""
+    return k["w"] + k["pl"] + k["pr"]
 
 
 def _geo_args(k):
-    """The trailing geometry arguments of the strided kernels."""
-    return (k["kh"], k["kw"], k["sh"], k["sw"], k["pt"], k["pl"], k["dh"], k["dw"],
-            k["oh"], k["ow"])
+    """The trailing geometry arguments of the im2col kernels."""
+    return (k["kh"], k["kw"], k["sh"], k["sw"], k["dh"], k["dw"], k["pt"], k["pl"],
+            k["oh"], k["ow"], _wp(k))
 
 
-def _unit_args(k):
-    """The trailing geometry arguments of the unit-stride kernels."""
-    return k["kh"], k["kw"], k["pt"], k["pl"], k["oh"], k["ow"]
+# a chunk's columns stay near this many elements (2 MB of f32: conv_im2col.py's measurement)
+CHUNK_ELEMS = 1 << 19
+
+
+def chunk_samples(k, T):
+    """Samples per GEMM chunk: as many as keep the columns near CHUNK_ELEMS, at least one,
+    and no more than leave each of the T workers a chunk."""
+    per_sample = k["cg"] * k["kh"] * k["kw"] * k["oh"] * k["ow"]
+    return max(1, min(CHUNK_ELEMS // per_sample, -(-k["n"] // T)))
+
+
+def _scratch(k, T, S, rows, dtype):
+    """T flat scratch buffers of rows x (S samples' output positions)."""
+    return np.empty((T, rows * S * k["oh"] * k["ow"]), dtype)
 
 
 def no_epilogue(k, dtype):
@@ -192,7 +203,7 @@ def _threads(k):
 
 
 def forward_thunk(cop, x, w, out, mul=None, add=None, act=False):
-    """The forward kernel of `cop`'s path (1x1 / unit stride / strided, over one thread or
+    """The forward kernel of `cop`'s path (1x1 / im2col in chunks of samples, over one thread or
     several) bound to Input `x`, Filter `w` and Output `out`, with the epilogue
     `out = act(out * mul + add)` (mul, add: per output channel, (M,) arrays or None)."""
     k = geometry(cop)
@@ -208,19 +219,15 @@ def forward_thunk(cop, x, w, out, mul=None, add=None, act=False):
         if T > 1:
             return functools.partial(cpu.conv1x1_fwd_par, x4, w3, out4, *epi_args, T, _counter())
         return functools.partial(cpu.conv1x1_fwd, x4, w3, out4, *epi_args, 0, k["n"])
-    cols = np.empty((T, w3.shape[2], k["oh"] * k["ow"]), x.dtype)
-    if _is_unit(k):
-        xp = np.stack([_padded_plane(k, x.dtype)] * T)
-        if T > 1:
-            return functools.partial(cpu.conv_fwd_unit_par, x5, w3, out4, cols, xp, *epi_args,
-                                     *_unit_args(k), _counter())
-        return functools.partial(cpu.conv_fwd_unit, x5, w3, out4, cols[0], xp[0], *epi_args,
-                                 *_unit_args(k), 0, k["n"])
+    S = chunk_samples(k, T)
+    K, Mg = w3.shape[2], w3.shape[1]
+    bufs = (_scratch(k, T, S, K, x.dtype), _scratch(k, T, S, Mg, x.dtype),
+            _padded_plane(k, x.dtype, T))
     if T > 1:
-        return functools.partial(cpu.conv_fwd_par, x5, w3, out4, cols, *epi_args, *_geo_args(k),
-                                 _counter())
-    return functools.partial(cpu.conv_fwd, x5, w3, out4, cols[0], *epi_args, *_geo_args(k),
-                             0, k["n"])
+        return functools.partial(cpu.conv_fwd_par, x5, w3, out4, *bufs, *epi_args,
+                                 *_geo_args(k), S, _counter())
+    return functools.partial(cpu.conv_fwd, x5, w3, out4, *(b[0] for b in bufs), *epi_args,
+                             *_geo_args(k), S, 0, k["n"])
 
 
 def backward_thunk(cop, x, w, d, dx=None, dw=None, out=None, db=None, act=False):
@@ -256,22 +263,17 @@ def backward_thunk(cop, x, w, d, dx=None, dw=None, out=None, db=None, act=False)
         call = functools.partial(kernel, x5.reshape(flat), w3, d4, dx4, dw_one, tmp_one,
                                  *flags, *epi, *rng)
     else:
-        cols = np.empty((T, w3.shape[2], k["oh"] * k["ow"]), dt)
-        dcols = np.empty_like(cols) if need_dx else cols
+        S = chunk_samples(k, T)
+        K, Mg = w3.shape[2], w3.shape[1]
+        cols = _scratch(k, T, S, K, dt)
+        bufs = (cols, _scratch(k, T, S, K, dt) if need_dx else cols,
+                _scratch(k, T, S, Mg, dt), tmp_one, _padded_plane(k, dt, T),
+                _padded_plane(k, dt, T))
         if T == 1:
-            cols, dcols = cols[0], dcols[0]
-        if _is_unit(k):
-            xp = np.stack([_padded_plane(k, dt)] * T)
-            gp = np.stack([_padded_plane(k, dt)] * T)
-            if T == 1:
-                xp, gp = xp[0], gp[0]
-            kernel = cpu.conv_bwd_unit if T == 1 else cpu.conv_bwd_unit_par
-            call = functools.partial(kernel, x5, w3, d4, dx5, dw_one, cols, dcols, tmp_one, xp,
-                                     gp, *flags, *epi, *_unit_args(k), *rng)
-        else:
-            kernel = cpu.conv_bwd if T == 1 else cpu.conv_bwd_par
-            call = functools.partial(kernel, x5, w3, d4, dx5, dw_one, cols, dcols, tmp_one,
-                                     *flags, *epi, *_geo_args(k), *rng)
+            bufs = tuple(b if b is tmp_one else b[0] for b in bufs)
+        kernel = cpu.conv_bwd if T == 1 else cpu.conv_bwd_par
+        call = functools.partial(kernel, x5, w3, d4, dx5, dw_one, *bufs, *flags, *epi,
+                                 *_geo_args(k), S, *rng)
     if T == 1:
         return call
     calls = [call] + [functools.partial(cpu.sum_partials, parts.reshape(T, -1), out.reshape(-1))
