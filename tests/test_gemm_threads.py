@@ -1,4 +1,4 @@
-"""Products split over numba's threads (kernels/gemm_cpu.py): each worker claims blocks of
+"""Products split over the op's threads (kernels/gemm_cpu.py): each worker claims blocks of
 output rows or columns (or batch items) and calls the one-thread BLAS. At 1, 2 and 3
 workers the results equal numpy's; through the `mul` / `matmul_v2` ops the gradients equal
 finite differences; and a run leaves the BLAS at one thread (executor/threads.py)."""
@@ -10,6 +10,7 @@ from numbaflow import static
 from numbaflow.executor import threads
 from numbaflow.kernels import gemm_cpu, run_op
 from numbaflow.kernels.gemm_cpu import batched_call, blas_scalars, gemm_call
+from numbaflow.kernels.workshare import run_workers
 
 RNG = np.random.default_rng(3)
 
@@ -37,7 +38,8 @@ def test_split_product_matches_numpy(workers, T, ta, tb, m, n):
     b = RNG.standard_normal((n, k) if tb else (k, n))
     out = np.full((m, n), np.nan)
     call = gemm_call(a, b, out, ta, tb, blas_scalars(out.dtype))
-    assert (call.func is gemm_cpu.gemm_par) == (T > 1)
+    workers_bound = call.args[1] if call.func is run_workers else ()
+    assert len(workers_bound) == (T if T > 1 else 0)
     call()
     np.testing.assert_allclose(out, _op(a, ta) @ _op(b, tb), rtol=1e-12, atol=1e-12)
     call()      # a second run re-arms the counter

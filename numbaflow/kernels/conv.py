@@ -202,9 +202,16 @@ def _threads(k):
     return cpu.parallel_threads(work, k["n"])
 
 
+def _workers(kernel, shared, own, counter):
+    """The op's call: `kernel(*shared, *own[t], counter)` for every worker t at once
+    (workshare.run_workers; one worker: this thread alone)."""
+    calls = tuple(functools.partial(kernel, *shared, *mine, counter) for mine in own)
+    return functools.partial(cpu.run_workers, counter, calls)
+
+
 def forward_thunk(cop, x, w, out, mul=None, add=None, act=False):
-    """The forward kernel of `cop`'s path (1x1 / im2col in chunks of samples, over one thread or
-    several) bound to Input `x`, Filter `w` and Output `out`, with the epilogue
+    """The forward kernel of `cop`'s path (1x1 / im2col in chunks of samples) on the op's
+    threads, bound to Input `x`, Filter `w` and Output `out`, with the epilogue
     `out = act(out * mul + add)` (mul, add: per output channel, (M,) arrays or None)."""
     k = geometry(cop)
     T = _threads(k)
@@ -216,24 +223,18 @@ def forward_thunk(cop, x, w, out, mul=None, add=None, act=False):
     epi_args = (mul2, add2, epi, int(act))
     if _is_1x1(k):
         x4 = x5.reshape(x5.shape[:3] + (-1,))
-        if T > 1:
-            return functools.partial(cpu.conv1x1_fwd_par, x4, w3, out4, *epi_args, T, _counter())
-        return functools.partial(cpu.conv1x1_fwd, x4, w3, out4, *epi_args, 0, k["n"])
+        return _workers(cpu.conv1x1_fwd, (x4, w3, out4, *epi_args), [()] * T, _counter())
     S = chunk_samples(k, T)
-    K, Mg = w3.shape[2], w3.shape[1]
-    bufs = (_scratch(k, T, S, K, x.dtype), _scratch(k, T, S, Mg, x.dtype),
-            _padded_plane(k, x.dtype, T))
-    if T > 1:
-        return functools.partial(cpu.conv_fwd_par, x5, w3, out4, *bufs, *epi_args,
-                                 *_geo_args(k), S, _counter())
-    return functools.partial(cpu.conv_fwd, x5, w3, out4, *(b[0] for b in bufs), *epi_args,
-                             *_geo_args(k), S, 0, k["n"])
+    own = zip(_scratch(k, T, S, w3.shape[2], x.dtype), _scratch(k, T, S, w3.shape[1], x.dtype),
+              _padded_plane(k, x.dtype, T))
+    return _workers(cpu.conv_fwd, (x5, w3, out4, *epi_args, *_geo_args(k), S), list(own),
+                    _counter())
 
 
 def backward_thunk(cop, x, w, d, dx=None, dw=None, out=None, db=None, act=False):
     """The backward kernel of `cop`'s path bound to Input `x`, Filter `w`, Output@GRAD `d`
     and the gradients wanted (dx, dw, the bias gradient db: None when not); with `act`
-    (relu) d is first masked by Output `out` > 0. Over T > 1 threads each thread sums its
+    (relu) d is first masked by Output `out` > 0. Over T > 1 threads each worker sums its
     samples' dFilter / bias gradient into its own partial, added up after."""
     k = geometry(cop)
     T = _threads(k)
@@ -243,37 +244,27 @@ def backward_thunk(cop, x, w, d, dx=None, dw=None, out=None, db=None, act=False)
     dx5 = dx.reshape(x5.shape) if need_dx else np.empty((0,) * 5, dt)
     dw3 = dw.reshape(w3.shape) if need_dw else np.empty((0,) * 3, dt)
     db2 = db.reshape(w3.shape[:2]) if need_db else no_epilogue(k, dt)
-    # per thread: (T, ...) scratch and partials; T == 1 binds [0] (and the outputs themselves)
+    # per worker: its partials (one worker: the gradients themselves) and scratch
+    dw_parts = dw3[None] if T == 1 else np.empty((T,) + dw3.shape, dt)
+    db_parts = db2[None] if T == 1 else np.empty((T,) + db2.shape, dt)
     tmpw = np.empty((T,) + w3.shape[1:], dt)
     dm = np.empty((T,) + (d4.shape[2:] if act else (0, 0)), dt)
-    dw_parts = np.empty((T,) + dw3.shape, dt)
-    db_parts = np.empty((T,) + db2.shape, dt)
     o4 = out.reshape(d4.shape) if act else d4
-    flags = (need_dx, need_dw)
-    if T == 1:
-        epi = (o4, dm[0], db2, need_db, bool(act))
-        dw_one, tmp_one, rng = dw3, tmpw[0], (0, k["n"], True)
-    else:
-        epi = (o4, dm, db_parts, need_db, bool(act))
-        dw_one, tmp_one, rng = dw_parts, tmpw, (_counter(),)
+    flags = (need_dx, need_dw, need_db, bool(act))
     if _is_1x1(k):
         flat = x5.shape[:3] + (-1,)
         dx4 = dx5.reshape(flat) if need_dx else np.empty((0,) * 4, dt)
-        kernel = cpu.conv1x1_bwd if T == 1 else cpu.conv1x1_bwd_par
-        call = functools.partial(kernel, x5.reshape(flat), w3, d4, dx4, dw_one, tmp_one,
-                                 *flags, *epi, *rng)
+        call = _workers(cpu.conv1x1_bwd, (x5.reshape(flat), w3, d4, dx4, o4, *flags),
+                        list(zip(dw_parts, db_parts, tmpw, dm)), _counter())
     else:
         S = chunk_samples(k, T)
         K, Mg = w3.shape[2], w3.shape[1]
         cols = _scratch(k, T, S, K, dt)
-        bufs = (cols, _scratch(k, T, S, K, dt) if need_dx else cols,
-                _scratch(k, T, S, Mg, dt), tmp_one, _padded_plane(k, dt, T),
-                _padded_plane(k, dt, T))
-        if T == 1:
-            bufs = tuple(b if b is tmp_one else b[0] for b in bufs)
-        kernel = cpu.conv_bwd if T == 1 else cpu.conv_bwd_par
-        call = functools.partial(kernel, x5, w3, d4, dx5, dw_one, *bufs, *flags, *epi,
-                                 *_geo_args(k), S, *rng)
+        dcols = _scratch(k, T, S, K, dt) if need_dx else cols
+        own = zip(dw_parts, db_parts, cols, dcols, _scratch(k, T, S, Mg, dt), tmpw, dm,
+                  _padded_plane(k, dt, T), _padded_plane(k, dt, T))
+        call = _workers(cpu.conv_bwd, (x5, w3, d4, dx5, o4, *flags, *_geo_args(k), S),
+                        list(own), _counter())
     if T == 1:
         return call
     calls = [call] + [functools.partial(cpu.sum_partials, parts.reshape(T, -1), out.reshape(-1))

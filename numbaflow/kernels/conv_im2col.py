@@ -1,9 +1,9 @@
-"""conv2d's CPU kernels: im2col + BLAS per group over a chunk of samples, and the same
-over several threads at once (`*_par`: one worker per thread, each claiming the next chunk
-until none is left (workshare.py), with its own scratch and its own dFilter /
-bias-gradient partial, summed after by `sum_partials`).
+"""conv2d's CPU kernels: im2col + BLAS per group over a chunk of samples. Each kernel is a
+worker (workshare.py) claiming the next chunk until none is left, with its own scratch
+and its own dFilter / bias-gradient partial (summed after by `sum_partials`); conv.py runs
+one worker per thread.
 
-Each serial kernel takes the sample range [n0, n1) it works on. With the budget's threads
+With the budget's threads
 the LeNet's two convolutions use both cores: their GEMMs (6-16 filters x 25-150 x 100-784)
 are far below the size at which a BLAS splits one product over threads, so one call per
 chunk leaves the second core idle unless the samples are split. The BLAS itself runs at
@@ -13,10 +13,10 @@ One im2col / col2im pair serves every stride and dilation (a zero-bordered copy 
 plane, then plain copies), so a cold cache compiles one forward and one backward kernel
 per conv (plus the 1x1 fast path), not one per geometry family."""
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from .conv_epilogue import dout_epilogue, epilogue
-from .workshare import PARALLEL_MIN_WORK, claim, parallel_threads  # noqa: F401 (conv.py's)
+from .workshare import PARALLEL_MIN_WORK, claim, parallel_threads, run_workers  # noqa: F401
 
 # reassoc lets LLVM vectorise the dFilter dot products; contract allows FMAs.
 _FM = {"reassoc", "contract"}
@@ -103,15 +103,16 @@ def _chunk(buf, rows, s, P):
 
 
 @njit(**JIT)
-def conv_fwd(x5, w3, out4, cols, tmp, xp, mul2, add2, epi, act, kh, kw, sh, sw, dh, dw, pt, pl,
-             OH, OW, Wp, S, n0, n1):
-    """x5 (N, G, Cg, H, W), w3 (G, Mg, K), out4 (N, G, Mg, OH*OW); flat scratch cols (K*S*P)
-    and tmp (Mg*S*P); xp the zero-bordered plane; mul2, add2 (G, Mg): the epilogue's;
-    samples n0 <= n < n1, S at a time."""
+def conv_fwd(x5, w3, out4, mul2, add2, epi, act, kh, kw, sh, sw, dh, dw, pt, pl, OH, OW, Wp, S,
+             cols, tmp, xp, counter):
+    """A worker: x5 (N, G, Cg, H, W), w3 (G, Mg, K), out4 (N, G, Mg, OH*OW); mul2, add2
+    (G, Mg): the epilogue's; its own flat scratch cols (K*S*P) and tmp (Mg*S*P) and
+    zero-bordered plane xp. Claims chunks of S samples from `counter` until none is left."""
     G, Mg, K = w3.shape
-    P = OH * OW
-    for c0 in range(n0, n1, S):
-        s = min(S, n1 - c0)
+    N, P = x5.shape[0], OH * OW
+    c0 = claim(counter) * S
+    while c0 < N:
+        s = min(S, N - c0)
         for g in range(G):
             cg = _chunk(cols, K, s, P)
             for j in range(s):
@@ -129,15 +130,19 @@ def conv_fwd(x5, w3, out4, cols, tmp, xp, mul2, add2, epi, act, kh, kw, sh, sw, 
                             dst[r, p] = o[r, j * P + p]
             for j in range(s):
                 epilogue(out4[c0 + j, g], mul2[g], add2[g], epi, act)
+        c0 = claim(counter) * S
 
 
 @njit(**JIT)
-def conv1x1_fwd(x4, w3, out4, mul2, add2, epi, act, n0, n1):
-    """1x1, stride 1, no padding: x4 (N, G, Cg, H*W) already is the columns."""
-    for n in range(n0, n1):
+def conv1x1_fwd(x4, w3, out4, mul2, add2, epi, act, counter):
+    """A worker for 1x1, stride 1, no padding: x4 (N, G, Cg, H*W) already is the columns;
+    claims samples from `counter`."""
+    n = claim(counter)
+    while n < x4.shape[0]:
         for g in range(x4.shape[1]):
             np.dot(w3[g], x4[n, g], out4[n, g])
             epilogue(out4[n, g], mul2[g], add2[g], epi, act)
+        n = claim(counter)
 
 
 @njit(**JIT)
@@ -150,30 +155,26 @@ def _add_dfilter(d, cols, tmpw, dwg):
             dwg[i, j] += tmpw[i, j]
 
 
-@njit(**JIT)
-def _zero_grads(dw3, db2, dw, db):
-    if dw:
-        dw3[:] = 0
-    if db:
-        db2[:] = 0
-
-
-# The backward kernels take the epilogue's gradient too (fused_conv2d_grad): o4 (the
+# The backward workers take the epilogue's gradient too (fused_conv2d_grad): o4 (the
 # Output, read when act), dm (Mg, OH*OW scratch) and db2 (G, Mg, the bias gradient);
-# plain conv2d_grad passes need_db = act = False and empty arrays.
+# plain conv2d_grad passes need_db = act = False and empty arrays. Each worker sums its
+# chunks' dFilter / bias gradient into its own dw3 / db2 (zeroed first: a worker may claim
+# nothing), which conv.py adds up after (sum_partials) when there are several.
 @njit(**JIT)
-def conv_bwd(x5, w3, d4, dx5, dw3, cols, dcols, dtmp, tmpw, xp, gp, need_dx, need_dw,
-             o4, dm, db2, need_db, act, kh, kw, sh, sw, dh, dw, pt, pl, OH, OW, Wp, S, n0, n1,
-             zero):
+def conv_bwd(x5, w3, d4, dx5, o4, need_dx, need_dw, need_db, act, kh, kw, sh, sw, dh, dw, pt, pl,
+             OH, OW, Wp, S, dw3, db2, cols, dcols, dtmp, tmpw, dm, xp, gp, counter):
     """dFilter_g = sum_n dOut[n, g] @ cols(x[n, g])^T; dInput[n, g] = col2im(W_g^T @ dOut[n, g]),
-    S samples at a time (flat scratch: cols, dcols (K*S*P), dtmp (Mg*S*P)); xp, gp: the
-    zero-bordered planes of im2col / col2im. `zero`: start dFilter / the bias gradient at 0
-    (else add to them)."""
-    _zero_grads(dw3, db2, need_dw and zero, need_db and zero)
+    S samples at a time. Its own: the partials dw3, db2, flat scratch cols, dcols (K*S*P),
+    dtmp (Mg*S*P), tmpw (Mg, K), dm (Mg, P), the zero-bordered planes xp, gp."""
+    if need_dw:
+        dw3[:] = 0
+    if need_db:
+        db2[:] = 0
     G, Mg, K = w3.shape
-    P = OH * OW
-    for c0 in range(n0, n1, S):
-        s = min(S, n1 - c0)
+    N, P = d4.shape[0], OH * OW
+    c0 = claim(counter) * S
+    while c0 < N:
+        s = min(S, N - c0)
         for g in range(G):
             if s == 1:
                 d = dout_epilogue(d4[c0, g], o4[c0, g], dm, db2[g], need_db, act)
@@ -188,7 +189,7 @@ def conv_bwd(x5, w3, d4, dx5, dw3, cols, dcols, dtmp, tmpw, xp, gp, need_dx, nee
                 cg = _chunk(cols, K, s, P)
                 for j in range(s):
                     im2col(x5[c0 + j, g], xp, cg, j * P, kh, kw, sh, sw, dh, dw, pt, pl, OH, OW,
-                       Wp)
+                           Wp)
                 _add_dfilter(d, cg, tmpw, dw3[g])
             if need_dx:
                 dc = _chunk(dcols, K, s, P)
@@ -196,77 +197,22 @@ def conv_bwd(x5, w3, d4, dx5, dw3, cols, dcols, dtmp, tmpw, xp, gp, need_dx, nee
                 for j in range(s):
                     col2im(dc, j * P, gp, dx5[c0 + j, g], kh, kw, sh, sw, dh, dw, pt, pl,
                            OH, OW, Wp)
+        c0 = claim(counter) * S
 
 
 @njit(**JIT)
-def conv1x1_bwd(x4, w3, d4, dx4, dw3, tmpw, need_dx, need_dw, o4, dm, db2, need_db, act,
-                n0, n1, zero):
-    _zero_grads(dw3, db2, need_dw and zero, need_db and zero)
-    for n in range(n0, n1):
+def conv1x1_bwd(x4, w3, d4, dx4, o4, need_dx, need_dw, need_db, act, dw3, db2, tmpw, dm,
+                counter):
+    if need_dw:
+        dw3[:] = 0
+    if need_db:
+        db2[:] = 0
+    n = claim(counter)
+    while n < d4.shape[0]:
         for g in range(d4.shape[1]):
             d = dout_epilogue(d4[n, g], o4[n, g], dm, db2[g], need_db, act)
             if need_dw:
                 _add_dfilter(d, x4[n, g], tmpw, dw3[g])
             if need_dx:
                 np.dot(w3[g].T, d, dx4[n, g])
-
-
-# ---------------------------------------------------------------- over T threads
-# One worker per thread (T = cols.shape[0]), each claiming the next chunk of S samples
-# (or the next sample) from `counter`.
-@njit(parallel=True, **JIT)
-def conv_fwd_par(x5, w3, out4, cols, tmp, xp, mul2, add2, epi, act, kh, kw, sh, sw, dh, dw, pt,
-                 pl, OH, OW, Wp, S, counter):
-    """conv_fwd over T workers at once (cols, tmp, xp: one per worker)."""
-    T, N = cols.shape[0], x5.shape[0]
-    counter[0] = 0
-    for t in prange(T):
-        n = claim(counter) * S
-        while n < N:
-            conv_fwd(x5, w3, out4, cols[t], tmp[t], xp[t], mul2, add2, epi, act, kh, kw, sh, sw,
-                     dh, dw, pt, pl, OH, OW, Wp, S, n, min(n + S, N))
-            n = claim(counter) * S
-
-
-@njit(parallel=True, **JIT)
-def conv1x1_fwd_par(x4, w3, out4, mul2, add2, epi, act, T, counter):
-    N = x4.shape[0]
-    counter[0] = 0
-    for t in prange(T):
         n = claim(counter)
-        while n < N:
-            conv1x1_fwd(x4, w3, out4, mul2, add2, epi, act, n, n + 1)
-            n = claim(counter)
-
-
-# The backward's per-worker arrays have a leading T axis: the scratch, and the partials
-# dw3 (T, G, Mg, K) and db2 (T, G, Mg) that sum_partials adds up after (each worker
-# zeroes its own partial first: a worker may claim no chunk at all).
-@njit(parallel=True, **JIT)
-def conv_bwd_par(x5, w3, d4, dx5, dw3, cols, dcols, dtmp, tmpw, xp, gp, need_dx, need_dw,
-                 o4, dm, db2, need_db, act, kh, kw, sh, sw, dh, dw, pt, pl, OH, OW, Wp, S,
-                 counter):
-    T, N = cols.shape[0], d4.shape[0]
-    counter[0] = 0
-    for t in prange(T):
-        _zero_grads(dw3[t], db2[t], need_dw, need_db)
-        n = claim(counter) * S
-        while n < N:
-            conv_bwd(x5, w3, d4, dx5, dw3[t], cols[t], dcols[t], dtmp[t], tmpw[t], xp[t], gp[t],
-                     need_dx, need_dw, o4, dm[t], db2[t], need_db, act, kh, kw, sh, sw, dh, dw,
-                     pt, pl, OH, OW, Wp, S, n, min(n + S, N), False)
-            n = claim(counter) * S
-
-
-@njit(parallel=True, **JIT)
-def conv1x1_bwd_par(x4, w3, d4, dx4, dw3, tmpw, need_dx, need_dw, o4, dm, db2, need_db, act,
-                    counter):
-    T, N = tmpw.shape[0], d4.shape[0]
-    counter[0] = 0
-    for t in prange(T):
-        _zero_grads(dw3[t], db2[t], need_dw, need_db)
-        n = claim(counter)
-        while n < N:
-            conv1x1_bwd(x4, w3, d4, dx4, dw3[t], tmpw[t], need_dx, need_dw, o4, dm[t], db2[t],
-                        need_db, act, n, n + 1, False)
-            n = claim(counter)

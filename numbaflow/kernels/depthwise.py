@@ -15,11 +15,12 @@ Shapes, attributes, the gradient rule and the CUDA kernels are conv2d's (conv.py
 import functools
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from .conv import (ATTRS, GRAD_IN_SLOTS, GRAD_OUT_SLOTS, IN_SLOTS, conv_gpu_backward,
                    conv_grad_infer, conv_grad_rule, conv_gpu_forward, conv_infer, geometry, zero)
 from .conv_im2col import JIT, parallel_threads, sum_partials
+from .workshare import claim, run_workers
 from .registry import NO_GRAD, OpDef, Slot, register_op, run_calls
 
 
@@ -150,12 +151,15 @@ def dw_fwd_range(x3, w4, out4, pad, tmp, p0, p1, C, pt, pl, sh, sw, dh, dw, relu
                 _dw_plane_fwd(pad, w4[c, k], out4[p, k], sh, sw, dh, dw)
 
 
-@njit(parallel=True, **JIT)
-def dw_fwd_parallel(x3, w4, out4, pads, tmps, C, pt, pl, sh, sw, dh, dw, relu_in):
-    T, P = pads.shape[0], x3.shape[0]
-    for t in prange(T):
-        dw_fwd_range(x3, w4, out4, pads[t], tmps[t], t * P // T, (t + 1) * P // T, C, pt, pl,
-                     sh, sw, dh, dw, relu_in)
+@njit(**JIT)
+def dw_fwd_worker(x3, w4, out4, C, pt, pl, sh, sw, dh, dw, relu_in, block, pad, tmp, counter):
+    """dw_fwd_range over blocks of `block` planes claimed from `counter` (workshare.py)."""
+    P = x3.shape[0]
+    p0 = claim(counter) * block
+    while p0 < P:
+        dw_fwd_range(x3, w4, out4, pad, tmp, p0, min(p0 + block, P), C, pt, pl, sh, sw, dh, dw,
+                     relu_in)
+        p0 = claim(counter) * block
 
 
 @njit(**JIT)
@@ -266,14 +270,32 @@ def dw_bwd_range(x3, w4, d4, dx3, dwp, xpad, dpad, tmp, p0, p1, C, need_dx, need
                         oh[w] = oh[w] if xr[w] > 0 else 0
 
 
-@njit(parallel=True, **JIT)
-def dw_bwd_parallel(x3, w4, d4, dx3, dwps, xpads, dpads, tmps, C, need_dx, need_dw, relu_in,
-                    pt, pl, sh, sw, dh, dw, z):
-    T, P = xpads.shape[0], x3.shape[0]
-    for t in prange(T):
-        dwps[t] = 0
-        dw_bwd_range(x3, w4, d4, dx3, dwps[t], xpads[t], dpads[t], tmps[t], t * P // T,
-                     (t + 1) * P // T, C, need_dx, need_dw, relu_in, pt, pl, sh, sw, dh, dw, z)
+@njit(**JIT)
+def dw_bwd_worker(x3, w4, d4, dx3, C, need_dx, need_dw, relu_in, pt, pl, sh, sw, dh, dw, z, block,
+                  dwp, xpad, dpad, tmp, counter):
+    """dw_bwd_range over blocks of `block` planes claimed from `counter`, summing dFilter
+    into this worker's partial `dwp` (zeroed first: a worker may claim nothing)."""
+    flat = dwp.reshape(-1)
+    for i in range(flat.shape[0]):
+        flat[i] = 0
+    P = x3.shape[0]
+    p0 = claim(counter) * block
+    while p0 < P:
+        dw_bwd_range(x3, w4, d4, dx3, dwp, xpad, dpad, tmp, p0, min(p0 + block, P), C, need_dx,
+                     need_dw, relu_in, pt, pl, sh, sw, dh, dw, z)
+        p0 = claim(counter) * block
+
+
+def _on_workers(kernel, shared, own):
+    """`kernel(*shared, *own[t], counter)` for each worker t at once (workshare.py)."""
+    counter = np.zeros(1, np.int64)
+    return functools.partial(run_workers, counter, tuple(
+        functools.partial(kernel, *shared, *mine, counter) for mine in own))
+
+
+def _block(planes, T):
+    """Planes per claim: about four claims per worker, room to rebalance on a busy machine."""
+    return max(1, planes // (4 * T))
 
 
 def _threads(k):
@@ -307,7 +329,8 @@ def _depthwise_cpu(cop):
         if T == 1:
             return functools.partial(dw_fwd_range, x3, w4, out4, pads[0], tmps[0], 0,
                                      x3.shape[0], k["c"], *geo)
-        return functools.partial(dw_fwd_parallel, x3, w4, out4, pads, tmps, k["c"], *geo)
+        return _on_workers(dw_fwd_worker, (x3, w4, out4, k["c"], *geo, _block(x3.shape[0], T)),
+                           list(zip(pads, tmps)))
     return bind
 
 
@@ -344,8 +367,8 @@ def _depthwise_grad_cpu(cop):
             calls.append(functools.partial(dw_bwd_range, x3, w4, d4, dx3, part, xpads[0],
                                            dpads[0], tmps[0], 0, x3.shape[0], *flags))
             return functools.partial(run_calls, tuple(calls))
-        calls = [functools.partial(dw_bwd_parallel, x3, w4, d4, dx3, parts, xpads, dpads,
-                                   tmps, *flags)]
+        calls = [_on_workers(dw_bwd_worker, (x3, w4, d4, dx3, *flags, _block(x3.shape[0], T)),
+                             list(zip(parts, xpads, dpads, tmps)))]
         if need_dw:
             calls.append(functools.partial(sum_partials, parts.reshape(T, -1), dw4.reshape(-1)))
         return functools.partial(run_calls, tuple(calls))

@@ -1,5 +1,5 @@
 """Matrix products on the CPU: BLAS ?gemm called from njit (`gemm`, `batched_gemm`), and
-the same over numba's threads: one large product split into blocks of output rows (or
+the same over the op's threads: one large product split into blocks of output rows (or
 columns), a batch of products split over its items, each worker claiming the next block
 or item (workshare.py) and calling the BLAS on it.
 
@@ -13,9 +13,9 @@ import functools
 
 import numba
 import numpy as np
-from numba import njit, prange, types
+from numba import njit, types
 
-from .workshare import claim
+from .workshare import claim, run_workers
 
 SMALL_GEMM = 4096     # m*n*k up to which a plain loop beats the BLAS call's fixed cost
 
@@ -114,36 +114,38 @@ def block_size(dim, threads):
     return max(16, -(-dim // (threads * BLOCKS_PER_THREAD)))
 
 
-@njit(parallel=True, nogil=True, cache=True)
-def gemm_par(a, b, out, ta, tb, ab, T, block, counter):
-    """gemm(a, b, out, ta, tb, ab) over T workers claiming blocks of `block` output rows
-    (or columns, when out has more columns than rows)."""
+@njit(nogil=True, cache=True)
+def gemm_worker(a, b, out, ta, tb, ab, block, counter):
+    """A worker of gemm(a, b, out, ta, tb, ab) claiming blocks of `block` output rows (or
+    columns, when out has more columns than rows) until none is left."""
     m, n = out.shape
     rows = m >= n
     dim = m if rows else n
     blocks = -(-dim // block)
-    counter[0] = 0
-    for _ in prange(T):
+    i = claim(counter)
+    while i < blocks:
+        lo, hi = i * block, min(i * block + block, dim)
+        if rows:
+            gemm(a[:, lo:hi] if ta else a[lo:hi], b, out[lo:hi], ta, tb, ab)
+        else:
+            gemm(a, b[lo:hi] if tb else b[:, lo:hi], out[:, lo:hi], ta, tb, ab)
         i = claim(counter)
-        while i < blocks:
-            lo, hi = i * block, min(i * block + block, dim)
-            if rows:
-                gemm(a[:, lo:hi] if ta else a[lo:hi], b, out[lo:hi], ta, tb, ab)
-            else:
-                gemm(a, b[lo:hi] if tb else b[:, lo:hi], out[:, lo:hi], ta, tb, ab)
-            i = claim(counter)
 
 
-@njit(parallel=True, nogil=True, cache=True)
-def batched_gemm_par(x, y, out, ix, iy, tx, ty, ab, T, counter):
-    """out[b] = op(x[ix[b]]) @ op(y[iy[b]]) over T workers claiming batch items."""
-    B = out.shape[0]
-    counter[0] = 0
-    for _ in prange(T):
+@njit(nogil=True, cache=True)
+def batched_gemm_worker(x, y, out, ix, iy, tx, ty, ab, counter):
+    """A worker of out[b] = op(x[ix[b]]) @ op(y[iy[b]]) claiming batch items."""
+    b = claim(counter)
+    while b < out.shape[0]:
+        gemm(x[ix[b]], y[iy[b]], out[b], tx, ty, ab)
         b = claim(counter)
-        while b < B:
-            gemm(x[ix[b]], y[iy[b]], out[b], tx, ty, ab)
-            b = claim(counter)
+
+
+def _on_workers(kernel, T, *args):
+    """`kernel(*args, counter)` on T threads at once, claiming from one counter."""
+    counter = np.zeros(1, np.int64)
+    return functools.partial(run_workers, counter,
+                             (functools.partial(kernel, *args, counter),) * T)
 
 
 def gemm_call(a, b, out, ta, tb, ab):
@@ -153,8 +155,7 @@ def gemm_call(a, b, out, ta, tb, ab):
     T = gemm_threads(m, n, k, 1, numba.get_num_threads())
     if T == 1:
         return functools.partial(gemm, a, b, out, ta, tb, ab)
-    return functools.partial(gemm_par, a, b, out, ta, tb, ab, T,
-                             block_size(max(m, n), T), np.zeros(1, np.int64))
+    return _on_workers(gemm_worker, T, a, b, out, ta, tb, ab, block_size(max(m, n), T))
 
 
 def batched_call(x, y, out, ix, iy, tx, ty, ab):
@@ -167,5 +168,4 @@ def batched_call(x, y, out, ix, iy, tx, ty, ab):
     T = gemm_threads(m, n, k, out.shape[0], min(numba.get_num_threads(), out.shape[0]))
     if T == 1:
         return functools.partial(batched_gemm, x, y, out, ix, iy, tx, ty, ab)
-    return functools.partial(batched_gemm_par, x, y, out, ix, iy, tx, ty, ab, T,
-                             np.zeros(1, np.int64))
+    return _on_workers(batched_gemm_worker, T, x, y, out, ix, iy, tx, ty, ab)
