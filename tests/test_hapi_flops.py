@@ -75,6 +75,10 @@ def test_custom_ops_and_bad_arguments(capsys):
     total, printed = _layer_flops(mlp, [2, 16], capsys, custom_ops={nn.ReLU: count_relu})
     assert total == 1664 + 2 * 32
     assert "Customize Function has been applied to <class 'numbaflow.nn" in printed
+    # a transposed convolution: 6*7*7 outputs x (4 in / 2 groups * 9 + 1 bias)
+    total, _ = _layer_flops(lambda: nn.Sequential(nn.Conv2DTranspose(4, 6, 3, groups=2)),
+                            [1, 4, 5, 5], capsys)
+    assert total == 6 * 7 * 7 * (4 // 2 * 9 + 1)
     with pytest.raises(ValueError, match="input_size"):
         paddle.flops(mlp(), [-1, 16])
     with pytest.raises(TypeError, match="Layer or a paddle.static.Program"):

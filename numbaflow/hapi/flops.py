@@ -30,9 +30,12 @@ class _Traced:
 
 
 def _conv(m, x, y):
-    kernel = int(np.prod(m.weight.shape[2:]))
+    # Paddle's in_channels / groups, read from the filter: [out, in / groups, k...], or for a
+    # transposed convolution [in, out / groups, k...] (so in / groups = in * w[1] / out)
+    w = m.weight.shape
+    per_group = x[0].shape[1] * w[1] / y.shape[1] if "Transpose" in type(m).__name__ else w[1]
     bias = 1 if getattr(m, "bias", None) is not None else 0
-    m.total_ops += abs(int(y.numel() * (x[0].shape[1] / m._groups * kernel + bias)))
+    m.total_ops += abs(int(y.numel() * (per_group * int(np.prod(w[2:])) + bias)))
 
 
 def _numel_in(m, x, y):
