@@ -77,6 +77,9 @@ def test_the_wrong_kind_says_what_it_is_and_how_to_load_it(tmp_path):
             paddle.load(str(tmp_path / name))
     with pytest.raises(FileNotFoundError, match=r"training checkpoint.*static\.load"):
         static.load_inference_model(str(tmp_path / "ckpt"), exe)
+    with pytest.raises(FileNotFoundError, match=r"own\.nfmodel' is an inference model.*"
+                                                r"load_inference_model"):
+        static.load(main, str(tmp_path / "own"), exe)
     with warnings.catch_warnings():
         warnings.simplefilter("error")                      # a .nfparams is an arrays file
         assert sorted(paddle.load(str(tmp_path / "own.nfparams"))) == sorted(
