@@ -79,7 +79,9 @@ def test_custom_ops_and_bad_arguments(capsys):
     total, _ = _layer_flops(lambda: nn.Sequential(nn.Conv2DTranspose(4, 6, 3, groups=2)),
                             [1, 4, 5, 5], capsys)
     assert total == 6 * 7 * 7 * (4 // 2 * 9 + 1)
+    with static.program_guard(static.Program(), static.Program()), unique_name.guard():
+        net = mlp()
     with pytest.raises(ValueError, match="input_size"):
-        paddle.flops(mlp(), [-1, 16])
+        paddle.flops(net, [-1, 16])
     with pytest.raises(TypeError, match="Layer or a paddle.static.Program"):
         paddle.flops("net", [1, 16])
