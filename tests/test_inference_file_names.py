@@ -44,6 +44,11 @@ def test_each_format_under_its_own_names(tmp_path):
     assert (tmp_path / "own.nfmodel").read_bytes()[:1] == b"{"
     for prefix in ("own", "pd"):
         np.testing.assert_allclose(_run(exe, str(tmp_path / prefix), data), want, rtol=1e-6)
+        with static.scope_guard(static.Scope()):      # Paddle's directory + file names
+            program, feeds, fetches = static.load_inference_model(
+                str(tmp_path), exe, model_filename=prefix, params_filename=prefix)
+            got, = exe.run(program, feed={feeds[0]: data}, fetch_list=fetches)
+        np.testing.assert_allclose(got, want, rtol=1e-6)
     # both pairs at one prefix: numbaflow's is read
     static.save_inference_model(str(tmp_path / "pd"), [x], [out], exe)
     os.remove(tmp_path / "pd.pdiparams")       # (Paddle's pair broken: not read)

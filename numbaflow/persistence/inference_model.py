@@ -265,16 +265,17 @@ def _dir_hint(directory, fn):
 
 def _legacy_files(directory, model_filename, params_filename):
     """Paddle 2.x's `load_inference_model(dir, exe, model_filename=, params_filename=)`:
-    the files of a model in `directory` (1.x names; '.pdmodel'/'.pdiparams' appended when
-    such a file exists)."""
+    the files of a model in `directory` (1.x names; numbaflow's '.nfmodel'/'.nfparams' or
+    Paddle's '.pdmodel'/'.pdiparams' appended when such a file exists)."""
     out = []
-    for name, default, ext in ((model_filename, "__model__", ".pdmodel"),
-                               (params_filename, "__params__", ".pdiparams")):
+    for name, default, exts in ((model_filename, "__model__", (OWN_EXT[0], PADDLE_EXT[0])),
+                                (params_filename, "__params__", (OWN_EXT[1], PADDLE_EXT[1]))):
         if name is not None and not isinstance(name, str):
             raise TypeError(f"load_inference_model: model_filename/params_filename must be "
                             f"file names (str), got {type(name).__name__}")
         path = os.path.join(directory, name or default)
-        out.append(path + ext if name and os.path.exists(path + ext) else path)
+        found = [path + e for e in exts if name and os.path.exists(path + e)]
+        out.append(found[0] if found else path)
     return out
 
 
