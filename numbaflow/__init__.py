@@ -53,7 +53,7 @@ from . import onnx  # noqa: F401,E402  (paddle.onnx.export; the onnx package loa
 from . import incubate  # noqa: F401,E402  (paddle.incubate.softmax_mask_fuse, ...)
 from . import profiler  # noqa: F401,E402  (paddle.profiler.Profiler, RecordEvent, ...)
 from . import vision  # noqa: F401,E402  (paddle.vision.models)
-from .hapi import Model, callbacks, summary  # noqa: F401,E402  (paddle.Model, ...)
+from .hapi import Model, callbacks, flops, summary  # noqa: F401,E402  (paddle.Model, ...)
 utils.log.configure_from_env()      # NUMBAFLOW_LOG_LEVEL
 from ._health import run_check as _run_check  # noqa: E402
 
@@ -83,7 +83,7 @@ __all__ = [
     "enable_static", "disable_static", "in_dynamic_mode", "seed", "set_device", "get_device",
     "cuda_available", "is_compiled_with_cuda",
     # data and checkpoints
-    "batch", "save", "load", "Model", "summary",
+    "batch", "save", "load", "Model", "summary", "flops",
     # submodules
     "callbacks", "distributed", "dtypes", "fluid", "framework", "hapi", "incubate", "initializer",
     "io", "metric",

@@ -49,7 +49,7 @@ class Case:
             self.files = {"m.pdparams", "m.pdopt"}
         else:
             self.vars = [v for v in self.main.all_parameters()]
-            self.files = {"m.pdmodel", "m.pdiparams"}
+            self.files = {"m.nfmodel", "m.nfparams"}
 
     def fill(self, k):
         scope = static.global_scope()

@@ -125,7 +125,7 @@ def test_damaged_checkpoint_files(tmp_path, fname):
                                   original["fc_0.w_0"])
 
 
-@pytest.mark.parametrize("fname", ["m.pdmodel", "m.pdiparams"])
+@pytest.mark.parametrize("fname", ["m.nfmodel", "m.nfparams"])
 def test_damaged_inference_model_files(tmp_path, fname):
     main, exe, x, pred = build()
     static.save_inference_model(str(tmp_path / "m"), [x], [pred], exe, program=main)
@@ -139,8 +139,8 @@ def test_damaged_inference_model_files(tmp_path, fname):
         outcomes[expect_named_error_or_same(
             lambda: load_inference(str(tmp_path / "m"), exe), original, fname)] += 1
     path.write_bytes(data)
-    # nearly every damage is caught (at writing: all 137 of the .pdmodel's, 117 of 137 of
-    # the .pdiparams', whose other flips hit bytes no reader uses)
+    # nearly every damage is caught (at writing: all 137 of the .nfmodel's, 117 of 137 of
+    # the .nfparams', whose other flips hit bytes no reader uses)
     assert outcomes["error"] > 0.8 * sum(outcomes.values()), outcomes
     np.testing.assert_array_equal(load_inference(str(tmp_path / "m"), exe)["fc_0.w_0"],
                                   original["fc_0.w_0"])
@@ -183,8 +183,8 @@ def test_torn_checkpoint_from_two_saves_is_refused(tmp_path):
         load_checkpoint(main, str(tmp_path / "a"))
     static.save_inference_model(str(tmp_path / "i"), [x], [pred], exe, program=main)
     static.save_inference_model(str(tmp_path / "j"), [x], [pred], exe, program=main)
-    os.replace(tmp_path / "j.pdmodel", tmp_path / "i.pdmodel")
-    with pytest.raises(ValueError, match="i.pdmodel"):
+    os.replace(tmp_path / "j.nfmodel", tmp_path / "i.nfmodel")
+    with pytest.raises(ValueError, match="i.nfmodel"):
         load_inference(str(tmp_path / "i"), exe)
 
 
@@ -243,7 +243,7 @@ def test_files_get_the_umask_mode(tmp_path, umask):
         paddle.save({"w": np.zeros(2)}, str(tmp_path / "s.pdparams"))
     finally:
         os.umask(old)
-    for f in ("m.pdparams", "m.pdopt", "i.pdmodel", "i.pdiparams", "s.pdparams"):
+    for f in ("m.pdparams", "m.pdopt", "i.nfmodel", "i.nfparams", "s.pdparams"):
         assert os.stat(tmp_path / f).st_mode & 0o777 == 0o666 & ~umask, f
 
 
@@ -276,12 +276,13 @@ def test_version_1_files_still_load(tmp_path):
     # a version-1 inference model: the description without save id, parameters unhashed
     static.save_inference_model(str(tmp_path / "new"), [x], [pred], exe, program=main)
     expected = load_inference(str(tmp_path / "new"), exe)
-    desc = json.loads((tmp_path / "new.pdmodel").read_text(encoding="utf-8"))
+    desc = json.loads((tmp_path / "new.nfmodel").read_text(encoding="utf-8"))
     desc.pop("save_id")
     desc[FORMAT_KEY] = 1
-    (tmp_path / "old.pdmodel").write_text(json.dumps(desc))
+    (tmp_path / "old.pdmodel").write_text(json.dumps(desc), encoding="utf-8")  # 0.1.0's names
     write_v1_arrays(tmp_path / "old.pdiparams", expected, "pdiparams")
-    got = load_inference(str(tmp_path / "old"), exe)
+    with pytest.warns(UserWarning, match="own format under Paddle's file names"):
+        got = load_inference(str(tmp_path / "old"), exe)
     for k in expected:
         np.testing.assert_array_equal(got[k], expected[k], err_msg=k)
     assert program_to_dict(main)[FORMAT_KEY] == 2

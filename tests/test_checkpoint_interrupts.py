@@ -26,7 +26,7 @@ from numbaflow.utils import atomic_file as _atomic_file
 
 pytestmark = pytest.mark.usefixtures("fresh_graph_state")
 TRACED = {os.path.abspath(_atomic.__file__), os.path.abspath(_atomic_file.__file__)}
-FILES = {"checkpoint": ["m.pdparams", "m.pdopt"], "inference": ["m.pdmodel", "m.pdiparams"]}
+FILES = {"checkpoint": ["m.pdparams", "m.pdopt"], "inference": ["m.nfmodel", "m.nfparams"]}
 
 
 class Case:

@@ -183,3 +183,16 @@ def test_summary_counts_parameters_and_shapes(capsys):
     assert info == {"total_params": 61610, "trainable_params": 61610}   # Paddle's LeNet figure
     out = capsys.readouterr().out
     assert "features.0 (Conv2D)" in out and "[-1, 6, 28, 28]" in out and "48,120" in out
+
+
+def test_save_for_inference_writes_numbaflows_pair_that_loads(tmp_path):
+    model = _model()
+    x = Data(8, 6).x
+    (want,) = model.predict_batch([x])
+    model.save(str(tmp_path / "infer"), training=False)
+    assert sorted(os.listdir(tmp_path)) == ["infer.nfmodel", "infer.nfparams"]
+    exe = static.Executor()
+    with static.scope_guard(static.Scope()):
+        program, feeds, fetches = static.load_inference_model(str(tmp_path / "infer"), exe)
+        (got,) = exe.run(program, feed={feeds[0]: x}, fetch_list=fetches)
+    np.testing.assert_allclose(got, want, rtol=1e-6)

@@ -290,7 +290,7 @@ def test_inference_model_round_trip(tmp_path):
     expected, = exe.run(test_program, feed={"x": new}, fetch_list=[pred.name])
     prefix = str(tmp_path / "infer" / "model")
     static.save_inference_model(prefix, [x], [pred], exe, program=main)
-    assert sorted(os.listdir(tmp_path / "infer")) == ["model.pdiparams", "model.pdmodel"]
+    assert sorted(os.listdir(tmp_path / "infer")) == ["model.nfmodel", "model.nfparams"]
     with static.scope_guard(static.Scope()):
         exe2 = static.Executor(paddle.CPUPlace())
         program, feed_names, fetch_targets = static.load_inference_model(prefix, exe2)
@@ -358,16 +358,16 @@ def test_inference_model_errors(tmp_path):
     exe, main, x, y, pred, loss = trained("sgd")
     with pytest.raises(ValueError, match="directory"):
         static.save_inference_model(str(tmp_path), [x], [pred], exe, program=main)
-    with pytest.raises(FileNotFoundError, match="pdmodel"):
+    with pytest.raises(FileNotFoundError, match=r"absent\.nfmodel.*absent\.pdmodel"):
         static.load_inference_model(str(tmp_path / "absent"), exe)
     prefix = str(tmp_path / "m")
     static.save_inference_model(prefix, [x], [pred], exe, program=main)
-    desc = json.loads((tmp_path / "m.pdmodel").read_text(encoding="utf-8"))
+    desc = json.loads((tmp_path / "m.nfmodel").read_text(encoding="utf-8"))
     desc["__numbaflow_format__"] = 99
-    (tmp_path / "m.pdmodel").write_text(json.dumps(desc))
+    (tmp_path / "m.nfmodel").write_text(json.dumps(desc), encoding="utf-8")
     with pytest.raises(ValueError, match="format version 99"):
         static.load_inference_model(prefix, exe)
-    (tmp_path / "m.pdmodel").write_text("not json")
+    (tmp_path / "m.nfmodel").write_text("not json", encoding="utf-8")
     with pytest.raises(ValueError, match="not a numbaflow model"):
         static.load_inference_model(prefix, exe)
 

@@ -311,7 +311,8 @@ class Model:
         Args:
             path (str): the path prefix.
             training (bool): True: the parameters and optimizer state (path.pdparams,
-                path.pdopt); False: an inference model (static.save_inference_model).
+                path.pdopt); False: an inference model (static.save_inference_model:
+                numbaflow's path.nfmodel, path.nfparams).
         """
         folder = os.path.dirname(path)
         if folder:

@@ -6,8 +6,10 @@ load too, through a restricted unpickler, `paddle_pickle.py`):
   <path>.pdparams   the program's Parameters          } arrays files: an uncompressed
   <path>.pdopt      its other persistables (optimizer } `.npz` holding the format version,
                     moments, learning rate, ...)      } a JSON index and one array per
-  <prefix>.pdiparams  an inference model's parameters } variable (`arrays.py`)
-  <prefix>.pdmodel  the pruned inference program, as JSON (graph/serialize.py)
+  <prefix>.nfparams  an inference model's parameters  } variable (`arrays.py`)
+  <prefix>.nfmodel  the pruned inference program, as JSON (graph/serialize.py)
+An inference model's `.pdmodel` / `.pdiparams` are always Paddle's format (format="paddle",
+`numbaflow/formats/`); numbaflow 0.1.0's own-format files under those names still load.
 
 Modules: `checkpoint.py` (save/load and the helpers program_state.py shares),
 `inference_model.py` (save/load_inference_model, both formats), `atomic.py` (the commit

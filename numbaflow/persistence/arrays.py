@@ -8,6 +8,7 @@ version) raises FileFormatError (a ValueError) naming it. A Paddle pickle given 
 arrays file is expected is read by the restricted unpickler in `paddle_pickle`.
 """
 import json
+import os
 import zipfile
 import zlib
 
@@ -60,7 +61,8 @@ def read_arrays(path, real_path=None, keep_name_table=False):
             raise FileFormatError(f"file {path!r} is empty (an interrupted copy or save?)")
         if head != b"PK\x03\x04":
             raise FileFormatError(f"file {path!r} is not a numbaflow arrays file (an .npz) nor "
-                                  f"a Paddle checkpoint (a pickle of protocol 2-4)")
+                                  f"a Paddle checkpoint (a pickle of protocol 2-4)"
+                                  f"{_inference_hint(path, head)}")
         f.seek(0)
         try:
             return _read_npz(path, f)
@@ -69,6 +71,17 @@ def read_arrays(path, real_path=None, keep_name_table=False):
         except Exception as e:    # zipfile, numpy and json errors of a damaged file
             raise FileFormatError(f"file {path!r} is damaged ({type(e).__name__}: {e})") \
                 from None
+
+
+def _inference_hint(path, head):
+    """What an inference model's file handed to a checkpoint reader is, and how to load it."""
+    prefix = os.path.splitext(path)[0]
+    how = f"load it with static.load_inference_model({prefix!r}, exe)"
+    if head[:1] == b"{":
+        return f"; it is numbaflow's inference program (JSON, .nfmodel): {how}"
+    if path.endswith((".pdmodel", ".pdiparams")) or head == b"\0\0\0\0":
+        return f"; it looks like a file of Paddle's inference model (.pdmodel/.pdiparams): {how}"
+    return ""
 
 
 def _member(zf, key, max_data, path):

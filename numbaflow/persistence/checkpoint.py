@@ -225,7 +225,10 @@ def read_checkpoint(model_path, fn):
     for arrays, _ in got.values():
         found.update(arrays)
     if not got:
+        model = [model_path + e for e in (".nfmodel", ".pdmodel") if os.path.exists(model_path + e)]
+        how = (f"; {model[0]!r} is an inference model: load it with "
+               f"static.load_inference_model({model_path!r}, exe)" if model else
+               f"; was it saved with static.save(program, {model_path!r})?")
         raise FileNotFoundError(f"{fn}: neither {model_path + '.pdparams'!r} nor "
-                                f"{model_path + '.pdopt'!r} exists; was it saved with "
-                                f"static.save(program, {model_path!r})?")
+                                f"{model_path + '.pdopt'!r} exists{how}")
     return found, sorted(got)

@@ -1,11 +1,17 @@
 """Inference models: `static.save_inference_model` / `load_inference_model` (a pruned
-program and its parameters), in numbaflow's format (JSON program, arrays file) and
-Paddle's (`.pdmodel` protobuf, `.pdiparams` tensor stream)."""
+program and its parameters), in numbaflow's format (`.nfmodel` JSON program, `.nfparams`
+arrays file) and Paddle's (`.pdmodel` protobuf, `.pdiparams` tensor stream).
+
+A `.pdmodel`/`.pdiparams` pair numbaflow writes is always Paddle's format (Paddle reads
+it); numbaflow's own format, with its save ids and hashes, has its own names. numbaflow
+0.1.0 wrote its own format under Paddle's names: such files still load (told apart by
+their content), with a warning saying how to rewrite them."""
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import warnings
 from typing import TYPE_CHECKING
 
 from ..executor.scope import global_scope
@@ -22,6 +28,33 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from ..executor.executor import Executor
+
+
+# the files of an inference model at a prefix, by format
+OWN_EXT = (".nfmodel", ".nfparams")         # numbaflow's JSON program + checked arrays
+PADDLE_EXT = (".pdmodel", ".pdiparams")     # Paddle's ProgramDesc + tensor stream
+
+
+def model_files(path_prefix):
+    """(model file, params file) of the inference model at `path_prefix`: numbaflow's pair
+    where its model file exists (or neither exists), else Paddle's names."""
+    own = [path_prefix + e for e in OWN_EXT]
+    if os.path.exists(own[0]) or not os.path.exists(path_prefix + PADDLE_EXT[0]):
+        return own
+    return [path_prefix + e for e in PADDLE_EXT]
+
+
+def _missing(path_prefix, fn):
+    """FileNotFoundError for a prefix with no inference model, saying what is there."""
+    if os.path.exists(path_prefix + ".pdparams"):
+        there = (f"; {path_prefix + '.pdparams'!r} is a training checkpoint (static.save / "
+                 f"paddle.save): load it with static.load(program, {path_prefix!r}, exe) or "
+                 f"paddle.load({path_prefix + '.pdparams'!r})")
+    else:
+        there = "; was the model saved with save_inference_model?"
+    return FileNotFoundError(f"{fn}: no inference model at {path_prefix!r}: neither "
+                             f"{path_prefix + OWN_EXT[0]!r} (numbaflow's format) nor "
+                             f"{path_prefix + PADDLE_EXT[0]!r} (Paddle's) exists{there}")
 
 
 # ---------------------------------------------------------------- inference models
@@ -140,6 +173,14 @@ def read_inference(model_file, params_file, fn):
             raise FileNotFoundError(f"{fn}: {path!r} does not exist; was the model saved "
                                     f"with save_inference_model?")
     raw, params = got[model_file], got[params_file]
+    if raw[:1] == b"{" and model_file.endswith(PADDLE_EXT[0]) and \
+            not isinstance(params, bytes):
+        prefix = model_file[:-len(PADDLE_EXT[0])]
+        warnings.warn(f"{fn}: {model_file!r} holds numbaflow's own format under Paddle's file "
+                      f"names (an older numbaflow wrote it; Paddle cannot read it). It loads; "
+                      f"save it again to rename it: static.save_inference_model({prefix!r}, "
+                      f"...) writes {prefix + OWN_EXT[0]!r}/{OWN_EXT[1]!r}, or format='paddle' "
+                      f"writes real Paddle files", UserWarning, stacklevel=3)
     if raw[:1] != b"{" and isinstance(params, bytes):
         program, feeds, fetches, found = paddle_model.read_model(raw, params, model_file,
                                                                   params_file)
@@ -211,27 +252,30 @@ def _dir_hint(directory, fn):
         names = sorted(os.listdir(directory))
     except OSError:
         names = []
-    prefixes = [n[:-len(".pdmodel")] for n in names if n.endswith(".pdmodel")]
+    prefixes = [n[:-len(ext)] for n in names for ext in (OWN_EXT[0], PADDLE_EXT[0])
+                if n.endswith(ext)]
     if prefixes:
         return f"; it holds the model {os.path.join(directory, prefixes[0])!r}: pass that"
     if "__model__" in names and fn == "load_inference_model":
         return (f"; it is a Paddle 1.x model directory: pass model_filename='__model__', "
                 f"params_filename='__params__' (or use fluid.io.load_inference_model)")
-    return f", e.g. {os.path.join(directory, 'inference')!r} for inference.pdmodel there"
+    return (f", e.g. {os.path.join(directory, 'inference')!r} for inference.nfmodel (or "
+            f"Paddle's inference.pdmodel) there")
 
 
 def _legacy_files(directory, model_filename, params_filename):
     """Paddle 2.x's `load_inference_model(dir, exe, model_filename=, params_filename=)`:
-    the files of a model in `directory` (1.x names; '.pdmodel'/'.pdiparams' appended when
-    such a file exists)."""
+    the files of a model in `directory` (1.x names; numbaflow's '.nfmodel'/'.nfparams' or
+    Paddle's '.pdmodel'/'.pdiparams' appended when such a file exists)."""
     out = []
-    for name, default, ext in ((model_filename, "__model__", ".pdmodel"),
-                               (params_filename, "__params__", ".pdiparams")):
+    for name, default, exts in ((model_filename, "__model__", (OWN_EXT[0], PADDLE_EXT[0])),
+                                (params_filename, "__params__", (OWN_EXT[1], PADDLE_EXT[1]))):
         if name is not None and not isinstance(name, str):
             raise TypeError(f"load_inference_model: model_filename/params_filename must be "
                             f"file names (str), got {type(name).__name__}")
         path = os.path.join(directory, name or default)
-        out.append(path + ext if name and os.path.exists(path + ext) else path)
+        found = [path + e for e in exts if name and os.path.exists(path + e)]
+        out.append(found[0] if found else path)
     return out
 
 
@@ -239,8 +283,9 @@ def save_inference_model(path_prefix: str, feed_vars: Variable | Sequence[Variab
                          fetch_vars: Variable | Sequence[Variable], executor: Executor,
                          program: Program | None = None, format: str = "numbaflow",
                          **kwargs: object) -> None:
-    """Save the forward ops that compute `fetch_vars` from `feed_vars` to
-    `path_prefix.pdmodel` and the parameters they read to `path_prefix.pdiparams`.
+    """Save the forward ops that compute `fetch_vars` from `feed_vars`, and the parameters
+    they read: numbaflow's format to `path_prefix.nfmodel` / `.nfparams` (default), Paddle's
+    to `path_prefix.pdmodel` / `.pdiparams` (format="paddle").
 
     Args:
         path_prefix (str): the path prefix of the two files (not a directory).
@@ -248,9 +293,10 @@ def save_inference_model(path_prefix: str, feed_vars: Variable | Sequence[Variab
         fetch_vars (Variable or list of Variable): the model's outputs.
         executor (Executor): accepted for Paddle compatibility (the global scope is read).
         program (Program, optional): default the program the variables belong to.
-        format (str): "numbaflow" (JSON program + checked arrays file, committed as one
-            save) or "paddle" (Paddle's ProgramDesc protobuf + tensor stream, which
-            Paddle 2.x, Paddle Inference and paddle2onnx read).
+        format (str): "numbaflow" (`.nfmodel` JSON program + `.nfparams` checked arrays
+            file, committed as one save, ids and hashes checked at load) or "paddle"
+            (`.pdmodel` ProgramDesc protobuf + `.pdiparams` tensor stream, which Paddle
+            2.x, Paddle Inference and paddle2onnx read).
         **kwargs: `clip_extra` and `legacy_format` are accepted and ignored.
 
     Example:
@@ -262,7 +308,7 @@ def save_inference_model(path_prefix: str, feed_vars: Variable | Sequence[Variab
         >>> prefix = os.path.join(tempfile.mkdtemp(), 'infer')
         >>> static.save_inference_model(prefix, [x], [predict], exe)
         >>> sorted(os.listdir(os.path.dirname(prefix)))
-        ['infer.pdiparams', 'infer.pdmodel']
+        ['infer.nfmodel', 'infer.nfparams']
     """
     path_prefix = _prefix(path_prefix, "save_inference_model")
     unknown = set(kwargs) - {"clip_extra", "legacy_format"}
@@ -271,14 +317,17 @@ def save_inference_model(path_prefix: str, feed_vars: Variable | Sequence[Variab
     if format not in ("numbaflow", "paddle"):
         raise ValueError(f"save_inference_model: format must be 'numbaflow' or 'paddle', got "
                          f"{format!r}")
-    write_inference(path_prefix + ".pdmodel", path_prefix + ".pdiparams", feed_vars,
-                     fetch_vars, program, "save_inference_model", format)
+    model_file, params_file = (path_prefix + e for e in
+                               (PADDLE_EXT if format == "paddle" else OWN_EXT))
+    write_inference(model_file, params_file, feed_vars, fetch_vars, program,
+                     "save_inference_model", format)
 
 
 def load_inference_model(path_prefix: str, executor: Executor,
                          **kwargs: object) -> list:
-    """Load an inference model, numbaflow's or one Paddle 2.x saved (`.pdmodel` protobuf +
-    `.pdiparams`); its parameters go to the global scope.
+    """Load an inference model, numbaflow's (`.nfmodel` + `.nfparams`) or one Paddle 2.x
+    saved (`.pdmodel` protobuf + `.pdiparams`); its parameters go to the global scope.
+    Where both pairs exist at the prefix, numbaflow's is read.
 
     Args:
         path_prefix (str): the prefix given to `save_inference_model`; with
@@ -321,5 +370,7 @@ def load_inference_model(path_prefix: str, executor: Executor,
                                                 kwargs.get("params_filename"))
         return read_inference(model_file, params_file, "load_inference_model")
     path_prefix = _prefix(path_prefix, "load_inference_model")
-    return read_inference(path_prefix + ".pdmodel", path_prefix + ".pdiparams",
-                           "load_inference_model")
+    model_file, params_file = model_files(path_prefix)
+    if not os.path.exists(model_file) and not os.path.exists(params_file):
+        raise _missing(path_prefix, "load_inference_model")
+    return read_inference(model_file, params_file, "load_inference_model")

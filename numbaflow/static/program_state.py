@@ -193,7 +193,8 @@ def load_state(path: str, **configs: object) -> dict:
         raise TypeError(f"load: path must be a file path (str), got {type(path).__name__}")
     path = os.fspath(path)
     group = [path]                 # the save it belongs to names its journal by the first file
-    for first, ext in ((".pdparams", ".pdopt"), (".pdmodel", ".pdiparams")):
+    for first, ext in ((".pdparams", ".pdopt"), (".pdmodel", ".pdiparams"),
+                       (".nfmodel", ".nfparams")):
         if path.endswith(ext):
             group = [path[:-len(ext)] + first, path]
     keep = bool(configs.get("keep_name_table", False))
