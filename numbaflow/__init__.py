@@ -72,7 +72,7 @@ def _tolerate_numba_cache_errors():
 _tolerate_numba_cache_errors()
 utils.run_check = _run_check         # paddle.utils.run_check (utils is a lower layer)
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     # places, parameters, dtypes

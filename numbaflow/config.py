@@ -1,6 +1,6 @@
 """The environment variables numbaflow reads, in one place (every read is a function
 here; tests/test_config.py fails on a read elsewhere), and the directories they name.
-The README's "Environment variables" table documents each with its default.
+docs/environment-variables.md's table documents each with its default.
 
 | variable | meaning (default) |
 |---|---|

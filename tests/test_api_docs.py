@@ -7,8 +7,6 @@ a name added later without a docstring or without an entry in `__all__` fails he
 import inspect
 import pydoc
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -132,25 +130,9 @@ def test_py_typed_marker_ships_with_the_package():
             "pyproject.toml must list py.typed as package data"
 
 
-@pytest.mark.slow
-def test_api_reference_builds_without_warnings(tmp_path):
-    script = ROOT / "docs" / "build_api.py"
-    proc = subprocess.run([sys.executable, str(script), "--strict", "-o", str(tmp_path)],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "warning" not in proc.stderr.lower(), proc.stderr
-    static_page = (tmp_path / "numbaflow" / "static.html").read_text(encoding="utf-8")
-    for name in ("BuildStrategy", "Executor", "program_guard", "fuse_elewise_add_act_ops"):
-        assert name in static_page, f"{name} is missing from the static page"
-    # every public module has its page (issue 18: numbaflow.distributed had none)
-    missing = [name for name in api_inventory.public_modules()
-               if not (tmp_path / (name.replace(".", "/") + ".html")).is_file()]
-    assert not missing, f"no API reference page for {missing}"
-
-
 def test_every_public_module_is_listed_in_its_packages_all():
-    # pdoc documents a package's submodule only when the package's __all__ lists it (when
-    # it has one): that is how numbaflow.distributed lost its page
+    # a package's submodule is part of its API only when the package's __all__ lists it (when
+    # it has one): that is how numbaflow.distributed once lost its reference page
     import importlib
     unlisted = []
     for name in api_inventory.public_modules():

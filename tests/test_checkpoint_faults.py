@@ -1,6 +1,6 @@
 """Checkpoint fault suite: kill -9 during saves, damaged files, modes, old files.
 
-Guarantees under test (README "Failure behaviour"): a save is visible whole or not at
+Guarantees under test (docs/failure-behaviour.md): a save is visible whole or not at
 all; the next save removes what an interrupted one left; every damaged file raises a
 ValueError naming it; files get the umask's mode; version 1 files still load.
 """

@@ -1,6 +1,6 @@
 """Ctrl-C during a save, and loads beside a paused writer (issue 17 items 1 and 2).
 
-Guarantees under test (README "Failure behaviour"): a save interrupted by Ctrl-C at any
+Guarantees under test (docs/failure-behaviour.md): a save interrupted by Ctrl-C at any
 instruction where Python can deliver it (KeyboardInterrupt raised deterministically by a
 trace hook at each such point in turn, and before and after every system call) leaves
 the previous or the new checkpoint loadable, whole, and the next save leaves nothing

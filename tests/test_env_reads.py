@@ -1,5 +1,5 @@
 """Every environment-variable read is in numbaflow/config.py (issue 18: one home each), and
-the README's table documents each variable config.py reads."""
+docs/environment-variables.md's table documents each variable config.py reads."""
 import ast
 import pathlib
 import re
@@ -8,7 +8,7 @@ import numbaflow
 from numbaflow import config
 
 PACKAGE = pathlib.Path(numbaflow.__file__).parent
-README = PACKAGE.parent / "README.md"
+TABLE = PACKAGE.parent / "docs" / "environment-variables.md"
 # the bench builds its child processes' environments (copies of os.environ plus its own
 # settings): that is passing an environment on, not reading a setting
 ALLOWED = {"config.py", "bench"}
@@ -40,19 +40,19 @@ def test_environment_is_read_only_in_config():
             continue
         bad += [f"{rel}:{line}: {what}" for line, what in env_reads(path)]
     assert not bad, ("environment variables read outside numbaflow/config.py (add a function "
-                     "there, document the variable in the README table): " + "; ".join(bad))
+                     "there, document the variable in docs/environment-variables.md): " + "; ".join(bad))
 
 
 def test_the_scanner_sees_reads():
     assert len(list(env_reads(PACKAGE / "config.py"))) >= 10
 
 
-def test_every_variable_config_reads_is_in_the_readme_table():
+def test_every_variable_config_reads_is_in_the_docs_table():
     names = set(re.findall(r'"((?:NUMBAFLOW|NUMBA|CPU|FLAGS|CUDA|OMP)_[A-Za-z_]+)"',
                            (PACKAGE / "config.py").read_text(encoding="utf-8")))
-    table = README.read_text(encoding="utf-8").split("## Environment variables", 1)[1].split("\n## ", 1)[0]
+    table = TABLE.read_text(encoding="utf-8").split("# Environment variables", 1)[1]
     missing = sorted(n for n in names if f"`{n}" not in table)
-    assert not missing, f"README's Environment variables table lacks {missing}"
+    assert not missing, f"docs/environment-variables.md's table lacks {missing}"
 
 
 def test_launcher_rank_size(monkeypatch):

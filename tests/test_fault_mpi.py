@@ -1,7 +1,7 @@
 """The MPI fault matrix: one rank of a 2-rank data-parallel training job fails in each way
 a rank can (tests/mpi/fault_rank.py), and the whole job must end with a non-zero status
 within 30 s of the fault, with a message on stderr naming the failed rank and the cause
-(the guarantee of README "Failure behaviour"). Also static.save called on one rank only
+(the guarantee of docs/failure-behaviour.md). Also static.save called on one rank only
 under ReduceStrategy.Reduce raises there instead of hanging (tests/mpi/fault_save_subset.py).
 
 Each case is one `mpiexec -n 2` run of a few seconds; a hang fails the test at TIMEOUT."""

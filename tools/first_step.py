@@ -1,9 +1,9 @@
 """Measure the README examples' first training step on a cold cache, after
 ``python -m numbaflow warmup``, and warm: the numbers in BENCHMARKS.md's "First step" section.
 
-    python docs/first_step.py                 # --model cnn, mlp and gpt
-    python docs/first_step.py --model cnn
-    python docs/first_step.py --profile cnn   # where a cold first run's compile time goes
+    python tools/first_step.py                 # --model cnn, mlp and gpt
+    python tools/first_step.py --model cnn
+    python tools/first_step.py --profile cnn   # where a cold first run's compile time goes
                                               # (CPU seconds per kernel, no helper process)
 
 Each case runs in a fresh process with private, initially empty caches (NUMBAFLOW_CACHE_DIR

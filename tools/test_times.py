@@ -1,8 +1,8 @@
-"""Count and time the README's test subsets, and (with --write) put the table into the
-README's Tests section. One command regenerates the README's numbers:
+"""Count and time the test subsets, and (with --write) put the table into docs/testing.md
+(the Tests section). One command regenerates its numbers:
 
-    python docs/test_times.py --write          # runs the whole suite once (CI's command)
-    python docs/test_times.py --counts-only    # counts only (collection: seconds), no times
+    python tools/test_times.py --write          # runs the whole suite once (CI's command)
+    python tools/test_times.py --counts-only    # counts only (collection: seconds), no times
 
 How: each subset's tests are collected (``pytest --collect-only -m <marker expression>``),
 then the whole suite runs ONCE as CI runs it (fresh kernel caches, so compiles count), with
@@ -22,11 +22,11 @@ import time
 import xml.etree.ElementTree as ET
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-README = os.path.join(ROOT, "README.md")
-BEGIN, END = "<!-- test-times: begin (python docs/test_times.py --write) -->", \
+PAGE = os.path.join(ROOT, "docs", "testing.md")
+BEGIN, END = "<!-- test-times: begin (python tools/test_times.py --write) -->", \
     "<!-- test-times: end -->"
 
-# (label, marker expression or None for all, the README's command)
+# (label, marker expression or None for all, the command the page shows)
 SUBSETS = [
     ("core: everything in-process", "not slow", 'python -m pytest -q -m "not slow" tests'),
     ("GPU kernels under numba's CUDA simulator", "gpu", "python -m pytest -q -m gpu tests"),
@@ -79,20 +79,20 @@ def table(rows):
     return "\n".join(lines)
 
 
-def write_readme(text):
-    with open(README, encoding="utf-8") as f:
-        readme = f.read()
-    if BEGIN not in readme or END not in readme:
-        raise SystemExit(f"README.md has no {BEGIN} ... {END} block in its Tests section")
-    head, rest = readme.split(BEGIN, 1)
+def write_page(text):
+    with open(PAGE, encoding="utf-8") as f:
+        page = f.read()
+    if BEGIN not in page or END not in page:
+        raise SystemExit(f"docs/testing.md has no {BEGIN} ... {END} block in its Tests section")
+    head, rest = page.split(BEGIN, 1)
     _, tail = rest.split(END, 1)
-    with open(README, "w", encoding="utf-8") as f:
+    with open(PAGE, "w", encoding="utf-8") as f:
         f.write(head + BEGIN + "\n" + text + "\n" + END + tail)
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--write", action="store_true", help="update README.md's Tests table")
+    p.add_argument("--write", action="store_true", help="update the table in docs/testing.md")
     p.add_argument("--counts-only", action="store_true", help="collect only: no times")
     args = p.parse_args(argv)
     env = dict(os.environ)
@@ -124,7 +124,7 @@ def main(argv=None):
     stamp = datetime.date.today().isoformat()
     loads = " -> ".join(f"{x:.1f}" for x in load)
     note = (f"\nCounts from collection, {stamp}." if args.counts_only else
-            f"\nMeasured {stamp} with `python docs/test_times.py --write` on {os.cpu_count()} "
+            f"\nMeasured {stamp} with `python tools/test_times.py --write` on {os.cpu_count()} "
             f"cores, load average {loads} (before -> after the run): one run of the whole suite "
             f"on cold kernel caches, as CI runs it; a subset's time is the sum of its tests' "
             f"durations in that run (pytest's start-up and collection excluded), \"all\" is the "
@@ -133,7 +133,7 @@ def main(argv=None):
     if args.write:
         if args.counts_only:
             # keep the measured times, update the counts
-            with open(README, encoding="utf-8") as f:
+            with open(PAGE, encoding="utf-8") as f:
                 old = f.read().split(BEGIN, 1)[1].split(END, 1)[0]
             for label, _, count, _ in rows:
                 old = re.sub(rf"(\| {re.escape(label)} \|.*\()\d+( tests\) \|)",
@@ -141,7 +141,7 @@ def main(argv=None):
             text = old.strip("\n")
         else:
             text = text + "\n" + textwrap.fill(note.strip(), 115)
-        write_readme(text)
+        write_page(text)
     return 0
 
 
