@@ -6,12 +6,13 @@ that runs concurrently (data-parallel devices as threads, scheduler workers) sha
 each of n concurrent runners gets `share(n)` numba threads.
 
 The BLAS libraries loaded in the process (numpy's and scipy's OpenBLAS; numba's np.dot
-calls scipy's) run at one thread once a program runs (`one_thread_blas`): numba's pool is
-the only pool. Large products are split over it by numbaflow's own kernels
-(kernels/gemm_cpu.py), convolutions split their samples over it (kernels/conv_im2col.py),
-each worker claiming the next piece, so no parallel region nests another and a thread that
-shares its core with another process does less of the work instead of holding up the op.
-docs/architecture.md ("Threads") has the measurements behind this choice.
+calls scipy's) run at one thread once a program runs (`one_thread_blas`). Large products
+(kernels/gemm_cpu.py), convolutions (kernels/conv.py) and depthwise convolutions are split
+by numbaflow's own kernels over numba's thread count: one worker per thread
+(kernels/workshare.run_workers), each claiming the next piece, so no parallel region nests
+another and a thread that shares its core with another process does less of the work
+instead of holding up the op. docs/architecture.md ("Threads") has the measurements behind
+this choice.
 
 `worker_env` is the environment of a process started to do one framework's work alone (the
 bench's workers): every thread knob set to the same count, and thread pools that sleep
