@@ -40,8 +40,9 @@ class SubBlockRun:
         self.block = block
         self.out_vars = list(out_vars)
         read = {v for op in block.ops for v in op.input_vars()}
-        # only what the block reads is fed (an unread input would be a feed with no use)
-        self.feeds = [(i, v) for i, v in enumerate(in_vars) if v in read]
+        # only what the block reads is fed (an unread input would be a feed with no use);
+        # a tensor array always is: the block writes the enclosing block's list
+        self.feeds = [(i, v) for i, v in enumerate(in_vars) if v in read or v.is_tensor_array]
         self.scope = Scope()
         self.plan = None
 

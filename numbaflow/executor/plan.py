@@ -129,7 +129,9 @@ class Plan:
             for v in op_vars:
                 if v in bufs:
                     continue
-                if v.persistable:
+                if v.is_tensor_array:     # a list in a 0-d object array (tensor_array.py)
+                    bufs[v] = np.empty((), object)
+                elif v.persistable:
                     bufs[v] = self._persistable_buffer(v)
                 elif v in self.assignment.buffer_of:
                     bufs[v] = backend.view(self.pool[self.assignment.buffer_of[v]],
@@ -141,6 +143,9 @@ class Plan:
         self.scope_version = scope.version
         self.buffers = bufs
         self.feed_slots = [(v.name, bufs[v]) for v in self.feed_vars if v not in self.zero_copy]
+        # tensor arrays start each run empty (Paddle's local scope); a fed one (a while
+        # body's) is the enclosing block's list
+        self.arrays = [bufs[v] for v in bufs if v.is_tensor_array and v not in self.feed_vars]
         self.thunks = [self._bind_op(i) for i in range(len(self.ops))]
         check = config.check_nan_inf()
         # every persistable the run writes (fed ones included) is backed up at the start
@@ -154,7 +159,7 @@ class Plan:
         host = isinstance(backend, HostBackend)
         # a run that is one compiled call can only happen whole when no kernel in it may
         # raise and no persistable is fed (copied in before it)
-        self._indivisible = (host and not check and self.feed_slots == []
+        self._indivisible = (host and not check and self.feed_slots == [] and not self.arrays
                              and not any(may_fail(op) for op in self.ops))
         # fetched arrays handed over as they are (host temporaries) or copied out
         self._fetch_out = [(v, host and v in self.handoff) for v in self.fetch_vars]
@@ -376,6 +381,8 @@ class Plan:
             else:
                 self._backup()
                 backed_up = True
+                for holder in self.arrays:
+                    holder[()] = []
                 for name, buf in self.feed_slots:
                     backend.copy_in(buf, feed_arrays[name])
                 run_steps(iterations)

@@ -43,6 +43,10 @@ class Variable:
         ((-1, 3), dtype('float32'), 2)
     """
 
+    # a tensor array (Paddle's LoDTensorArray, made by paddle.tensor.create_array): a
+    # run-time list of tensors; shape and dtype are those of its elements
+    is_tensor_array = False
+
     def __init__(self, block: Block, name: str, shape: Sequence[int], dtype: DTypeLike,
                  persistable: bool = False, stop_gradient: bool = False,
                  is_data: bool = False) -> None:

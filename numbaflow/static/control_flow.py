@@ -298,6 +298,9 @@ def while_loop(cond: Callable, body: Callable, loop_vars: Sequence[Variable],
     helper = LayerHelper("while_loop", name)
     copies = []
     for v in loop_vars:
+        if v.is_tensor_array:     # an array is updated in place, as in Paddle
+            copies.append(v)
+            continue
         c = helper.create_tmp(v.dtype, stop_gradient=v.stop_gradient)
         helper.append_op("assign", {"X": v}, {"Out": c})
         copies.append(c)
@@ -331,9 +334,13 @@ def while_loop(cond: Callable, body: Callable, loop_vars: Sequence[Variable],
         now = cond(*loop_vars)
         _check_pred(now, "while_loop's cond")
         block.append_op("assign", {"X": now}, {"Out": pre_cond})
+    # the enclosing tensor arrays the body writes are read and written by the loop (it
+    # runs on their lists)
+    arrays = [v for op in block.ops for v in op.output_vars()
+              if v.is_tensor_array and block.vars.get(v.name) is not v]
     reads = list(dict.fromkeys(loop_vars + [v for v in _outer_reads(block)
-                                            if v is not pre_cond]))
+                                            if v is not pre_cond] + arrays))
     parent.append_op("while", {"X": reads, "Condition": pre_cond},
-                     {"Out": list(dict.fromkeys(loop_vars + [pre_cond]))},
+                     {"Out": list(dict.fromkeys(loop_vars + arrays + [pre_cond]))},
                      {"sub_block": block, "is_test": is_test})
     return loop_vars

@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 
 from ..graph.program import Variable as _Variable
+from .array import array_length, array_read, array_write, create_array  # noqa: F401
 from .creation import (arange, assign, create_parameter, full, full_like, linspace,  # noqa: F401
                        ones, ones_like, tril, triu, zeros, zeros_like)
 from .linalg import bmm, einsum, matmul  # noqa: F401
@@ -27,6 +28,8 @@ from .random import multinomial, normal, rand, randn, uniform  # noqa: F401
 from .search import argmax, argsort, masked_fill, sort, topk, where  # noqa: F401
 
 __all__ = [
+    # array
+    "array_length", "array_read", "array_write", "create_array",
     # creation
     "arange", "assign", "create_parameter", "full", "full_like", "linspace", "ones",
     "ones_like", "tril", "triu", "zeros", "zeros_like",
