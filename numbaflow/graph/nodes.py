@@ -109,6 +109,7 @@ class Variable:
     def __truediv__(self, o): return self._math("divide", self, o)
     def __rtruediv__(self, o): return self._math("divide", o, self)
     def __mod__(self, o): return self._math("remainder", self, o)
+    def __floordiv__(self, o): return self._math("floor_divide", self, o)
     def __rmod__(self, o): return self._math("remainder", o, self)
     def __pow__(self, o): return self._math("pow", self, o)
     def __rpow__(self, o): return self._math("pow", o, self)
