@@ -113,7 +113,8 @@ def lower(program, feed, fetch_vars, scope, options, host):
                      {v.name for v in feed_vars if v.persistable})
     outputs = {v for op in ops for v in op.output_vars()}
     # fed arrays used in place: host memory, and no op of the plan writes them
-    zero_copy = [v for v in feed_vars if host and not v.persistable and v not in outputs]
+    zero_copy = [v for v in feed_vars if host and (options.feed_in_place or (
+        not v.persistable and v not in outputs))]
     # fetched temporaries are handed to the caller without a copy: the kernels write
     # them into their own array, which the next run reuses unless the caller still
     # holds it (then a new one is allocated and its ops rebound)

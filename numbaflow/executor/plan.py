@@ -76,6 +76,11 @@ class PlanOptions:
     # conv2d's bias and relu (and, in a forward-only program, an is_test batch_norm) in
     # its kernel: graph/passes/fuse_conv_epilogue.py; likewise on for a plain Program
     fuse_conv_epilogue: bool = True
+    # a `while` body's plan (executor/control_flow.py): every fed array is used in place,
+    # written ones too (the loop variables: the body updates the enclosing block's
+    # arrays), fetched ones are handed back as they are, and nothing is backed up (the
+    # enclosing plan backs up its persistables)
+    feed_in_place: bool = False
 
 
 class Plan:
@@ -153,6 +158,8 @@ class Plan:
         # last op that may fail, in the middle of the optimizer's updates
         written = {v for op in self.ops for v in op.output_vars() if v.persistable}
         written.update(v for v in self.feed_vars if v.persistable)
+        if self.options.feed_in_place:
+            written = set()
         self.backups = [(bufs[v], backend.empty(bufs[v].shape, bufs[v].dtype))
                         for v in sorted(written, key=lambda v: v.name)]
         self._backup = backup_call(self.backups, backend)
@@ -162,7 +169,9 @@ class Plan:
         self._indivisible = (host and not check and self.feed_slots == [] and not self.arrays
                              and not any(may_fail(op) for op in self.ops))
         # fetched arrays handed over as they are (host temporaries) or copied out
-        self._fetch_out = [(v, host and v in self.handoff) for v in self.fetch_vars]
+        in_place = set(self.zero_copy) if self.options.feed_in_place else set()
+        self._fetch_out = [(v, host and (v in self.handoff or v in in_place))
+                           for v in self.fetch_vars]
         threads = 1 if self.options.sequential else self.options.num_threads
         if threads > 1 and self.scheduler is None:
             from .scheduler import Scheduler

@@ -133,8 +133,10 @@ def cond(pred: Variable, true_fn: Callable | None = None, false_fn: Callable | N
             raise ValueError(
                 f"cond: output {k} differs between the branches: true_fn gives {t.name!r} "
                 f"{t.shape} {t.dtype}, false_fn gives {f.name!r} {f.shape} {f.dtype}. "
-                f"numbaflow's plans are static-shape: both branches must give the same "
-                f"shape and dtype (cast or reshape one of them)")
+                f"numbaflow's plans are static-shape, so unlike Paddle (select_input of "
+                f"differing shapes) both branches must give the same dtype, the same rank and "
+                f"equal dims (a -1 dim such as the batch is allowed when both branches give it "
+                f"the same size at run time); cast, pad or reshape one of them")
     helper = LayerHelper("cond", name)
     mask = helper.simple("cast", {"X": pred}, {"in_dtype": pred.dtype, "out_dtype": "int32"},
                          dtype="int32")
