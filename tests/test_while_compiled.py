@@ -10,7 +10,8 @@ import numbaflow as paddle
 import numbaflow.static as static
 from numbaflow.executor import control_flow, segments
 
-pytestmark = pytest.mark.usefixtures("fresh_graph_state")
+# each waits for the body's segment compile (seconds on a cold cache)
+pytestmark = [pytest.mark.usefixtures("fresh_graph_state"), pytest.mark.slow]
 
 
 def _loop_program():
