@@ -62,7 +62,10 @@ CONTROL_FLOW_TESTED = {"conditional_block": "tests/test_control_flow.py",
                        "select_input": "tests/test_control_flow.py",
                        "select_output": "tests/test_control_flow_grad.py",
                        "while": "tests/test_control_flow_grad.py",
-                       "while_grad": "tests/test_control_flow_grad.py"}
+                       "while_grad": "tests/test_control_flow_grad.py",
+                       "write_to_array": "tests/test_tensor_array.py",
+                       "read_from_array": "tests/test_tensor_array.py",
+                       "lod_array_length": "tests/test_tensor_array.py"}
 N_DRAW = (200, 100)     # 20000 draws: mean within 5 standard errors, std within 3%
 
 

@@ -35,10 +35,6 @@ def test_array_write_and_read():
     np.testing.assert_array_equal(got_item, np.full((3, 2), 5))
     assert got_n.tolist() == [11]
     np.testing.assert_array_equal(got_total, np.full((2, 2), 3.0))
-    with fluid.program_guard(fluid.Program(), fluid.Program()):
-        j = fluid.layers.cast(fluid.data("j", [1], "float32"), "int64")
-        with pytest.raises(NotImplementedError, match="known when the program is built"):
-            fluid.layers.array_read(arr2, j)
 
 
 def test_paddle_tensor_module():

@@ -14,6 +14,11 @@ import weakref
 import numpy as np
 
 from ..kernels.control_flow import set_block_runner
+from ..kernels.registry import may_fail
+
+# a compiled `while` body returns to Python every WHILE_CHUNK iterations (Ctrl-C is
+# handled there, and the loop's persistables restored by the enclosing plan)
+WHILE_CHUNK = 4096
 
 # body Block -> (the variables fed to an iteration, [{variable: value} per iteration]):
 # what the last run of a `while` (not is_test) kept for its while_grad, in the same run
@@ -35,23 +40,42 @@ class SubBlockRun:
     """Runs one sub-block: `run(arrays)` feeds `in_vars` (arrays in that order) and
     returns the values of `out_vars`."""
 
-    def __init__(self, block, in_vars, out_vars):
+    def __init__(self, block, in_vars, out_vars, in_place=False):
         from .scope import Scope
-        self.block = block
+        self.block, self.in_place = block, in_place
         self.out_vars = list(out_vars)
         read = {v for op in block.ops for v in op.input_vars()}
-        # only what the block reads is fed (an unread input would be a feed with no use)
-        self.feeds = [(i, v) for i, v in enumerate(in_vars) if v in read]
+        # only what the block reads is fed (an unread input would be a feed with no use);
+        # in place (a loop body), what it writes too: it writes the enclosing arrays; a
+        # tensor array always is: the block writes the enclosing block's list
+        if in_place:
+            read.update(v for op in block.ops for v in op.output_vars())
+        self.feeds = [(i, v) for i, v in enumerate(in_vars) if v in read or v.is_tensor_array]
         self.scope = Scope()
         self.plan = None
 
     def run(self, arrays):
-        from .plan import Plan
+        from .plan import Plan, PlanOptions
         feed = {v.name: arrays[i] for i, v in self.feeds}
         if self.plan is None:
             self.plan = Plan(_BlockAsProgram(self.block),
-                             {v: arrays[i] for i, v in self.feeds}, self.out_vars, self.scope)
+                             {v: arrays[i] for i, v in self.feeds}, self.out_vars, self.scope,
+                             options=PlanOptions(feed_in_place=self.in_place))
         return self.plan.run(feed)
+
+    def compiled_body(self, flag):
+        """The body's one compiled segment, ready to run as a native `while` on `flag`
+        (a 1-d view of the condition), or None while the plan is not (or cannot be) one
+        compiled call: still cold or compiling, several units, a kernel that may raise
+        (its error must name the iteration), tensor arrays (Python lists)."""
+        plan = self.plan
+        if plan is None or plan.units is None or len(plan.units) != 1 or plan.arrays or \
+                not plan.units[0].compiled or plan.feed_slots or \
+                any(may_fail(op) for op in plan.ops):
+            return None
+        unit = plan.units[0]
+        unit.compile_while(flag)
+        return unit
 
 
 def _op_vars(cop):
@@ -94,13 +118,15 @@ class _Runner:
         cond_var = op.inputs["Condition"][0]
         # the body writes the loop variables and the condition back (enclosing variables)
         written = [v for v in dict.fromkeys(out_vars + [cond_var])]
-        sub = SubBlockRun(cop.attrs["sub_block"], xs_vars + [cond_var], written)
         block = cop.attrs["sub_block"]
         # keep each iteration's inputs only for a while_grad of this loop
         record = not cop.attrs.get("is_test", False) and any(
             o.type == "while_grad" and o.attrs["sub_block"].forward_block_idx == block.idx
             for b in block.program.blocks for o in b.ops)
         fed = xs_vars + [cond_var]
+        # the body updates the loop variables in place (the enclosing arrays), so a hot
+        # body with fixed shapes runs the whole loop as one native call (compiled_body)
+        sub = SubBlockRun(block, fed, written, in_place=True)
 
         def bind(ins, outs):
             xs, cond = ins.get("X", []), ins["Condition"][0]
@@ -112,12 +138,27 @@ class _Runner:
                 if targets[k] is None:
                     targets[k] = out_arrays[out_vars.index(v)]
 
+            # every variable the body writes is one the loop reads (while_loop's form): the
+            # body's plan updates them all in place, nothing is copied back
+            in_place = all(id(v) in index for v in written)
+            flag = cond.reshape(-1)
+
             def run():
                 step = 0
                 tape = []
                 if record:
                     _TAPES[block] = (fed, tape)
                 while _truth(cond, "while"):
+                    body = None if record or step == 0 or not in_place or \
+                        flag.dtype != np.bool_ else sub.compiled_body(flag)
+                    if body is not None:     # the rest of the loop in native calls
+                        try:
+                            while flag[0]:
+                                step += body.run_while(WHILE_CHUNK, flag)
+                        except Exception as e:
+                            raise type(e)(f"while loop (block {block.idx}), at or after "
+                                          f"iteration {step}: {e}") from e
+                        break
                     if record:
                         tape.append({v: a.copy() for v, a in zip(fed, arrays)})
                     try:
@@ -126,6 +167,8 @@ class _Runner:
                         raise type(e)(f"while loop (block {block.idx}), iteration {step}: "
                                       f"{e}") from e
                     for v, dst, value in zip(written, targets, values):
+                        if dst is value:     # updated in place
+                            continue
                         if dst.shape != value.shape:
                             raise ValueError(
                                 f"while loop (block {block.idx}), iteration {step}: loop "

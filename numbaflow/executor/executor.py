@@ -150,7 +150,11 @@ class Executor:
                 results = runner.run(runnable, feeds[0], fetch_list, scope, k, return_merged)
             else:
                 results = runner.run_feeds(runnable, feeds, fetch_list, scope, return_merged)
-        return results if return_numpy else [_Fetched(r) for r in results]
+        # a fetched tensor array is a list of numpy arrays, as Paddle gives it
+        results = [[a.copy() for a in r[()] or []] if getattr(r, "dtype", None) == object
+                   and r.ndim == 0 else r for r in results]
+        return results if return_numpy else [r if isinstance(r, list) else _Fetched(r)
+                                              for r in results]
 
 
 def cached_plans(exe):

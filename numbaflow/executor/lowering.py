@@ -101,7 +101,7 @@ def lower(program, feed, fetch_vars, scope, options, host):
         forward_only = all(op.role == FORWARD for b in program.blocks for op in b.ops)
         ops = passes.fuse_conv_epilogue.fuse_in_op_list(block, ops, protected, forward_only)
     fed = set(feed)
-    shapes = {v: VarInfo(a.shape, a.dtype) for v, a in feed.items()}
+    shapes = {v: _fed_info(v, a) for v, a in feed.items()}
     _check_reads(ops, fed, fetch_vars, scope, shapes)
     concrete = [_concrete(op, shapes, options) for op in ops]
     read, defines = set(fed), set()
@@ -113,15 +113,17 @@ def lower(program, feed, fetch_vars, scope, options, host):
                      {v.name for v in feed_vars if v.persistable})
     outputs = {v for op in ops for v in op.output_vars()}
     # fed arrays used in place: host memory, and no op of the plan writes them
-    zero_copy = [v for v in feed_vars if host and not v.persistable and v not in outputs]
+    zero_copy = [v for v in feed_vars if host and (options.feed_in_place or (
+        not v.persistable and v not in outputs))]
     # fetched temporaries are handed to the caller without a copy: the kernels write
     # them into their own array, which the next run reuses unless the caller still
     # holds it (then a new one is allocated and its ops rebound)
     handoff = list(dict.fromkeys(v for v in fetch_vars if host and not v.persistable
-                                 and v not in fed))
+                                 and v not in fed and not v.is_tensor_array))
     users = {v: [i for i, op in enumerate(ops) if v in op.input_vars() or v in op.output_vars()]
              for v in zero_copy + handoff}
-    pooled = {v for v in shapes if not v.persistable and v not in fed and v not in handoff}
+    pooled = {v for v in shapes if not v.persistable and v not in fed and v not in handoff
+              and not v.is_tensor_array}
     # each gradient bucket's inputs back to back: one flat array per MPI call
     buckets = [[v for v in op.inputs["X"] if v in pooled] for op in ops
                if get_op_def(op.type).has(FLAT_INPUTS)]
@@ -138,6 +140,9 @@ def _check_reads(ops, fed, fetch_vars, scope, shapes):
     for op in ops:
         for v in op.input_vars():
             if v in fed or v in produced:
+                continue
+            if v.is_tensor_array:      # never written before: Paddle's empty array
+                shapes[v] = VarInfo(v.shape, v.dtype)
                 continue
             if v.persistable:
                 spec = scope.spec(v.name)
@@ -158,7 +163,9 @@ def _check_reads(ops, fed, fetch_vars, scope, shapes):
     for v in fetch_vars:
         if v in fed or v in produced:
             continue
-        if v.persistable and v.name in scope:
+        if v.is_tensor_array:
+            shapes[v] = VarInfo(v.shape, v.dtype)
+        elif v.persistable and v.name in scope:
             shapes[v] = VarInfo(*scope.spec(v.name))
         elif v.persistable:
             raise RuntimeError(f"fetched variable {v.name!r} is not initialised in the "
@@ -170,13 +177,23 @@ def _check_reads(ops, fed, fetch_vars, scope, shapes):
                              f"program nor fed")
 
 
+def _fed_info(v, a):
+    """A fed array's VarInfo; a fed tensor array (a `while` body's, shared with the
+    enclosing block) is described by its elements: its last one, else as declared."""
+    if v.is_tensor_array:
+        items = a[()] or []
+        last = items[-1] if items and items[-1].size else None
+        return VarInfo(last.shape, last.dtype) if last is not None else VarInfo(v.shape, v.dtype)
+    return VarInfo(a.shape, a.dtype)
+
+
 def _concrete(op, shapes, options):
     """Infer `op`'s output shapes into `shapes`; its ConcreteOp."""
     inferred = infer_op(op, shapes)
     ins = set(op.input_vars())
     for slot, vs in op.outputs.items():
         for v, info in zip(vs, inferred.get(slot, [])):
-            if v in ins:      # in-place: keeps its buffer
+            if v in ins and not v.is_tensor_array:      # in-place: keeps its buffer
                 continue
             if v.persistable and v in shapes and tuple(shapes[v].shape) != tuple(info.shape):
                 raise ValueError(f"op {op.type} produces {v.name} with shape "

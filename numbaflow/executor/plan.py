@@ -76,6 +76,11 @@ class PlanOptions:
     # conv2d's bias and relu (and, in a forward-only program, an is_test batch_norm) in
     # its kernel: graph/passes/fuse_conv_epilogue.py; likewise on for a plain Program
     fuse_conv_epilogue: bool = True
+    # a `while` body's plan (executor/control_flow.py): every fed array is used in place,
+    # written ones too (the loop variables: the body updates the enclosing block's
+    # arrays), fetched ones are handed back as they are, and nothing is backed up (the
+    # enclosing plan backs up its persistables)
+    feed_in_place: bool = False
 
 
 class Plan:
@@ -129,7 +134,9 @@ class Plan:
             for v in op_vars:
                 if v in bufs:
                     continue
-                if v.persistable:
+                if v.is_tensor_array:     # a list in a 0-d object array (tensor_array.py)
+                    bufs[v] = np.empty((), object)
+                elif v.persistable:
                     bufs[v] = self._persistable_buffer(v)
                 elif v in self.assignment.buffer_of:
                     bufs[v] = backend.view(self.pool[self.assignment.buffer_of[v]],
@@ -141,6 +148,9 @@ class Plan:
         self.scope_version = scope.version
         self.buffers = bufs
         self.feed_slots = [(v.name, bufs[v]) for v in self.feed_vars if v not in self.zero_copy]
+        # tensor arrays start each run empty (Paddle's local scope); a fed one (a while
+        # body's) is the enclosing block's list
+        self.arrays = [bufs[v] for v in bufs if v.is_tensor_array and v not in self.feed_vars]
         self.thunks = [self._bind_op(i) for i in range(len(self.ops))]
         check = config.check_nan_inf()
         # every persistable the run writes (fed ones included) is backed up at the start
@@ -148,16 +158,20 @@ class Plan:
         # last op that may fail, in the middle of the optimizer's updates
         written = {v for op in self.ops for v in op.output_vars() if v.persistable}
         written.update(v for v in self.feed_vars if v.persistable)
+        if self.options.feed_in_place:
+            written = set()
         self.backups = [(bufs[v], backend.empty(bufs[v].shape, bufs[v].dtype))
                         for v in sorted(written, key=lambda v: v.name)]
         self._backup = backup_call(self.backups, backend)
         host = isinstance(backend, HostBackend)
         # a run that is one compiled call can only happen whole when no kernel in it may
         # raise and no persistable is fed (copied in before it)
-        self._indivisible = (host and not check and self.feed_slots == []
+        self._indivisible = (host and not check and self.feed_slots == [] and not self.arrays
                              and not any(may_fail(op) for op in self.ops))
         # fetched arrays handed over as they are (host temporaries) or copied out
-        self._fetch_out = [(v, host and v in self.handoff) for v in self.fetch_vars]
+        in_place = set(self.zero_copy) if self.options.feed_in_place else set()
+        self._fetch_out = [(v, host and (v in self.handoff or v in in_place))
+                           for v in self.fetch_vars]
         threads = 1 if self.options.sequential else self.options.num_threads
         if threads > 1 and self.scheduler is None:
             from .scheduler import Scheduler
@@ -376,6 +390,8 @@ class Plan:
             else:
                 self._backup()
                 backed_up = True
+                for holder in self.arrays:
+                    holder[()] = []
                 for name, buf in self.feed_slots:
                     backend.copy_in(buf, feed_arrays[name])
                 run_steps(iterations)

@@ -125,6 +125,12 @@ def segment_source(calls):
     lines += ["", "", "@njit(nogil=True, cache=True)",
               f"def segment_loop(k{', ' if sig else ''}{sig}):", "    for _ in range(k):"]
     lines += [f"        {b}" for b in body]
+    # a `while` body (executor/control_flow.py): runs while flag[0] (which the body
+    # rewrites) holds, at most k times; returns the number of iterations run
+    lines += ["", "", "@njit(nogil=True, cache=True)",
+              f"def segment_while(k, flag{', ' if sig else ''}{sig}):", "    n = 0",
+              "    while n < k and flag[0]:"]
+    lines += [f"        {b}" for b in body] + ["        n += 1", "    return n"]
     return "\n".join(lines) + "\n"
 
 
@@ -141,7 +147,7 @@ class Unit:
         self.where = tuple(where)
         self.ops = tuple(dict.fromkeys(i for i, _ in self.where))
         self.segment = len(calls) >= MIN_CALLS
-        self._compiled = self._loop = None
+        self._compiled = self._loop = self._while = None
         self.ready = None          # (segment, segment_loop) compiled, not yet in use
         # what each call must stay (kernel, number of arguments) for the compiled code, and
         # the argument types it is compiled for: the compile thread needs no arrays
@@ -196,6 +202,21 @@ class Unit:
         else:
             for _ in range(k):
                 self.run()
+
+    def compile_while(self, flag):
+        """Compile this (compiled) unit's `segment_while` for the 1-d bool view `flag`
+        (on the calling thread: a `while` body's one-off; numba's disk cache keeps it).
+        Compiled once: later calls return at once."""
+        if self._while is not None:
+            return
+        mod = cache.load_source(segment_source(self._kinds), label="segment")
+        mod.segment_while.compile((numba.types.intp, numba.typeof(flag)) + self._types)
+        self._while = mod.segment_while
+
+    def run_while(self, k, flag):
+        """Run the body while flag[0] holds, at most k times, in one native call; the
+        number of iterations run."""
+        return self._while(k, flag, *self.args)
 
     def release(self):
         """Drop the arrays this unit holds (the plan released its buffers); `refresh` with

@@ -43,6 +43,10 @@ class Variable:
         ((-1, 3), dtype('float32'), 2)
     """
 
+    # a tensor array (Paddle's LoDTensorArray, made by paddle.tensor.create_array): a
+    # run-time list of tensors; shape and dtype are those of its elements
+    is_tensor_array = False
+
     def __init__(self, block: Block, name: str, shape: Sequence[int], dtype: DTypeLike,
                  persistable: bool = False, stop_gradient: bool = False,
                  is_data: bool = False) -> None:
@@ -105,6 +109,7 @@ class Variable:
     def __truediv__(self, o): return self._math("divide", self, o)
     def __rtruediv__(self, o): return self._math("divide", o, self)
     def __mod__(self, o): return self._math("remainder", self, o)
+    def __floordiv__(self, o): return self._math("floor_divide", self, o)
     def __rmod__(self, o): return self._math("remainder", o, self)
     def __pow__(self, o): return self._math("pow", self, o)
     def __rpow__(self, o): return self._math("pow", o, self)

@@ -71,6 +71,8 @@ def _var_to_dict(v):
     d = {"name": v.name, "shape": list(v.shape), "dtype": str(v.dtype),
          "persistable": bool(v.persistable), "is_data": bool(v.is_data),
          "stop_gradient": bool(v.stop_gradient), "parameter": isinstance(v, Parameter)}
+    if v.is_tensor_array:
+        d["tensor_array"] = True
     if isinstance(v, Parameter):
         d["trainable"] = bool(v.trainable)
         d["learning_rate"] = float(v.optimize_attr.get("learning_rate", 1.0))
@@ -139,8 +141,10 @@ def _read_vars(block, var_dicts):
                                        learning_rate=vd.get("learning_rate", 1.0))
             p.stop_gradient = vd["stop_gradient"]
         else:
-            block.create_var(vd["name"], vd["shape"], vd["dtype"], persistable=vd["persistable"],
-                             stop_gradient=vd["stop_gradient"], is_data=vd["is_data"])
+            v = block.create_var(vd["name"], vd["shape"], vd["dtype"],
+                                 persistable=vd["persistable"],
+                                 stop_gradient=vd["stop_gradient"], is_data=vd["is_data"])
+            v.is_tensor_array = bool(vd.get("tensor_array", False))
 
 
 def _read_ops(program, block, op_dicts):

@@ -20,6 +20,7 @@ from . import tensor_ops, gather_ops, sampling, norm_ops  # noqa: F401,E402
 from . import attention  # noqa: F401,E402
 from . import rnn  # noqa: F401,E402
 from . import control_flow  # noqa: F401,E402
+from . import tensor_array  # noqa: F401,E402
 
 
 def _tolerate_cache_errors():

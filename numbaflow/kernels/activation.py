@@ -53,6 +53,8 @@ def _tanh(a, x):
 
 unary("tanh", _tanh, lambda a, out, d: d * (1.0 - out * out), reads="Out")
 unary("exp", lambda a, x: S.exp(x), lambda a, out, d: d * out, reads="Out")
+unary("sin", lambda a, x: S.sin(x), lambda a, x, d: d * S.cos(x))
+unary("cos", lambda a, x: S.cos(x), lambda a, x, d: -d * S.sin(x))
 unary("log", lambda a, x: S.log(x), lambda a, x, d: d / x)
 unary("sqrt", lambda a, x: S.sqrt(x), lambda a, out, d: d * 0.5 / out, reads="Out")
 unary("square", lambda a, x: x * x, lambda a, x, d: d * 2.0 * x)

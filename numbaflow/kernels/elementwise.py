@@ -168,6 +168,17 @@ elementwise_op("elementwise_mod", ("X", "Y"), lambda a, x, y: S.mod(x, y), attrs
                traits=(NO_GRAD,), doc="Out = X mod Y with Y's sign (Python's %); an integer "
                "zero divisor raises ZeroDivisionError.")
 
+# Paddle's floor_divide: floor(x / y), for integers too (-7 // 2 = -4 in Paddle 2.6), as
+# (x - x mod y) / y: exact (the mod has y's sign) and the integer division helpers'
+# zero-divisor error; no gradient in Paddle
+elementwise_op("elementwise_floordiv", ("X", "Y"), lambda a, x, y: (x - S.mod(x, y)) / y,
+               attrs=_AXIS, traits=(NO_GRAD,), doc="Out = floor(X / Y) (Python's //); an "
+               "integer zero divisor raises ZeroDivisionError.")
+# Paddle's increment: X + step, written back into X (a loop counter; Out is X)
+elementwise_op("increment", ("X",), lambda a, x: x + a["step"], attrs={"step": 1.0},
+               inplace={"Out": "X"},
+               traits=(NO_GRAD,), doc="Out = X + step (Out is X: in place).")
+
 # ---------------------------------------------------------------- comparisons (bool out)
 _BOOL = lambda a, dts: np.dtype(np.bool_)  # noqa: E731
 for _type, _body in [("equal", lambda a, x, y: S.equal(x, y)),
@@ -177,6 +188,8 @@ for _type, _body in [("equal", lambda a, x, y: S.equal(x, y)),
                      ("less_than", lambda a, x, y: x < y),
                      ("less_equal", lambda a, x, y: x <= y)]:
     elementwise_op(_type, ("X", "Y"), _body, attrs=_AXIS, dtype_rule=_BOOL, traits=(NO_GRAD,))
+elementwise_op("logical_not", ("X",), lambda a, x: S.equal(x, 0), dtype_rule=_BOOL,
+               traits=(NO_GRAD,), doc="Out = not X (bool; a number is true when nonzero).")
 
 
 # ---------------------------------------------------------------- n-ary sum (grad accumulation)

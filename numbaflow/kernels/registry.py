@@ -88,7 +88,7 @@ def get_op_def(op_type):
 
 # Ops whose generated kernel divides when given integers: a zero divisor raises
 # ZeroDivisionError on the CPU and sets the device's error record on a GPU.
-DIVIDES = ("elementwise_div", "elementwise_mod", "fused_elementwise")
+DIVIDES = ("elementwise_div", "elementwise_mod", "elementwise_floordiv", "fused_elementwise")
 
 
 def may_fail(op):

@@ -405,3 +405,29 @@ register_op(OpDef("split", (Slot("X"),), (Slot("Out", duplicable=True),), _split
                   grad=_split_grad,
                   doc="Out = X cut along `axis` into `num` equal parts or `sections` sizes "
                       "(one -1 takes the rest); the gradient is concat"))
+
+
+def _shape_infer(ctx):
+    return {"Out": VarInfo((len(ctx.input("Input").shape),), np.dtype("int32"))}
+
+
+def _shape_values(cop):
+    # a plan's shapes are concrete when it binds: the value is a constant of the plan
+    return np.asarray(cop.input("Input").shape, dtype=np.int32)
+
+
+def _shape_cpu(cop):
+    def bind(ins, outs):
+        out, values = outs["Out"][0], _shape_values(cop)
+        return functools.partial(np.copyto, out, values)
+    return bind
+
+
+def _shape_gpu(cop):
+    return lambda ins, outs: gpu_util.copy_thunk(gpu_util.to_device(_shape_values(cop)),
+                                                 outs["Out"][0])
+
+
+register_op(OpDef("shape", (Slot("Input", no_grad=True),), (Slot("Out"),), _shape_infer,
+                  _shape_cpu, gpu=_shape_gpu, traits=frozenset((NO_GRAD,)),
+                  doc="Out = the run-time shape of Input (int32, one entry per dim)"))

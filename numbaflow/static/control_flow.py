@@ -133,8 +133,10 @@ def cond(pred: Variable, true_fn: Callable | None = None, false_fn: Callable | N
             raise ValueError(
                 f"cond: output {k} differs between the branches: true_fn gives {t.name!r} "
                 f"{t.shape} {t.dtype}, false_fn gives {f.name!r} {f.shape} {f.dtype}. "
-                f"numbaflow's plans are static-shape: both branches must give the same "
-                f"shape and dtype (cast or reshape one of them)")
+                f"numbaflow's plans are static-shape, so unlike Paddle (select_input of "
+                f"differing shapes) both branches must give the same dtype, the same rank and "
+                f"equal dims (a -1 dim such as the batch is allowed when both branches give it "
+                f"the same size at run time); cast, pad or reshape one of them")
     helper = LayerHelper("cond", name)
     mask = helper.simple("cast", {"X": pred}, {"in_dtype": pred.dtype, "out_dtype": "int32"},
                          dtype="int32")
@@ -298,6 +300,9 @@ def while_loop(cond: Callable, body: Callable, loop_vars: Sequence[Variable],
     helper = LayerHelper("while_loop", name)
     copies = []
     for v in loop_vars:
+        if v.is_tensor_array:     # an array is updated in place, as in Paddle
+            copies.append(v)
+            continue
         c = helper.create_tmp(v.dtype, stop_gradient=v.stop_gradient)
         helper.append_op("assign", {"X": v}, {"Out": c})
         copies.append(c)
@@ -331,9 +336,13 @@ def while_loop(cond: Callable, body: Callable, loop_vars: Sequence[Variable],
         now = cond(*loop_vars)
         _check_pred(now, "while_loop's cond")
         block.append_op("assign", {"X": now}, {"Out": pre_cond})
+    # the enclosing tensor arrays the body writes are read and written by the loop (it
+    # runs on their lists)
+    arrays = [v for op in block.ops for v in op.output_vars()
+              if v.is_tensor_array and block.vars.get(v.name) is not v]
     reads = list(dict.fromkeys(loop_vars + [v for v in _outer_reads(block)
-                                            if v is not pre_cond]))
+                                            if v is not pre_cond] + arrays))
     parent.append_op("while", {"X": reads, "Condition": pre_cond},
-                     {"Out": list(dict.fromkeys(loop_vars + [pre_cond]))},
+                     {"Out": list(dict.fromkeys(loop_vars + arrays + [pre_cond]))},
                      {"sub_block": block, "is_test": is_test})
     return loop_vars

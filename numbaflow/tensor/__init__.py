@@ -12,33 +12,41 @@ from __future__ import annotations
 import sys
 
 from ..graph.program import Variable as _Variable
+from .array import array_length, array_read, array_write, create_array  # noqa: F401
+from .attribute import shape  # noqa: F401
 from .creation import (arange, assign, create_parameter, full, full_like, linspace,  # noqa: F401
                        ones, ones_like, tril, triu, zeros, zeros_like)
 from .linalg import bmm, einsum, matmul  # noqa: F401
 from .logic import (equal, greater_equal, greater_than, less_equal,  # noqa: F401
-                    less_than, not_equal)
+                    less_than, logical_not, not_equal)
 from .manipulation import (cast, concat, expand, expand_as, flatten, gather,  # noqa: F401
                            reshape, slice_op, split, squeeze, stack, take_along_axis, tile,
                            transpose, unsqueeze)
-from .math import (abs, add, clip, cumsum, divide, erf, exp, floor_mod, log,  # noqa: F401
-                   max, maximum, mean, min, minimum, mod, multiply, pow, remainder, rsqrt,
-                   scale, sqrt, sign, square, subtract, sum, tanh)
+from .math import (abs, add, clip, cos, cumsum, divide, erf, exp, floor_divide,  # noqa: F401
+                   floor_mod, increment, log, max, maximum, mean, min, minimum, mod, multiply,
+                   pow, remainder, rsqrt, scale, sin, sqrt, sign, square, subtract, sum, tanh)
 from .random import multinomial, normal, rand, randn, uniform  # noqa: F401
 from .search import argmax, argsort, masked_fill, sort, topk, where  # noqa: F401
 
 __all__ = [
+    # array
+    "array_length", "array_read", "array_write", "create_array",
+    # attribute
+    "shape",
     # creation
     "arange", "assign", "create_parameter", "full", "full_like", "linspace", "ones",
     "ones_like", "tril", "triu", "zeros", "zeros_like",
     # linalg
     "bmm", "einsum", "matmul",
     # logic
-    "equal", "greater_equal", "greater_than", "less_equal", "less_than", "not_equal",
+    "equal", "greater_equal", "greater_than", "less_equal", "less_than", "logical_not",
+    "not_equal",
     # manipulation
     "cast", "concat", "expand", "expand_as", "flatten", "gather", "reshape", "split",
     "squeeze", "stack", "take_along_axis", "tile", "transpose", "unsqueeze",
     # math
-    "abs", "add", "clip", "cumsum", "divide", "erf", "exp", "floor_mod", "log", "max",
+    "abs", "add", "clip", "cos", "cumsum", "divide", "erf", "exp", "floor_divide", "floor_mod",
+    "increment", "log", "max", "sin",
     "maximum", "mean", "min", "minimum", "mod", "multiply", "pow", "remainder", "rsqrt",
     "scale", "sign", "sqrt", "square", "subtract", "sum", "tanh",
     # random

@@ -41,3 +41,30 @@ greater_than = _compare("greater_than", "greater_than", ">")
 greater_equal = _compare("greater_equal", "greater_equal", ">=")
 less_than = _compare("less_than", "less_than", "<")
 less_equal = _compare("less_equal", "less_equal", "<=")
+
+
+def logical_not(x: Variable, out: Variable | None = None, name: str | None = None) -> Variable:
+    """not x elementwise (op `logical_not`): bool, a number counting as true when nonzero.
+
+    Args:
+        x (Variable): the input.
+        out (Variable, optional): not supported (a new Variable is returned).
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: bool, x's shape; stop_gradient=True.
+
+    Example:
+        >>> x = paddle.full([2], 0.0) < 1.0
+        >>> static.Executor(paddle.CPUPlace()).run(fetch_list=[paddle.logical_not(x)])[0]
+        array([False, False])
+    """
+    from ..layer_helper import LayerHelper
+    from ._helpers import check_variable
+    if out is not None:
+        raise NotImplementedError("logical_not: out= is not supported; use the returned "
+                                  "Variable")
+    check_variable(x, "logical_not", "x")
+    y = LayerHelper("logical_not", name).simple("logical_not", {"X": x}, dtype="bool")
+    y.stop_gradient = True
+    return y

@@ -371,8 +371,57 @@ def min(x: Variable, axis: int | Sequence[int] | None = None, keepdim: bool = Fa
     return _reduce("reduce_min", "min", x, axis, keepdim, name)
 
 
-exp, log, sqrt, square, abs, tanh, rsqrt, erf, sign = (
-    _unary(t) for t in ("exp", "log", "sqrt", "square", "abs", "tanh", "rsqrt", "erf", "sign"))
+exp, log, sqrt, square, abs, tanh, rsqrt, erf, sign, sin, cos = (
+    _unary(t) for t in ("exp", "log", "sqrt", "square", "abs", "tanh", "rsqrt", "erf", "sign",
+                        "sin", "cos"))
+
+
+def floor_divide(x: Variable | float, y: Variable | float, name: str | None = None
+                 ) -> Variable:
+    """floor(x / y) elementwise with numpy broadcasting (op `elementwise_floordiv`; Python's
+    //, for integers too: -7 // 2 = -4). An integer y holding a 0 raises
+    ZeroDivisionError when the program runs. Not differentiable (as in Paddle).
+
+    Args:
+        x (Variable or float): the dividend; a Python number becomes a constant.
+        y (Variable or float): the divisor, of x's dtype.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: the broadcast shape of x and y.
+
+    Example:
+        >>> x = paddle.full([2], -7, 'int64')
+        >>> static.Executor(paddle.CPUPlace()).run(fetch_list=[paddle.floor_divide(x, 2)])[0]
+        array([-4, -4])
+    """
+    return _binary("elementwise_floordiv", x, y, name)
+
+
+def increment(x: Variable, value: float = 1.0, name: str | None = None) -> Variable:
+    """x + value written back into x (op `increment`, in place: a loop counter).
+
+    Args:
+        x (Variable): a one-element Variable.
+        value (float): the step.
+        name (str, optional): accepted for Paddle compatibility.
+
+    Returns:
+        Variable: x itself.
+
+    Example:
+        >>> i = paddle.full([1], 0, 'int64')
+        >>> j = paddle.increment(i, 2)
+        >>> j is i, static.Executor(paddle.CPUPlace()).run(fetch_list=[i])[0]
+        (True, array([2]))
+    """
+    _var(x, "increment")
+    if any(d not in (1, -1) for d in x.shape):
+        raise ValueError(f"increment: x must hold one element (shape [1]), got {x.name!r} of "
+                         f"shape {list(x.shape)}; use paddle.scale or x + value instead")
+    LayerHelper("increment", name).append_op("increment", {"X": x}, {"Out": x},
+                                             {"step": float(value)})
+    return x
 
 
 def clip(x: Variable, min: float | None = None, max: float | None = None,

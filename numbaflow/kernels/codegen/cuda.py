@@ -77,6 +77,7 @@ def _nan_flag(err, v):
 # (and numba's CPU code) gives inf or NaN, so simulated kernels would fail where the
 # device computes on, and NUMBAFLOW_CHECK_NAN_INF could not be tested there
 SIMULATED_MATH = types.SimpleNamespace(exp=np.exp, log=np.log, sqrt=np.sqrt, tanh=np.tanh,
+                                       sin=np.sin, cos=np.cos,
                                        erf=math.erf, isfinite=math.isfinite)
 
 

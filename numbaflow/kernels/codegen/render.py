@@ -12,7 +12,7 @@ _FORMATS = {
     "gt": "({0} > {1})", "ge": "({0} >= {1})", "lt": "({0} < {1})", "le": "({0} <= {1})",
     "eq": "({0} == {1})", "ne": "({0} != {1})",
     "exp": "_exp({0})", "log": "math.log({0})", "sqrt": "math.sqrt({0})",
-    "tanh": "math.tanh({0})", "erf": "_erf({0})", "abs": "abs({0})",
+    "tanh": "math.tanh({0})", "sin": "math.sin({0})", "cos": "math.cos({0})", "erf": "_erf({0})", "abs": "abs({0})",
     "max": "max({0}, {1})", "min": "min({0}, {1})",
     "where": "({1} if {0} else {2})", "mod": "_fmod({0}, {1})",
     "sign": "(_F(1.0) if {0} > _F(0.0) else (_F(-1.0) if {0} < _F(0.0) else _F(0.0)))",
@@ -46,7 +46,7 @@ def render_cast(expr, dtype):
 # truncation toward zero (C, Paddle) and the divisor's sign (Python, Paddle), each with a
 # typed error on a zero divisor instead of numpy's silent 0 / INT_MIN.
 _INT_KINDS = "iub"
-_FLOAT_FUNCS = ("exp", "log", "sqrt", "tanh", "erf")
+_FLOAT_FUNCS = ("exp", "log", "sqrt", "tanh", "erf", "sin", "cos")
 _BOOL_OPS = ("gt", "ge", "lt", "le", "eq", "ne")
 _DIVISIONS = ("div", "mod")
 
