@@ -108,3 +108,25 @@ def test_bad_arguments_are_refused_at_build_time():
             F.nll_loss(x, static.data("l", [None, 3, 8], dtype="int64"))
         with pytest.raises(ValueError, match="glu: x .* must be even"):
             F.glu(static.data("odd", [None, 3]))
+
+
+def test_static_nn_group_norm_and_instance_norm_spellings():
+    """Paddle 2.6's static.nn.group_norm / instance_norm: parameter names, instance_norm's
+    default of no parameters (only with both attrs given), values from numpy."""
+    x = np.random.default_rng(0).uniform(-1, 1, (2, 6, 3, 3)).astype("float32")
+    main, startup = static.Program(), static.Program()
+    with static.program_guard(main, startup):
+        v = static.data("x", [None, 6, 3, 3])
+        g = static.nn.group_norm(v, groups=3, act="relu")
+        i = static.nn.instance_norm(v)
+    assert [p.name for p in main.all_parameters()] == ["group_norm_0.w_0", "group_norm_0.b_0"]
+    exe = static.Executor()
+    exe.run(startup)
+    got_g, got_i = exe.run(main, feed={"x": x}, fetch_list=[g, i])
+
+    def norm(a, axes):
+        a = a.astype(np.float64)
+        return (a - a.mean(axes, keepdims=True)) / np.sqrt(a.var(axes, keepdims=True) + 1e-5)
+    want_g = np.maximum(norm(x.reshape(2, 3, -1), 2).reshape(x.shape), 0)
+    np.testing.assert_allclose(got_g, want_g, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got_i, norm(x, (2, 3)), rtol=1e-5, atol=1e-5)
