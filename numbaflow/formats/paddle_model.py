@@ -321,6 +321,14 @@ def program_from_desc(desc, path):
             continue
         op = _fold_constants(op, constants)
         inputs, outputs, attrs = _translate(op, where)
+        # Paddle's inference programs leave out outputs nothing reads (an is_test dropout's
+        # Mask): a temporary takes each required output slot the file omits
+        for slot in get_op_def(op.type).outputs:
+            if not slot.optional and slot.name not in outputs:
+                tmp = f"{op.type}_{i}.{slot.name}.omitted"
+                if tmp not in block.vars:
+                    block.create_var(tmp, (), "float32", stop_gradient=True)
+                outputs[slot.name] = [tmp]
         if op.type == "fill_constant" and list(attrs.get("shape", [])) in ([1], []):
             constants[outputs["Out"][0]] = attrs["value"]
 
