@@ -382,6 +382,11 @@ _XSHAPE_OPS = {"reshape2": "X", "transpose2": "X", "squeeze2": "X", "unsqueeze2"
 PROGRAM_VERSION = 2006002        # the Paddle version whose ProgramDesc this writes
 
 
+# list attributes Paddle declares FLOATS whose numbaflow default is empty (an empty list
+# tells no type; interp_v2's `scale` read as INTS fails in Paddle)
+_FLOAT_LISTS = {"scale"}
+
+
 def _set_attr(a, name, value, default, where):
     """Fill OpDesc.Attr `a` with `value`, typed as Paddle's OpProto types it (the OpDef's
     default tells float from int)."""
@@ -407,7 +412,8 @@ def _set_attr(a, name, value, default, where):
                 all(isinstance(v, (bool, np.bool_)) for v in sample):
             a.type = t["BOOLEANS"]
             a.bools.extend(bool(v) for v in items)
-        elif all(isinstance(v, (int, np.integer)) for v in sample):
+        elif all(isinstance(v, (int, np.integer)) for v in sample) and \
+                not (name in _FLOAT_LISTS and not items):
             if all(-2**31 <= int(v) < 2**31 for v in items):
                 a.type = t["INTS"]
                 a.ints.extend(int(v) for v in items)
