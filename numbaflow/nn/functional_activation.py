@@ -39,22 +39,32 @@ INPLACE = {"relu_": "relu", "tanh_": "tanh", "softmax_": "softmax", "elu_": "elu
            "thresholded_relu_": "thresholded_relu"}
 
 
+_TEMPLATE = """
+def {fn}(x: Variable{sig}, name: str | None = None) -> Variable:
+    return _apply({fn!r}, x, name, {values})
+"""
+
+
+def _apply(fn, x, name, values):
+    _var(x, fn)
+    op, _, args = _TABLE[fn]
+    attrs = {}
+    for (arg, _, attr, check), v in zip(args, values):
+        v = float(v)
+        if check and not check[1](v):
+            raise ValueError(f"{fn}: {arg} must satisfy {check[0].replace('x', arg)}, got {v}")
+        attrs[attr] = v
+    return LayerHelper(op, name).simple(op, {"X": x}, attrs or None)
+
+
 def _make(fn, op, formula, args):
-    def act(x, *values, name=None, **kw):
-        _var(x, fn)
-        if len(values) > len(args):
-            raise TypeError(f"{fn}() takes at most {len(args) + 1} positional arguments")
-        attrs = {}
-        for i, (arg, default, attr, check) in enumerate(args):
-            v = float(values[i] if i < len(values) else kw.pop(arg, default))
-            if check and not check[1](v):
-                raise ValueError(f"{fn}: {arg} must satisfy {check[0].replace('x', arg)}, "
-                                 f"got {v}")
-            attrs[attr] = v
-        if kw:
-            raise TypeError(f"{fn}() got unexpected keyword arguments {sorted(kw)}")
-        return LayerHelper(op, name).simple(op, {"X": x}, attrs or None)
-    act.__name__ = act.__qualname__ = fn
+    """The function `fn`(x, <args>, name) appending op `op` (a real signature, for
+    help() and type checkers)."""
+    src = _TEMPLATE.format(fn=fn, sig="".join(f", {a}: float = {d!r}" for a, d, _, _ in args),
+                           values="(" + "".join(f"{a}, " for a, _, _, _ in args) + ")")
+    ns = {}
+    exec(compile(src, f"<F.{fn}>", "exec", dont_inherit=False), globals(), ns)  # noqa: S102
+    act = ns[fn]
     act.__module__ = "numbaflow.nn.functional"
     arg_doc = "".join(f"        {a} (float): default {d!r} (op attribute `{at}`).\n"
                       for a, d, at, _ in args)
@@ -67,6 +77,7 @@ def _make(fn, op, formula, args):
     return act
 
 
+_TABLE = {fn: (op, formula, args) for fn, op, formula, args in ACTIVATIONS}
 __all__ = []
 for _fn, _op, _formula, _args in ACTIVATIONS:
     globals()[_fn] = _make(_fn, _op, _formula, _args)
