@@ -130,3 +130,20 @@ def test_static_nn_group_norm_and_instance_norm_spellings():
     want_g = np.maximum(norm(x.reshape(2, 3, -1), 2).reshape(x.shape), 0)
     np.testing.assert_allclose(got_g, want_g, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(got_i, norm(x, (2, 3)), rtol=1e-5, atol=1e-5)
+
+
+def test_shuffle_softmax2d_and_cosine_layers():
+    x = np.random.default_rng(0).uniform(-1, 1, (2, 8, 2, 3)).astype("float32")
+
+    def build():
+        a = static.data("a", [None, 8, 2, 3])
+        b = paddle.flatten(a, 1)
+        return [paddle.nn.PixelShuffle(2)(a), F.pixel_shuffle(a, 2),
+                paddle.nn.ChannelShuffle(4)(a), F.channel_shuffle(a, 4),
+                paddle.nn.Softmax2D()(a), paddle.nn.CosineSimilarity(axis=1)(b, b)]
+    ps, ps_f, cs, cs_f, sm, cos = _run(build, {"a": x})
+    np.testing.assert_array_equal(ps, ps_f)
+    np.testing.assert_array_equal(cs, cs_f)
+    e = np.exp(x - x.max(1, keepdims=True))
+    np.testing.assert_allclose(sm, e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(cos, np.ones(2), rtol=1e-5)

@@ -25,7 +25,8 @@ __all__ = ["relu", "sigmoid", "tanh", "gelu", "leaky_relu", "softmax", "log_soft
            "adaptive_max_pool2d", "adaptive_avg_pool1d", "adaptive_max_pool1d",
            "conv2d_transpose", "conv1d", "conv1d_transpose", "interpolate", "upsample",
            "group_norm", "instance_norm", "hardswish", "hardsigmoid", "swish", "hardtanh",
-           "max_pool1d", "avg_pool1d", "dropout2d", "dropout3d"]
+           "max_pool1d", "avg_pool1d", "dropout2d", "dropout3d", "zeropad2d", "pixel_shuffle",
+           "pixel_unshuffle", "channel_shuffle"]
 
 
 def _var(x, fn, arg="x"):
@@ -424,7 +425,8 @@ from .functional_nn import (  # noqa: E402,F401
 from .functional_pool import (  # noqa: E402,F401
     adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d, adaptive_max_pool2d, avg_pool1d,
     avg_pool2d, max_pool1d, max_pool2d)
-from .functional_vision import interpolate, upsample  # noqa: E402,F401
+from .functional_vision import (  # noqa: E402,F401
+    channel_shuffle, interpolate, pixel_shuffle, pixel_unshuffle, upsample, zeropad2d)
 from .functional_norm import group_norm, instance_norm  # noqa: E402,F401
 from .functional_conv import conv1d, conv1d_transpose, conv2d, conv2d_transpose  # noqa: E402,F401
 from .functional_transformer import (  # noqa: E402,F401

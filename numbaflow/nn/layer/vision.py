@@ -1,0 +1,89 @@
+"""Rearranging and similarity layers, thin over their functionals: PixelShuffle,
+PixelUnshuffle, ChannelShuffle (one table), Softmax2D and CosineSimilarity."""
+from __future__ import annotations
+
+from .. import functional as F
+from ...graph.program import Variable
+from .activation import make_layer
+from .layers import Layer
+
+# (class, functional, constructor arguments in Paddle's order, example input, its output)
+SHUFFLES = [
+    ("PixelShuffle", "pixel_shuffle", "upscale_factor: int, data_format: str = 'NCHW'",
+     "2", "[None, 8, 3, 3]", "(-1, 2, 6, 6)"),
+    ("PixelUnshuffle", "pixel_unshuffle", "downscale_factor: int, data_format: str = 'NCHW'",
+     "2", "[None, 2, 6, 6]", "(-1, 8, 3, 3)"),
+    ("ChannelShuffle", "channel_shuffle", "groups: int, data_format: str = 'NCHW'",
+     "3", "[None, 6, 2, 2]", "(-1, 6, 2, 2)"),
+]
+
+__all__ = ["Softmax2D", "CosineSimilarity"]
+for _cls, _fn, _sig, _arg, _shape, _out in SHUFFLES:
+    globals()[_cls] = make_layer(_cls, _fn, _sig, doc=(
+        f"F.{_fn} as a layer.\n\n    Args:\n"
+        f"        {_sig.split(':')[0]} (int): as in F.{_fn}.\n"
+        f"        data_format (str): 'NCHW' or 'NHWC'.\n"
+        f"        name (str, optional): a prefix for the output's name.\n\n"
+        f"    Example:\n        >>> layer = paddle.nn.{_cls}({_arg})\n"
+        f"        >>> layer(static.data('x', {_shape})).shape\n        {_out}\n"))
+    globals()[_cls].__module__ = __name__
+    __all__.append(_cls)
+
+
+class Softmax2D(Layer):
+    """Softmax over the channels of a 3-D (C, H, W) or 4-D (N, C, H, W) input (axis -3).
+
+    Args:
+        name (str, optional): a prefix for the output's name.
+
+    Example:
+        >>> paddle.nn.Softmax2D()(static.data('x', [None, 3, 2, 2])).shape
+        (-1, 3, 2, 2)
+    """
+
+    def __init__(self, name: str | None = None) -> None:
+        super().__init__()
+        self._name = name
+
+    def forward(self, x: Variable) -> Variable:
+        """The channel softmax of x.
+
+        Args:
+            x (Variable): 3-D or 4-D.
+
+        Returns:
+            Variable: x's shape.
+        """
+        if x.ndim not in (3, 4):
+            raise ValueError(f"Softmax2D: x {x.name} must be 3-D or 4-D, got {x.shape}")
+        return F.softmax(x, axis=-3, name=self._name)
+
+
+class CosineSimilarity(Layer):
+    """F.cosine_similarity as a layer.
+
+    Args:
+        axis (int): the vector dim.
+        eps (float): keeps the division finite.
+
+    Example:
+        >>> a, b = static.data('a', [None, 4]), static.data('b', [None, 4])
+        >>> paddle.nn.CosineSimilarity()(a, b).shape
+        (-1,)
+    """
+
+    def __init__(self, axis: int = 1, eps: float = 1e-8) -> None:
+        super().__init__()
+        self._axis, self._eps = axis, eps
+
+    def forward(self, x1: Variable, x2: Variable) -> Variable:
+        """The cosine similarity of x1 and x2.
+
+        Args:
+            x1 (Variable): the first vectors.
+            x2 (Variable): the second.
+
+        Returns:
+            Variable: x1's shape without `axis`.
+        """
+        return F.cosine_similarity(x1, x2, axis=self._axis, eps=self._eps)
