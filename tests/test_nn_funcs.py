@@ -108,6 +108,11 @@ def test_bad_arguments_are_refused_at_build_time():
             F.nll_loss(x, static.data("l", [None, 3, 8], dtype="int64"))
         with pytest.raises(ValueError, match="glu: x .* must be even"):
             F.glu(static.data("odd", [None, 3]))
+        img = static.data("img", [None, 3, 4, 4])
+        with pytest.raises(NotImplementedError, match="SizeTensor"):
+            F.interpolate(img, size=[paddle.full([1], 3, "int32"), 4])
+        with pytest.raises(NotImplementedError, match="mode 'bicubic'"):
+            F.interpolate(img, size=[8, 8], mode="bicubic")
 
 
 def test_static_nn_group_norm_and_instance_norm_spellings():

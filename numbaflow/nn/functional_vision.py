@@ -24,6 +24,9 @@ def _size(size, fn):
     if isinstance(size, Variable):
         raise NotImplementedError(f"{fn}: size as a Variable (op input OutSize) is not "
                                   f"supported; give a list of 2 ints")
+    if isinstance(size, (list, tuple)) and any(isinstance(s, Variable) for s in size):
+        raise NotImplementedError(f"{fn}: size entries as Variables (op input SizeTensor) are "
+                                  f"not supported; give a list of 2 ints")
     if not isinstance(size, (list, tuple)) or len(size) != 2 or \
             not all(isinstance(s, numbers.Integral) and s > 0 for s in size):
         raise ValueError(f"{fn}: size must be a list or tuple of 2 positive ints [out_h, "
