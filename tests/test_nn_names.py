@@ -14,8 +14,8 @@ from numbaflow.nn import paddle_names
 
 RECORD = json.loads((pathlib.Path(__file__).parent / "fixtures" / "paddle_nn_names.json")
                     .read_text(encoding="utf-8"))
-MODULES = {"paddle.nn": (nn, paddle_names.PADDLE_NN, 98),
-           "paddle.nn.functional": (F, paddle_names.PADDLE_NN_FUNCTIONAL, 78)}
+MODULES = {"paddle.nn": (nn, paddle_names.PADDLE_NN, 99),
+           "paddle.nn.functional": (F, paddle_names.PADDLE_NN_FUNCTIONAL, 79)}
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))

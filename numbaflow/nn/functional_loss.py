@@ -13,7 +13,7 @@ from ..tensor._helpers import check_variable as _var
 
 __all__ = ["l1_loss", "smooth_l1_loss", "nll_loss", "binary_cross_entropy",
            "binary_cross_entropy_with_logits", "kl_div", "log_loss", "margin_ranking_loss",
-           "soft_margin_loss", "hinge_embedding_loss", "cosine_similarity"]
+           "soft_margin_loss", "hinge_embedding_loss", "cosine_similarity", "pairwise_distance"]
 
 
 def _reduce(loss, reduction, fn, modes=("mean", "sum", "none")):
@@ -354,3 +354,37 @@ def cosine_similarity(x1: Variable, x2: Variable, axis: int = 1, eps: float = 1e
     w12 = M.sum(M.multiply(x1, x2), axis=axis)
     w1, w2 = M.sum(M.square(x1), axis=axis), M.sum(M.square(x2), axis=axis)
     return M.divide(w12, M.sqrt(M.maximum(M.multiply(w1, w2), float(eps) ** 2)))
+
+
+def pairwise_distance(x: Variable, y: Variable, p: float = 2.0, epsilon: float = 1e-6,
+                      keepdim: bool = False, name: str | None = None) -> Variable:
+    """The p-norm of x - y + epsilon along the last dim (Paddle's): (sum |d|^p)^(1/p), the
+    largest |d| for p = inf, the smallest for p = -inf.
+
+    Args:
+        x (Variable): (N, D) or (D,).
+        y (Variable): broadcastable to x.
+        p (float): the norm's order (not 0).
+        epsilon (float): added to the difference.
+        keepdim (bool): keep the last dim (size 1).
+        name (str, optional): accepted for Paddle compatibility.
+
+    Returns:
+        Variable: x's shape without the last dim (or with it as 1).
+
+    Example:
+        >>> a, b = static.data('a', [None, 4]), static.data('b', [None, 4])
+        >>> F.pairwise_distance(a, b).shape
+        (-1,)
+    """
+    x, y = _pair(x, y, "pairwise_distance", "x", "y")
+    p = float(p)
+    if p == 0.0:
+        raise NotImplementedError("pairwise_distance: p=0 (a count of non-zeros) is not "
+                                  "supported; give p > 0 or +-inf")
+    d = M.abs(M.scale(M.subtract(x, y), 1.0, float(epsilon)))
+    if p == float("inf"):
+        return M.max(d, axis=-1, keepdim=keepdim)
+    if p == float("-inf"):
+        return M.min(d, axis=-1, keepdim=keepdim)
+    return M.pow(M.sum(M.pow(d, p), axis=-1, keepdim=keepdim), 1.0 / p)

@@ -1,5 +1,6 @@
 """Rearranging and similarity layers, thin over their functionals: PixelShuffle,
-PixelUnshuffle, ChannelShuffle (one table), Softmax2D and CosineSimilarity."""
+PixelUnshuffle, ChannelShuffle (one table), Softmax2D, CosineSimilarity and
+PairwiseDistance."""
 from __future__ import annotations
 
 from .. import functional as F
@@ -17,7 +18,7 @@ SHUFFLES = [
      "3", "[None, 6, 2, 2]", "(-1, 6, 2, 2)"),
 ]
 
-__all__ = ["Softmax2D", "CosineSimilarity"]
+__all__ = ["Softmax2D", "CosineSimilarity", "PairwiseDistance"]
 for _cls, _fn, _sig, _arg, _shape, _out in SHUFFLES:
     globals()[_cls] = make_layer(_cls, _fn, _sig, doc=(
         f"F.{_fn} as a layer.\n\n    Args:\n"
@@ -87,3 +88,15 @@ class CosineSimilarity(Layer):
             Variable: x1's shape without `axis`.
         """
         return F.cosine_similarity(x1, x2, axis=self._axis, eps=self._eps)
+
+
+PairwiseDistance = make_layer(
+    "PairwiseDistance", "pairwise_distance",
+    "p: float = 2.0, epsilon: float = 1e-6, keepdim: bool = False", ("x", "y"), doc=(
+        "F.pairwise_distance as a layer.\n\n    Args:\n"
+        "        p (float): the norm's order.\n        epsilon (float): added to x - y.\n"
+        "        keepdim (bool): keep the last dim.\n"
+        "        name (str, optional): accepted for Paddle compatibility.\n\n"
+        "    Example:\n        >>> a, b = static.data('a', [None, 4]), static.data('b', [None, 4])\n"
+        "        >>> paddle.nn.PairwiseDistance()(a, b).shape\n        (-1,)\n"))
+PairwiseDistance.__module__ = __name__
