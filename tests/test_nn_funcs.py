@@ -152,3 +152,14 @@ def test_shuffle_softmax2d_and_cosine_layers():
     e = np.exp(x - x.max(1, keepdims=True))
     np.testing.assert_allclose(sm, e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(cos, np.ones(2), rtol=1e-5)
+
+
+def test_unflatten_splits_one_dim():
+    x = np.arange(2 * 6 * 4, dtype="float32").reshape(2, 6, 4)
+
+    def build():
+        a = static.data("a", [None, 6, 4])
+        return [paddle.nn.Unflatten(1, [2, -1])(a), paddle.nn.Unflatten(-1, [2, 2])(a)]
+    u1, u2 = _run(build, {"a": x})
+    np.testing.assert_array_equal(u1, x.reshape(2, 2, 3, 4))
+    np.testing.assert_array_equal(u2, x.reshape(2, 6, 2, 2))

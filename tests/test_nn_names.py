@@ -14,7 +14,7 @@ from numbaflow.nn import paddle_names
 
 RECORD = json.loads((pathlib.Path(__file__).parent / "fixtures" / "paddle_nn_names.json")
                     .read_text(encoding="utf-8"))
-MODULES = {"paddle.nn": (nn, paddle_names.PADDLE_NN, 99),
+MODULES = {"paddle.nn": (nn, paddle_names.PADDLE_NN, 100),
            "paddle.nn.functional": (F, paddle_names.PADDLE_NN_FUNCTIONAL, 79)}
 
 

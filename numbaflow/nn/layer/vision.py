@@ -18,7 +18,7 @@ SHUFFLES = [
      "3", "[None, 6, 2, 2]", "(-1, 6, 2, 2)"),
 ]
 
-__all__ = ["Softmax2D", "CosineSimilarity", "PairwiseDistance"]
+__all__ = ["Softmax2D", "CosineSimilarity", "PairwiseDistance", "Unflatten"]
 for _cls, _fn, _sig, _arg, _shape, _out in SHUFFLES:
     globals()[_cls] = make_layer(_cls, _fn, _sig, doc=(
         f"F.{_fn} as a layer.\n\n    Args:\n"
@@ -100,3 +100,52 @@ PairwiseDistance = make_layer(
         "    Example:\n        >>> a, b = static.data('a', [None, 4]), static.data('b', [None, 4])\n"
         "        >>> paddle.nn.PairwiseDistance()(a, b).shape\n        (-1,)\n"))
 PairwiseDistance.__module__ = __name__
+
+
+class Unflatten(Layer):
+    """Split dim `axis` of the input into `shape` (Paddle's paddle.unflatten; one reshape2,
+    unknown leading dims copied with 0).
+
+    Args:
+        axis (int): the dim to split.
+        shape (list of int): its new dims (one may be -1).
+        name (str, optional): accepted for Paddle compatibility.
+
+    Example:
+        >>> paddle.nn.Unflatten(1, [2, 3])(static.data('x', [None, 6, 4])).shape
+        (-1, 2, 3, 4)
+    """
+
+    def __init__(self, axis: int, shape: list[int] | tuple[int, ...],
+                 name: str | None = None) -> None:
+        super().__init__()
+        self.axis, self.shape = axis, list(shape)
+
+    def forward(self, input: Variable) -> Variable:
+        """input with dim `axis` split.
+
+        Args:
+            input (Variable): the input.
+
+        Returns:
+            Variable: the reshaped input.
+        """
+        from ... import tensor as M
+        dims, axis = list(input.shape), self.axis % max(input.ndim, 1)
+        if not 0 <= self.axis + (input.ndim if self.axis < 0 else 0) < input.ndim:
+            raise ValueError(f"Unflatten: axis {self.axis} is not a dim of {input.name} "
+                             f"(shape {tuple(dims)})")
+        after = dims[axis + 1:]
+        if any(d < 0 for d in after) and (-1 in self.shape or sum(d < 0 for d in after) > 1):
+            raise ValueError(f"Unflatten: {input.name} (shape {tuple(dims)}) has unknown dims "
+                             f"after axis {self.axis}; numbaflow's reshape needs them known")
+        target = [0 if d < 0 else d for d in dims[:axis]] + self.shape + after
+        return M.reshape(input, target)
+
+    def extra_repr(self) -> str:
+        """axis and shape.
+
+        Returns:
+            str: e.g. 'axis=1, shape=[2, 3]'.
+        """
+        return f"axis={self.axis}, shape={self.shape}"
