@@ -21,6 +21,7 @@ PUBLIC_MODULES = [
     "numbaflow.metric", "numbaflow.utils", "numbaflow.utils.unique_name",
     "numbaflow.fluid.layers.device",
     "numbaflow.utils.metrics", "numbaflow.incubate", "numbaflow.vision.models",
+    "numbaflow.vision.transforms",
 ]
 
 # Implementation modules reachable as attributes of a public module: their public

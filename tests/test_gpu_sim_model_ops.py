@@ -13,7 +13,10 @@ import pytest
 
 ROWS = ("pool2d-adaptive", "conv2d_transpose-", "depthwise_conv2d_transpose-",
         "nearest_interp_v2-", "bilinear_interp_v2-", "group_norm-", "instance_norm-", "pad3d-",
-        "one_hot_v2-", "hard_swish", "hard_sigmoid", "swish", "brelu", "max_pool2d_with_index")
+        "one_hot_v2-", "hard_swish", "hard_sigmoid", "swish", "brelu", "max_pool2d_with_index",
+        "elu", "celu", "selu", "softplus", "softsign", "mish", "logsigmoid", "tanh_shrink",
+        "softshrink", "hard_shrink", "thresholded_relu", "sigmoid_ce-pos_weight",
+        "sigmoid_ce_grad-pos_weight")
 
 SCRIPT = textwrap.dedent("""
     import sys

@@ -387,7 +387,7 @@ def test_out_of_range_ids_raise_naming_the_op_and_leave_state_unchanged():
     (lambda x: POOL.max_pool2d(paddle.reshape(x, [-1, 48]), 2), ValueError, "must be 4-D"),
     (lambda x: NN.dropout(x, 1.5), ValueError, r"in \[0, 1\]"),
     (lambda x: NN.dropout(x, "0.5"), TypeError, "float"),
-    (lambda x: NN.dropout(x, 0.5, axis=1), ValueError, "axis"),
+    (lambda x: NN.dropout(x, 0.5, axis=5), ValueError, "axis must be dims of x"),
     (lambda x: NN.dropout(x, 0.5, mode="scale"), ValueError, "mode"),
     (lambda x: NN.static_batch_norm(x, data_layout="CHWN"), ValueError, "data format"),
     (lambda x: NN.static_embedding(x, size=[4, 2]), TypeError, "int64"),

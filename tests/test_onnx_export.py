@@ -164,3 +164,23 @@ def test_model_ops_run_in_onnxruntime_with_our_outputs(tmp_path):
     onnx.checker.check_model(onnx.load(path))
     for g, w in zip(run_onnx(path, feed), want):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+def test_paddle2_activations_run_in_onnxruntime_with_our_outputs(tmp_path):
+    main, startup = static.Program(), static.Program()
+    with static.program_guard(main, startup):
+        x = static.data("x", [None, 7], "float32")
+        outs = [F.elu(x, 0.5), F.celu(x, 2.0), F.selu(x), F.softsign(x),
+                F.thresholded_relu(x, 0.3), F.hardshrink(x, 0.7), F.softshrink(x, 0.7),
+                F.softplus(x), F.mish(x), F.log_sigmoid(x), F.tanhshrink(x)]
+        bad = F.softplus(x, beta=2.0)
+    exe = static.Executor(paddle.CPUPlace())
+    exe.run(startup)
+    feed = {"x": np.random.default_rng(3).uniform(-3, 3, (4, 7)).astype("float32")}
+    want = exe.run(main, feed=feed, fetch_list=outs)
+    path = paddle.onnx.export(main, [x], outs, str(tmp_path / "a.onnx"))
+    onnx.checker.check_model(onnx.load(path))
+    for g, w in zip(run_onnx(path, feed), want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+    with pytest.raises(Exception, match="beta 1"):
+        paddle.onnx.export(main, [x], [bad], str(tmp_path / "b.onnx"))

@@ -321,6 +321,14 @@ def program_from_desc(desc, path):
             continue
         op = _fold_constants(op, constants)
         inputs, outputs, attrs = _translate(op, where)
+        # Paddle's inference programs leave out outputs nothing reads (an is_test dropout's
+        # Mask): a temporary takes each required output slot the file omits
+        for slot in get_op_def(op.type).outputs:
+            if not slot.optional and slot.name not in outputs:
+                tmp = f"{op.type}_{i}.{slot.name}.omitted"
+                if tmp not in block.vars:
+                    block.create_var(tmp, (), "float32", stop_gradient=True)
+                outputs[slot.name] = [tmp]
         if op.type == "fill_constant" and list(attrs.get("shape", [])) in ([1], []):
             constants[outputs["Out"][0]] = attrs["value"]
 
@@ -374,6 +382,11 @@ _XSHAPE_OPS = {"reshape2": "X", "transpose2": "X", "squeeze2": "X", "unsqueeze2"
 PROGRAM_VERSION = 2006002        # the Paddle version whose ProgramDesc this writes
 
 
+# list attributes Paddle declares FLOATS whose numbaflow default is empty (an empty list
+# tells no type; interp_v2's `scale` read as INTS fails in Paddle)
+_FLOAT_LISTS = {"scale"}
+
+
 def _set_attr(a, name, value, default, where):
     """Fill OpDesc.Attr `a` with `value`, typed as Paddle's OpProto types it (the OpDef's
     default tells float from int)."""
@@ -399,7 +412,8 @@ def _set_attr(a, name, value, default, where):
                 all(isinstance(v, (bool, np.bool_)) for v in sample):
             a.type = t["BOOLEANS"]
             a.bools.extend(bool(v) for v in items)
-        elif all(isinstance(v, (int, np.integer)) for v in sample):
+        elif all(isinstance(v, (int, np.integer)) for v in sample) and \
+                not (name in _FLOAT_LISTS and not items):
             if all(-2**31 <= int(v) < 2**31 for v in items):
                 a.type = t["INTS"]
                 a.ints.extend(int(v) for v in items)

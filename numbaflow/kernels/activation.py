@@ -42,6 +42,54 @@ unary("swish", lambda a, x: x / (1.0 + S.exp(-x)),
 unary("brelu", lambda a, x: S.minimum(S.maximum(x, a["t_min"]), a["t_max"]),
       lambda a, x, d: S.where(x > a["t_min"], S.where(x < a["t_max"], d, 0.0), 0.0),
       attrs={"t_min": 0.0, "t_max": 24.0})
+# Paddle 2's other activations (op names and attributes as Paddle's activation_op)
+def _softplus(x, beta, threshold):
+    # log(1 + exp(b x)) / b, linear above the threshold (Paddle's), stable for large -x
+    bx = beta * x
+    return S.where(bx > threshold, x, (S.maximum(bx, 0.0) + S.log(1.0 + S.exp(-S.abs_(bx)))) / beta)
+
+
+def _sigmoid(x):
+    e = S.exp(-S.abs_(x))                           # no overflow on either side
+    return S.where(x >= 0.0, 1.0 / (1.0 + e), e / (1.0 + e))
+
+
+def _mish_grad(a, x, d):
+    t = S.tanh(_softplus(x, 1.0, a["threshold"]))
+    dsp = S.where(x > a["threshold"], 1.0, _sigmoid(x))
+    return d * (t + x * (1.0 - t * t) * dsp)
+
+
+unary("elu", lambda a, x: S.where(x > 0.0, x, a["alpha"] * (S.exp(S.minimum(x, 0.0)) - 1.0)),
+      lambda a, x, d: S.where(x > 0.0, d, d * a["alpha"] * S.exp(S.minimum(x, 0.0))),
+      attrs={"alpha": 1.0})
+unary("celu", lambda a, x: S.where(
+    x > 0.0, x, a["alpha"] * (S.exp(S.minimum(x, 0.0) / a["alpha"]) - 1.0)),
+    lambda a, x, d: S.where(x > 0.0, d, d * S.exp(S.minimum(x, 0.0) / a["alpha"])),
+    attrs={"alpha": 1.0})
+unary("selu", lambda a, x: a["scale"] * S.where(
+    x > 0.0, x, a["alpha"] * (S.exp(S.minimum(x, 0.0)) - 1.0)),
+    lambda a, x, d: d * a["scale"] * S.where(x > 0.0, 1.0, a["alpha"] * S.exp(S.minimum(x, 0.0))),
+    attrs={"scale": 1.0507009873554805, "alpha": 1.6732632423543772})
+unary("softplus", lambda a, x: _softplus(x, a["beta"], a["threshold"]),
+      lambda a, x, d: S.where(a["beta"] * x > a["threshold"], d, d * _sigmoid(a["beta"] * x)),
+      attrs={"beta": 1.0, "threshold": 20.0})
+unary("softsign", lambda a, x: x / (1.0 + S.abs_(x)),
+      lambda a, x, d: d / ((1.0 + S.abs_(x)) * (1.0 + S.abs_(x))))
+unary("mish", lambda a, x: x * S.tanh(_softplus(x, 1.0, a["threshold"])), _mish_grad,
+      attrs={"threshold": 20.0})
+unary("logsigmoid", lambda a, x: S.minimum(x, 0.0) - S.log(1.0 + S.exp(-S.abs_(x))),
+      lambda a, x, d: d * (1.0 - _sigmoid(x)))
+unary("tanh_shrink", lambda a, x: x - S.tanh(x), lambda a, x, d: d * S.tanh(x) * S.tanh(x))
+unary("softshrink", lambda a, x: S.where(x > a["lambda"], x - a["lambda"], S.where(
+    x < -a["lambda"], x + a["lambda"], 0.0)),
+    lambda a, x, d: S.where(S.abs_(x) > a["lambda"], d, 0.0), attrs={"lambda": 0.5})
+unary("hard_shrink", lambda a, x: S.where(S.abs_(x) > a["threshold"], x, 0.0),
+      lambda a, x, d: S.where(S.abs_(x) > a["threshold"], d, 0.0), attrs={"threshold": 0.5})
+unary("thresholded_relu", lambda a, x: S.where(x > a["threshold"], x, 0.0),
+      lambda a, x, d: S.where(x > a["threshold"], d, 0.0), attrs={"threshold": 1.0})
+
+
 def _tanh(a, x):
     """tanh through exp: glibc's scalar tanhf is ~4x slower than its expf. Near 0, where
     (t - 1) / (t + 1) cancels, a Taylor series (error < 1e-13 relative) takes over."""

@@ -24,7 +24,9 @@ __all__ = ["relu", "sigmoid", "tanh", "gelu", "leaky_relu", "softmax", "log_soft
            "one_hot", "pad", "relu6", "scaled_dot_product_attention", "silu",
            "adaptive_max_pool2d", "adaptive_avg_pool1d", "adaptive_max_pool1d",
            "conv2d_transpose", "conv1d", "conv1d_transpose", "interpolate", "upsample",
-           "group_norm", "instance_norm", "hardswish", "hardsigmoid", "swish", "hardtanh"]
+           "group_norm", "instance_norm", "hardswish", "hardsigmoid", "swish", "hardtanh",
+           "max_pool1d", "avg_pool1d", "dropout2d", "dropout3d", "zeropad2d", "pixel_shuffle",
+           "pixel_unshuffle", "channel_shuffle"]
 
 
 def _var(x, fn, arg="x"):
@@ -418,11 +420,13 @@ def hardtanh(x: Variable, min: float = -1.0, max: float = 1.0,
 
 
 # CNN-era layers live in their own modules; nn.functional is their public home.
-from .functional_nn import batch_norm, dropout, embedding  # noqa: E402,F401
+from .functional_nn import (  # noqa: E402,F401
+    batch_norm, dropout, dropout2d, dropout3d, embedding)
 from .functional_pool import (  # noqa: E402,F401
-    adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d, adaptive_max_pool2d, avg_pool2d,
-    max_pool2d)
-from .functional_vision import interpolate, upsample  # noqa: E402,F401
+    adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d, adaptive_max_pool2d, avg_pool1d,
+    avg_pool2d, max_pool1d, max_pool2d)
+from .functional_vision import (  # noqa: E402,F401
+    channel_shuffle, interpolate, pixel_shuffle, pixel_unshuffle, upsample, zeropad2d)
 from .functional_norm import group_norm, instance_norm  # noqa: E402,F401
 from .functional_conv import conv1d, conv1d_transpose, conv2d, conv2d_transpose  # noqa: E402,F401
 from .functional_transformer import (  # noqa: E402,F401
@@ -437,3 +441,18 @@ def __getattr__(name):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     raise missing_name(__name__, name, __all__, PADDLE_NN_FUNCTIONAL, "function") or \
         AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+from .functional_activation import *  # noqa: E402,F401,F403
+from .functional_activation import INPLACE as _INPLACE  # noqa: E402
+from .functional_activation import __all__ as _activations  # noqa: E402
+
+__all__ += _activations
+for _name, _target in _INPLACE.items():
+    globals()[_name] = globals()[_target]
+    __all__.append(_name)
+
+from .functional_loss import *  # noqa: E402,F401,F403
+from .functional_loss import __all__ as _losses  # noqa: E402
+
+__all__ += _losses

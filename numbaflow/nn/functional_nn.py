@@ -12,6 +12,7 @@ from __future__ import annotations
 import numbers
 from typing import TYPE_CHECKING
 
+from .. import tensor as M
 from ..tensor._helpers import activation as _activation
 from ..tensor._helpers import check_variable as _var
 from ..graph.program import Variable
@@ -198,14 +199,18 @@ def _dropout(x, p, is_test, impl, seed, fix_seed, name):
     return out
 
 
-def dropout(x: Variable, p: float = 0.5, axis: None = None, training: bool = True,
-            mode: str = "upscale_in_train", name: str | None = None) -> Variable:
-    """Zero each element with probability p in training (op `dropout`).
+def dropout(x: Variable, p: float = 0.5, axis: int | Sequence[int] | None = None,
+            training: bool = True, mode: str = "upscale_in_train",
+            name: str | None = None) -> Variable:
+    """Zero each element with probability p in training (op `dropout`); with `axis`, whole
+    slices: one draw per index of the `axis` dims, shared along the others.
 
     Args:
         x (Variable): the input.
         p (float): the drop probability in [0, 1]; 0 returns x itself (as Paddle).
-        axis: not supported (must be None).
+        axis (int or list of int, optional): the dims that get their own draws (Paddle's;
+            dropout2d is axis=[0, 1]): the `dropout` op runs on a ones tensor of those
+            dims (the others 1) and x is multiplied by that mask.
         training (bool): False is the inference behaviour.
         mode (str): 'upscale_in_train' (kept values scaled by 1/(1-p) in training) or
             'downscale_in_infer' (outputs scaled by (1-p) at inference).
@@ -221,16 +226,80 @@ def dropout(x: Variable, p: float = 0.5, axis: None = None, training: bool = Tru
     """
     _var(x, "dropout")
     p = check_probability(p, "dropout", "p")
-    if axis is not None:
-        raise ValueError("dropout: axis (dropping whole slices) is not supported; leave "
-                         "axis=None")
     if mode not in ("upscale_in_train", "downscale_in_infer"):
         raise ValueError(f"dropout: mode must be 'upscale_in_train' or 'downscale_in_infer', "
                          f"got {mode!r}")
     if p == 0.0:
         return x
     impl = "downgrade_in_infer" if mode == "downscale_in_infer" else mode
-    return _dropout(x, p, not training, impl, None, False, name)
+    if axis is None:
+        return _dropout(x, p, not training, impl, None, False, name)
+    axes = [axis] if isinstance(axis, numbers.Integral) else list(axis)
+    if not axes or any(not -x.ndim <= a < x.ndim for a in axes):
+        raise ValueError(f"dropout: axis must be dims of x {x.name} (shape {x.shape}), got "
+                         f"{axis!r}")
+    axes = {a % x.ndim for a in axes}
+    ones = M.ones_like(x[tuple(slice(None) if d in axes else slice(0, 1)
+                               for d in range(x.ndim))])
+    return M.multiply(x, _dropout(ones, p, not training, impl, None, False, None), name=name)
+
+
+def _dropout_nd(fn, n, x, p, training, data_format, name):
+    _var(x, fn)
+    formats = ("NCHW", "NHWC") if n == 2 else ("NCDHW", "NDHWC")
+    if x.ndim != n + 2:
+        raise ValueError(f"{fn}: x {x.name} must be {n + 2}-D, got shape {x.shape}")
+    if data_format not in formats:
+        raise ValueError(f"{fn}: data_format must be {formats[0]!r} or {formats[1]!r}, got "
+                         f"{data_format!r}")
+    axis = [0, 1] if data_format == formats[0] else [0, n + 1]
+    return dropout(x, p, axis=axis, training=training, name=name)
+
+
+def dropout2d(x: Variable, p: float = 0.5, training: bool = True, data_format: str = "NCHW",
+              name: str | None = None) -> Variable:
+    """Zero whole channels of a 4-D x with probability p in training, the kept ones scaled
+    by 1 / (1 - p) (Paddle's: dropout with axis=[0, 1], or [0, 3] for NHWC).
+
+    Args:
+        x (Variable): (N, C, H, W), or (N, H, W, C) with data_format='NHWC'.
+        p (float): the drop probability in [0, 1].
+        training (bool): False is the identity.
+        data_format (str): 'NCHW' or 'NHWC'.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's shape.
+
+    Example:
+        >>> x = static.data('x', [None, 3, 4, 4])
+        >>> F.dropout2d(x, p=0.2).shape
+        (-1, 3, 4, 4)
+    """
+    return _dropout_nd("dropout2d", 2, x, p, training, data_format, name)
+
+
+def dropout3d(x: Variable, p: float = 0.5, training: bool = True, data_format: str = "NCDHW",
+              name: str | None = None) -> Variable:
+    """Zero whole channels of a 5-D x with probability p in training, the kept ones scaled
+    by 1 / (1 - p) (Paddle's: dropout with axis=[0, 1], or [0, 4] for NDHWC).
+
+    Args:
+        x (Variable): (N, C, D, H, W), or (N, D, H, W, C) with data_format='NDHWC'.
+        p (float): the drop probability in [0, 1].
+        training (bool): False is the identity.
+        data_format (str): 'NCDHW' or 'NDHWC'.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's shape.
+
+    Example:
+        >>> x = static.data('x', [None, 3, 2, 4, 4])
+        >>> F.dropout3d(x, p=0.2).shape
+        (-1, 3, 2, 4, 4)
+    """
+    return _dropout_nd("dropout3d", 3, x, p, training, data_format, name)
 
 
 def fluid_dropout(x: Variable, dropout_prob: float, is_test: bool | None = None,

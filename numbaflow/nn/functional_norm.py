@@ -10,7 +10,9 @@ import numbers
 
 from ..graph.program import Variable
 from ..layer_helper import LayerHelper
+from ..tensor._helpers import activation as _activation
 from ..tensor._helpers import check_variable as _var
+from .initializer import Constant
 
 
 def _affine(v, c, fn, arg):
@@ -127,3 +129,70 @@ def instance_norm(x: Variable, running_mean: Variable | None = None,
     attrs = {"epsilon": _eps(eps, fn), "_channels": x.shape[1]}
     return _norm("instance_norm", x, weight, bias, attrs, ("SavedMean", "SavedVariance"), fn,
                  name)
+
+
+def _static_affine(helper, x, c, param_attr, bias_attr):
+    w = helper.create_parameter(param_attr, [c], x.dtype, default_initializer=Constant(1.0))
+    b = helper.create_parameter(bias_attr, [c], x.dtype, is_bias=True)
+    return w, b
+
+
+def static_group_norm(input: Variable, groups: int, epsilon: float = 1e-05,
+                      param_attr: object = None, bias_attr: object = None,
+                      act: str | None = None, data_layout: str = "NCHW",
+                      name: str | None = None) -> Variable:
+    """paddle.static.nn.group_norm: F.group_norm with a learned per-channel scale
+    `group_norm_N.w_0` (init 1) and shift `group_norm_N.b_0` (init 0), then `act`.
+
+    Args:
+        input (Variable): (N, C, ...) or, with data_layout 'NHWC', (N, ..., C).
+        groups (int): the groups the C channels are split into (must divide C).
+        epsilon (float): added to the variance.
+        param_attr (ParamAttr, optional): the scale's attributes.
+        bias_attr (ParamAttr, optional): the shift's attributes.
+        act (str, optional): an activation applied last.
+        data_layout (str): 'NCHW' or 'NHWC'.
+        name (str, optional): a prefix for the names.
+
+    Returns:
+        Variable: input's shape.
+
+    Example:
+        >>> x = static.data('x', [None, 6, 4, 4])
+        >>> static.nn.group_norm(x, groups=3).shape
+        (-1, 6, 4, 4)
+    """
+    _var(input, "group_norm", "input")
+    helper = LayerHelper("group_norm", name)
+    c = input.shape[-1] if data_layout == "NHWC" else input.shape[1]
+    w, b = _static_affine(helper, input, c, param_attr, bias_attr)
+    return _activation(group_norm(input, groups, epsilon, w, b, data_layout), act)
+
+
+def static_instance_norm(input: Variable, epsilon: float = 1e-05, param_attr: object = None,
+                         bias_attr: object = None, name: str | None = None) -> Variable:
+    """paddle.static.nn.instance_norm: F.instance_norm, with a learned per-channel scale
+    `instance_norm_N.w_0` and shift `instance_norm_N.b_0` only when both param_attr and
+    bias_attr are given (Paddle 2.6's rule: by default there are none).
+
+    Args:
+        input (Variable): (N, C, ...).
+        epsilon (float): added to the variance.
+        param_attr (ParamAttr, optional): the scale's attributes.
+        bias_attr (ParamAttr, optional): the shift's attributes.
+        name (str, optional): a prefix for the names.
+
+    Returns:
+        Variable: input's shape.
+
+    Example:
+        >>> x = static.data('x', [None, 3, 4, 4])
+        >>> static.nn.instance_norm(x).shape
+        (-1, 3, 4, 4)
+    """
+    _var(input, "instance_norm", "input")
+    helper = LayerHelper("instance_norm", name)
+    w = b = None
+    if param_attr and bias_attr:
+        w, b = _static_affine(helper, input, input.shape[1], param_attr, bias_attr)
+    return instance_norm(input, weight=w, bias=b, eps=epsilon)

@@ -339,3 +339,86 @@ def adaptive_max_pool1d(x: Variable, output_size: int, return_mask: bool = False
         raise ValueError("adaptive_max_pool1d: return_mask=True is not supported; use "
                          "adaptive_max_pool2d on an unsqueezed x")
     return _adaptive_1d("adaptive_max_pool1d", x, output_size, "max", name)
+
+
+def _pool_1d(fn, x, kernel_size, stride, padding):
+    """Paddle's lowering of max_pool1d / avg_pool1d: (N, C, L) unsqueezed to (N, C, 1, L),
+    window [1, k], stride [1, s], padding [0, p] or [0, 0, left, right]."""
+    _var(x, fn)
+    if x.ndim != 3:
+        raise ValueError(f"{fn}: x {x.name} must be 3-D (N, C, L), got shape {x.shape}")
+
+    def one(v, what):
+        vals = list(v) if isinstance(v, (list, tuple)) else [v]
+        if len(vals) != 1 or not isinstance(vals[0], numbers.Integral):
+            raise ValueError(f"{fn}: {what} must be an int or a list of 1 int, got {v!r}")
+        return [1, int(vals[0])]
+    if isinstance(padding, str):
+        pads = padding
+    elif isinstance(padding, (list, tuple)) and len(padding) == 2:
+        pads = [0, 0, *padding]
+    else:
+        pads = [0, one(padding, "padding")[1]]
+    return (M.unsqueeze(x, [2]), one(kernel_size, "kernel_size"),
+            None if stride is None else one(stride, "stride"), pads)
+
+
+def max_pool1d(x: Variable, kernel_size: int | Sequence[int],
+               stride: int | Sequence[int] | None = None, padding: int | str | Sequence[int] = 0,
+               return_mask: bool = False, ceil_mode: bool = False,
+               name: str | None = None) -> Variable:
+    """1-D max pooling of (N, C, L) x (unsqueeze, `pool2d` 'max' with a [1, k] window,
+    squeeze; Paddle's lowering).
+
+    Args:
+        x (Variable): (N, C, L).
+        kernel_size (int or [int]): the window.
+        stride (int or [int], optional): default kernel_size.
+        padding (int, [int], [left, right], 'SAME' or 'VALID'): the padding.
+        return_mask (bool): not supported (must be False).
+        ceil_mode (bool): round the output length up.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: (N, C, L_out).
+
+    Example:
+        >>> x = static.data('x', [None, 3, 8])
+        >>> F.max_pool1d(x, kernel_size=2, stride=2).shape
+        (-1, 3, 4)
+    """
+    if return_mask:
+        raise ValueError("max_pool1d: return_mask=True is not supported; use max_pool2d on "
+                         "an unsqueezed x")
+    x4, k, s, p = _pool_1d("max_pool1d", x, kernel_size, stride, padding)
+    y = _pool("max_pool1d", x4, "max", k, s, p, ceil_mode, True, "NCHW")
+    return M.squeeze(y, [2], name=name)
+
+
+def avg_pool1d(x: Variable, kernel_size: int | Sequence[int],
+               stride: int | Sequence[int] | None = None, padding: int | str | Sequence[int] = 0,
+               exclusive: bool = True, ceil_mode: bool = False,
+               name: str | None = None) -> Variable:
+    """1-D average pooling of (N, C, L) x (unsqueeze, `pool2d` 'avg' with a [1, k] window,
+    squeeze; Paddle's lowering).
+
+    Args:
+        x (Variable): (N, C, L).
+        kernel_size (int or [int]): the window.
+        stride (int or [int], optional): default kernel_size.
+        padding (int, [int], [left, right], 'SAME' or 'VALID'): the zero padding.
+        exclusive (bool): leave padded cells out of the divisor.
+        ceil_mode (bool): round the output length up.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: (N, C, L_out).
+
+    Example:
+        >>> x = static.data('x', [None, 3, 8])
+        >>> F.avg_pool1d(x, kernel_size=3, stride=1, padding=1).shape
+        (-1, 3, 8)
+    """
+    x4, k, s, p = _pool_1d("avg_pool1d", x, kernel_size, stride, padding)
+    y = _pool("avg_pool1d", x4, "avg", k, s, p, ceil_mode, exclusive, "NCHW")
+    return M.squeeze(y, [2], name=name)

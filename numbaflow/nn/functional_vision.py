@@ -24,6 +24,9 @@ def _size(size, fn):
     if isinstance(size, Variable):
         raise NotImplementedError(f"{fn}: size as a Variable (op input OutSize) is not "
                                   f"supported; give a list of 2 ints")
+    if isinstance(size, (list, tuple)) and any(isinstance(s, Variable) for s in size):
+        raise NotImplementedError(f"{fn}: size entries as Variables (op input SizeTensor) are "
+                                  f"not supported; give a list of 2 ints")
     if not isinstance(size, (list, tuple)) or len(size) != 2 or \
             not all(isinstance(s, numbers.Integral) and s > 0 for s in size):
         raise ValueError(f"{fn}: size must be a list or tuple of 2 positive ints [out_h, "
@@ -131,3 +134,129 @@ def upsample(x: Variable, size: Sequence[int] | None = None,
     """
     return interpolate(x, size, scale_factor, mode, align_corners, align_mode, data_format,
                        name)
+
+
+def zeropad2d(x: Variable, padding: int | Sequence[int], data_format: str = "NCHW",
+              name: str | None = None) -> Variable:
+    """Zero padding of a 4-D x: F.pad with [left, right, top, bottom] (an int: all four).
+
+    Args:
+        x (Variable): (N, C, H, W), or (N, H, W, C) with data_format='NHWC'.
+        padding (int or list of 4 int): [left, right, top, bottom].
+        data_format (str): 'NCHW' or 'NHWC'.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x padded.
+
+    Example:
+        >>> x = static.data('x', [None, 3, 4, 4])
+        >>> F.zeropad2d(x, [1, 1, 2, 0]).shape
+        (-1, 3, 6, 6)
+    """
+    from .functional_transformer import pad
+    pads = [int(padding)] * 4 if isinstance(padding, numbers.Integral) else list(padding)
+    return pad(x, pads, mode="constant", value=0.0, data_format=data_format, name=name)
+
+
+def _shuffle_dims(x, fn, data_format):
+    _var(x, fn)
+    if x.ndim != 4 or data_format not in ("NCHW", "NHWC"):
+        raise ValueError(f"{fn}: x {x.name} must be 4-D with data_format 'NCHW' or 'NHWC', got "
+                         f"shape {x.shape} and {data_format!r}")
+    n, c, h, w = (x.shape[i] for i in ((0, 1, 2, 3) if data_format == "NCHW" else (0, 3, 1, 2)))
+    if min(c, h, w) < 0:
+        raise ValueError(f"{fn}: x {x.name}'s channels, height and width must be known, got "
+                         f"{x.shape}")
+    return c, h, w
+
+
+def _rearrange(x, data_format, split, perm, merged):
+    """Reshape channels-first x (NHWC transposed there and back) to `split`, permute,
+    reshape to `merged`: the pixel/channel shuffles' lowering (Paddle's maths)."""
+    from .. import tensor as M
+    if data_format == "NHWC":
+        x = M.transpose(x, [0, 3, 1, 2])
+    y = M.reshape(M.transpose(M.reshape(x, [-1] + split), perm), [-1] + merged)
+    return M.transpose(y, [0, 2, 3, 1]) if data_format == "NHWC" else y
+
+
+def pixel_shuffle(x: Variable, upscale_factor: int, data_format: str = "NCHW",
+                  name: str | None = None) -> Variable:
+    """(N, C * r^2, H, W) -> (N, C, H * r, W * r): out[n, c, h*r + i, w*r + j] =
+    x[n, c*r^2 + i*r + j, h, w] (reshape, transpose, reshape).
+
+    Args:
+        x (Variable): 4-D.
+        upscale_factor (int): r.
+        data_format (str): 'NCHW' or 'NHWC'.
+        name (str, optional): accepted for Paddle compatibility.
+
+    Returns:
+        Variable: the rearranged x.
+
+    Example:
+        >>> x = static.data('x', [None, 8, 3, 3])
+        >>> F.pixel_shuffle(x, 2).shape
+        (-1, 2, 6, 6)
+    """
+    c, h, w = _shuffle_dims(x, "pixel_shuffle", data_format)
+    r = int(upscale_factor)
+    if r < 1 or c % (r * r):
+        raise ValueError(f"pixel_shuffle: the {c} channels must be divisible by "
+                         f"upscale_factor^2 = {r * r}")
+    return _rearrange(x, data_format, [c // (r * r), r, r, h, w], [0, 1, 4, 2, 5, 3],
+                      [c // (r * r), h * r, w * r])
+
+
+def pixel_unshuffle(x: Variable, downscale_factor: int, data_format: str = "NCHW",
+                    name: str | None = None) -> Variable:
+    """The inverse of pixel_shuffle: (N, C, H * r, W * r) -> (N, C * r^2, H, W).
+
+    Args:
+        x (Variable): 4-D.
+        downscale_factor (int): r (must divide H and W).
+        data_format (str): 'NCHW' or 'NHWC'.
+        name (str, optional): accepted for Paddle compatibility.
+
+    Returns:
+        Variable: the rearranged x.
+
+    Example:
+        >>> x = static.data('x', [None, 2, 6, 6])
+        >>> F.pixel_unshuffle(x, 2).shape
+        (-1, 8, 3, 3)
+    """
+    c, h, w = _shuffle_dims(x, "pixel_unshuffle", data_format)
+    r = int(downscale_factor)
+    if r < 1 or h % r or w % r:
+        raise ValueError(f"pixel_unshuffle: height {h} and width {w} must be divisible by "
+                         f"downscale_factor {r}")
+    return _rearrange(x, data_format, [c, h // r, r, w // r, r], [0, 1, 3, 5, 2, 4],
+                      [c * r * r, h // r, w // r])
+
+
+def channel_shuffle(x: Variable, groups: int, data_format: str = "NCHW",
+                    name: str | None = None) -> Variable:
+    """Interleave the channels of `groups` groups: (N, g, C/g, H, W) transposed to
+    (N, C/g, g, H, W) (ShuffleNet's).
+
+    Args:
+        x (Variable): 4-D.
+        groups (int): g (must divide C).
+        data_format (str): 'NCHW' or 'NHWC'.
+        name (str, optional): accepted for Paddle compatibility.
+
+    Returns:
+        Variable: x's shape.
+
+    Example:
+        >>> x = static.data('x', [None, 6, 2, 2])
+        >>> F.channel_shuffle(x, 3).shape
+        (-1, 6, 2, 2)
+    """
+    c, h, w = _shuffle_dims(x, "channel_shuffle", data_format)
+    g = int(groups)
+    if g < 1 or c % g:
+        raise ValueError(f"channel_shuffle: groups {g} must divide the {c} channels")
+    return _rearrange(x, data_format, [g, c // g, h, w], [0, 2, 1, 3, 4], [c, h, w])

@@ -140,8 +140,55 @@ def _brelu(g, op):
                     g.const(op.attrs["t_max"], x.dtype)], [op_out(op)])
 
 
+def _unary(onnx_type, **attrs_of):
+    """A one-node mapping: ONNX op `onnx_type`, its attributes from op attributes
+    (name -> (attribute, transform))."""
+    def emit(g, op):
+        g.node(onnx_type, [op_in(op, "X").name], [op_out(op)],
+               **{k: float(op.attrs[a]) for k, a in attrs_of.items()})
+    return emit
+
+
+def _softplus_node(g, x, op, out=None):
+    a = op.attrs
+    # ONNX's Softplus has no beta, and no threshold: above it Paddle's is x, which
+    # log(1 + exp(x)) equals to float precision only for thresholds >= 15
+    if float(a.get("beta", 1.0)) != 1.0 or float(a.get("threshold", 20.0)) < 15.0:
+        raise Unsupported(f"{op.type} with {a} (ONNX's Softplus is beta 1, no threshold)")
+    return g.node("Softplus", [x], [out] if out else None)
+
+
+def _softplus(g, op):
+    _softplus_node(g, op_in(op, "X").name, op, op_out(op))
+
+
+def _mish(g, op):
+    x = op_in(op, "X").name
+    g.node("Mul", [x, g.node("Tanh", [_softplus_node(g, x, op)])], [op_out(op)])
+
+
+def _logsigmoid(g, op):
+    g.node("Neg", [g.node("Softplus", [g.node("Neg", [op_in(op, "X").name])])], [op_out(op)])
+
+
+def _tanh_shrink(g, op):
+    x = op_in(op, "X").name
+    g.node("Sub", [x, g.node("Tanh", [x])], [op_out(op)])
+
+
+def _softshrink(g, op):
+    t = float(op.attrs["lambda"])
+    g.node("Shrink", [op_in(op, "X").name], [op_out(op)], bias=t, lambd=t)
+
+
 MAP = {"conv2d_transpose": _conv2d_transpose, "depthwise_conv2d_transpose": _conv2d_transpose,
        "nearest_interp_v2": _interp, "bilinear_interp_v2": _interp,
        "instance_norm": _instance_norm, "group_norm": _group_norm, "pad3d": _pad3d,
        "one_hot_v2": _one_hot_v2, "hard_swish": _hard_swish, "hard_sigmoid": _hard_sigmoid,
-       "swish": _swish, "silu": _swish, "brelu": _brelu}
+       "swish": _swish, "silu": _swish, "brelu": _brelu,
+       "elu": _unary("Elu", alpha="alpha"), "celu": _unary("Celu", alpha="alpha"),
+       "selu": _unary("Selu", alpha="alpha", gamma="scale"), "softsign": _unary("Softsign"),
+       "thresholded_relu": _unary("ThresholdedRelu", alpha="threshold"),
+       "hard_shrink": _unary("Shrink", lambd="threshold"), "softshrink": _softshrink,
+       "softplus": _softplus, "mish": _mish, "logsigmoid": _logsigmoid,
+       "tanh_shrink": _tanh_shrink}

@@ -17,7 +17,7 @@ from ..tensor._helpers import activation as _activation
 from ..utils.hints import renamed_arguments as _renamed_arguments
 
 __all__ = ["fc", "batch_norm", "conv2d", "embedding", "layer_norm", "cond", "while_loop", "case",
-           "switch_case"]
+           "switch_case", "group_norm", "instance_norm"]
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -100,4 +100,6 @@ from ..nn.functional_nn import static_batch_norm as batch_norm  # noqa: E402,F40
 from ..nn.functional_nn import static_embedding as embedding  # noqa: E402,F401
 from ..nn.functional_conv import static_conv2d as conv2d  # noqa: E402,F401
 from ..nn.functional_transformer import static_layer_norm as layer_norm  # noqa: E402,F401
+from ..nn.functional_norm import static_group_norm as group_norm  # noqa: E402,F401
+from ..nn.functional_norm import static_instance_norm as instance_norm  # noqa: E402,F401
 from .control_flow import case, cond, switch_case, while_loop  # noqa: E402,F401

@@ -106,6 +106,28 @@ row("sigmoid_cross_entropy_with_logits",
     sigmoid_ce_ref, "sigmoid_ce-ignore", attrs={"ignore_index": -1})
 
 
+# pos_weight w (1 + (pos_weight - 1) * Label) scales the log term; Paddle's gradient,
+# (sigmoid(X) * w - Label) * dOut, is not the derivative of that, so its row checks the
+# grad op against that formula instead of finite differences
+def sigmoid_ce_pos_ref(ins, a):
+    x, lab, w = (ins[k].astype(np.float64) for k in ("X", "Label", "pos_weight"))
+    out = np.maximum(x, 0) - x * lab + w * np.log1p(np.exp(-np.abs(x)))
+    return {"Out": out.astype(ins["X"].dtype)}
+
+
+def sigmoid_ce_pos_grad_ref(ins, a):
+    x, lab, w, d = (ins[k].astype(np.float64) for k in ("X", "Label", "pos_weight", "Out@GRAD"))
+    return {"X@GRAD": ((w / (1.0 + np.exp(-x)) - lab) * d).astype(ins["X"].dtype)}
+
+
+_POS = {"X": uniform((3, 4), -3.0, 3.0), "Label": lambda rng: rng.integers(0, 2, (3, 4)) * 1.0,
+        "pos_weight": uniform((3, 4), 0.5, 2.0)}
+row("sigmoid_cross_entropy_with_logits", _POS, sigmoid_ce_pos_ref, "sigmoid_ce-pos_weight",
+    grad_inputs=())
+row("sigmoid_cross_entropy_with_logits_grad", {**_POS, "Out@GRAD": uniform((3, 4))},
+    sigmoid_ce_pos_grad_ref, "sigmoid_ce_grad-pos_weight")
+
+
 # ---------------------------------------------------------------- strided_slice
 def strided_slice_ref(ins, a):
     x = ins["Input"]

@@ -153,3 +153,36 @@ row("swish", {"X": uniform((3, 4), -3.0, 3.0)}, ref_unary(lambda x, a: x / (1.0 
 row("brelu", {"X": distinct((3, 5), 0.05, 0.21)},
     ref_unary(lambda x, a: np.clip(x, a["t_min"], a["t_max"])), "brelu-hardtanh",
     attrs={"t_min": -1.0, "t_max": 1.0})
+
+
+# ---------------------------------------------------------------- elu ... thresholded_relu
+# (kernels/activation.py) from the textbook formulas in float64; inputs away from the kinks
+def _np_softplus(x, beta=1.0, threshold=20.0):
+    return np.where(beta * x > threshold, x, np.log1p(np.exp(beta * x)) / beta)
+
+
+ACTS = {
+    "elu": lambda x, a: np.where(x > 0, x, a["alpha"] * np.expm1(x)),
+    "celu": lambda x, a: np.maximum(x, 0) + np.minimum(0, a["alpha"] * np.expm1(x / a["alpha"])),
+    "selu": lambda x, a: a["scale"] * np.where(x > 0, x, a["alpha"] * np.expm1(x)),
+    "softplus": lambda x, a: _np_softplus(x, a["beta"], a["threshold"]),
+    "softsign": lambda x, a: x / (1 + np.abs(x)),
+    "mish": lambda x, a: x * np.tanh(_np_softplus(x, 1.0, a["threshold"])),
+    "logsigmoid": lambda x, a: -np.log1p(np.exp(-x)),
+    "tanh_shrink": lambda x, a: x - np.tanh(x),
+    "softshrink": lambda x, a: np.sign(x) * np.maximum(np.abs(x) - a["lambda"], 0),
+    "hard_shrink": lambda x, a: np.where(np.abs(x) > a["threshold"], x, 0),
+    "thresholded_relu": lambda x, a: np.where(x > a["threshold"], x, 0),
+}
+for _op, _fn in ACTS.items():
+    row(_op, {"X": distinct((3, 5), 0.05, 0.47)}, ref_unary(_fn))
+row("elu", {"X": distinct((3, 5), 0.05, 0.47)}, ref_unary(ACTS["elu"]), "elu-alpha",
+    attrs={"alpha": 0.5})
+row("celu", {"X": distinct((3, 5), 0.05, 0.47)}, ref_unary(ACTS["celu"]), "celu-alpha",
+    attrs={"alpha": 2.0})
+row("softplus", {"X": distinct((3, 5), 0.05, 0.47)}, ref_unary(ACTS["softplus"]),
+    "softplus-beta-threshold", attrs={"beta": 2.0, "threshold": 3.0})
+row("mish", {"X": distinct((3, 5), 0.05, 0.47)}, ref_unary(ACTS["mish"]), "mish-threshold",
+    attrs={"threshold": 2.0})
+row("softshrink", {"X": distinct((3, 5), 0.05, 0.47)}, ref_unary(ACTS["softshrink"]),
+    "softshrink-lambda", attrs={"lambda": 1.0})

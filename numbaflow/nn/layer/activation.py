@@ -34,6 +34,7 @@ ACTIVATIONS = [
     ("Softshrink", "softshrink", "threshold: float = 0.5"),
     ("Hardshrink", "hardshrink", "threshold: float = 0.5"),
     ("ThresholdedReLU", "thresholded_relu", "threshold: float = 1.0"),
+    ("GLU", "glu", "axis: int = -1"),
 ]
 # Paddle's swish is x * sigmoid(x), the same op as silu
 ALIASES = {"Swish": "Silu"}
@@ -86,7 +87,11 @@ def make_layer(cls, fn, sig, inputs=("x",), doc=None):
 __all__ = []
 for _cls, _fn, _sig in ACTIVATIONS:
     if hasattr(F, _fn):
-        globals()[_cls] = make_layer(_cls, _fn, _sig)
+        _args = [a.strip() for a in _sig.split(",") if a.strip()]
+        _d = _doc(_cls, _fn, _args)
+        if _cls == "GLU":       # halves the last dim
+            _d = _d.replace("[None, 3]", "[None, 4]").replace("(-1, 3)", "(-1, 2)")
+        globals()[_cls] = make_layer(_cls, _fn, _sig, doc=_d)
         __all__.append(_cls)
 for _alias, _target in ALIASES.items():
     if _target in globals():

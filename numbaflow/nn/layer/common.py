@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
     from ...graph.program import Variable
 
-__all__ = ["Linear", "Embedding", "Dropout", "Flatten", "Identity", "Pad1D", "Pad2D", "Pad3D",
+__all__ = ["Linear", "Embedding", "Dropout", "Dropout2D", "Dropout3D", "Flatten", "Identity", "Pad1D", "Pad2D", "Pad3D",
            "ZeroPad2D"]
 
 
@@ -159,6 +159,64 @@ class Dropout(Layer):
         """
         return f"p={self.p}, axis={self.axis}, mode={self.mode}"
 
+
+
+class Dropout2D(Layer):
+    """F.dropout2d (whole channels) as a layer: active after train(), the identity after
+    eval().
+
+    Args:
+        p (float): the probability of zeroing a channel.
+        data_format (str): 'NCHW' or 'NHWC'.
+        name (str, optional): a prefix for the output's name.
+
+    Example:
+        >>> paddle.nn.Dropout2D(0.5)(static.data('x', [None, 3, 4, 4])).shape
+        (-1, 3, 4, 4)
+    """
+
+    _fn, _format = "dropout2d", "NCHW"
+
+    def __init__(self, p: float = 0.5, data_format: str | None = None,
+                 name: str | None = None) -> None:
+        super().__init__()
+        self.p, self.data_format, self.name = p, data_format or self._format, name
+
+    def forward(self, input: Variable) -> Variable:
+        """Channel dropout in training, the identity after eval().
+
+        Args:
+            input (Variable): the input.
+
+        Returns:
+            Variable: input's shape.
+        """
+        return getattr(F, self._fn)(input, p=self.p, training=self.training,
+                                    data_format=self.data_format, name=self.name)
+
+    def extra_repr(self) -> str:
+        """p and data_format.
+
+        Returns:
+            str: e.g. 'p=0.5, data_format=NCHW'.
+        """
+        return f"p={self.p}, data_format={self.data_format}"
+
+
+class Dropout3D(Dropout2D):
+    """F.dropout3d (whole channels of a 5-D input) as a layer.
+
+    Args:
+        p (float): the probability of zeroing a channel.
+        data_format (str): 'NCDHW' or 'NDHWC'.
+        name (str, optional): a prefix for the output's name.
+
+    Example:
+        >>> paddle.nn.Dropout3D(0.5)(static.data('x', [None, 3, 2, 4, 4])).shape
+        (-1, 3, 2, 4, 4)
+    """
+
+    _fn, _format = "dropout3d", "NCDHW"
 
 class Flatten(Layer):
     """paddle.flatten(x, start_axis, stop_axis) as a layer.

@@ -20,13 +20,20 @@ LOSSES = [
     ("BCEWithLogitsLoss", "binary_cross_entropy_with_logits",
      "weight: None = None, reduction: str = 'mean', pos_weight: None = None"),
     ("KLDivLoss", "kl_div", "reduction: str = 'mean'"),
+    ("SoftMarginLoss", "soft_margin_loss", "reduction: str = 'mean'"),
+    ("HingeEmbeddingLoss", "hinge_embedding_loss", "margin: float = 1.0, "
+                                                   "reduction: str = 'mean'"),
 ]
+# (class, functional, constructor arguments, forward's inputs)
+LOSSES_3 = [("MarginRankingLoss", "margin_ranking_loss", "margin: float = 0.0, "
+             "reduction: str = 'mean'", ("input", "other", "label"))]
 
 
 def _doc(cls, fn, sig):
     args = "".join(f"        {a.split(':')[0].strip()} ({a.split(':')[1].split('=')[0].strip()})"
                    f": as in F.{fn}.\n" for a in sig.split(", ") if a)
-    label = "[None, 1], 'int64'" if fn == "cross_entropy" else "[None, 3]"
+    label = {"cross_entropy": "[None, 1], 'int64'", "nll_loss": "[None], 'int64'"}.get(
+        fn, "[None, 3]")
     return (f"The loss `paddle.nn.functional.{fn}` as a layer: `loss = {cls}()(input, label)`."
             f"\n\n    Args:\n{args}        name (str, optional): a prefix for the output's "
             f"name.\n\n    Example:\n        >>> x = static.data('x', [None, 3])\n"
@@ -39,3 +46,8 @@ for _cls, _fn, _sig in LOSSES:
     if hasattr(F, _fn):
         globals()[_cls] = make_layer(_cls, _fn, _sig, ("input", "label"), _doc(_cls, _fn, _sig))
         __all__.append(_cls)
+for _cls, _fn, _sig, _ins in LOSSES_3:
+    globals()[_cls] = make_layer(_cls, _fn, _sig, _ins, _doc(_cls, _fn, _sig).replace(
+        "    >>> paddle.nn.", "    >>> z = static.data('z', [None, 3])\n        >>> paddle.nn.")
+        .replace("(x, y)", "(x, z, y)").replace("(input, label)", "(input, other, label)"))
+    __all__.append(_cls)

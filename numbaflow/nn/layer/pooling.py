@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .. import functional as F
+from .activation import make_layer
 from .layers import Layer
 
 if TYPE_CHECKING:
@@ -225,3 +226,29 @@ for _cls, _fn in (("AdaptiveMaxPool2D", "adaptive_max_pool2d"),
                   ("AdaptiveAvgPool1D", "adaptive_avg_pool1d")):
     if hasattr(F, _fn):
         __all__.append(_cls)
+
+
+def _pool1d_doc(cls, fn, extra):
+    return (f"F.{fn} as a layer.\n\n    Args:\n"
+            f"        kernel_size (int): the window.\n"
+            f"        stride (int, optional): default kernel_size.\n"
+            f"        padding (int, [left, right] or str): as in F.{fn}.\n{extra}"
+            f"        ceil_mode (bool): round the output length up.\n"
+            f"        name (str, optional): a prefix for the output's name.\n\n"
+            f"    Example:\n        >>> paddle.nn.{cls}(2)(static.data('x', [None, 3, 8])).shape\n"
+            f"        (-1, 3, 4)\n")
+
+
+# (class, functional, constructor arguments in Paddle's order, doc lines of the extra one)
+POOLS_1D = [
+    ("MaxPool1D", "max_pool1d", "kernel_size: int, stride: int | None = None, "
+     "padding: int = 0, return_mask: bool = False, ceil_mode: bool = False",
+     "        return_mask (bool): False only.\n"),
+    ("AvgPool1D", "avg_pool1d", "kernel_size: int, stride: int | None = None, "
+     "padding: int = 0, exclusive: bool = True, ceil_mode: bool = False",
+     "        exclusive (bool): average over the unpadded elements only.\n"),
+]
+for _cls, _fn, _sig, _extra in POOLS_1D:
+    globals()[_cls] = make_layer(_cls, _fn, _sig, doc=_pool1d_doc(_cls, _fn, _extra))
+    globals()[_cls].__module__ = __name__
+    __all__.append(_cls)

@@ -1,0 +1,112 @@
+"""Paddle 2's remaining activations (elu, celu, selu, softplus, softsign, mish,
+log_sigmoid, tanhshrink, softshrink, hardshrink, thresholded_relu), generated from one
+table: each is one op of kernels/activation.py with Paddle's op name and attributes. The
+in-place spellings (relu_, tanh_, ...) are the out-of-place ops, as Paddle does in static
+mode (there is no in-place op in a static graph).
+"""
+from __future__ import annotations
+
+from .. import tensor as M
+from ..graph.program import Variable  # noqa: F401  (the generated annotations name it)
+from ..layer_helper import LayerHelper
+from ..tensor._helpers import check_variable as _var
+
+# (function, op, its formula, [(argument, default, op attribute, check)], Paddle's order)
+_POS = ("x >= 0", lambda v: v >= 0)
+ACTIVATIONS = [
+    ("elu", "elu", "x if x > 0 else alpha * (exp(x) - 1)", [("alpha", 1.0, "alpha", None)]),
+    ("celu", "celu", "max(0, x) + min(0, alpha * (exp(x / alpha) - 1))",
+     [("alpha", 1.0, "alpha", ("x != 0", lambda v: v != 0))]),
+    ("selu", "selu", "scale * (x if x > 0 else alpha * (exp(x) - 1))",
+     [("scale", 1.0507009873554804934193349852946, "scale", ("x > 1", lambda v: v > 1.0)),
+      ("alpha", 1.6732632423543772848170429916717, "alpha", _POS)]),
+    ("softplus", "softplus", "log(1 + exp(beta * x)) / beta, x where beta * x > threshold",
+     [("beta", 1.0, "beta", None), ("threshold", 20.0, "threshold", None)]),
+    ("softsign", "softsign", "x / (1 + |x|)", []),
+    ("mish", "mish", "x * tanh(softplus(x))", []),
+    ("log_sigmoid", "logsigmoid", "log(1 / (1 + exp(-x)))", []),
+    ("tanhshrink", "tanh_shrink", "x - tanh(x)", []),
+    ("softshrink", "softshrink", "x - t if x > t, x + t if x < -t, else 0",
+     [("threshold", 0.5, "lambda", _POS)]),
+    ("hardshrink", "hard_shrink", "x if |x| > threshold else 0",
+     [("threshold", 0.5, "threshold", None)]),
+    ("thresholded_relu", "thresholded_relu", "x if x > threshold else 0",
+     [("threshold", 1.0, "threshold", None)]),
+]
+# Paddle's in-place spellings: in static mode Paddle calls the out-of-place function
+INPLACE = {"relu_": "relu", "tanh_": "tanh", "softmax_": "softmax", "elu_": "elu",
+           "leaky_relu_": "leaky_relu", "hardtanh_": "hardtanh",
+           "thresholded_relu_": "thresholded_relu"}
+
+
+_TEMPLATE = """
+def {fn}(x: Variable{sig}, name: str | None = None) -> Variable:
+    return _apply({fn!r}, x, name, {values})
+"""
+
+
+def _apply(fn, x, name, values):
+    _var(x, fn)
+    op, _, args = _TABLE[fn]
+    attrs = {}
+    for (arg, _, attr, check), v in zip(args, values):
+        v = float(v)
+        if check and not check[1](v):
+            raise ValueError(f"{fn}: {arg} must satisfy {check[0].replace('x', arg)}, got {v}")
+        attrs[attr] = v
+    return LayerHelper(op, name).simple(op, {"X": x}, attrs or None)
+
+
+def _make(fn, op, formula, args):
+    """The function `fn`(x, <args>, name) appending op `op` (a real signature, for
+    help() and type checkers)."""
+    src = _TEMPLATE.format(fn=fn, sig="".join(f", {a}: float = {d!r}" for a, d, _, _ in args),
+                           values="(" + "".join(f"{a}, " for a, _, _, _ in args) + ")")
+    ns = {}
+    exec(compile(src, f"<F.{fn}>", "exec", dont_inherit=False), globals(), ns)  # noqa: S102
+    act = ns[fn]
+    act.__module__ = "numbaflow.nn.functional"
+    arg_doc = "".join(f"        {a} (float): default {d!r} (op attribute `{at}`).\n"
+                      for a, d, at, _ in args)
+    act.__doc__ = (f"{formula}, elementwise (op `{op}`).\n\n    Args:\n"
+                   f"        x (Variable): the input.\n{arg_doc}"
+                   f"        name (str, optional): a prefix for the output's name.\n\n"
+                   f"    Returns:\n        Variable: x's shape and dtype.\n\n"
+                   f"    Example:\n        >>> x = static.data('x', [None, 3])\n"
+                   f"        >>> F.{fn}(x).shape\n        (-1, 3)\n    ")
+    return act
+
+
+_TABLE = {fn: (op, formula, args) for fn, op, formula, args in ACTIVATIONS}
+__all__ = []
+for _fn, _op, _formula, _args in ACTIVATIONS:
+    globals()[_fn] = _make(_fn, _op, _formula, _args)
+    __all__.append(_fn)
+
+
+def glu(x: Variable, axis: int = -1, name: str | None = None) -> Variable:
+    """Gated linear unit: a * sigmoid(b), where a, b are x's halves along `axis` (ops split,
+    sigmoid, elementwise_mul; Paddle's composition).
+
+    Args:
+        x (Variable): the input; its `axis` dim must be even.
+        axis (int): the dim to halve.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's shape with the `axis` dim halved.
+
+    Example:
+        >>> x = static.data('x', [None, 4])
+        >>> F.glu(x).shape
+        (-1, 2)
+    """
+    _var(x, "glu")
+    if x.shape[axis] > 0 and x.shape[axis] % 2:
+        raise ValueError(f"glu: x {x.name}'s dim {axis} must be even, got shape {x.shape}")
+    a, b = M.split(x, 2, axis=axis)
+    gate = LayerHelper("sigmoid").simple("sigmoid", {"X": b})
+    return M.multiply(a, gate, name=name)
+
+
+__all__.append("glu")
