@@ -22,10 +22,10 @@ EXCEPTIONS = {}
 TOP = "(top-level modules)"
 # area: the most lines it may have (numbaflow/<area>/**, or numbaflow/*.py for TOP)
 AREA_CAPS = {
-    "kernels": 14400, "nn": 6600, "graph": 4200, "executor": 3800, "bench": 3500,
+    "kernels": 14400, "nn": 7600, "graph": 4200, "executor": 3800, "bench": 3500,
     "fluid": 3300, TOP: 2500, "distributed": 2200, "tensor": 2300, "persistence": 1500,
     "static": 1300, "io": 1200, "optimizer": 1100, "utils": 1000, "compiler": 1000,
-    "examples": 800, "profiler": 800, "vision": 800, "hapi": 950, "onnx": 700,
+    "examples": 800, "profiler": 800, "vision": 1000, "hapi": 950, "onnx": 700,
     "formats": 700, "testing": 600, "metric": 500, "incubate": 100,
 }
 TOTAL_CAP = 54300
