@@ -301,9 +301,7 @@ class CompiledProgram:
         return PlanOptions(memory_optimize=bs.memory_optimize, enable_inplace=bs.enable_inplace,
                            num_threads=es.num_threads,
                            sequential=bs.enable_sequential_execution,
-                           device_lock=not bs.remove_unnecessary_lock,
-                           # the pipeline's rows did these (or not)
-                           fuse_softmax_mask=False, fuse_conv_epilogue=False)
+                           device_lock=not bs.remove_unnecessary_lock)
 
     def memory_stats(self) -> dict[str, int]:
         """Memory of the last run's plan.
