@@ -247,20 +247,18 @@ class CompiledProgram:
                           self.exec_strategy_effective.num_iteration_per_drop_scope, owner=self)
         if self._is_data_parallel:
             lowered.key = program.uid        # a runner (device scopes) per compiled version
-            lowered.data_parallel = lambda exe: self._data_parallel_runner(program, world, exe)
+            lowered.data_parallel = lambda: self._data_parallel_runner(program, world)
         return lowered
-
-    def _runners_in(self, exe):
-        """{id(program): DataParallelRunner} of the compiled versions `exe` runs."""
-        found = {id(lw.program): runner_of(exe, lw, make=False) for lw in self._lowered.values()
-                 if lw.data_parallel is not None}
-        return {k: r for k, r in found.items() if r is not None}
 
     @property
     def _runners(self):
-        """{id(program): DataParallelRunner} of the compiled versions (data parallel), in
-        the executor of the last run."""
-        return self._runners_in(self._last[0]) if self._last is not None else {}
+        """{id(program): DataParallelRunner} of the compiled versions (data parallel) that
+        the executor of the last run keeps."""
+        if self._last is None:
+            return {}
+        found = {id(lw.program): runner_of(self._last[0], lw, make=False)
+                 for lw in self._lowered.values() if lw.data_parallel is not None}
+        return {k: r for k, r in found.items() if r is not None}
 
     @property
     def _passed(self):
@@ -283,14 +281,14 @@ class CompiledProgram:
         runner = runner_of(self._last[0], self._last[5], make=False)
         return runner.last_plan if runner is not None else None
 
-    def _data_parallel_runner(self, program, world, exe):
+    def _data_parallel_runner(self, program, world):
         source = None
         if self._share_vars_from is not None:
             other = self._share_vars_from
             if not getattr(other, "_is_data_parallel", False):
                 raise ValueError("The shared Program is not data parallel, cannot share "
                                  "variables from it.")
-            runners = other._runners_in(exe)
+            runners = other._runners        # (kept by the executor that ran it)
             if not runners:
                 raise ValueError("The shared Program is not compiled and executed, so there "
                                  "is no variables to share.")

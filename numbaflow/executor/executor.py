@@ -38,7 +38,7 @@ class Lowered:
     `options` (the PlanOptions of its plans), `drop_every` (release pooled temporaries
     every N runs, 0: never), `owner` and `key` (the executor keeps one runner per owner
     and key, dropped with the owner) and `data_parallel`: None to run on the executor's
-    place, else a function (executor) -> the Runner over several places, called once."""
+    place, else a function () -> the Runner over several places, called once."""
     __slots__ = ("source", "program", "scope", "iterations", "options", "drop_every",
                  "owner", "key", "data_parallel")
 
@@ -182,7 +182,7 @@ def runner_of(exe, lowered, make=True):
         if runners is None:
             runners = exe._owned[lowered.owner] = {}
         runner = runners[lowered.key] = (
-            lowered.data_parallel(exe) if lowered.data_parallel is not None else
+            lowered.data_parallel() if lowered.data_parallel is not None else
             LocalRunner(exe._backend, lowered.options, lowered.drop_every))
     return runner
 
