@@ -51,10 +51,13 @@ class Refused(Exception):
 class Replacement:
     """What a match puts in place of what: the `old` ops go, each of the `new` ops (made
     with `block.make_op`, not inserted) takes the place of `at[i]` (one of `old`, where
-    the new op's inputs exist and before its outputs' readers)."""
+    the new op's inputs exist and before its outputs' readers). A replacement of a group
+    spread over the block may also move other ops, in order, to right `after` the (one)
+    new op (they read what it writes)."""
     old: list
     new: list
     at: list = field(default_factory=list)
+    after: list = field(default_factory=list)
 
     def __post_init__(self):
         if len(self.at) != len(self.new) or \
@@ -65,8 +68,14 @@ class Replacement:
 
 class Rewrite(Pass):
     """Base of a pass that is a pattern and its replacement. A subclass sets `name`,
-    `anchors` (the op types a candidate starts from) and `match`; the driver does the rest."""
+    `anchors` (the op types a candidate starts from) and `match`; the driver does the rest.
+    A pass whose candidates are groups found over the whole block (the optimizer fusion)
+    yields them from `candidates` instead (each an op or a list of ops)."""
     anchors = ()
+
+    def candidates(self, block, ops):
+        """The candidates among `ops` (ops of `block`, in program order)."""
+        return [op for op in ops if op.type in self.anchors]
 
     def match(self, block, op):
         """The Replacement for the candidate at `op` (an op of an `anchors` type), None
@@ -74,7 +83,7 @@ class Rewrite(Pass):
         raise NotImplementedError
 
     def what(self, op):
-        """How a refusal names the candidate at `op`."""
+        """How a refusal names the candidate `op`."""
         return f"{op.type} -> {', '.join(v.name for v in op.output_vars())}"
 
     def run(self, program):
@@ -97,16 +106,18 @@ def rewrite_block(rewrite, block):
     """Apply `rewrite` to `block` through the Block verbs, candidate by candidate in
     program order; True when anything changed."""
     gone, changed = set(), False
-    for op in list(block.ops):
-        if op.type not in rewrite.anchors or id(op) in gone:
+    for cand in rewrite.candidates(block, list(block.ops)):
+        if any(id(o) in gone for o in _ops_of(cand)):
             continue
-        found = rewrite.candidate(block, op)
+        found = rewrite.candidate(block, cand)
         if found is None:
             continue
         dropped = sorted({v.name for o in found.old for v in o.output_vars()})
         for new, at in zip(found.new, found.at):
             block.insert_before(at, new)
         block.remove_ops(found.old)
+        if found.after:
+            block.move_after(found.new[0], found.after)
         remove_unused_vars(block, dropped)
         gone.update(id(o) for o in found.old)
         changed = True
@@ -115,16 +126,16 @@ def rewrite_block(rewrite, block):
 
 def rewrite_ops(rewrites, block, ops):
     """`ops` (ops of `block` in program order: the ones a plan runs) with each of the
-    `rewrites` applied where all the ops it matches are in the list; neither the block nor
-    the program changes."""
+    `rewrites` applied where all the ops it matches are in the list (and it moves no
+    other op); neither the block nor the program changes."""
     for rewrite in rewrites:
         have = {id(o) for o in ops}
         put, drop = {}, set()
-        for op in ops:
-            if op.type not in rewrite.anchors or id(op) not in have:
+        for cand in rewrite.candidates(block, ops):
+            if not all(id(o) in have for o in _ops_of(cand)):
                 continue
-            found = rewrite.candidate(block, op)
-            if found is None or not all(id(o) in have for o in found.old):
+            found = rewrite.candidate(block, cand)
+            if found is None or found.after or not all(id(o) in have for o in found.old):
                 continue
             have.difference_update(id(o) for o in found.old)
             drop.update(id(o) for o in found.old)
@@ -132,3 +143,7 @@ def rewrite_ops(rewrites, block, ops):
         if put or drop:
             ops = [put.get(id(o), o) for o in ops if id(o) in put or id(o) not in drop]
     return ops
+
+
+def _ops_of(candidate):
+    return candidate if isinstance(candidate, list) else [candidate]
