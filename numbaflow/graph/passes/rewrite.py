@@ -52,11 +52,12 @@ class Replacement:
     """What a match puts in place of what: the `old` ops go, each of the `new` ops (made
     with `block.make_op`, not inserted) takes the place of `at[i]` (one of `old`, where
     the new op's inputs exist and before its outputs' readers). A replacement of a group
-    spread over the block may also move other ops, in order, to right `after` the (one)
-    new op (they read what it writes)."""
+    spread over the block may also move other ops, in order, to right `before` the (one)
+    new op (it reads what they write) or right `after` it (they read what it writes)."""
     old: list
     new: list
     at: list = field(default_factory=list)
+    before: list = field(default_factory=list)
     after: list = field(default_factory=list)
 
     def __post_init__(self):
@@ -116,6 +117,8 @@ def rewrite_block(rewrite, block):
         for new, at in zip(found.new, found.at):
             block.insert_before(at, new)
         block.remove_ops(found.old)
+        if found.before:
+            block.move_before(found.new[0], found.before)
         if found.after:
             block.move_after(found.new[0], found.after)
         remove_unused_vars(block, dropped)
@@ -135,7 +138,8 @@ def rewrite_ops(rewrites, block, ops):
             if not all(id(o) in have for o in _ops_of(cand)):
                 continue
             found = rewrite.candidate(block, cand)
-            if found is None or found.after or not all(id(o) in have for o in found.old):
+            if found is None or found.before or found.after or \
+                    not all(id(o) in have for o in found.old):
                 continue
             have.difference_update(id(o) for o in found.old)
             drop.update(id(o) for o in found.old)
