@@ -53,12 +53,15 @@ class Replacement:
     with `block.make_op`, not inserted) takes the place of `at[i]` (one of `old`, where
     the new op's inputs exist and before its outputs' readers). A replacement of a group
     spread over the block may also move other ops, in order, to right `before` the (one)
-    new op (it reads what they write) or right `after` it (they read what it writes)."""
+    new op (it reads what they write) or right `after` it (they read what it writes).
+    `what`: how the cost rule's refusal names it (default: the pass's `what` of the
+    candidate)."""
     old: list
     new: list
     at: list = field(default_factory=list)
     before: list = field(default_factory=list)
     after: list = field(default_factory=list)
+    what: str = None
 
     def __post_init__(self):
         if len(self.at) != len(self.new) or \
@@ -98,7 +101,7 @@ class Rewrite(Pass):
         except Refused as e:
             self.refuse(self.what(op), str(e))
             return None
-        if found is None or not self.pays(self.what(op), found.old, found.new):
+        if found is None or not self.pays(found.what or self.what(op), found.old, found.new):
             return None
         return found
 
