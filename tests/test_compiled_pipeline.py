@@ -358,3 +358,41 @@ def test_fetched_outputs_are_handed_over_without_a_copy_and_never_overwritten():
     got, _ = train(main, startup, loss, compiled(main), fetch_extra=[hidden])
     for x, y in zip(ref, got):
         np.testing.assert_allclose(x[1], y[1], rtol=1e-6)
+
+
+def test_the_executor_owns_every_plan_and_close_frees_them():
+    """A compiled run's plans live in the executor's runners (not in the CompiledProgram):
+    exe.close() frees them with the plain program's, and the next run builds them again."""
+    import weakref
+
+    from numbaflow.executor.executor import runner_of
+    main, startup, loss = mlp()
+    exe, scope = static.Executor(), static.Scope()
+    exe.run(startup, scope=scope)
+    feed = batches(1)[0]
+    c = static.CompiledProgram(main)
+    dp = static.CompiledProgram(main).with_data_parallel(
+        loss_name=loss.name, places=[paddle.CPUPlace()] * 2)
+    exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
+    exe.run(c, feed=feed, fetch_list=[loss], scope=scope)
+    exe.run(dp, feed=feed, fetch_list=[loss], scope=scope)
+    lowered = [lw for prog in (c, dp) for lw in prog._lowered.values()]
+    runners = [runner_of(exe, lw, make=False) for lw in lowered]
+    assert all(r is not None and r.plans() for r in runners)
+    held = [weakref.ref(p) for r in runners for p in r.plans()]
+    assert len(held) == 3                       # compiled: 1, data parallel: one per device
+    exe.close()
+    assert not any(r.plans() for r in runners) and not exe._cache.plans()
+    import gc
+    gc.collect()
+    assert all(h() is None for h in held)       # the plans and their buffers are gone
+    # the next run builds its plan again (a training step: the parameters moved on)
+    test = main.clone(for_test=True)
+    want = exe.run(test, feed=feed, fetch_list=[loss], scope=scope)[0]
+    got = exe.run(c, feed=feed, fetch_list=[loss], scope=scope)[0]
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert runners[0].plans()
+    # a CompiledProgram that goes takes its runners with it
+    del c, dp, lowered, runners
+    gc.collect()
+    assert not list(exe._owned.keys())

@@ -506,3 +506,35 @@ def test_a_huge_num_iteration_per_run_needs_no_memory_per_iteration():
     from numbaflow.executor.runner import iteration_feeds as _iteration_feeds
     feed = {"X": np.ones((2, 1), np.float32)}
     assert _iteration_feeds(feed, 10 ** 12) == [feed]
+
+
+def test_a_steady_step_starts_no_thread_and_checks_its_feed_once(monkeypatch):
+    """The D-1 device threads are started once and kept across steps, and a repeated feed
+    passes every device's plan cache repeat check without being checked again; the
+    numbers are the step-by-step ones of a fresh runner."""
+    import threading
+
+    from numbaflow.distributed import feed as dp_feed
+    main, startup, loss = mlp()
+    exe, a, b = two_scopes(startup)
+    checks, started = [], []
+    real_check, real_start = dp_feed._check_each, threading.Thread.start
+    monkeypatch.setattr(dp_feed, "_check_each",
+                        lambda *args: checks.append(1) or real_check(*args))
+    monkeypatch.setattr(threading.Thread, "start",
+                        lambda t: started.append(t.name) or real_start(t))
+    f = batch(12)
+    c = parallel(main, loss, places=3)
+    got = [exe.run(c, feed=f, fetch_list=[loss], scope=a)[0] for _ in range(4)]
+    assert len(checks) == 1                  # the first step only
+    got.append(exe.run(c, feed=batch(12, seed=1), fetch_list=[loss], scope=a)[0])
+    assert len(checks) == 1                  # new arrays, same names, shapes and dtypes
+    exe.run(c, feed=batch(6), fetch_list=[loss], scope=a)
+    assert len(checks) == 2                  # a new batch size is checked
+    assert sorted(n for n in started if n.startswith("numbaflow-device")) == \
+        ["numbaflow-device-1", "numbaflow-device-2"]    # D-1, once
+    # the same steps through a second compiled program on its own scope
+    c2 = parallel(main, loss, places=3)
+    want = [exe.run(c2, feed=f, fetch_list=[loss], scope=b)[0] for _ in range(4)]
+    want.append(exe.run(c2, feed=batch(12, seed=1), fetch_list=[loss], scope=b)[0])
+    np.testing.assert_allclose(np.array(got), np.array(want), rtol=1e-6)

@@ -16,8 +16,15 @@ import numbaflow as paddle
 from numbaflow import static
 from numbaflow.bench import models
 from numbaflow.executor.plan import PlanOptions
+from numbaflow.executor.plan_cache import DEFAULT_OPTIONS
 
 FLAGS = ("fuse_conv_bias", "fold_conv_batch_norm")
+
+
+def _plain_options(fuse):
+    """A plain Program's plan options with its default-on rewrites (the executor's), or
+    none (the unrewritten reference)."""
+    return DEFAULT_OPTIONS if fuse else PlanOptions()
 
 
 def _prog(exe, main, fuse, compiled):
@@ -28,7 +35,7 @@ def _prog(exe, main, fuse, compiled):
         for f in FLAGS:
             setattr(bs, f, fuse)
         return static.CompiledProgram(main, build_strategy=bs)
-    exe._runner.options = PlanOptions(fuse_conv_epilogue=fuse)
+    exe._runner.options = _plain_options(fuse)
     return main
 
 
@@ -181,7 +188,7 @@ def test_train_digits_cnn_is_fused_in_training_and_folded_in_its_test_program(mo
         main, startup, test, loss, _ = train_digits.build_programs(
             argparse.Namespace(model="cnn", lr=0.01))
         exe, scope = static.Executor(paddle.CPUPlace()), static.Scope()
-        exe._runner.options = PlanOptions(fuse_conv_epilogue=fuse)
+        exe._runner.options = _plain_options(fuse)
         exe.run(startup, scope=scope)
         got = [float(exe.run(main, feed=feed, fetch_list=[loss], scope=scope)[0])
                for _ in range(3)]

@@ -11,8 +11,15 @@ import pytest
 import numbaflow as paddle
 from numbaflow import static
 from numbaflow.executor.plan import PlanOptions
+from numbaflow.executor.plan_cache import DEFAULT_OPTIONS
 
 import paddle_gpt
+
+
+def _plain_options(fuse):
+    """A plain Program's plan options with its default-on rewrites (the executor's), or
+    none (the unrewritten reference)."""
+    return DEFAULT_OPTIONS if fuse else PlanOptions()
 
 
 def _build():
@@ -30,7 +37,7 @@ def _train(fuse, compiled, steps=8):
         bs.fuse_softmax_mask = fuse
         prog = static.CompiledProgram(main, build_strategy=bs)
     else:
-        exe._runner.options = PlanOptions(fuse_softmax_mask=fuse)
+        exe._runner.options = _plain_options(fuse)
         prog = main
     losses = []
     for tokens, labels in paddle_gpt.batches(steps):
@@ -128,7 +135,7 @@ def test_a_full_shape_mask_added_first_is_still_the_mask():
     fused = [op for op in exe._runner.last_plan.ops if op.type == "fused_softmax_mask"]
     assert len(fused) == 1 and fused[0].attrs["scale"] == 0.5
     np.testing.assert_allclose(a, _numpy_attention(q), rtol=1e-5, atol=1e-7)
-    exe._runner.options = PlanOptions(fuse_softmax_mask=False)
+    exe._runner.options = _plain_options(False)
     g_ref, = exe.run(main, feed={"q": q}, fetch_list=[dq])
     np.testing.assert_allclose(g, g_ref, rtol=1e-5, atol=1e-7)
 

@@ -1,5 +1,5 @@
 """The pass table (compiler/pipeline.py), and CONTRIBUTING's "Adding a graph pass" worked
-example run as written: a new pass costs its file plus one row."""
+example run as written: a new pass, on by default, costs its file plus one row."""
 import numpy as np
 import pytest
 
@@ -7,35 +7,36 @@ import numbaflow as paddle
 import numbaflow.static as static
 from numbaflow.compiler import pipeline
 from numbaflow.compiler.pipeline import Context, Row, passes_for
-from numbaflow.graph.passes import Pass, remove_unused_vars
+from numbaflow.executor.executor import cached_plans
+from numbaflow.graph.passes import Refused, Replacement, Rewrite
 from numbaflow.utils import unique_name
 
 pytestmark = pytest.mark.usefixtures("fresh_graph_state")
 
 
-# ---- the pass file: numbaflow/graph/passes/fold_unit_scale.py would hold this class
-class FoldUnitScale(Pass):
-    """scale(x, scale=1, bias=0) is x: its readers read x, and the op goes."""
-    name = "fold_unit_scale"
+# ---- the pass file: numbaflow/graph/passes/fold_scale_chain.py would hold this class
+class FoldScaleChain(Rewrite):
+    """scale(scale(x, a), b) without biases is scale(x, a * b): one pass over x."""
+    name = "fold_scale_chain"
+    anchors = ("scale",)            # a candidate starts at the outer scale
 
-    def run(self, program):
-        block, changed = program.global_block(), False
-        for op in list(block.ops):
-            if op.type != "scale" or op.attrs["scale"] != 1.0 or op.attrs["bias"] != 0.0:
-                continue
-            x, out = op.inputs["X"][0], op.outputs["Out"][0]
-            if out.name in self.protected or out.persistable:
-                self.refuse(f"scale -> {out.name}", "its output is fetched or persistable")
-                continue
-            block.replace_uses(out, x)
-            block.remove_ops([op])
-            remove_unused_vars(block, [out.name])
-            changed = True
-        return changed
+    def match(self, block, op):
+        inner = block.producer(op.inputs["X"][0])
+        if inner is None or inner.type != "scale":
+            return None             # not this pattern
+        mid = inner.outputs["Out"][0]
+        if op.attrs["bias"] or inner.attrs["bias"]:
+            raise Refused("a scale has a bias")
+        if mid.name in self.protected or mid.persistable or len(block.consumers(mid)) > 1:
+            raise Refused(f"{mid.name} is fetched, persistable or read by another op")
+        attrs = dict(op.attrs, scale=op.attrs["scale"] * inner.attrs["scale"])
+        new = block.make_op("scale", inner.inputs, op.outputs, attrs)
+        return Replacement(old=[inner, op], new=[new], at=[op])
 
 
 # ---- the row, in compiler/pipeline.py's PIPELINE (before the data-parallel rewrite)
-ROW = Row("fold_unit_scale", FoldUnitScale, "drop `scale(x, 1, 0)` (it is x).")
+ROW = Row("fold_scale_chain", FoldScaleChain, "run `scale(scale(x, a), b)` as one scale.",
+          default=True)
 
 
 @pytest.fixture
@@ -48,41 +49,59 @@ def net():
     main, startup = static.Program(), static.Program()
     with static.program_guard(main, startup), unique_name.guard():
         x = static.data("x", [None, 3], "float32")
-        y = paddle.nn.functional.relu(paddle.scale(x, scale=1.0, bias=0.0))
+        y = paddle.nn.functional.relu(paddle.scale(paddle.scale(x, scale=2.0), scale=0.5))
         out = paddle.mean(static.nn.fc(y, 2))
     exe, scope = static.Executor(), static.Scope()
     exe.run(startup, scope=scope)
     return main, out, exe, scope
 
 
-def test_the_worked_example_new_pass_is_one_file_and_one_row(with_row):
+def scales(ops):
+    return [op.attrs["scale"] for op in ops if op.type == "scale"]
+
+
+def test_the_worked_example_default_on_pass_is_one_file_and_one_row(with_row):
     main, out, exe, scope = net()
-    feed = {"x": np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32)}
-    want, = exe.run(main, feed=feed, fetch_list=[out], scope=scope)
+    x = np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32)
+    feed = {"x": x}
+    want = np.maximum(x, 0) @ scope.get(main.all_parameters()[0].name) + \
+        scope.get(main.all_parameters()[1].name)
+    # a plain Program gets a default-on pass on its plan, the user's program unchanged
+    got, = exe.run(main, feed=feed, fetch_list=[out], scope=scope)
+    np.testing.assert_allclose(got, want.mean(), rtol=1e-5)
+    assert scales(cached_plans(exe)[-1].ops) == [1.0]
+    assert scales(main.global_block().ops) == [2.0, 0.5]
+    # a CompiledProgram: the flag comes from the row, on by default
     bs = static.BuildStrategy()
-    assert bs.fold_unit_scale is False                 # the flag comes from the row
-    bs.fold_unit_scale = True
+    assert bs.fold_scale_chain is True
     compiled = static.CompiledProgram(main, build_strategy=bs)
     got, = exe.run(compiled, feed=feed, fetch_list=[out], scope=scope)
-    np.testing.assert_allclose(got, want, rtol=1e-6)
+    np.testing.assert_allclose(got, want.mean(), rtol=1e-5)
     passed, = compiled._passed.values()
-    assert "scale" not in [op.type for op in passed.global_block().ops]
-    assert "scale" in [op.type for op in main.global_block().ops]   # the user's is kept
-    assert [p.name for p in compiled.passes if p.changed] == ["fold_unit_scale"]
-    with pytest.raises(AttributeError, match="did you mean 'fold_unit_scale'"):
-        bs.fold_unit_scal = True
+    assert scales(passed.global_block().ops) == [1.0]
+    assert [p.name for p in compiled.passes if p.changed] == ["fold_scale_chain"]
+    bs.fold_scale_chain = False                         # switched off: both scales run
+    off = static.CompiledProgram(main, build_strategy=bs)
+    exe.run(off, feed=feed, fetch_list=[out], scope=scope)
+    passed, = off._passed.values()
+    assert scales(passed.global_block().ops) == [2.0, 0.5]
+    with pytest.raises(AttributeError, match="did you mean 'fold_scale_chain'"):
+        bs.fold_scale_chai = True
 
 
-def test_a_fetched_scale_is_refused_with_a_reason(with_row):
+def test_a_fetched_intermediate_is_refused_with_a_reason(with_row):
     main, out, exe, scope = net()
-    scaled = next(op.outputs["Out"][0] for op in main.global_block().ops if op.type == "scale")
-    bs = static.BuildStrategy()
-    bs.fold_unit_scale = True
-    compiled = static.CompiledProgram(main, build_strategy=bs)
-    exe.run(compiled, feed={"x": np.ones((2, 3), np.float32)}, fetch_list=[out, scaled],
-            scope=scope)
-    fold, = [p for p in compiled.passes if p.name == "fold_unit_scale"]
+    inner = next(op.outputs["Out"][0] for op in main.global_block().ops if op.type == "scale")
+    compiled = static.CompiledProgram(main)
+    feed = {"x": np.ones((2, 3), np.float32)}
+    mid, _ = exe.run(compiled, feed=feed, fetch_list=[inner, out], scope=scope)
+    np.testing.assert_allclose(mid, 2.0)
+    fold, = [p for p in compiled.passes if p.name == "fold_scale_chain"]
     assert not fold.changed and "fetched" in fold.refusals[0][1]
+    # the plain Program's plan keeps both scales too
+    mid, _ = exe.run(main, feed=feed, fetch_list=[inner, out], scope=scope)
+    np.testing.assert_allclose(mid, 2.0)
+    assert scales(cached_plans(exe)[-1].ops) == [2.0, 0.5]
 
 
 def test_rows_decide_when_a_pass_applies():
@@ -180,11 +199,11 @@ def test_training_or_inference_column():
                             "fuse_softmax_mask", "auto_fusion"]
     for r in pipeline.PIPELINE:
         assert r.programs in pipeline.PROGRAMS, r
-    only_inference = Row("enable_auto_fusion", FoldUnitScale, programs="inference")
+    only_inference = Row("enable_auto_fusion", FoldScaleChain, programs="inference")
     assert only_inference.applies(bs, Context(training=False))
     assert not only_inference.applies(bs, Context(training=True))
     with pytest.raises(ValueError, match="programs must be one of.*'test'"):
-        Row("fold_unit_scale", FoldUnitScale, programs="test")
+        Row("fold_scale_chain", FoldScaleChain, programs="test")
 
 
 def test_an_inference_program_is_compiled_without_the_optimizer_passes():

@@ -21,12 +21,15 @@ import time
 
 import numpy as np
 
+from ..compiler.pipeline import PIPELINE
 from . import models
 from .harness import Case, Row, Skip, Timing
 
-FLAGS = ("fuse_elewise_add_act_ops", "enable_auto_fusion", "fuse_all_optimizer_ops",
-         "fuse_relu_depthwise_conv", "fuse_conv_bias", "fuse_softmax_mask")
-INFERENCE_FLAGS = ("fold_conv_batch_norm",)
+# every flag of the pass table whose pass is a fusion (priced by the cost rule;
+# sync_batch_norm is a rewrite for correctness), inference-only ones on their own
+_FUSION_ROWS = [r for r in PIPELINE if r.flag and r.pass_class.cost_rule]
+FLAGS = tuple(r.flag for r in _FUSION_ROWS if r.programs != "inference")
+INFERENCE_FLAGS = tuple(r.flag for r in _FUSION_ROWS if r.programs == "inference")
 MODELS = ("cnn", "gpt", "mlp")
 INFERENCE = "_inference"        # a model name's suffix: its clone(for_test=True)
 AGREE_STEPS = 2

@@ -2,7 +2,8 @@
 
 It lowers, the executor runs: `Executor.run(compiled, ...)` asks `_lower` for a
 `Lowered` record (the program after the pass pipeline for these fed and fetched names,
-the runner for it, the iterations per run) and runs that. Nothing is built until the
+its plan options and places, the iterations per run) and runs that with a runner it
+makes and keeps (so `exe.close()` frees every plan). Nothing is built until the
 first run, which binds the compiled program to that run's scope and place. The user's
 Program and strategy objects are never modified: the resolved settings live in
 `build_strategy_effective` / `exec_strategy_effective`.
@@ -16,11 +17,10 @@ from ..graph.ir_graph import Graph
 from ..graph.program import BACKWARD, Program
 from ..distributed import mpi
 from ..distributed.runner import DataParallelRunner
-from ..executor.executor import Lowered
+from ..executor.executor import Lowered, runner_of
 from ..executor.plan import PlanOptions
 from ..executor.backend import backend_for
 from ..executor.place import CUDAPlace, cpu_places, cuda_places, to_place
-from ..executor.runner import LocalRunner
 from .pipeline import Context, is_training, run_pipeline
 from .strategy import BuildStrategy, ExecutionStrategy
 
@@ -77,12 +77,10 @@ class CompiledProgram:
         self._share_vars_from = None
         self._scope = None
         self._place = None
-        self._executor = None
         # the one memo: (fetch names, fed names, version) -> Lowered; `_last` is the
         # record of the last run, reused while the same call repeats
         self._lowered = {}
         self._last = None           # (executor, scope, fed keys, fetch objects, Lowered)
-        self._local = None          # LocalRunner of the place this program is bound to
         self.passes = []            # the passes of the last compile (with their refusals)
         self.build_strategy_effective = None
         self.exec_strategy_effective = None
@@ -190,8 +188,6 @@ class CompiledProgram:
             self.build_strategy_effective = bs.effective()
             self.exec_strategy_effective = es.effective(len(self._device_places))
             self._options = self._plan_options()
-            self._local = LocalRunner(backend_for(place), self._options,
-                                      self.exec_strategy_effective.num_iteration_per_drop_scope)
             # last: a bound scope says the rest is whole (an interrupt above binds again)
             self._scope, self._place = scope, place
         elif scope is not self._scope and self._share_vars_from is None:
@@ -246,17 +242,23 @@ class CompiledProgram:
         self.passes = run_pipeline(
             program, bs, ctx,
             (lambda stage: write_dot(program, f"{path}_{stage}_graph")) if path else None)
-        runner = self._local
+        lowered = Lowered(self._program, program, self._scope,
+                          self.exec_strategy_effective.num_iteration_per_run, self._options,
+                          self.exec_strategy_effective.num_iteration_per_drop_scope, owner=self)
         if self._is_data_parallel:
-            runner = self._data_parallel_runner(program, self.passes[-1], world)
-        return Lowered(self._program, program, runner, self._scope,
-                       self.exec_strategy_effective.num_iteration_per_run)
+            lowered.key = program.uid        # a runner (device scopes) per compiled version
+            lowered.data_parallel = lambda: self._data_parallel_runner(program, world)
+        return lowered
 
     @property
     def _runners(self):
-        """{id(program): DataParallelRunner} of the compiled versions (data parallel)."""
-        return {id(lw.program): lw.runner for lw in self._lowered.values()
-                if lw.runner is not self._local}
+        """{id(program): DataParallelRunner} of the compiled versions (data parallel) that
+        the executor of the last run keeps."""
+        if self._last is None:
+            return {}
+        found = {id(lw.program): runner_of(self._last[0], lw, make=False)
+                 for lw in self._lowered.values() if lw.data_parallel is not None}
+        return {k: r for k, r in found.items() if r is not None}
 
     @property
     def _passed(self):
@@ -265,26 +267,33 @@ class CompiledProgram:
 
     @property
     def _cache(self):
-        """The PlanCache of the bound place (None before the first run)."""
-        return self._local.cache if self._local is not None else None
+        """The PlanCache of the last run's executor for this program (None before the
+        first run or for data parallelism)."""
+        if self._last is None or self._is_data_parallel:
+            return None
+        return runner_of(self._last[0], self._last[5]).cache
 
     @property
     def _last_plan(self):
         """The plan of the last run (device 0's for data parallelism), or None."""
-        return self._last[5].runner.last_plan if self._last is not None else None
+        if self._last is None:
+            return None
+        runner = runner_of(self._last[0], self._last[5], make=False)
+        return runner.last_plan if runner is not None else None
 
-    def _data_parallel_runner(self, program, rewrite, world):
+    def _data_parallel_runner(self, program, world):
         source = None
         if self._share_vars_from is not None:
             other = self._share_vars_from
             if not getattr(other, "_is_data_parallel", False):
                 raise ValueError("The shared Program is not data parallel, cannot share "
                                  "variables from it.")
-            if not other._runners:
+            runners = other._runners        # (kept by the executor that ran it)
+            if not runners:
                 raise ValueError("The shared Program is not compiled and executed, so there "
                                  "is no variables to share.")
-            source = next(iter(other._runners.values()))
-        return DataParallelRunner(program, rewrite, self._device_places, self._scope,
+            source = next(iter(runners.values()))
+        return DataParallelRunner(program, self._loss_name, self._device_places, self._scope,
                                   self.build_strategy_effective, self._options,
                                   [backend_for(p) for p in self._device_places], world,
                                   source,
@@ -301,9 +310,7 @@ class CompiledProgram:
         return PlanOptions(memory_optimize=bs.memory_optimize, enable_inplace=bs.enable_inplace,
                            num_threads=es.num_threads,
                            sequential=bs.enable_sequential_execution,
-                           device_lock=not bs.remove_unnecessary_lock,
-                           # the pipeline's rows did these (or not)
-                           fuse_softmax_mask=False, fuse_conv_epilogue=False)
+                           device_lock=not bs.remove_unnecessary_lock)
 
     def memory_stats(self) -> dict[str, int]:
         """Memory of the last run's plan.
@@ -333,7 +340,10 @@ class CompiledProgram:
         """Release the pooled temporaries now (they are reallocated on the next run);
         persistables are untouched.
         """
-        for runner in {id(lw.runner): lw.runner for lw in self._lowered.values()}.values():
+        if self._last is None:
+            return
+        runners = (runner_of(self._last[0], lw, make=False) for lw in self._lowered.values())
+        for runner in {id(r): r for r in runners if r is not None}.values():
             runner.release()
 
 

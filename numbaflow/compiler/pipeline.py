@@ -6,11 +6,14 @@ from here), the pass class, and when it applies (how many devices: some rewrites
 only correct on one; training or inference programs: an optimizer fusion has nothing to
 do in a program without optimizer ops). The data-parallel rewrite is the last row. A new pass is its file
 under `graph/passes/` plus one row here (CONTRIBUTING shows it; tests/test_pipeline.py
-runs that example).
+runs that example). The rows on by default also rewrite a plain Program's plans
+(`plain_program_passes`, installed in the executor: Executor.run without a CompiledProgram).
 """
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 from ..distributed.rewrite import MultiDevicesPass
+from ..executor.lowering import install_plain_rewrites
 from ..graph.nodes import FORWARD
 from ..graph.passes import apply_passes
 from ..graph.passes.auto_fusion import AutoFusion
@@ -108,15 +111,13 @@ PIPELINE = [
     # before the elementwise fusions, which would take the conv's bias add and relu
     Row("fold_conv_batch_norm", FoldConvBatchNorm,
         "fold an is_test batch_norm (and the bias and relu around it) into the conv's "
-        "kernel, from its variables at run time (on by default; a plain Program run by "
-        "Executor.run gets it too).", default=True, programs="inference"),
+        "kernel, from its variables at run time.", default=True, programs="inference"),
     Row("fuse_conv_bias", FuseConvBias,
         "add a conv2d's bias (and apply a following relu) in the conv's kernel, and take "
-        "the bias gradient in its backward pass (on by default; a plain Program run by "
-        "Executor.run gets it too).", default=True),
+        "the bias gradient in its backward pass.", default=True),
     Row("fuse_softmax_mask", FuseSoftmaxMask,
-        "run attention's `softmax(scale(x) + mask)` and its gradient as one kernel each "
-        "(on by default; a plain Program run by Executor.run gets it too).", default=True),
+        "run attention's `softmax(scale(x) + mask)` and its gradient as one kernel "
+        "each.", default=True),
     Row("fuse_elewise_add_act_ops", FuseElewiseAddAct,
         "fuse `act(x + y)` and `x + act(y)` (relu, tanh, sigmoid, gelu, scale) and their "
         "gradients into one kernel."),
@@ -156,3 +157,14 @@ def run_pipeline(program, bs, ctx, dump=None):
         if dump is not None:
             dump(stage)
     return done
+
+
+def plain_program_passes(program, protected, device):
+    """The passes a plain Program's plans apply to their op list (Executor.run without a
+    CompiledProgram, the program unchanged): the rows on by default, for one device."""
+    defaults = SimpleNamespace(**{f: d for f, (d, _) in flags().items()})
+    ctx = Context(device=device, protected=frozenset(protected), training=is_training(program))
+    return [p for stage, p in passes_for(defaults, ctx) if stage == "fused"]
+
+
+install_plain_rewrites(plain_program_passes)

@@ -192,7 +192,8 @@ def _pass_flag_help():
     lines = []
     for name, (default, doc) in pipeline.flags().items():
         lines.append(f"- {name}: {doc}" if default is False else
-                     f"- {name} (default {default}): {doc}")
+                     f"- {name} (default {default}; a plain Program run by Executor.run "
+                     f"gets it too): {doc}")
     import textwrap
     return "\n    ".join(textwrap.fill(line, 84, subsequent_indent="  ").replace("\n", "\n    ")
                           for line in lines)

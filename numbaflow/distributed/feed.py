@@ -36,12 +36,14 @@ def split_sizes(batch, num_devices):
     return [q + 1] * r + [q] * (int(num_devices) - r)
 
 
-def split_feed(block, feed, num_devices, training, loss_grad_name=None):
+def split_feed(block, feed, num_devices, training, loss_grad_name=None, check=True):
     """Split one run's feed over `num_devices` local devices.
 
     Returns `(feeds, batch_sizes)`: `feeds` is a list of per-device `{name: ndarray}` dicts,
     each checked by `executor.check_feed` (C-contiguous; slices of C-contiguous inputs are
-    views, not copies), and `batch_sizes[i]` is device i's number of samples.
+    views, not copies; `check=False`: a dict feed's are not checked, e.g. because each
+    device's plan cache repeat check accepts them), and `batch_sizes[i]` is device i's
+    number of samples.
 
     `len(feeds)` may be *smaller* than `num_devices`: an inference/test program
     (`training=False`) fed fewer samples than devices runs only on the first B devices, one
@@ -112,7 +114,7 @@ def split_feed(block, feed, num_devices, training, loss_grad_name=None):
         else:
             for f in feeds:
                 f[name] = arr
-    return _check_each(block, feeds, sizes, batch), sizes
+    return (_check_each(block, feeds, sizes, batch) if check else feeds), sizes
 
 
 def _to_array(block, name, value):

@@ -10,8 +10,10 @@ whose gradients are summed by `c_allreduce_sum` ops through this process's Local
 2. parameters are made identical everywhere: at the first run and after any
    `Scope.set`, rank 0 broadcasts them to the other ranks, and the user's scope (device 0)
    is copied into the other devices' scopes;
-3. the devices run their plans concurrently (device 0 on the caller's thread; kernels
-   release the GIL), each with 1/D of numba's threads;
+3. the devices run their plans concurrently (device 0 on the caller's thread, the others
+   on D-1 threads kept across runs; kernels release the GIL), each with 1/D of numba's
+   threads. A steady step (the same feed names, shapes and fetches) is recognised by each
+   device's plan cache repeat check, and its feed is not checked again;
 4. the fetches are merged in device order.
 
 Device 0's scope is the user's scope, so it always holds the current parameters (every
@@ -29,30 +31,29 @@ from ..executor.runner import Runner
 from .feed import loss_grad_scales, merge_fetch, split_feed
 from ..executor.scope import Scope
 from .modes import GradientScaleStrategy, ReduceStrategy
-from .rewrite import MultiDevicesPass, assign_owners, optimizer_state, owner_program
+from .rewrite import assign_owners, optimizer_state, owner_program
 from ..executor import threads as thread_budget
 
 
 class DataParallelRunner(Runner):
-    """Runs a program that went through the `multi_devices` rewrite (`rewrite`, the
-    pass object: it knows the fed loss gradient) on `places` and the ranks of `world`."""
+    """Runs a program that went through the `multi_devices` rewrite on `places` and the
+    ranks of `world`; `loss_name`: the loss, whose `<loss>@GRAD` that rewrite made fed."""
 
-    def __init__(self, program, rewrite, places, scope, build_strategy, options, backends,
+    def __init__(self, program, loss_name, places, scope, build_strategy, options, backends,
                  world=None, share_from=None, drop_every=0):
         super().__init__(drop_every)
-        if not isinstance(rewrite, MultiDevicesPass):
-            raise TypeError("DataParallelRunner runs a program after the multi_devices "
-                            "rewrite; pass that pass object as `rewrite`")
         self.places, self.D = places, len(places)
         self.world = world
         self.strategy = build_strategy.gradient_scale_strategy
-        self.rewrite = rewrite
+        # the fed loss gradient (the rewrite turned its seed op into a feed)
+        self.loss_grad = program.global_block().vars.get(f"{loss_name}@GRAD") \
+            if loss_name is not None else None
         if world is not None and world.size > 1:
             # a rank with another program would wait forever in a collective: refuse now
             world.check_same("the data-parallel program (op types and gradient shapes)",
                              _signature(program))
         self.program = program
-        self.training = self.rewrite.loss_grad is not None
+        self.training = self.loss_grad is not None
         self.collective = any(get_op_def(op.type).has(COLLECTIVE)
                               for op in program.global_block().ops)
         ranks = world.size if world is not None else 1
@@ -87,6 +88,7 @@ class DataParallelRunner(Runner):
         self.backends = backends       # one per place (a CUDA place: its own device)
         # each device's plans: the executor's PlanCache (same checks, same bound)
         self.device_caches = [PlanCache(b) for b in backends]
+        self.workers = thread_budget.Workers(self.D - 1, "numbaflow-device")
         self._synced = None
         self._loss_grads = {}
         self.last_plans = []
@@ -95,6 +97,11 @@ class DataParallelRunner(Runner):
     def plans(self):
         """Every plan of every device this runner keeps."""
         return [plan for cache in self.device_caches for plan in cache.plans()]
+
+    def clear(self):
+        for cache in self.device_caches:
+            cache.clear()
+        self.last_plan, self.last_plans = None, []
 
     def written(self, program, scope):
         return [(s, p.global_block().ops) for s, p in zip(self.scopes, self.programs)]
@@ -117,16 +124,24 @@ class DataParallelRunner(Runner):
 
     def _run_one(self, feed, fetch_list, return_merged, iterations):
         block = self.program.global_block()
-        lg = self.rewrite.loss_grad
+        lg = self.loss_grad
         customized = self.strategy is GradientScaleStrategy.Customized
-        feeds, sizes = split_feed(block, feed, self.D, self.training,
-                                  lg.name if (lg is not None and customized) else None)
+        custom = lg.name if (lg is not None and customized) else None
+        feeds, sizes = split_feed(block, feed, self.D, self.training, custom, check=False)
         if len(feeds) < self.D and self.collective:
             raise ValueError(
                 f"the batch of {sum(sizes)} sample(s) is smaller than the device count "
                 f"{self.D}, and this program exchanges data between devices "
                 f"(sync_batch_norm): every device needs at least one sample. Feed at least "
                 f"{self.D} samples or run a clone(for_test=True) program")
+        if lg is not None and not customized:
+            for i, f in enumerate(feeds):
+                f[lg.name] = self._loss_grad_array(i, lg)
+        # a steady step passes every device's repeat check; otherwise the feed is checked
+        # (per device, errors say so) before any collective
+        plans = self._repeated(feeds, fetch_list)
+        if plans is None:
+            split_feed(block, feed, self.D, self.training, custom)
         # one small collective per run: the global batch, and whether any rank's user
         # changed a parameter (then every rank joins the re-broadcast from rank 0)
         total, resync = sum(sizes), self._needs_sync()
@@ -136,11 +151,12 @@ class DataParallelRunner(Runner):
             self.world.allreduce_sum_(agreed)
             total, resync = int(agreed[0]), bool(agreed[1])
         if lg is not None and not customized:
-            for i, (f, s) in enumerate(zip(feeds, loss_grad_scales(sizes, total, self.strategy))):
-                f[lg.name] = self._loss_grad_array(i, lg, s)
+            for f, s in zip(feeds, loss_grad_scales(sizes, total, self.strategy)):
+                f[lg.name].fill(s)
         if resync:
             self._sync_parameters()
-        plans = self._plans_for(feeds, fetch_list)
+        if plans is None:
+            plans = self._plans_for(feeds, fetch_list)
         self.last_plans = [plan for plan, _ in plans]
         self.last_plan = plans[0][0]
         results = self._run_devices(plans, iterations)
@@ -148,14 +164,24 @@ class DataParallelRunner(Runner):
             self.world.step_ends()
         return merge_fetch(results, return_merged)
 
-    def _loss_grad_array(self, i, var, value):
+    def _loss_grad_array(self, i, var):
         """Device i's `<loss>@GRAD` feed: one array per device, refilled each run (the
         same object, so its plan does not rebind)."""
         arr = self._loss_grads.get(i)
         if arr is None:
-            arr = self._loss_grads[i] = _full(var, value)
-        arr.fill(value)
+            arr = self._loss_grads[i] = _full(var, 1.0)
         return arr
+
+    def _repeated(self, feeds, fetch_list):
+        """[(plan, feed)] when every device's call repeats its last one, else None."""
+        plans = []
+        for i, f in enumerate(feeds):
+            hit = self.device_caches[i].repeat(self.programs[i], f, fetch_list, self.scopes[i],
+                                               self.options[i])
+            if hit is None:
+                return None
+            plans.append(hit)
+        return plans
 
     def _plans_for(self, feeds, fetch_list):
         """[(plan, checked feed arrays)] of the devices that get data."""
@@ -182,28 +208,16 @@ class DataParallelRunner(Runner):
             finally:
                 numba.set_num_threads(previous)
 
-        if n == 1:
-            device(0)
-        else:
-            import threading
-            workers = [threading.Thread(target=device, args=(i,), daemon=True,
-                                        name=f"numbaflow-device-{i}") for i in range(1, n)]
-            try:
-                for w in workers:
-                    w.start()
-                device(0)
-                for w in workers:
-                    w.join()
-            except BaseException:
-                # interrupted on this thread outside device 0's run (Ctrl-C between the
-                # starts and the joins): the other devices must not stay blocked in a
-                # collective, or the next run would wait on them forever
-                self.group.abort()
-                for w in workers:
-                    if w.ident is not None:       # (started)
-                        w.join()
-                self.group.reset()
-                raise
+        try:
+            self.workers.run([lambda i=i: device(i) for i in range(n)])
+        except BaseException:
+            # interrupted on this thread outside device 0's run (Ctrl-C while waiting for
+            # the others): the other devices must not stay blocked in a collective, or the
+            # next run would wait on them forever
+            self.group.abort()
+            self.workers.wait()
+            self.group.reset()
+            raise
         if any(errors):
             self.group.reset()
             first = next(e for e in errors if e is not None and not isinstance(e, GroupAborted))

@@ -1,8 +1,9 @@
-"""Executor: the one driver. `Executor.run` runs a `Program` through its LocalRunner,
-and anything else that can be lowered (a `CompiledProgram`, a higher layer: it answers
-`_lower(executor, feed, fetch_list, scope)` with a `Lowered` record) through the runner
-the record names. Learning-rate hooks, the K-iteration feeds and fetch wrapping happen
-here, once, for every kind of program.
+"""Executor: the one driver, and the owner of every plan. `Executor.run` runs a `Program`
+through its LocalRunner, and anything else that can be lowered (a `CompiledProgram`, a
+higher layer: it answers `_lower(executor, feed, fetch_list, scope)` with a `Lowered`
+record naming what to run and where) through a runner the executor makes for that record
+and keeps (so `close` frees every plan). Learning-rate hooks, the K-iteration feeds and
+fetch wrapping happen here, once, for every kind of program.
 
 Threads: runs on one Scope are serialised (its lock is held from the feed binding to
 the fetch), so concurrent `run` calls give the results of running them one after
@@ -10,6 +11,7 @@ another; runs on different scopes proceed concurrently.
 """
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from ..graph.program import Program, Variable, default_main_program
@@ -31,13 +33,20 @@ if TYPE_CHECKING:
 
 class Lowered:
     """What a program object above this layer hands the executor to run: `source` (the
-    user's program: its learning-rate hooks run first), `program` (what the runner runs,
-    e.g. after the BuildStrategy's passes), `runner`, `scope` and `iterations` per run."""
-    __slots__ = ("source", "program", "runner", "scope", "iterations")
+    user's program: its learning-rate hooks run first), `program` (what runs, e.g. after
+    the BuildStrategy's passes), `scope`, `iterations` per run, and how and where:
+    `options` (the PlanOptions of its plans), `drop_every` (release pooled temporaries
+    every N runs, 0: never), `owner` and `key` (the executor keeps one runner per owner
+    and key, dropped with the owner) and `data_parallel`: None to run on the executor's
+    place, else a function () -> the Runner over several places, called once."""
+    __slots__ = ("source", "program", "scope", "iterations", "options", "drop_every",
+                 "owner", "key", "data_parallel")
 
-    def __init__(self, source, program, runner, scope, iterations=1):
-        self.source, self.program, self.runner = source, program, runner
-        self.scope, self.iterations = scope, iterations
+    def __init__(self, source, program, scope, iterations=1, options=None, drop_every=0,
+                 owner=None, key="local", data_parallel=None):
+        self.source, self.program, self.scope = source, program, scope
+        self.iterations, self.options, self.drop_every = iterations, options, drop_every
+        self.owner, self.key, self.data_parallel = owner, key, data_parallel
 
 
 class Executor:
@@ -63,17 +72,21 @@ class Executor:
     def __init__(self, place: CPUPlace | CUDAPlace | str | None = None) -> None:
         self.place = CPUPlace() if place is None else to_place(place)
         self._backend = backend_for(self.place)
-        self._runner = LocalRunner(self._backend)
+        self._runner = LocalRunner(self._backend)     # plain Programs
         self._cache = self._runner.cache      # (the runner's PlanCache, for tests and benches)
+        self._owned = weakref.WeakKeyDictionary()   # Lowered.owner -> {Lowered.key: Runner}
 
     def close(self) -> None:
-        """Drop the cached plans and their buffers (the scope is untouched).
+        """Drop the cached plans and their buffers, of plain and compiled programs alike
+        (the scope is untouched).
 
         Example:
             >>> exe = static.Executor(paddle.CPUPlace())
             >>> exe.close()
         """
-        self._runner.clear()
+        for runner in [self._runner] + [r for rs in list(self._owned.values())
+                                         for r in rs.values()]:
+            runner.clear()
 
     def run(self, program: Program | Any = None,      # Any: a CompiledProgram (a higher layer)
             feed: dict[str, ArrayLike] | list[dict[str, ArrayLike]] | None = None,
@@ -138,7 +151,7 @@ class Executor:
                 raise TypeError(f"Executor.run: program must be a Program or CompiledProgram, "
                                 f"got {type(program).__name__}")
             lowered = lower(self, feed, fetch_list, scope)
-            program, runnable, runner = lowered.source, lowered.program, lowered.runner
+            program, runnable, runner = lowered.source, lowered.program, runner_of(self, lowered)
             scope, k = lowered.scope, lowered.iterations
         for hook in program.run_hooks:     # learning-rate schedules set the rate first
             hook(scope)
@@ -158,9 +171,24 @@ class Executor:
 
 
 def cached_plans(exe):
-    """The plans `exe` has built and keeps, oldest first (for the warm-up tool and the
-    benches: Paddle's Executor has no public plan list, so this is a function here)."""
+    """The plans `exe` has built and keeps for plain Programs, oldest first (for the warm-up
+    tool and the benches: Paddle's Executor has no public plan list, so this is a function
+    here)."""
     return exe._cache.plans()
+
+
+def runner_of(exe, lowered, make=True):
+    """The runner `exe` keeps for `lowered` (made at the first call; with make=False, None
+    when there is none yet)."""
+    runners = exe._owned.get(lowered.owner)
+    runner = runners.get(lowered.key) if runners is not None else None
+    if runner is None and make:
+        if runners is None:
+            runners = exe._owned[lowered.owner] = {}
+        runner = runners[lowered.key] = (
+            lowered.data_parallel() if lowered.data_parallel is not None else
+            LocalRunner(exe._backend, lowered.options, lowered.drop_every))
+    return runner
 
 
 class _Fetched(Tensor):

@@ -1,11 +1,9 @@
 """Lowering: (program, feed signature, fetch list, scope) -> the facts a Plan is built
 from, checked before any kernel exists.
 
-`lower` selects the ops the fetches need (for a plain Program, PlanOptions.fuse_softmax_mask,
-with attention's `scale -> + mask -> softmax` chains replaced by fused_softmax_mask in that
-list: graph/passes/fuse_softmax_mask.py, and PlanOptions.fuse_conv_epilogue, with conv2d's
-bias, relu and, in a forward-only program, is_test batch_norm in fused_conv2d:
-graph/passes/fuse_conv_epilogue.py; the program is not changed), checks every read
+`lower` selects the ops the fetches need (for a plain Program, with its default-on
+rewrites applied to that list by the rewrite driver, `PlanOptions.rewrites`:
+graph/passes/rewrite.py; the program is not changed), checks every read
 (a missing feed, an uninitialised parameter: typed errors naming the variable and the
 fix), infers every concrete shape, decides which fed arrays are used in place and which
 fetched ones are handed over without a copy, and assigns the temporaries to pooled
@@ -13,11 +11,27 @@ buffers (memory.py: in-place and reuse by liveness; each gradient bucket back to
 """
 from dataclasses import dataclass
 
-from ..graph import passes
-from ..graph.nodes import FORWARD
+from ..graph.passes.rewrite import rewrite_ops
 from ..graph.program import infer_op
 from ..kernels.registry import COLLECTIVE, FLAT_INPUTS, ConcreteOp, VarInfo, get_op_def
 from .memory import assign_buffers
+
+
+# the compiler's pass table, installed by it (compiler/pipeline.py): this layer may not
+# import that one
+_installed = []
+
+
+def install_plain_rewrites(passes_for_program):
+    """Make `passes_for_program(program, protected names, device) -> [Rewrite]` the
+    rewrites a plain Program's plans get (`plain_rewrites`)."""
+    _installed[:] = [passes_for_program]
+
+
+def plain_rewrites(program, protected, device):
+    """The rewrites a plain Program's plan applies to its op list (Executor.run without a
+    CompiledProgram): the pass table's default-on rows, as installed."""
+    return _installed[0](program, protected, device) if _installed else []
 
 
 @dataclass
@@ -94,12 +108,10 @@ def lower(program, feed, fetch_vars, scope, options, host):
     `fetch_vars` and the arrays `scope` holds; `host`: buffers live in host memory."""
     block = program.global_block()
     ops = select_ops(block, fetch_vars)
-    protected = {v.name for v in feed} | {v.name for v in fetch_vars}
-    if options.fuse_softmax_mask:      # a plain Program: its default-on rewrites
-        ops = passes.fuse_softmax_mask.fuse_in_op_list(block, ops, protected)
-    if options.fuse_conv_epilogue:
-        forward_only = all(op.role == FORWARD for b in program.blocks for op in b.ops)
-        ops = passes.fuse_conv_epilogue.fuse_in_op_list(block, ops, protected, forward_only)
+    if options.rewrites is not None:        # a plain Program: its default-on rewrites
+        protected = {v.name for v in feed} | {v.name for v in fetch_vars}
+        ops = rewrite_ops(options.rewrites(program, protected, "cpu" if host else "gpu"),
+                          block, ops)
     fed = set(feed)
     shapes = {v: _fed_info(v, a) for v, a in feed.items()}
     _check_reads(ops, fed, fetch_vars, scope, shapes)

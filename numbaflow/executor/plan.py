@@ -70,12 +70,10 @@ class PlanOptions:
     segments: bool = True        # merge runs of compiled kernels into one njit function
     device_lock: bool = False    # remove_unnecessary_lock=False: runs of all places take one lock
     comm: object = None          # data parallel: this device's endpoint for collective ops
-    # `scale -> + mask -> softmax` (and its gradient) run as fused_softmax_mask: on for a
-    # plain Program; a CompiledProgram's pipeline row decides instead (off here)
-    fuse_softmax_mask: bool = True
-    # conv2d's bias and relu (and, in a forward-only program, an is_test batch_norm) in
-    # its kernel: graph/passes/fuse_conv_epilogue.py; likewise on for a plain Program
-    fuse_conv_epilogue: bool = True
+    # (program, protected names, device) -> the rewrite passes applied to the plan's op
+    # list (lowering.py), the program unchanged: a plain Program's default-on rewrites
+    # (the executor's plain runner); None for a program that went through its passes
+    rewrites: object = None
     # a `while` body's plan (executor/control_flow.py): every fed array is used in place,
     # written ones too (the loop variables: the body updates the enclosing block's
     # arrays), fetched ones are handed back as they are, and nothing is backed up (the

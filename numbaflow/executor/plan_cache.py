@@ -9,9 +9,11 @@ import numpy as np
 from .. import config
 from . import threads
 from .feed import check_feed, resolve_fetch
+from .lowering import plain_rewrites
 from .plan import Plan, PlanOptions
 
-DEFAULT_OPTIONS = PlanOptions()
+# a plain Program's plans: its default-on rewrites on the plan's op list
+DEFAULT_OPTIONS = PlanOptions(rewrites=plain_rewrites)
 
 
 def max_cached_plans():

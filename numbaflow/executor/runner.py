@@ -18,7 +18,8 @@ DROP_MIN_BYTES = 1 << 20
 
 
 class Runner:
-    """Runs a program's plans. A subclass implements `run`, `plans` and `written`."""
+    """Runs a program's plans, and keeps them. A subclass implements `run`, `plans`,
+    `clear` (drop every plan: `Executor.close`) and `written`."""
 
     def __init__(self, drop_every=0):
         self.drop_every = drop_every    # release pooled temporaries every N runs (0: never)
@@ -45,6 +46,10 @@ class Runner:
 
     def plans(self):
         """Every plan this runner keeps."""
+        raise NotImplementedError
+
+    def clear(self):
+        """Drop every plan (and its buffers) this runner keeps."""
         raise NotImplementedError
 
     def ran(self):
@@ -91,6 +96,7 @@ class LocalRunner(Runner):
 
     def clear(self):
         self.cache.clear()
+        self.last_plan = None
 
 
 def iteration_feeds(feed, k):

@@ -3,7 +3,8 @@
 A process may keep `budget()` threads busy: OMP_NUM_THREADS when the user set it, else the
 cores it may run on (its affinity mask), never more than numba's NUMBA_NUM_THREADS. Work
 that runs concurrently (data-parallel devices as threads, scheduler workers) shares it:
-each of n concurrent runners gets `share(n)` numba threads.
+each of n concurrent runners gets `share(n)` numba threads. `Workers` are such concurrent
+threads, started once and kept (the data-parallel devices: one step does not start any).
 
 The BLAS libraries loaded in the process (numpy's and scipy's OpenBLAS; numba's np.dot
 calls scipy's) run at one thread once a program runs (`one_thread_blas`). Large products
@@ -19,7 +20,9 @@ bench's workers): every thread knob set to the same count, and thread pools that
 instead of spinning when idle, so one process does not steal the next one's cores.
 """
 import os
+import queue
 import threading
+import weakref
 
 import numba
 
@@ -49,6 +52,63 @@ def budget():
 def share(concurrent, total=None):
     """Threads for each of `concurrent` runners that share the budget (>= 1)."""
     return max(1, (budget() if total is None else total) // max(1, concurrent))
+
+
+class Workers:
+    """`n` threads kept until this object goes: `run(calls)` runs calls[0] on the caller's
+    thread and the others (at most n) on the workers, and returns when all have returned.
+    A call reports its own errors (an exception escaping one is dropped).
+
+    >>> out = []
+    >>> Workers(2, "doc").run([lambda: out.append(0), lambda: out.append(1)])
+    >>> sorted(out)
+    [0, 1]
+    """
+
+    def __init__(self, n, name):
+        self._jobs = [queue.SimpleQueue() for _ in range(n)]
+        self._done = queue.SimpleQueue()
+        self._pending = 0
+        for i, jobs in enumerate(self._jobs):
+            threading.Thread(target=_serve, args=(jobs, self._done), daemon=True,
+                             name=f"{name}-{i + 1}").start()
+        weakref.finalize(self, _stop, self._jobs)     # the threads end with this object
+
+    def run(self, calls):
+        first, rest = calls[0], calls[1:]
+        if len(rest) > len(self._jobs):
+            raise ValueError(f"Workers.run: {len(calls)} calls for {len(self._jobs)} workers "
+                             f"and the caller")
+        for jobs, call in zip(self._jobs, rest):
+            jobs.put(call)
+        self._pending += len(rest)
+        first()
+        self.wait()
+
+    def wait(self):
+        """Return when every call handed to a worker has returned."""
+        while self._pending:
+            self._done.get()
+            self._pending -= 1
+
+
+def _serve(jobs, done):
+    while True:
+        call = jobs.get()
+        if call is None:
+            return
+        try:
+            call()
+        except BaseException:      # noqa: B902 - the call's own business (see Workers)
+            pass
+        finally:
+            call = None         # (what it holds is not kept until the next call)
+            done.put(None)
+
+
+def _stop(all_jobs):
+    for jobs in all_jobs:
+        jobs.put(None)
 
 
 def limit_blas(threads):

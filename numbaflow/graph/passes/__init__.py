@@ -1,15 +1,17 @@
 """Graph passes: small objects that rewrite one Program in place.
 
-A pass is `run(program) -> changed`; `apply_passes` runs a list of them and verifies
-the IR after each one that changed something. Which passes a BuildStrategy turns on, and
-in what order, is the compiler's pass table (compiler/pipeline.py): nothing here knows
-BuildStrategy. Passes edit the IR only through
+A pass is `run(program) -> changed`. A fusion (any rewrite of some ops into others) is a
+`Rewrite` (rewrite.py): it states what it matches and what it puts in its place, and one
+driver applies it, to a program or to a plain program's plan op list. `apply_passes`
+runs a list of passes and verifies the IR after each one that changed something. Which
+passes a BuildStrategy turns on, and in what order, is the compiler's pass table
+(compiler/pipeline.py): nothing here knows BuildStrategy. Passes edit the IR only through
 the Block's mutators (`replace_ops`, `remove_ops`, `insert_before`, `replace_uses`,
 `set_input`, ...: program.py), which keep the producer/consumer maps (`block.consumers(v)`,
-`block.producer(v)`) and the program version right; `verify` checks the maps. A pass that sees a candidate
-it will not rewrite says why with `refuse` (logged at debug level on the
-"numbaflow.passes" logger and kept in `pass.refusals`), so a fusion flag never
-silently does nothing.
+`block.producer(v)`) and the program version right; `verify` checks the maps. A pass that
+sees a candidate it will not rewrite says why with `refuse` (a Rewrite's match raises
+`Refused`; logged at debug level on the "numbaflow.passes" logger and kept in
+`pass.refusals`), so a fusion flag never silently does nothing.
 
 >>> g = static.Graph(main)              # a private copy of `main`
 >>> g.apply_pass("fuse_elewise_add_act")
@@ -114,3 +116,4 @@ from . import fuse_relu_depthwise_conv, fuse_optimizer_ops, fuse_sgd_gemm  # noq
 from . import sync_batch_norm  # noqa: E402,F401
 from . import fuse_softmax_mask  # noqa: E402,F401
 from . import fuse_conv_epilogue  # noqa: E402,F401
+from .rewrite import Refused, Replacement, Rewrite  # noqa: E402,F401

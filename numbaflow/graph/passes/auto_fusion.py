@@ -41,8 +41,9 @@ from ...kernels.fused_elementwise import HEADS, TAILS, make_ops
 from ...kernels.registry import (ELEMENTWISE, MAY_FAIL, OPTIMIZER, RANDOM, broadcast_shapes,
                                  get_op_def)
 from ..program import infer_op
-from . import Pass, register_pass, remove_unused_vars
+from . import register_pass
 from .cost import judge
+from .rewrite import Refused, Replacement, Rewrite, rewrite_block
 
 
 def _desc(op):
@@ -143,14 +144,18 @@ def escape(group, succ):
 
 
 @register_pass
-class AutoFusion(Pass):
+class AutoFusion(Rewrite):
     name = "auto_fusion"
 
     def run(self, program):
-        changed = False
-        for block in program.blocks:
-            changed |= self._fuse_block(block)
-        return changed
+        return any([rewrite_block(self, block) for block in program.blocks])
+
+    def what(self, group):
+        return "group " + " + ".join(_desc(op) for op in group)
+
+    def candidates(self, block, ops):
+        """The groups of the block (a pass over whole programs: `ops` is the block's)."""
+        return [[block.ops[i] for i in g] for g in self._groups(block)]
 
     # ------------------------------------------------------------ finding groups
     def _excluded(self, op, opdef, live):
@@ -283,37 +288,27 @@ class AutoFusion(Pass):
         return True
 
     # ------------------------------------------------------------ rewriting
-    def _fuse_block(self, block):
-        changed = False
-        groups = [[block.ops[i] for i in g] for g in self._groups(block)]
-        for group in groups:
-            what = "group " + " + ".join(_desc(op) for op in group)
-            chosen = self._cheapest(block, group, what)
-            if chosen is None:
-                continue
-            group, new_op = chosen
-            # an earlier rewrite may have joined two of this group's paths into one op
-            members = {block.index(op) for op in group}
-            succ = BlockDependencies(block)
-            j = escape(members, succ)
-            if j is not None:
-                self.refuse(what, f"no longer convex after an earlier fusion: "
-                                  f"{_desc(block.ops[j])} lies on a path through it")
-                continue
-            lo, hi = min(members), max(members)
-            before = set()      # window ops the group depends on
-            for k in range(hi, lo - 1, -1):
-                if k not in members and any(s in members or s in before for s in succ[k]):
-                    before.add(k)
-            # the fused op goes where the group's first op was, after the ops in the
-            # window that it depends on (they move up, in order)
-            moved = [block.ops[k] for k in sorted(before)]
-            block.replace_ops(group, new_op, where=block.ops[lo])
-            if moved:
-                block.move_before(new_op, moved)
-            remove_unused_vars(block, {v.name for op in group for v in op.output_vars()})
-            changed = True
-        return changed
+    def match(self, block, group):
+        chosen = self._cheapest(block, group, self.what(group))
+        if chosen is None:
+            return None
+        group, new_op = chosen
+        # an earlier rewrite may have joined two of this group's paths into one op
+        members = {block.index(op) for op in group}
+        succ = BlockDependencies(block)
+        j = escape(members, succ)
+        if j is not None:
+            raise Refused(f"no longer convex after an earlier fusion: "
+                          f"{_desc(block.ops[j])} lies on a path through it")
+        lo, hi = min(members), max(members)
+        before = set()      # window ops the group depends on
+        for k in range(hi, lo - 1, -1):
+            if k not in members and any(s in members or s in before for s in succ[k]):
+                before.add(k)
+        # the fused op goes where the group's first op was, after the ops in the
+        # window that it depends on (they move up, in order)
+        return Replacement(group, [new_op], [block.ops[lo]],
+                           before=[block.ops[k] for k in sorted(before)])
 
     def _cheapest(self, block, group, what):
         """(ops, fused op) of the variant of `group` that pays most: with or without its

@@ -23,20 +23,16 @@ fetched, persistable or read by any op outside the chain; when the bias is not o
 per output channel added on axis 1; when the backward chain is not the one the gradient
 rules make; or when the cost rule says the fusion does not pay.
 
-`matches(block, protected, refuse, fold_bn)` finds the rewrites without changing
-anything; the passes apply them to a program (CompiledProgram's pipeline), and
-`fuse_in_op_list` to the op list of a plain `Executor.run(program)`.
+Both passes are a match + replacement (rewrite.py): CompiledProgram's pipeline applies
+them to a program, and, on by default, the executor to the op list of a plain
+`Executor.run(program)`.
 """
 from ...kernels.nn_ops import bn_uses_global_stats
 from ...kernels.registry import get_op_def
-from . import Pass, register_pass, remove_unused_vars
-from .fuse_softmax_mask import Match, substitute
+from . import register_pass
+from .rewrite import Refused, Replacement, Rewrite
 
 BN_SLOTS = {"BNScale": "Scale", "BNBias": "Bias", "BNMean": "Mean", "BNVariance": "Variance"}
-
-
-class _Refused(Exception):
-    """A candidate is not rewritten (the message says why)."""
 
 
 def _sole_reader(block, var, fwd_types):
@@ -51,7 +47,7 @@ def _grad_reader(block, var, gtype, slot):
     """The one `gtype` op reading `var` in `slot` (None when there is none)."""
     found = [op for op in block.consumers(var) if op.type == gtype and op.inputs[slot][0] is var]
     if len(found) > 1:
-        raise _Refused(f"{var.name} has {len(found)} {gtype} ops")
+        raise Refused(f"{var.name} has {len(found)} {gtype} ops")
     return found[0] if found else None
 
 
@@ -70,18 +66,18 @@ def _forward(block, cv, fold_bn):
     if p is not None and p.inputs["X"][0] is c:
         b = p.inputs["Y"][0]
         if tuple(b.shape) != (m,) or b.dtype != c.dtype or p.attrs.get("axis", -1) != 1:
-            raise _Refused(f"{c.name} + {b.name}: not one bias value per output channel "
+            raise Refused(f"{c.name} + {b.name}: not one bias value per output channel "
                            f"(shape {tuple(b.shape)}, axis {p.attrs.get('axis', -1)})")
         add, last = p, p.outputs["Out"][0]
         mids.append(c)
     p = _sole_reader(block, last, ("batch_norm",)) if fold_bn else None
     if p is not None:
         if not bn_uses_global_stats(p.attrs) or p.attrs["data_layout"] != "NCHW":
-            raise _Refused(f"batch_norm of {last.name} computes batch statistics (not is_test) "
+            raise Refused(f"batch_norm of {last.name} computes batch statistics (not is_test) "
                            f"or is not NCHW")
         for slot, into in (("MeanOut", "Mean"), ("VarianceOut", "Variance")):
             if _out(p, slot) is not None and _out(p, slot) is not p.inputs[into][0]:
-                raise _Refused(f"batch_norm's {slot} is not its {into}")
+                raise Refused(f"batch_norm's {slot} is not its {into}")
         bn, mids = p, mids + [last] + [v for s in ("SavedMean", "SavedVariance")
                                        if (v := _out(p, s)) is not None]
         last = p.outputs["Y"][0]
@@ -105,15 +101,15 @@ def _backward(block, cv, add, relu, y):
     mids, d = [], None
     if relu is not None:
         if rg is None or ag is None:
-            raise _Refused("relu_grad and elementwise_add_grad are not both there")
+            raise Refused("relu_grad and elementwise_add_grad are not both there")
         d, dz = rg.inputs["Out@GRAD"][0], rg.outputs["X@GRAD"][0]
         if ag.inputs["Out@GRAD"][0] is not dz:
-            raise _Refused(f"the add's gradient does not read relu_grad's {dz.name}")
+            raise Refused(f"the add's gradient does not read relu_grad's {dz.name}")
         mids.append(dz)
     else:
         d = ag.inputs["Out@GRAD"][0]
     if ag.inputs["Y"][0] is not add.inputs["Y"][0]:
-        raise _Refused(f"{ag.type} does not belong to the bias add")
+        raise Refused(f"{ag.type} does not belong to the bias add")
     dc = _out(ag, "X@GRAD")
     cg = None
     if dc is not None:
@@ -121,7 +117,7 @@ def _backward(block, cv, add, relu, y):
         same = cg is not None and cg.attrs == cv.attrs and all(
             cg.inputs[s][0] is cv.inputs[s][0] for s in ("Input", "Filter"))
         if not same:
-            raise _Refused(f"{dc.name} is not read by the conv's conv2d_grad")
+            raise Refused(f"{dc.name} is not read by the conv's conv2d_grad")
         mids.append(dc)
     return rg, ag, cg, d, mids
 
@@ -137,14 +133,14 @@ def _match_one(block, cv, protected, fold_bn):
         rg, ag, cg, d, gmids = _backward(block, cv, add, relu, y)
         mids += gmids
     elif any(op.type.endswith("_grad") for v in mids + [y] for op in block.consumers(v)):
-        raise _Refused("the chain has gradient ops (a program that trains)")
+        raise Refused("the chain has gradient ops (a program that trains)")
     if fold_bn and bn is None:
         return None             # fuse_conv_bias's candidate
     bwd = [o for o in (rg, ag, cg) if o is not None]
     for v in mids:
         readers = [op for op in block.consumers(v) if not any(op is o for o in fwd + bwd)]
         if v.name in protected or v.persistable or readers:
-            raise _Refused(f"{v.name} is fetched, persistable or read by another op "
+            raise Refused(f"{v.name} is fetched, persistable or read by another op "
                            f"({[o.type for o in readers]})")
     names = get_op_def("fused_conv2d").attrs
     attrs = {k: v for k, v in cv.attrs.items() if k in names}
@@ -171,50 +167,15 @@ def _match_one(block, cv, protected, fold_bn):
         gop.role = bwd[0].role
         new.append(gop)
         at.append(bwd[0])       # its inputs exist there, its outputs are read later
-    return Match(fwd + bwd, new, at)
+    return Replacement(fwd + bwd, new, at)
 
 
-def matches(block, protected=(), refuse=None, fold_bn=False, pays=None):
-    """The conv-epilogue rewrites of `block` (module docstring), found without changing
-    it: with `fold_bn`, is_test batch_norms are folded too. `refuse(what, reason)` hears
-    of each candidate not rewritten; `pays(what, old, new)` (the cost rule) may veto one."""
-    found, protected = [], frozenset(protected)
-    for op in block.ops:
-        if op.type != "conv2d":
-            continue
-        what = f"conv2d -> {op.outputs['Output'][0].name}"
-        try:
-            m = _match_one(block, op, protected, fold_bn)
-        except _Refused as e:
-            if refuse is not None:
-                refuse(what, str(e))
-            continue
-        if m is not None and (pays is None or pays(what, m.old, m.new)):
-            found.append(m)
-    return found
-
-
-def fuse_in_op_list(block, ops, protected, fold_bn=False):
-    """`ops` (the ops a plain run needs, in program order) with the rewrites applied whose
-    ops are all among them: the plain `Executor.run(program)` path's rewrite."""
-    have = {id(o) for o in ops}
-    return substitute(ops, [m for m in matches(block, protected, fold_bn=fold_bn)
-                            if all(id(o) in have for o in m.old)])
-
-
-class _ConvEpilogue(Pass):
+class _ConvEpilogue(Rewrite):
+    anchors = ("conv2d",)
     fold_bn = False
 
-    def run(self, program):
-        block = program.global_block()
-        found = matches(block, self.protected, self.refuse, self.fold_bn, self.pays)
-        for m in found:
-            gone = {v.name for o in m.old for v in o.output_vars()}
-            for new, at in zip(m.new, m.at):
-                block.insert_before(at, new)
-            block.remove_ops(m.old)
-            remove_unused_vars(block, sorted(gone))
-        return bool(found)
+    def match(self, block, op):
+        return _match_one(block, op, self.protected, self.fold_bn)
 
 
 @register_pass

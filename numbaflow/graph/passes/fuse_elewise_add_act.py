@@ -20,7 +20,8 @@ with `refuse` and the reason.
 from ...kernels.fused_add_act import ACTIVATIONS, ADD, FORWARD, GRAD, act_grad_reads, functors
 from ...kernels.registry import ELEMENTWISE, NO_GRAD, get_op_def
 from ..program import BACKWARD
-from . import Pass, register_pass, remove_unused_vars
+from . import register_pass, remove_unused_vars
+from .rewrite import Replacement, Rewrite, rewrite_block
 
 ADD_GRAD = f"{ADD}_grad"
 
@@ -69,20 +70,22 @@ def _one(op, slot):
 
 
 @register_pass
-class FuseElewiseAddAct(Pass):
+class FuseElewiseAddAct(Rewrite):
+    """Four patterns, each matched over the whole block in turn (the forward ones first:
+    the backward ones look for the fused forward op), then the fused forward ops whose
+    IntermediateOut nobody reads stop writing it."""
     name = "fuse_elewise_add_act"
 
     def run(self, program):
         block = self.block = program.global_block()
         self.made = []              # forward fused ops made here (IntermediateOut cleanup)
         self.dropped = set()        # names of variables the removed ops referenced
-        self.removed = set()        # ids of the ops fused away
         changed = False
-        for pattern in (self._forward_add_act, self._forward_act_add,
-                        self._backward_act_add, self._backward_add_act):
-            for op in list(block.ops):
-                if id(op) not in self.removed:
-                    changed |= bool(pattern(op))
+        for self.pattern in (self._forward_add_act, self._forward_act_add,
+                             self._backward_act_add, self._backward_add_act):
+            changed |= rewrite_block(self, block)
+            inserted = {id(o) for o in block.ops}      # (the cost rule may have said no)
+            self.made = [f for f in self.made if id(f) in inserted]
         for f in self.made:
             inter = _one(f, "IntermediateOut")
             if inter is not None and not block.consumers(inter) and \
@@ -93,6 +96,12 @@ class FuseElewiseAddAct(Pass):
         remove_unused_vars(block, sorted(self.dropped - self.protected))
         return changed
 
+    def candidates(self, block, ops):
+        return ops
+
+    def match(self, block, op):
+        return self.pattern(op)
+
     # ------------------------------------------------------------ bookkeeping
     def _readers(self, var, besides):
         return [o for o in self.block.consumers(var) if not any(o is b for b in besides)]
@@ -102,8 +111,9 @@ class FuseElewiseAddAct(Pass):
         return bool(self._readers(var, besides)) or var.name in self.protected
 
     def _replace(self, old, new, what):
-        """Put `new` where the first of `old` was (or, if an input is produced in between,
-        where the last was); False (refused) when neither place keeps the order valid."""
+        """The Replacement putting `new` where the first of `old` was (or, if an input is
+        produced in between, where the last was); None (refused) when neither place keeps
+        the order valid."""
         block = self.block
         idx = sorted(block.index(o) for o in old)
         gone = {id(o) for o in old}
@@ -123,15 +133,11 @@ class FuseElewiseAddAct(Pass):
             self.refuse(what, "no position keeps the program order valid (an input of the "
                               "fused op is computed between the two ops, and one of its "
                               "outputs is used there)")
-            return False
-        if not self.pays(what, old, new):
-            return False
+            return None
         new.role = old[0].role
-        block.replace_ops(old, new, where=block.ops[pos])
         for o in old:
             self.dropped.update(v.name for v in o.input_vars() + o.output_vars())
-            self.removed.add(id(o))
-        return True
+        return Replacement(old, [new], [block.ops[pos]], what=what)
 
     # ------------------------------------------------------------ forward
     def _forward_add_act(self, add):
@@ -159,13 +165,14 @@ class FuseElewiseAddAct(Pass):
             {"Out": act.outputs["Out"], "IntermediateOut": [inter]},
             dict(_act_attrs(act.type, act.attrs), functor_list=[act.type, ADD],
                  axis=add.attrs["axis"], save_intermediate_out=True))
-        if not self._replace([add, act], new, what(act)):
-            return False
+        found = self._replace([add, act], new, what(act))
+        if found is None:
+            return None
         self.made.append(new)
         for other in acts[1:]:
             self.refuse(what(other), f"{inter.name} is already fused with {act.type}; "
                                      f"{other.type} reads it as IntermediateOut")
-        return True
+        return found
 
     def _forward_act_add(self, add):
         """elementwise_add(X, act(Y)) (act output in either slot) -> [elementwise_add, act]."""
@@ -198,10 +205,10 @@ class FuseElewiseAddAct(Pass):
                 {"Out": [out], "IntermediateOut": [r]},
                 dict(_act_attrs(act.type, act.attrs), functor_list=[ADD, act.type],
                      axis=add.attrs["axis"], save_intermediate_out=True))
-            if self._replace([act, add], new, what):
+            found = self._replace([act, add], new, what)
+            if found is not None:
                 self.made.append(new)
-                return True
-            return False
+            return found
 
     # ------------------------------------------------------------ backward
     def _grad_inputs(self, x, y, d, out, inter):

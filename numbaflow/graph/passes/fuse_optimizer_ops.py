@@ -26,7 +26,8 @@ device); the data-parallel rewrite decides that, not this pass.
 from ...kernels.fused_optim import fused_type_of
 from ...kernels.registry import FUSED, OPTIMIZER, get_op_def, numel
 from ..program import infer_op
-from . import Pass, register_pass
+from . import register_pass
+from .rewrite import Refused, Replacement, Rewrite, rewrite_block
 
 
 def _reads(op):
@@ -50,21 +51,20 @@ def _scalar_slots(op):
 
 
 @register_pass
-class FuseAllOptimizerOps(Pass):
+class FuseAllOptimizerOps(Rewrite):
     name = "fuse_all_optimizer_ops"
 
     def run(self, program):
-        changed = False
-        for block in program.blocks:
-            for ops in self._groups(block):
-                changed |= self._fuse(block, ops)
-        return changed
+        return any([rewrite_block(self, block) for block in program.blocks])
+
+    def what(self, ops):
+        return f"{len(ops)} {ops[0].type} ops updating {[op.input('Param')[0] for op in ops]}"
 
     # ------------------------------------------------------------ grouping
-    def _groups(self, block):
+    def candidates(self, block, ops):
         """Lists of fusable ops (program order); refuses the optimizer ops left alone."""
         by_key, per_type = {}, {}
-        for op in block.ops:
+        for op in ops:
             if not get_op_def(op.type).has(OPTIMIZER) or get_op_def(op.type).has(FUSED):
                 continue
             if fused_type_of(op.type) is None:
@@ -101,8 +101,7 @@ class FuseAllOptimizerOps(Pass):
         return groups
 
     # ------------------------------------------------------------ one group
-    def _fuse(self, block, ops):
-        what = f"{len(ops)} {ops[0].type} ops updating {[op.input('Param')[0] for op in ops]}"
+    def match(self, block, ops):
         members, taken, written = [], set(), set()
         for op in ops:      # a member may not touch what another member updates
             clash = (_writes(op) & taken) | (_reads(op) & written)
@@ -117,12 +116,11 @@ class FuseAllOptimizerOps(Pass):
             written |= _writes(op)
         if len(members) < 2:
             if members:
-                self.refuse(what, "fewer than two independent updates are left to fuse")
-            return False
+                raise Refused("fewer than two independent updates are left to fuse")
+            return None
         order = plan_move(block.ops, members)
         if isinstance(order, str):
-            self.refuse(what, order)
-            return False
+            raise Refused(order)
         _, moved = order
         first = members[0]
         inputs = {k: [m.inputs[k][0] for m in members] for k in first.inputs}
@@ -132,16 +130,10 @@ class FuseAllOptimizerOps(Pass):
         try:
             infer_op(fused)
         except ValueError as e:
-            self.refuse(what, f"the fused op does not accept them: {e}")
-            return False
-        if not self.pays(what, members, fused):
-            return False
+            raise Refused(f"the fused op does not accept them: {e}") from None
         # the fused op goes where the last member was; the ops that depend on an earlier
         # member move, in order, to right after it
-        block.replace_ops(members, fused, where=members[-1])
-        if moved:
-            block.move_after(fused, moved)
-        return True
+        return Replacement(members, [fused], [members[-1]], after=moved)
 
 
 def _split_by_scalar_slots(ops):

@@ -15,24 +15,13 @@ scale has a bias; when the mask does not broadcast over the scores' leading dims
 their last dim, has another dtype, or needs a gradient; or when the backward chain is
 not the one the gradient rules make.
 
-`matches(block, protected, refuse)` finds the rewrites without changing anything: the
-pass applies them to a program (CompiledProgram's pipeline), and the executor's lowering
-applies them to the op list of a plain `Executor.run(program)` (the user's program stays
-as it was).
+The pass is a match + replacement (rewrite.py): CompiledProgram's pipeline applies it to a
+program, and, on by default, the executor to the op list of a plain `Executor.run(program)`
+(the user's program stays as it was).
 """
-from dataclasses import dataclass
-
 from ...kernels.registry import broadcast_shapes
-from . import Pass, register_pass, remove_unused_vars
-
-
-@dataclass
-class Match:
-    """One rewrite: `old` ops (forward, then backward) -> `new` ops (made with the
-    block's `_make_op`, not inserted), each new op taking the place of `at[i]`."""
-    old: list
-    new: list
-    at: list
+from . import register_pass
+from .rewrite import Refused, Replacement, Rewrite
 
 
 def _mask_fits(mask, scores, add):
@@ -62,10 +51,10 @@ def _only_readers(block, var, allowed):
 
 
 def _match_one(block, sm, protected):
-    """(Match or None, reason or None) for softmax op `sm`."""
+    """The Replacement for softmax op `sm`, None, or Refused."""
     z, y = sm.inputs["X"][0], sm.outputs["Out"][0]
     if sm.attrs["axis"] not in (-1, len(z.shape) - 1) or not z.shape:
-        return None, None           # not over the last axis: not attention's softmax
+        return None           # not over the last axis: not attention's softmax
     fwd, scores, mask, add, sc = [sm], z, None, None, None
     p = block.producer(z)
     if p is not None and p.type == "elementwise_add" and len(block.producers(z)) == 1:
@@ -78,26 +67,26 @@ def _match_one(block, sm, protected):
                 add, scores, mask = p, s_var, m_var
                 break
         else:
-            return None, f"{z.name} = {a.name} + {b.name}: no operand is a mask that " \
-                         f"broadcasts over the other's leading dims with its last dim"
+            raise Refused(f"{z.name} = {a.name} + {b.name}: no operand is a mask that "
+                          f"broadcasts over the other's leading dims with its last dim")
         fwd.insert(0, add)
     p = block.producer(scores)
     if p is not None and p.type == "scale" and len(block.producers(scores)) == 1:
         if p.attrs["bias"] != 0.0:
-            return None, f"scale -> {scores.name} has a bias ({p.attrs['bias']})"
+            raise Refused(f"scale -> {scores.name} has a bias ({p.attrs['bias']})")
         sc = p
         fwd.insert(0, sc)
     if len(fwd) == 1:
-        return None, None           # a plain softmax: nothing to fold
+        return None           # a plain softmax: nothing to fold
     x = sc.inputs["X"][0] if sc else scores
     mids = ([scores] if sc else []) + ([z] if add else [])
     for v in mids:
         if v.name in protected or v.persistable:
-            return None, f"{v.name} is fetched, fed or persistable"
+            raise Refused(f"{v.name} is fetched, fed or persistable")
     # backward: softmax_grad(y) -> dz; add_grad(dz) -> ds; scale(ds) -> dx
     sgrads = [o for o in block.consumers(y) if o.type == "softmax_grad"]
     if len(sgrads) > 1:
-        return None, f"{y.name} has {len(sgrads)} softmax_grad ops"
+        raise Refused(f"{y.name} has {len(sgrads)} softmax_grad ops")
     bwd, g_out, dx = [], None, None
     if sgrads:
         g = sgrads[0]
@@ -108,11 +97,11 @@ def _match_one(block, sm, protected):
             sslot = "X" if mslot == "Y" else "Y"
             if len(ag) != 1 or len(block.consumers(d)) != 1 or \
                     ag[0].inputs[sslot][0] is not scores or ag[0].inputs[mslot][0] is not mask:
-                return None, f"the gradient {d.name} is not read by the add's gradient alone"
+                raise Refused(f"the gradient {d.name} is not read by the add's gradient alone")
             if ag[0].outputs.get(mslot + "@GRAD"):
-                return None, f"the mask {mask.name} needs a gradient"
+                raise Refused(f"the mask {mask.name} needs a gradient")
             if not ag[0].outputs.get(sslot + "@GRAD"):
-                return None, f"{ag[0].type} computes no gradient of {scores.name}"
+                raise Refused(f"{ag[0].type} computes no gradient of {scores.name}")
             mids.append(d)
             bwd.append(ag[0])
             d = ag[0].outputs[sslot + "@GRAD"][0]
@@ -121,7 +110,7 @@ def _match_one(block, sm, protected):
             if len(readers) != 1 or readers[0].type != "scale" or \
                     readers[0].attrs["scale"] != sc.attrs["scale"] or \
                     readers[0].attrs["bias"] != 0.0:
-                return None, f"the gradient {d.name} is not read by the scale's gradient alone"
+                raise Refused(f"the gradient {d.name} is not read by the scale's gradient alone")
             mids.append(d)
             bwd.append(readers[0])
             d = readers[0].outputs["Out"][0]
@@ -129,7 +118,7 @@ def _match_one(block, sm, protected):
     allowed = fwd + bwd
     for v in mids:
         if v.name in protected or v.persistable or not _only_readers(block, v, allowed):
-            return None, f"{v.name} is fetched, persistable or read by another op"
+            raise Refused(f"{v.name} is fetched, persistable or read by another op")
     attrs = {"scale": float(sc.attrs["scale"]) if sc else 1.0, "causal": False}
     ins = {"X": [x]} if mask is None else {"X": [x], "Mask": [mask]}
     new = [block.make_op("fused_softmax_mask", ins, {"Out": [y]}, attrs)]
@@ -141,60 +130,14 @@ def _match_one(block, sm, protected):
         gop.role = bwd[-1].role
         new.append(gop)
         at.append(bwd[-1])
-    return Match(fwd + bwd, new, at), None
-
-
-def matches(block, protected=(), refuse=None):
-    """The fusions of `block` (see the module docstring), found without changing it;
-    `refuse(what, reason)` is told about each candidate that is not fused."""
-    found = []
-    for op in block.ops:
-        if op.type != "softmax":
-            continue
-        m, reason = _match_one(block, op, frozenset(protected))
-        if m is not None:
-            found.append(m)
-        elif reason and refuse is not None:
-            refuse(f"softmax -> {op.outputs['Out'][0].name}", reason)
-    return found
-
-
-def substitute(ops, found):
-    """`ops` (a list of a block's ops in order) with each match's old ops replaced by its
-    new ones, each new op where its `at` op was."""
-    drop, put = set(), {}
-    for m in found:
-        drop.update(id(o) for o in m.old)
-        put.update({id(a): n for a, n in zip(m.at, m.new)})
-    out = []
-    for op in ops:
-        if id(op) in put:
-            out.append(put[id(op)])
-        elif id(op) not in drop:
-            out.append(op)
-    return out
-
-
-def fuse_in_op_list(block, ops, protected):
-    """`ops` (the ops a plain run needs, in program order) with the fusions applied whose
-    ops are all among them: the plain `Executor.run(program)` path's rewrite."""
-    have = {id(o) for o in ops}
-    return substitute(ops, [m for m in matches(block, protected)
-                            if all(id(o) in have for o in m.old)])
+    return Replacement(fwd + bwd, new, at)
 
 
 @register_pass
-class FuseSoftmaxMask(Pass):
+class FuseSoftmaxMask(Rewrite):
     """`softmax(scale(x) + mask)` and its gradient chain -> fused_softmax_mask (+ grad)."""
     name = "fuse_softmax_mask"
+    anchors = ("softmax",)
 
-    def run(self, program):
-        block = program.global_block()
-        found = matches(block, self.protected, self.refuse)
-        for m in found:
-            gone = {v.name for o in m.old for v in o.output_vars()}
-            for new, at in zip(m.new, m.at):
-                block.insert_before(at, new)
-            block.remove_ops(m.old)
-            remove_unused_vars(block, sorted(gone))
-        return bool(found)
+    def match(self, block, op):
+        return _match_one(block, op, self.protected)

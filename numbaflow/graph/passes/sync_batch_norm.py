@@ -8,28 +8,26 @@ the running statistics (is_test without trainable_statistics, or use_global_stat
 no batch statistics to share and are left alone, with the reason recorded.
 """
 from ...kernels.nn_ops import bn_uses_global_stats
-from . import Pass, register_pass
+from . import register_pass
+from .rewrite import Refused, Replacement, Rewrite
 
 RENAME = {"batch_norm": "sync_batch_norm", "batch_norm_grad": "sync_batch_norm_grad"}
 
 
 @register_pass
-class SyncBatchNormPass(Pass):
+class SyncBatchNormPass(Rewrite):
     name = "sync_batch_norm"
+    cost_rule = False       # a rename for correctness across devices, not a fusion
+    anchors = tuple(RENAME)
 
-    def run(self, program):
-        changed = False
-        block = program.global_block()
-        for op in block.ops:
-            new = RENAME.get(op.type)
-            if new is None:
-                continue
-            if bn_uses_global_stats(op.attrs):
-                why = "use_global_stats" if op.attrs["use_global_stats"] else "is_test"
-                self.refuse(f"{op.type} -> {new} (X = {op.inputs['X'][0].name})",
-                            f"it normalises with the running statistics ({why}): there "
-                            f"are no batch statistics to synchronise")
-                continue
-            block.set_op_type(op, new)
-            changed = True
-        return changed
+    def what(self, op):
+        return f"{op.type} -> {RENAME[op.type]} (X = {op.inputs['X'][0].name})"
+
+    def match(self, block, op):
+        if bn_uses_global_stats(op.attrs):
+            why = "use_global_stats" if op.attrs["use_global_stats"] else "is_test"
+            raise Refused(f"it normalises with the running statistics ({why}): there "
+                          f"are no batch statistics to synchronise")
+        new = block.make_op(RENAME[op.type], op.inputs, op.outputs, op.attrs)
+        new.role = op.role
+        return Replacement([op], [new], [op])
