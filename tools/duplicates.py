@@ -24,7 +24,7 @@ MIN_LINES = 6
 TOO_COMMON = 8
 # The count on 2026-11-28 (the `duplicates` tool, which pairs same-shape code too, counted
 # 124 pairs then). Lower it as clean-ups land: issue 31 asks for 45 of the tool's pairs.
-MAX_PAIRS = 63
+MAX_PAIRS = 62
 
 _SKIP = re.compile(r"^([()\[\]{},:;]*|#.*|import .*|from \S+ import .*)$")
 
