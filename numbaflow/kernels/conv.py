@@ -170,8 +170,8 @@ def _geo_args(k):
             k["oh"], k["ow"], _wp(k))
 
 
-# a chunk's columns stay near this many elements (2 MB of f32: conv_im2col.py's measurement)
-CHUNK_ELEMS = 1 << 19
+# a chunk's columns stay near this many elements (512 KB of f32, an L2: conv_im2col.py)
+CHUNK_ELEMS = 1 << 17
 
 
 def chunk_samples(k, T):

@@ -93,9 +93,11 @@ def col2im(cols, off, gp, dx, kh, kw, sh, sw, dh, dw, pt, pl, OH, OW, Wp):
 
 # Samples go through the GEMMs S at a time (a chunk): the columns of S samples side by side
 # make one (Mg, K) x (K, S*P) product instead of S narrow ones. S is picked at bind time so
-# that a chunk's columns stay near 2 MB (conv.py: chunk_samples); measured on the
-# ResNet-20's 3x3 convolutions at 1 thread the GEMMs ran at 35-56 GFLOP/s one sample at a
-# time and 45-64 four at a time, while whole-batch products (S = 64) fell back to 24-58.
+# that a chunk's columns stay within about an L2 cache (512 KB; conv.py: chunk_samples).
+# Alone, the ResNet-20's 3x3 GEMMs ran at 35-56 GFLOP/s one sample at a time and 45-64
+# four at a time (whole-batch products fell back to 24-58); inside the model step, 2 MB
+# chunks were slower than one sample at a time (the columns pushed the activations out of
+# cache, and every conv op's scratch added 200 MB of RSS), 512 KB ones level with it.
 @njit(**JIT)
 def _chunk(buf, rows, s, P):
     """The first rows * s * P elements of the flat scratch `buf` as a (rows, s*P) matrix."""
