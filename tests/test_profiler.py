@@ -20,6 +20,13 @@ from numbaflow.utils import profiling_hook
 
 pytestmark = pytest.mark.usefixtures("fresh_graph_state")
 
+
+@pytest.fixture(autouse=True)
+def _in_tmp_dir(tmp_path, monkeypatch):
+    """A Profiler with on_trace_ready=None exports to ./profiler_log/, as Paddle's: keep
+    that out of the checkout."""
+    monkeypatch.chdir(tmp_path)
+
 N = 384     # the big matmul: N x N @ N x N, milliseconds; the tiny op is a scale of 1 value
 
 
