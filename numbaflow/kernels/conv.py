@@ -191,22 +191,10 @@ def no_epilogue(k, dtype):
     return np.zeros((k["groups"], 0), dtype)
 
 
-def _counter():
-    """The work counter a parallel kernel's workers claim samples from."""
-    return np.zeros(1, np.int64)
-
-
 def _threads(k):
     """Threads splitting the op's samples (1: the serial kernels)."""
     work = k["n"] * k["m"] * k["oh"] * k["ow"] * k["cg"] * k["kh"] * k["kw"]
     return cpu.parallel_threads(work, k["n"])
-
-
-def _workers(kernel, shared, own, counter):
-    """The op's call: `kernel(*shared, *own[t], counter)` for every worker t at once
-    (workshare.run_workers; one worker: this thread alone)."""
-    calls = tuple(functools.partial(kernel, *shared, *mine, counter) for mine in own)
-    return functools.partial(cpu.run_workers, counter, calls)
 
 
 def forward_thunk(cop, x, w, out, mul=None, add=None, act=False):
@@ -223,12 +211,11 @@ def forward_thunk(cop, x, w, out, mul=None, add=None, act=False):
     epi_args = (mul2, add2, epi, int(act))
     if _is_1x1(k):
         x4 = x5.reshape(x5.shape[:3] + (-1,))
-        return _workers(cpu.conv1x1_fwd, (x4, w3, out4, *epi_args), [()] * T, _counter())
+        return cpu.bind_workers(cpu.conv1x1_fwd, (x4, w3, out4, *epi_args), [()] * T)
     S = chunk_samples(k, T)
     own = zip(_scratch(k, T, S, w3.shape[2], x.dtype), _scratch(k, T, S, w3.shape[1], x.dtype),
               _padded_plane(k, x.dtype, T))
-    return _workers(cpu.conv_fwd, (x5, w3, out4, *epi_args, *_geo_args(k), S), list(own),
-                    _counter())
+    return cpu.bind_workers(cpu.conv_fwd, (x5, w3, out4, *epi_args, *_geo_args(k), S), own)
 
 
 def backward_thunk(cop, x, w, d, dx=None, dw=None, out=None, db=None, act=False):
@@ -254,8 +241,8 @@ def backward_thunk(cop, x, w, d, dx=None, dw=None, out=None, db=None, act=False)
     if _is_1x1(k):
         flat = x5.shape[:3] + (-1,)
         dx4 = dx5.reshape(flat) if need_dx else np.empty((0,) * 4, dt)
-        call = _workers(cpu.conv1x1_bwd, (x5.reshape(flat), w3, d4, dx4, o4, *flags),
-                        list(zip(dw_parts, db_parts, tmpw, dm)), _counter())
+        call = cpu.bind_workers(cpu.conv1x1_bwd, (x5.reshape(flat), w3, d4, dx4, o4, *flags),
+                                zip(dw_parts, db_parts, tmpw, dm))
     else:
         S = chunk_samples(k, T)
         K, Mg = w3.shape[2], w3.shape[1]
@@ -263,8 +250,8 @@ def backward_thunk(cop, x, w, d, dx=None, dw=None, out=None, db=None, act=False)
         dcols = _scratch(k, T, S, K, dt) if need_dx else cols
         own = zip(dw_parts, db_parts, cols, dcols, _scratch(k, T, S, Mg, dt), tmpw, dm,
                   _padded_plane(k, dt, T), _padded_plane(k, dt, T))
-        call = _workers(cpu.conv_bwd, (x5, w3, d4, dx5, o4, *flags, *_geo_args(k), S),
-                        list(own), _counter())
+        call = cpu.bind_workers(cpu.conv_bwd, (x5, w3, d4, dx5, o4, *flags, *_geo_args(k), S),
+                                own)
     if T == 1:
         return call
     calls = [call] + [functools.partial(cpu.sum_partials, parts.reshape(T, -1), out.reshape(-1))

@@ -16,7 +16,7 @@ import numpy as np
 from numba import njit
 
 from .conv_epilogue import dout_epilogue, epilogue
-from .workshare import PARALLEL_MIN_WORK, claim, parallel_threads, run_workers  # noqa: F401
+from .workshare import PARALLEL_MIN_WORK, bind_workers, claim, parallel_threads  # noqa: F401
 
 # reassoc lets LLVM vectorise the dFilter dot products; contract allows FMAs.
 _FM = {"reassoc", "contract"}
@@ -157,6 +157,14 @@ def _add_dfilter(d, cols, tmpw, dwg):
             dwg[i, j] += tmpw[i, j]
 
 
+@njit(**JIT)
+def _zero_partials(dw3, db2, need_dw, need_db):
+    if need_dw:
+        dw3[:] = 0
+    if need_db:
+        db2[:] = 0
+
+
 # The backward workers take the epilogue's gradient too (fused_conv2d_grad): o4 (the
 # Output, read when act), dm (Mg, OH*OW scratch) and db2 (G, Mg, the bias gradient);
 # plain conv2d_grad passes need_db = act = False and empty arrays. Each worker sums its
@@ -168,10 +176,7 @@ def conv_bwd(x5, w3, d4, dx5, o4, need_dx, need_dw, need_db, act, kh, kw, sh, sw
     """dFilter_g = sum_n dOut[n, g] @ cols(x[n, g])^T; dInput[n, g] = col2im(W_g^T @ dOut[n, g]),
     S samples at a time. Its own: the partials dw3, db2, flat scratch cols, dcols (K*S*P),
     dtmp (Mg*S*P), tmpw (Mg, K), dm (Mg, P), the zero-bordered planes xp, gp."""
-    if need_dw:
-        dw3[:] = 0
-    if need_db:
-        db2[:] = 0
+    _zero_partials(dw3, db2, need_dw, need_db)
     G, Mg, K = w3.shape
     N, P = d4.shape[0], OH * OW
     c0 = claim(counter) * S
@@ -205,10 +210,7 @@ def conv_bwd(x5, w3, d4, dx5, o4, need_dx, need_dw, need_db, act, kh, kw, sh, sw
 @njit(**JIT)
 def conv1x1_bwd(x4, w3, d4, dx4, o4, need_dx, need_dw, need_db, act, dw3, db2, tmpw, dm,
                 counter):
-    if need_dw:
-        dw3[:] = 0
-    if need_db:
-        db2[:] = 0
+    _zero_partials(dw3, db2, need_dw, need_db)
     n = claim(counter)
     while n < d4.shape[0]:
         for g in range(d4.shape[1]):

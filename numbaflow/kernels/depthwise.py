@@ -20,7 +20,7 @@ from numba import njit
 from .conv import (ATTRS, GRAD_IN_SLOTS, GRAD_OUT_SLOTS, IN_SLOTS, conv_gpu_backward,
                    conv_grad_infer, conv_grad_rule, conv_gpu_forward, conv_infer, geometry, zero)
 from .conv_im2col import JIT, parallel_threads, sum_partials
-from .workshare import claim, run_workers
+from .workshare import bind_workers, claim
 from .registry import NO_GRAD, OpDef, Slot, register_op, run_calls
 
 
@@ -286,13 +286,6 @@ def dw_bwd_worker(x3, w4, d4, dx3, C, need_dx, need_dw, relu_in, pt, pl, sh, sw,
         p0 = claim(counter) * block
 
 
-def _on_workers(kernel, shared, own):
-    """`kernel(*shared, *own[t], counter)` for each worker t at once (workshare.py)."""
-    counter = np.zeros(1, np.int64)
-    return functools.partial(run_workers, counter, tuple(
-        functools.partial(kernel, *shared, *mine, counter) for mine in own))
-
-
 def _block(planes, T):
     """Planes per claim: about four claims per worker, room to rebalance on a busy machine."""
     return max(1, planes // (4 * T))
@@ -329,7 +322,7 @@ def _depthwise_cpu(cop):
         if T == 1:
             return functools.partial(dw_fwd_range, x3, w4, out4, pads[0], tmps[0], 0,
                                      x3.shape[0], k["c"], *geo)
-        return _on_workers(dw_fwd_worker, (x3, w4, out4, k["c"], *geo, _block(x3.shape[0], T)),
+        return bind_workers(dw_fwd_worker, (x3, w4, out4, k["c"], *geo, _block(x3.shape[0], T)),
                            list(zip(pads, tmps)))
     return bind
 
@@ -367,7 +360,7 @@ def _depthwise_grad_cpu(cop):
             calls.append(functools.partial(dw_bwd_range, x3, w4, d4, dx3, part, xpads[0],
                                            dpads[0], tmps[0], 0, x3.shape[0], *flags))
             return functools.partial(run_calls, tuple(calls))
-        calls = [_on_workers(dw_bwd_worker, (x3, w4, d4, dx3, *flags, _block(x3.shape[0], T)),
+        calls = [bind_workers(dw_bwd_worker, (x3, w4, d4, dx3, *flags, _block(x3.shape[0], T)),
                              list(zip(parts, xpads, dpads, tmps)))]
         if need_dw:
             calls.append(functools.partial(sum_partials, parts.reshape(T, -1), dw4.reshape(-1)))

@@ -15,7 +15,7 @@ import numba
 import numpy as np
 from numba import njit, types
 
-from .workshare import claim, run_workers
+from .workshare import bind_workers, claim
 
 SMALL_GEMM = 4096     # m*n*k up to which a plain loop beats the BLAS call's fixed cost
 
@@ -141,13 +141,6 @@ def batched_gemm_worker(x, y, out, ix, iy, tx, ty, ab, counter):
         b = claim(counter)
 
 
-def _on_workers(kernel, T, *args):
-    """`kernel(*args, counter)` on T threads at once, claiming from one counter."""
-    counter = np.zeros(1, np.int64)
-    return functools.partial(run_workers, counter,
-                             (functools.partial(kernel, *args, counter),) * T)
-
-
 def gemm_call(a, b, out, ta, tb, ab):
     """The call computing out = op(a) @ op(b) (see gemm): over the threads when large."""
     m, n = out.shape
@@ -155,7 +148,7 @@ def gemm_call(a, b, out, ta, tb, ab):
     T = gemm_threads(m, n, k, 1, numba.get_num_threads())
     if T == 1:
         return functools.partial(gemm, a, b, out, ta, tb, ab)
-    return _on_workers(gemm_worker, T, a, b, out, ta, tb, ab, block_size(max(m, n), T))
+    return bind_workers(gemm_worker, (a, b, out, ta, tb, ab, block_size(max(m, n), T)), [()] * T)
 
 
 def batched_call(x, y, out, ix, iy, tx, ty, ab):
@@ -168,4 +161,4 @@ def batched_call(x, y, out, ix, iy, tx, ty, ab):
     T = gemm_threads(m, n, k, out.shape[0], min(numba.get_num_threads(), out.shape[0]))
     if T == 1:
         return functools.partial(batched_gemm, x, y, out, ix, iy, tx, ty, ab)
-    return _on_workers(batched_gemm_worker, T, x, y, out, ix, iy, tx, ty, ab)
+    return bind_workers(batched_gemm_worker, (x, y, out, ix, iy, tx, ty, ab), [()] * T)

@@ -21,10 +21,12 @@ threads on its own), so no parallel region nests another.
 >>> [int(claim(counter)) for _ in range(3)]
 [0, 1, 2]
 """
+import functools
 import threading
 from concurrent.futures import ThreadPoolExecutor, wait
 
 import numba
+import numpy as np
 from llvmlite import ir
 from numba import njit, types
 from numba.core import cgutils
@@ -108,3 +110,11 @@ def run_workers(counter, calls):
         wait(futures)
     for f in futures:
         f.result()
+
+
+def bind_workers(kernel, shared, own):
+    """The call running `kernel(*shared, *own[t], counter)` for every worker t at once
+    (`run_workers`; one worker: this thread alone), with a claim counter of its own."""
+    counter = np.zeros(1, np.int64)
+    calls = tuple(functools.partial(kernel, *shared, *mine, counter) for mine in own)
+    return functools.partial(run_workers, counter, calls)
