@@ -149,7 +149,7 @@ def seed(n: int) -> None:
     Example:
         >>> paddle.seed(2024)
     """
-    from .kernels.creation import set_global_seed
+    from .kernels.tensor.creation import set_global_seed
     if not isinstance(n, int):
         raise TypeError(f"seed expects an int, got {type(n).__name__}")
     set_global_seed(n)

@@ -197,7 +197,7 @@ def trace_launches(rows_dir=None):
 def _trace_programs():
     import numbaflow as paddle
     import numbaflow.static as static
-    from .kernels import creation
+    from .kernels.tensor import creation
     with creation.fresh_seed_counter():     # the caller's random stream is left as it was
         for name, build in _programs():
             main, startup, feed, loss = build()

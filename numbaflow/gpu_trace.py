@@ -113,7 +113,7 @@ def traced_device(launches, n_gpus=1):
     if config.ENABLE_CUDASIM:
         raise RuntimeError("gpu_check compiles for a real GPU: unset NUMBA_ENABLE_CUDASIM")
     from .executor import place
-    from .kernels import gpu_errors
+    from .kernels.gpu import gpu_errors
     state = TraceState(launches)
 
     def to_device(a, stream=0, copy=True, to=None):

@@ -27,7 +27,7 @@ def fresh_graph_state(monkeypatch):
     """Fresh names, scope and seed state for one test (restored afterwards). Modules that
     want it for every test say `pytestmark = pytest.mark.usefixtures("fresh_graph_state")`."""
     import numbaflow.static as static
-    from numbaflow.kernels import creation
+    from numbaflow.kernels.tensor import creation
     from numbaflow.utils import unique_name
     monkeypatch.setitem(creation._seed, "base", 2024)
     monkeypatch.setitem(creation._seed, "counter", itertools.count(1))

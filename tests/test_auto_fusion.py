@@ -14,7 +14,7 @@ import numbaflow as paddle
 import numbaflow.static as static
 from numbaflow.graph import verify
 from numbaflow.graph.passes import Pass, get_pass
-from numbaflow.kernels.fused_elementwise import parse_ops
+from numbaflow.kernels.fused.fused_elementwise import parse_ops
 from numbaflow.utils import unique_name
 
 pytestmark = pytest.mark.usefixtures("fresh_graph_state")
@@ -227,7 +227,7 @@ def test_mixed_float_dtypes_are_refused():
 
 def test_bad_descriptions_are_rejected_with_a_reason():
     from numbaflow.kernels import run_op
-    from numbaflow.kernels.fused_elementwise import make_ops
+    from numbaflow.kernels.fused.fused_elementwise import make_ops
     x = np.ones((2, 3))
     reads_early = make_ops([("relu", {}, {"X": [("tmp", 0)]}, {"Out": [("out", 0)]})])
     with pytest.raises(ValueError, match="reads \\('tmp', 0\\) before any sub-op defines it"):

@@ -10,7 +10,8 @@ from op_rows.conv import conv_ref_np
 import numbaflow as paddle
 import numbaflow.static as static
 from numbaflow.graph import verify
-from numbaflow.kernels import conv_im2col, workshare
+from numbaflow.kernels.nn import conv_im2col
+from numbaflow.kernels import workshare
 from numbaflow.kernels import run_op
 from numbaflow.nn.functional_conv import conv2d, fluid_conv2d, static_conv2d
 from numbaflow.utils import unique_name
@@ -260,7 +261,7 @@ def test_conv2d_split_over_threads_matches_reference_and_serial(monkeypatch, att
     gradients the op table checks against finite differences); the bias gradient, summed
     from per-thread partials, equals the masked dOut's sum. Samples go through the GEMMs
     one at a time or several side by side (2 per chunk over 3 threads, all 5 serially)."""
-    from numbaflow.kernels import conv
+    from numbaflow.kernels.nn import conv
     monkeypatch.setattr(conv, "CHUNK_ELEMS", 1 if chunk == "one sample" else 1 << 19)
     x = RNG.standard_normal((5, 3, 7, 6))
     w = RNG.standard_normal(ws)

@@ -398,7 +398,7 @@ def test_fetched_gradient_is_the_summed_one_on_every_device():
 
 
 def test_a_bucket_of_gradients_lies_in_one_flat_buffer():
-    from numbaflow.kernels.collective import flat_view
+    from numbaflow.kernels.parallel.collective import flat_view
     main, startup, loss = mlp()
     exe, s1, s2 = two_scopes(startup)
     c = parallel(main, loss, 2)

@@ -73,7 +73,7 @@ def test_every_example_on_the_pages_runs(setup, code, tmp_path, monkeypatch):
     import numbaflow.distributed
     import numbaflow.nn.functional
     import numbaflow.static as static
-    from numbaflow.kernels import creation
+    from numbaflow.kernels.tensor import creation
     from numbaflow.utils import unique_name
     monkeypatch.chdir(tmp_path)
     names = {"np": np, "paddle": numbaflow, "static": static, "fluid": numbaflow.fluid,

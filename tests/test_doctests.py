@@ -47,7 +47,7 @@ def _collect():
 @pytest.mark.parametrize("test", _collect())
 def test_docstring_example(test):
     import numbaflow.static as static
-    from numbaflow.kernels import creation
+    from numbaflow.kernels.tensor import creation
     from numbaflow.utils import unique_name
     test.globs = _globs()
     out = io.StringIO()

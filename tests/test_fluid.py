@@ -6,7 +6,7 @@ import pytest
 
 import numbaflow.fluid as fluid
 from numbaflow.graph import verify
-from numbaflow.kernels import creation
+from numbaflow.kernels.tensor import creation
 
 
 @pytest.fixture(autouse=True)

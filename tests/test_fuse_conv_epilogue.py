@@ -176,7 +176,7 @@ def test_train_digits_cnn_is_fused_in_training_and_folded_in_its_test_program(mo
     gradient and elementwise_add_grad's add the samples in different orders)."""
     import argparse
     from numbaflow.examples import train_digits
-    from numbaflow.kernels import conv_im2col
+    from numbaflow.kernels.nn import conv_im2col
     monkeypatch.setattr(conv_im2col, "parallel_threads", lambda work, units: 1)
     rng = np.random.default_rng(0)
     feed = {"x": rng.standard_normal((16, 64)).astype(np.float32),

@@ -13,7 +13,8 @@ import pytest
 import numbaflow as paddle
 import numbaflow.static as static
 from numbaflow.graph import verify
-from numbaflow.kernels import fused_optim, get_op_def, run_op
+from numbaflow.kernels.fused import fused_optim
+from numbaflow.kernels import get_op_def, run_op
 from numbaflow.kernels.registry import ConcreteOp, VarInfo, build_kernel
 from numbaflow.utils import unique_name
 

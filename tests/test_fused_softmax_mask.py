@@ -1,4 +1,4 @@
-"""fused_softmax_mask (kernels/attention.py): softmax(scale * x + mask) in one op.
+"""fused_softmax_mask (kernels/fused/softmax_mask.py): softmax(scale * x + mask) in one op.
 
 The op-table rows (tests/op_rows/attention.py) check it against numpy and finite
 differences; here: rows longer than a GPU block and the GPU kernels under the CUDA

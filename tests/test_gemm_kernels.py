@@ -5,7 +5,7 @@ import pytest
 
 import numbaflow as paddle
 from numbaflow import static
-from numbaflow.kernels.gemm_cpu import batched_gemm, blas_scalars, gemm
+from numbaflow.kernels.math.gemm_cpu import batched_gemm, blas_scalars, gemm
 
 RNG = np.random.default_rng(0)
 

@@ -1,4 +1,4 @@
-"""Products split over the op's threads (kernels/gemm_cpu.py): each worker claims blocks of
+"""Products split over the op's threads (kernels/math/gemm_cpu.py): each worker claims blocks of
 output rows or columns (or batch items) and calls the one-thread BLAS. At 1, 2 and 3
 workers the results equal numpy's; through the `mul` / `matmul_v2` ops the gradients equal
 finite differences; and a run leaves the BLAS at one thread (executor/threads.py)."""
@@ -8,8 +8,9 @@ import pytest
 import numbaflow as paddle
 from numbaflow import static
 from numbaflow.executor import threads
-from numbaflow.kernels import gemm_cpu, run_op
-from numbaflow.kernels.gemm_cpu import batched_call, blas_scalars, gemm_call
+from numbaflow.kernels.math import gemm_cpu
+from numbaflow.kernels import run_op
+from numbaflow.kernels.math.gemm_cpu import batched_call, blas_scalars, gemm_call
 from numbaflow.kernels.workshare import run_workers
 
 RNG = np.random.default_rng(3)

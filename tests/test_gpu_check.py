@@ -254,7 +254,7 @@ def test_fresh_seed_counter_restarts_the_op_seeds_and_restores_the_callers(monke
     # the caller's random stream unchanged afterwards
     import itertools
 
-    from numbaflow.kernels import creation
+    from numbaflow.kernels.tensor import creation
     monkeypatch.setitem(creation._seed, "base", 5)
     monkeypatch.setitem(creation._seed, "counter", itertools.count(1))
     first = [creation.next_op_seed() for _ in range(3)]

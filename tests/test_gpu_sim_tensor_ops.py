@@ -1,4 +1,4 @@
-"""The CUDA kernels of the tensor-API ops (kernels/tensor_ops.py, gather_ops.py,
+"""The CUDA kernels of the tensor-API ops (kernels/tensor/tensor_ops.py, gather_ops.py,
 sampling.py) under numba's CUDA simulator, in a subprocess: every op-table row of these
 ops, forward and gradient, must equal the CPU kernel; plus shapes spanning several blocks.
 """

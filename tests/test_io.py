@@ -13,7 +13,7 @@ import numbaflow.static as static
 from numbaflow.persistence import checkpoint
 from numbaflow.graph import verify
 from numbaflow.graph.serialize import program_from_dict, program_to_dict
-from numbaflow.kernels import creation
+from numbaflow.kernels.tensor import creation
 from numbaflow.utils import unique_name
 
 D, H = 4, 8

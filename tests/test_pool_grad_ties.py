@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from numbaflow.kernels import run_op
-from numbaflow.kernels.pool import max2x2_bwd, max2x2_fwd, pool2d_bwd, pool2d_fwd, tiled_bwd
+from numbaflow.kernels.nn.pool import max2x2_bwd, max2x2_fwd, pool2d_bwd, pool2d_fwd, tiled_bwd
 
 
 def _first_max_grad(x, dout, k, s, pad):

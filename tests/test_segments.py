@@ -154,7 +154,7 @@ def test_segment_source_is_dumped(tmp_path, monkeypatch):
     assert dumped
     text = open(dumped[0], encoding="utf-8").read()
     assert "def segment(" in text and "def segment_loop(k" in text
-    assert "numbaflow.kernels.gemm_cpu" in text          # the matmul kernel is a callee
+    assert "numbaflow.kernels.math.gemm_cpu" in text          # the matmul kernel is a callee
 
 
 def tanh_net():

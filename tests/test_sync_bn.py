@@ -1,5 +1,5 @@
 """BuildStrategy.sync_batch_norm: the `sync_batch_norm` pass and the sync_batch_norm ops
-(kernels/sync_bn.py). The central property: a conv + batch_norm + relu + fc net trained
+(kernels/parallel/sync_bn.py). The central property: a conv + batch_norm + relu + fc net trained
 on D local devices with batch B/D each equals one device with batch B (losses,
 parameters, running statistics; rtol 1e-5), for even and uneven splits — and without
 the pass it does not. The kernels' communicator path is also checked on its own, with a

@@ -62,7 +62,7 @@ def grad_sync_worker(sizes, reps, warmup=20):
 
     import numbaflow.distributed as dist
     from numbaflow.distributed.collective_group import LocalGroup
-    from numbaflow.kernels.collective import flat_view
+    from numbaflow.kernels.parallel.collective import flat_view
 
     world = dist.world()
     if world is None or world.size != 2:

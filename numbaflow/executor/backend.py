@@ -6,7 +6,7 @@ import logging
 
 import numpy as np
 
-from ..kernels.host_staged import host_staged
+from ..kernels.gpu.host_staged import host_staged
 from ..kernels.registry import may_fail
 
 log = logging.getLogger("numbaflow")
@@ -88,7 +88,7 @@ class CudaBackend:
             self._may_fail[key] = any(may_fail(op) for op in ops)
         if not self._may_fail[key]:
             return
-        from ..kernels.gpu_errors import DeviceError, raise_device_error
+        from ..kernels.gpu.gpu_errors import DeviceError, raise_device_error
         try:
             raise_device_error()
         except DeviceError as e:

@@ -1,4 +1,4 @@
-"""How the control-flow ops (kernels/control_flow.py) run a sub-block: as a Plan of its
+"""How the control-flow ops (kernels/tensor/control_flow.py) run a sub-block: as a Plan of its
 own, built on the first run of the op and cached with the op's bound kernel (so once
 per outer plan and signature), fed the enclosing block's arrays the sub-block reads and
 fetching the enclosing variables it writes.
@@ -13,7 +13,7 @@ import weakref
 
 import numpy as np
 
-from ..kernels.control_flow import set_block_runner
+from ..kernels.tensor.control_flow import set_block_runner
 from ..kernels.registry import may_fail
 
 # a compiled `while` body returns to Python every WHILE_CHUNK iterations (Ctrl-C is

@@ -4,7 +4,7 @@ A bound CPU kernel is usually `functools.partial(dispatcher, *args)` (a numba ke
 with its buffers and sizes), or `partial(run_calls, (step, ...))` of such steps. A
 maximal run of such calls, cut only at host-side work (numpy, Python), is rendered as
 
-    f0 = sys.modules['numbaflow.kernels.linalg'].gemm
+    f0 = sys.modules['numbaflow.kernels.math.linalg'].gemm
     f1 = sys.modules['numbaflow_generated.nfk_1a2b...'].kernel
 
     @njit(nogil=True, cache=True)

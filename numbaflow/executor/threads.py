@@ -8,7 +8,7 @@ threads, started once and kept (the data-parallel devices: one step does not sta
 
 The BLAS libraries loaded in the process (numpy's and scipy's OpenBLAS; numba's np.dot
 calls scipy's) run at one thread once a program runs (`one_thread_blas`). Large products
-(kernels/gemm_cpu.py), convolutions (kernels/conv.py) and depthwise convolutions are split
+(kernels/math/gemm_cpu.py), convolutions (kernels/nn/conv.py) and depthwise convolutions are split
 by numbaflow's own kernels over numba's thread count: one worker per thread
 (kernels/workshare.run_workers), each claiming the next piece, so no parallel region nests
 another and a thread that shares its core with another process does less of the work

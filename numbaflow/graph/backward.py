@@ -81,7 +81,7 @@ class _Engine:
         self.n_tmp = 0
         self.tag = tag
 
-    # the control-flow grad rules (kernels/control_flow.py, which may not import this
+    # the control-flow grad rules (kernels/tensor/control_flow.py, which may not import this
     # layer) build gradient sub-blocks through the engine
     def conditional_block_grad(self, g):
         conditional_block_grad(g)

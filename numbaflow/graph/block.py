@@ -339,7 +339,7 @@ def infer_op(op, shapes=None):
     in_infos = {k: [info(v) for v in vs] for k, vs in op.inputs.items()}
     in_names = {k: [v.name for v in vs] for k, vs in op.inputs.items()}
     ctx = InferContext(op.type, op.attrs, in_infos, in_names)
-    # control-flow ops infer their sub-block's variables (kernels/control_flow.py)
+    # control-flow ops infer their sub-block's variables (kernels/tensor/control_flow.py)
     ctx.op = op
     result = opdef.infer(ctx)
     return {k: (v if isinstance(v, list) else [v]) for k, v in result.items()}

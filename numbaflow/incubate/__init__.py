@@ -1,7 +1,7 @@
 """paddle.incubate: the fused attention softmax under Paddle's names.
 
 `softmax_mask_fuse(x, mask)` and `softmax_mask_fuse_upper_triangle(x)` are the op
-`fused_softmax_mask` (kernels/attention.py) with scale 1: softmax over the last axis of
+`fused_softmax_mask` (kernels/fused/softmax_mask.py) with scale 1: softmax over the last axis of
 x + mask, or of x with the positions above the diagonal of each [.., Tq, Tk] matrix
 left out (probability 0), in one pass over the data forward and backward. Hand-written
 attention (`matmul -> scale -> + mask -> softmax`) and F.scaled_dot_product_attention

@@ -1,26 +1,24 @@
-"""Every op numbaflow knows, registered on import (one OpDef per op)."""
+"""Every op numbaflow knows, registered on import (one OpDef per op).
+
+The floors: `registry` (OpDef), `scalar` (the vocabulary of elementwise bodies), `workshare`
+(parallel CPU workers) and `codegen/` (generated kernels) are how ops are declared and run;
+the op families are `math/`, `tensor/`, `nn/`, `optim/` and `metric/`; `fused/` holds the ops
+only graph passes create; `parallel/` the ops across data-parallel devices; `gpu/` what the
+hand-written CUDA kernels share.
+"""
 from . import registry  # noqa: F401
-from . import elementwise, activation, linalg, reduction, creation, optim  # noqa: F401
 from .registry import get_op_def, all_op_types, run_op  # noqa: F401
-from . import shape, loss, metric_ops  # noqa: F401
-from . import pool, nn_ops  # noqa: F401
-from . import conv, depthwise, conv_fused, conv_transpose, adaptive_pool, interp  # noqa: F401
-from . import group_norm, pad3d, pool_index  # noqa: F401,E402
-from . import fused_elementwise  # noqa: F401
-from . import fused_optim  # noqa: F401
-from . import fused_add_act  # noqa: F401
-from . import collective  # noqa: F401,E402
-from . import sync_bn  # noqa: F401,E402
-from . import gemm_sgd  # noqa: F401,E402
-from . import indexing, layer_norm, logistic_loss  # noqa: F401,E402
-from . import optim_extra  # noqa: F401,E402
-from . import lamb  # noqa: F401,E402
-from . import auc  # noqa: F401,E402
-from . import tensor_ops, gather_ops, sampling, norm_ops  # noqa: F401,E402
-from . import attention  # noqa: F401,E402
-from . import rnn  # noqa: F401,E402
-from . import control_flow  # noqa: F401,E402
-from . import tensor_array  # noqa: F401,E402
+from .math import elementwise, activation, linalg, reduction  # noqa: F401
+from .tensor import (creation, shape, indexing, gather_ops, tensor_ops, sampling,  # noqa: F401
+                     control_flow, tensor_array)
+from .nn import (loss, logistic_loss, pool, pool_index, adaptive_pool, batch_norm,  # noqa: F401
+                 dropout, embedding, conv, depthwise, conv_transpose, interp, group_norm,
+                 layer_norm, pad3d, rnn)
+from .optim import optim, optim_extra, lamb, squared_l2_norm  # noqa: F401
+from .metric import accuracy, auc  # noqa: F401
+from .fused import (conv_fused, fused_elementwise, fused_optim, fused_add_act, gemm_sgd,  # noqa: F401
+                    softmax_mask)
+from .parallel import collective, sync_bn  # noqa: F401
 
 
 def _tolerate_cache_errors():

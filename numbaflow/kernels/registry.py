@@ -38,6 +38,8 @@ COLLECTIVE = "collective"        # talks to the other devices (its kernel gets `
 FUSED = "fused"                  # made by a fusion pass from several ops: never fused again
 GPU_REFUSES = "gpu_refuses"      # its GPU factory refuses by name (no kernel yet): the gate skips it
 FLAT_INPUTS = "flat_inputs"      # moves its X list as one flat array: lay them out back to back
+ACTIVATION = "activation"        # Paddle's activation op (X -> Out): a layer's act= may name it
+INT_DIVIDES = "int_divides"      # divides: given integers, a zero divisor raises ZeroDivisionError
 
 
 @dataclass
@@ -86,21 +88,27 @@ def get_op_def(op_type):
                          (f"; did you mean {close}?" if close else "")) from None
 
 
-# Ops whose generated kernel divides when given integers: a zero divisor raises
-# ZeroDivisionError on the CPU and sets the device's error record on a GPU.
-DIVIDES = ("elementwise_div", "elementwise_mod", "elementwise_floordiv", "fused_elementwise")
-
-
 def may_fail(op):
     """True when the graph op `op` can raise on bad data: a MAY_FAIL op, or an integer
-    division (DIVIDES over integer inputs)."""
+    division (an INT_DIVIDES op over integer inputs: a zero divisor raises ZeroDivisionError on
+    the CPU and sets the device's error record on a GPU)."""
     if get_op_def(op.type).has(MAY_FAIL):
         return True
-    return op.type in DIVIDES and any(np.dtype(v.dtype).kind in "iu" for v in op.input_vars())
+    return get_op_def(op.type).has(INT_DIVIDES) and any(np.dtype(v.dtype).kind in "iu" for v in op.input_vars())
 
 
 def all_op_types():
     return sorted(_REGISTRY)
+
+
+def op_types_with(trait):
+    """The registered op types that have `trait`, sorted.
+
+    >>> import numbaflow.kernels
+    >>> "relu" in op_types_with(ACTIVATION)
+    True
+    """
+    return sorted(t for t, d in _REGISTRY.items() if d.has(trait))
 
 
 class InferContext:
@@ -211,7 +219,7 @@ def run_op(op_type, inputs, attrs=None, device="cpu"):
     thunk, outs = build_kernel(op_type, inputs, attrs, device)
     thunk()
     if device == "gpu":
-        from .gpu_errors import raise_device_error
+        from .gpu.gpu_errors import raise_device_error
         raise_device_error()    # bad data a kernel met: the CPU kernel's ValueError
         outs = {k: [a.copy_to_host() for a in v] for k, v in outs.items()}
     opdef = get_op_def(op_type)

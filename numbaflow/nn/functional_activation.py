@@ -1,6 +1,6 @@
 """Paddle 2's remaining activations (elu, celu, selu, softplus, softsign, mish,
 log_sigmoid, tanhshrink, softshrink, hardshrink, thresholded_relu), generated from one
-table: each is one op of kernels/activation.py with Paddle's op name and attributes. The
+table: each is one op of kernels/math/activation.py with Paddle's op name and attributes. The
 in-place spellings (relu_, tanh_, ...) are the out-of-place ops, as Paddle does in static
 mode (there is no in-place op in a static graph).
 """

@@ -166,7 +166,7 @@ def binary_cross_entropy_with_logits(logit: Variable, label: Variable,
                                      name: str | None = None) -> Variable:
     """Sigmoid cross-entropy of logits (op `sigmoid_cross_entropy_with_logits`); with
     pos_weight Paddle's kernel: max(x, 0) - x * label + (1 + (pos_weight - 1) * label) *
-    log(1 + exp(-|x|)), and Paddle's gradient (see kernels/logistic_loss.py); times
+    log(1 + exp(-|x|)), and Paddle's gradient (see kernels/nn/logistic_loss.py); times
     weight; reduced.
 
     Args:

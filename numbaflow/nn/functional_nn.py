@@ -16,7 +16,7 @@ from .. import tensor as M
 from ..tensor._helpers import activation as _activation
 from ..tensor._helpers import check_variable as _var
 from ..graph.program import Variable
-from ..kernels.creation import next_op_seed
+from ..kernels.tensor.creation import next_op_seed
 from ..layer_helper import LayerHelper
 from ..param_attr import ParamAttr
 

@@ -1,5 +1,5 @@
 """Group and instance normalisation (paddle.nn.functional): one `group_norm` /
-`instance_norm` op each (Paddle's ops and outputs: kernels/group_norm.py), with the
+`instance_norm` op each (Paddle's ops and outputs: kernels/nn/group_norm.py), with the
 optional per-channel weight and bias. Argument checks follow Paddle
 (python/paddle/nn/functional/norm.py; F.group_norm has Paddle 3's signature, which
 nn.GroupNorm wraps).

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from .. import tensor as M
 from ..graph.program import Variable
-from ..kernels.rnn import GATES
+from ..kernels.nn.rnn import GATES
 from ..layer_helper import LayerHelper
 from ..param_attr import ParamAttr
 from ..tensor._helpers import check_variable as _var

@@ -51,7 +51,7 @@ def interpolate(x: Variable, size: Sequence[int] | None = None,
                 align_corners: bool = False, align_mode: int = 0, data_format: str = "NCHW",
                 name: str | None = None) -> Variable:
     """Resize 4-D x to `size` or by `scale_factor` (ops `nearest_interp_v2`,
-    `bilinear_interp_v2`, with Paddle's index rules: see kernels/interp.py).
+    `bilinear_interp_v2`, with Paddle's index rules: see kernels/nn/interp.py).
 
     Args:
         x (Variable): (N, C, H, W), or (N, H, W, C) with data_format='NHWC'.

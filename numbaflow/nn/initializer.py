@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..kernels.creation import next_op_seed
+from ..kernels.tensor.creation import next_op_seed
 
 if TYPE_CHECKING:
     from ..graph.program import Block, Operator, Variable

@@ -1,5 +1,5 @@
 """Adagrad, RMSProp, Adamax, AdamW and Lamb (Paddle 2.x's signatures and update rules;
-the ops are in kernels/optim_extra.py and kernels/lamb.py)."""
+the ops are in kernels/optim/optim_extra.py and kernels/optim/lamb.py)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING

@@ -5,10 +5,8 @@ from __future__ import annotations
 import numbers
 
 from ..graph.program import Variable
+from ..kernels.registry import ACTIVATION, op_types_with
 from ..layer_helper import LayerHelper
-
-ACTIVATIONS = ("relu", "sigmoid", "tanh", "gelu", "leaky_relu", "softmax", "log_softmax",
-               "exp", "sqrt", "square", "abs")
 
 
 def activation(x, act, helper=None):
@@ -16,8 +14,9 @@ def activation(x, act, helper=None):
     layer (fc's activation output is `fc_0.tmp_2`, as in Paddle)."""
     if act is None:
         return x
-    if act not in ACTIVATIONS:
-        raise ValueError(f"unknown activation {act!r}; use one of {', '.join(ACTIVATIONS)}")
+    if act not in op_types_with(ACTIVATION):
+        raise ValueError(f"unknown activation {act!r}; use one of "
+                         f"{', '.join(op_types_with(ACTIVATION))}")
     return (helper or LayerHelper(act)).simple(act, {"X": x})
 
 

@@ -1,6 +1,6 @@
 """paddle.tensor.array: tensor arrays (Paddle's LoDTensorArray) as run-time values:
 `create_array`, `array_write`, `array_read`, `array_length` (ops `write_to_array`,
-`read_from_array`, `lod_array_length`: kernels/tensor_array.py).
+`read_from_array`, `lod_array_length`: kernels/tensor/tensor_array.py).
 
 An array is a Variable with `is_tensor_array` set; a `while_loop` body may write it
 (how Paddle programs collect per-step outputs) and it keeps its elements across

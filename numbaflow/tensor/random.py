@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from .. import dtypes
 from ..graph.program import Variable
-from ..kernels.creation import next_op_seed
+from ..kernels.tensor.creation import next_op_seed
 from ..layer_helper import LayerHelper
 from ._helpers import check_variable as _var
 

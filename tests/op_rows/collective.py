@@ -1,4 +1,4 @@
-"""Table rows for the collective ops (kernels/collective.py). Run by the op table on one
+"""Table rows for the collective ops (kernels/parallel/collective.py). Run by the op table on one
 device, where the sum over devices and the broadcast from device 0 are X itself; their
 multi-device meaning is tested with real replicas in test_data_parallel.py."""
 import numpy as np

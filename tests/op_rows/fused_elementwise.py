@@ -2,7 +2,7 @@
 with references composed in numpy from the math (not from the sub-ops' bodies)."""
 import numpy as np
 
-from numbaflow.kernels.fused_elementwise import make_ops
+from numbaflow.kernels.fused.fused_elementwise import make_ops
 from numbaflow.testing.op_test import away_from_zero, uniform
 
 from . import F, row

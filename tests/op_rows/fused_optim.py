@@ -1,4 +1,4 @@
-"""Table rows for the fused optimizer updates (kernels/fused_optim.py): several parameters
+"""Table rows for the fused optimizer updates (kernels/fused/fused_optim.py): several parameters
 of different shapes (a one-element one included) with their own learning rates; the
 reference is the single op's float64 reference applied to each parameter."""
 from numbaflow.testing.op_test import const, uniform

@@ -1,4 +1,4 @@
-"""Table rows for gather, take_along_axis and argsort (kernels/gather_ops.py).
+"""Table rows for gather, take_along_axis and argsort (kernels/tensor/gather_ops.py).
 
 References are numpy: np.take, np.take_along_axis and a stable np.argsort.
 """

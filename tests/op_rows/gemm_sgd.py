@@ -1,4 +1,4 @@
-"""Table row for mul_grad_sgd (kernels/gemm_sgd.py): mul_grad's input gradient, and the
+"""Table row for mul_grad_sgd (kernels/fused/gemm_sgd.py): mul_grad's input gradient, and the
 SGD update of Y by X^T @ dOut, from numpy in float64."""
 from numbaflow.testing.op_test import const, uniform
 

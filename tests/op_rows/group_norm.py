@@ -1,4 +1,4 @@
-"""Table rows for group_norm and instance_norm (kernels/group_norm.py): the reference
+"""Table rows for group_norm and instance_norm (kernels/nn/group_norm.py): the reference
 normalises each (sample, group) block with numpy's mean and biased variance in float64,
 then applies the per-channel scale and bias (Paddle's definitions; instance_norm's
 SavedVariance is 1 / sqrt(var + epsilon), group_norm's Variance the variance)."""

@@ -1,4 +1,4 @@
-"""Table rows for nearest_interp_v2 and bilinear_interp_v2 (kernels/interp.py).
+"""Table rows for nearest_interp_v2 and bilinear_interp_v2 (kernels/nn/interp.py).
 
 The reference resizes with two (out, in) interpolation matrices, out = Wh @ x @ Ww^T, each
 row built from Paddle's definition of the source coordinate in float64 (the kernels use

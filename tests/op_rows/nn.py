@@ -1,7 +1,7 @@
 """Table rows for pool2d, batch_norm, dropout and lookup_table_v2.
 
 References are plain loops / numpy in float64 written from Paddle's definitions (see
-numbaflow/kernels/pool.py and nn_ops.py for the sources), not from the kernels.
+numbaflow/kernels/nn/pool.py, batch_norm.py, dropout.py and embedding.py for the sources), not from the kernels.
 Dropout is random: only its deterministic cases are rows (is_test, p = 0, p = 1); its
 statistics and seeding are tested in tests/test_nn_layers.py.
 """

@@ -1,4 +1,4 @@
-"""Table rows for pad3d (kernels/pad3d.py): the reference is numpy's np.pad, whose modes
+"""Table rows for pad3d (kernels/nn/pad3d.py): the reference is numpy's np.pad, whose modes
 'constant', 'reflect', 'edge' and 'wrap' are Paddle's constant, reflect, replicate and
 circular; paddings [left, right, top, bottom, front, back] pad W, H, D."""
 import numpy as np

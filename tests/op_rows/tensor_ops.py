@@ -1,5 +1,5 @@
-"""Table rows for the tensor-API ops (kernels/tensor_ops.py): where, expand_as_v2,
-tril_triu, range, linspace, cumsum, rsqrt, erf, silu, relu6; multinomial (kernels/sampling.py).
+"""Table rows for the tensor-API ops (kernels/tensor/tensor_ops.py): where, expand_as_v2,
+tril_triu, range, linspace, cumsum, rsqrt, erf, silu, relu6; multinomial (kernels/tensor/sampling.py).
 
 References are numpy / scipy: np.where, np.broadcast_to, np.tril / np.triu, np.arange,
 np.linspace, np.cumsum and the textbook formulas.
@@ -110,7 +110,7 @@ row("relu6", {"X": distinct((3, 4), 0.05, 0.7)},
     attrs={"threshold": 1.0})
 
 
-# ---------------------------------------------------------------- multinomial (kernels/sampling.py)
+# ---------------------------------------------------------------- multinomial (kernels/tensor/sampling.py)
 # Random, so the row is the deterministic case: one positive weight per row must be drawn
 # (its statistics and seeding: tests/test_tensor_sampling.py).
 row("multinomial", {"X": lambda rng: np.eye(5)[rng.integers(0, 5, 4)] * 3.0},
@@ -143,7 +143,7 @@ row("squared_l2_norm", {"X": [uniform((2, 3))]}, sq_norm_ref, "squared_l2_norm-o
 
 
 # ---------------------------------------------------------------- Paddle 2 activations
-# (kernels/activation.py) from their definitions; inputs away from the kinks
+# (kernels/math/activation.py) from their definitions; inputs away from the kinks
 row("hard_swish", {"X": distinct((3, 5), 0.05, 0.47)},
     ref_unary(lambda x, a: x * np.clip(x + a["offset"], 0.0, a["threshold"]) / a["scale"]))
 row("hard_sigmoid", {"X": distinct((3, 5), 0.05, 0.47)},
@@ -156,7 +156,7 @@ row("brelu", {"X": distinct((3, 5), 0.05, 0.21)},
 
 
 # ---------------------------------------------------------------- elu ... thresholded_relu
-# (kernels/activation.py) from the textbook formulas in float64; inputs away from the kinks
+# (kernels/math/activation.py) from the textbook formulas in float64; inputs away from the kinks
 def _np_softplus(x, beta=1.0, threshold=20.0):
     return np.where(beta * x > threshold, x, np.log1p(np.exp(beta * x)) / beta)
 

@@ -1,6 +1,6 @@
 """auto_fusion (BuildStrategy.enable_auto_fusion): connected groups of elementwise ops
 become one `fused_elementwise` op whose kernel is generated from the sub-ops' scalar
-bodies (kernels/fused_elementwise.py), with the matmul that feeds the group (epilogue
+bodies (kernels/fused/fused_elementwise.py), with the matmul that feeds the group (epilogue
 fusion: bias add + activation) and a reduction or softmax that reads it (prologue).
 
 Forward and backward graphs alike: grad ops of elementwise ops are elementwise ops. A
@@ -36,8 +36,8 @@ that are read outside it, protected or persistable; the rest live only in regist
 """
 import numpy as np
 
-from ...kernels.elementwise import align
-from ...kernels.fused_elementwise import HEADS, TAILS, make_ops
+from ...kernels.math.elementwise import align
+from ...kernels.fused.fused_elementwise import HEADS, TAILS, make_ops
 from ...kernels.registry import (ELEMENTWISE, MAY_FAIL, OPTIMIZER, RANDOM, broadcast_shapes,
                                  get_op_def)
 from ..program import infer_op

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...kernels.codegen.render import inputs_used
-from ...kernels.fused_elementwise import Group, make_ops
+from ...kernels.fused.fused_elementwise import Group, make_ops
 from ...kernels.registry import ELEMENTWISE, OPTIMIZER, VarInfo, get_op_def, numel
 
 UNKNOWN_DIM = 64

@@ -1,5 +1,5 @@
 """The convolution's epilogue: what a network does to each conv2d output, done by the
-conv's kernel as it writes that output (kernels/conv_fused.py, op fused_conv2d).
+conv's kernel as it writes that output (kernels/fused/conv_fused.py, op fused_conv2d).
 
 fuse_conv_bias (training and inference programs):
 
@@ -27,7 +27,7 @@ Both passes are a match + replacement (rewrite.py): CompiledProgram's pipeline a
 them to a program, and, on by default, the executor to the op list of a plain
 `Executor.run(program)`.
 """
-from ...kernels.nn_ops import bn_uses_global_stats
+from ...kernels.nn.batch_norm import bn_uses_global_stats
 from ...kernels.registry import get_op_def
 from . import register_pass
 from .rewrite import Refused, Replacement, Rewrite

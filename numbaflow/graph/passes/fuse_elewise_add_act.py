@@ -17,7 +17,7 @@ IntermediateOut@GRAD) instead of the fusion being dropped; one nobody reads is r
 at the end, with `save_intermediate_out=False`. Every candidate left alone is recorded
 with `refuse` and the reason.
 """
-from ...kernels.fused_add_act import ACTIVATIONS, ADD, FORWARD, GRAD, act_grad_reads, functors
+from ...kernels.fused.fused_add_act import ACTIVATIONS, ADD, FORWARD, GRAD, act_grad_reads, functors
 from ...kernels.registry import ELEMENTWISE, NO_GRAD, get_op_def
 from ..program import BACKWARD
 from . import register_pass, remove_unused_vars

@@ -3,7 +3,7 @@
 Paddle's pass (BuildStrategy.fuse_all_optimizer_ops, off by default) coalesces the
 parameters, gradients and states of every `sgd` / `momentum` / `adam` op into contiguous
 buffers and runs one update over them. Here the buffers stay where they are: the group
-becomes one `fused_<type>` op (kernels/fused_optim.py) whose duplicable slots list every
+becomes one `fused_<type>` op (kernels/fused/fused_optim.py) whose duplicable slots list every
 parameter, and its generated kernel updates them all in one call (CPU) or launch (GPU).
 
 Grouping: optimizer ops (OPTIMIZER trait) of the same type, identical attributes, the
@@ -23,7 +23,7 @@ kernel does not take.
 Paddle forces this flag off in Reduce mode (each parameter's update runs on its owner
 device); the data-parallel rewrite decides that, not this pass.
 """
-from ...kernels.fused_optim import fused_type_of
+from ...kernels.fused.fused_optim import fused_type_of
 from ...kernels.registry import FUSED, OPTIMIZER, get_op_def, numel
 from ..program import infer_op
 from . import register_pass

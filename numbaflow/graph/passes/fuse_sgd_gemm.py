@@ -1,7 +1,7 @@
 """fuse_sgd_into_gemm: fold an fc layer's SGD update into its weight-gradient GEMM.
 
 `mul_grad(X, W, dOut) -> (dX, dW)` followed later by `sgd(W, dW, lr) -> W` becomes one
-`mul_grad_sgd(X, W, dOut, lr) -> (dX, W)` (kernels/gemm_sgd.py) at the mul_grad's place:
+`mul_grad_sgd(X, W, dOut, lr) -> (dX, W)` (kernels/fused/gemm_sgd.py) at the mul_grad's place:
 dW is never materialised. On with `fuse_all_optimizer_ops` or `enable_auto_fusion`, on
 CPU, and not in a data-parallel program over several devices (there dW must first be
 summed over the devices; the multi-device rewrite comes after the fusion passes).

@@ -5,7 +5,7 @@
     y = softmax(z, axis=-1)
 
 and the gradient chain the backward made of them (`softmax_grad -> elementwise_add_grad
--> scale`) becomes one `fused_softmax_mask_grad` (kernels/attention.py): the score tensor
+-> scale`) becomes one `fused_softmax_mask_grad` (kernels/fused/softmax_mask.py): the score tensor
 is read and written once instead of three times each way, and the `scale` ops of the
 chain (one forward, one backward per attention layer) are folded into it.
 

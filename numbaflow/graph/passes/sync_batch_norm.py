@@ -1,5 +1,5 @@
 """sync_batch_norm: batch_norm / batch_norm_grad become sync_batch_norm /
-sync_batch_norm_grad (kernels/sync_bn.py), whose batch statistics and their gradients
+sync_batch_norm_grad (kernels/parallel/sync_bn.py), whose batch statistics and their gradients
 are summed over every device and rank (BuildStrategy.sync_batch_norm; Paddle's
 sync_batch_norm_pass is the same rename, PADDLE_SEMANTICS §1.6).
 
@@ -7,7 +7,7 @@ Same slots and attributes, so the rename is the whole rewrite. Ops that normalis
 the running statistics (is_test without trainable_statistics, or use_global_stats) have
 no batch statistics to share and are left alone, with the reason recorded.
 """
-from ...kernels.nn_ops import bn_uses_global_stats
+from ...kernels.nn.batch_norm import bn_uses_global_stats
 from . import register_pass
 from .rewrite import Refused, Replacement, Rewrite
 

@@ -16,7 +16,7 @@ import types
 
 import numpy as np
 
-from ..gpu_util import configured, launch_dims
+from ..gpu.gpu_util import configured, launch_dims
 from . import cache
 from .cpu import SymKey, broadcast_strides
 from .render import division_helpers, inputs_used, render, uses_idiv
@@ -85,7 +85,7 @@ def _header(float_dtype, body, checks=False):
     # CUDA's erf and exp are fast already: `_erf` / `_exp` (kernels/fastmath.py on the CPU).
     # A zero integer divisor records ERR_INT_DIV / ERR_INT_MOD in the device's error record
     # (kernels cannot raise; gpu_errors.py), which the executor raises after the run.
-    from ..gpu_errors import ERR_INT_DIV, ERR_INT_MOD, ERR_NAN_INF
+    from ..gpu.gpu_errors import ERR_INT_DIV, ERR_INT_MOD, ERR_NAN_INF
     flag = "cuda.atomic.compare_and_swap(err, 0, {})"
     return ["import math", "import numpy as np", "from numba import config as _config, cuda",
             "if _config.ENABLE_CUDASIM:",
@@ -252,7 +252,7 @@ class CudaElementwiseKernel:
         launch = configured(self.kernel, blocks, threads)
         args = (*self.lead, *kernel_outs, *flat_in)
         if self.takes_err:
-            from ..gpu_errors import error_record
+            from ..gpu.gpu_errors import error_record
             args += (error_record(),)
 
         messages = self.check_messages
@@ -262,7 +262,7 @@ class CudaElementwiseKernel:
             for p in post:
                 p()
             if messages:
-                from ..gpu_errors import raise_nan_check
+                from ..gpu.gpu_errors import raise_nan_check
                 raise_nan_check(messages)
         return thunk
 

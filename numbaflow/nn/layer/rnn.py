@@ -1,7 +1,7 @@
 """Recurrent layers as Paddle 2.6 spells them, in static mode: `SimpleRNNCell`, `LSTMCell`,
 `GRUCell`, `RNN` / `BiRNN` over a cell, and the multi-layer `SimpleRNN`, `LSTM`, `GRU`.
 
-The math is the `rnn` op's (kernels/rnn.py) through nn/functional_rnn.py: a cell is that op
+The math is the `rnn` op's (kernels/nn/rnn.py) through nn/functional_rnn.py: a cell is that op
 over one time step; `LSTM` / `GRU` / `SimpleRNN`, and `RNN` / `BiRNN` over built-in cells
 without `sequence_length`, are one op over the whole sequence. `RNN` over a user-defined
 cell, reversed, or with `sequence_length` steps the cell once per time step (unrolled at

@@ -1,0 +1,1 @@
+"""Elementwise arithmetic, activations, reductions and matrix products."""

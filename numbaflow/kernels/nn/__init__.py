@@ -1,0 +1,1 @@
+"""The ops of neural-network layers: convolution, pooling, normalisation, recurrence, losses."""

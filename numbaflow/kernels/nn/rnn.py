@@ -1,0 +1,392 @@
+"""rnn (Paddle's cuDNN-style recurrent op: LSTM, GRU, RNN_TANH, RNN_RELU) and its gradient.
+
+Input is time-major (T, B, input_size) (the layers transpose batch-major input). For each
+layer and direction the input projection is one GEMM over all time steps,
+XW = X @ W_ih^T + b_ih of shape (T, B, G*H), and the recurrence runs in one compiled loop
+(`_recurrence`), one (B, H) @ (H, G*H) product per step. Paddle's formulas (its
+`LSTMCell` / `GRUCell` / `SimpleRNNCell`, which the op matches):
+
+* LSTM, gates i, f, g (c~), o: i, f, o = sigmoid, g = tanh; c = f*c' + i*g; h = o*tanh(c).
+* GRU, gates r, z, c: r, z = sigmoid(XW + HW) per gate; c = tanh(XW_c + r*(W_hc h' + b_hc));
+  h = (h' - c)*z + c (the reset gate applies after the recurrent product).
+* RNN_TANH / RNN_RELU: h = act(XW + h' W_hh^T + b_hh).
+
+WeightList is Paddle's flattened layout: first every weight, (W_ih, W_hh) per layer and
+direction, then every bias, (b_ih, b_hh) in the same order. PreState / State are [h] or
+[h, c], each (num_layers * D, B, H), D = 2 when `is_bidirec`. With SequenceLength (B,) a
+sequence stops at its length: its state is frozen there and Out is zero past it; the
+reverse direction starts at each sequence's own last step. Dropout (upscale_in_train)
+applies between layers in training.
+
+On a GPU both ops run these CPU kernels on host copies (`host_staged`): a CUDA
+recurrence is still to be written.
+
+Reserve keeps what the backward needs (in the input's dtype, not Paddle's opaque bytes):
+per layer and direction the states before each step and the gate activations; per layer
+above the first its (dropped-out) input and dropout scale.
+"""
+import functools
+import math
+
+import numpy as np
+from numba import njit
+
+from ..gpu.host_staged import host_staged
+from ..registry import NO_GRAD, RANDOM, OpDef, Slot, VarInfo, register_op
+
+MODES = {"LSTM": 0, "GRU": 1, "RNN_TANH": 2, "RNN_RELU": 3}
+GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
+# Saved activations per step and unit: LSTM i, f, g, o; GRU r, z, c and W_hc h' + b_hc.
+SAVED = {"LSTM": 4, "GRU": 4, "RNN_TANH": 1, "RNN_RELU": 1}
+
+_JIT = dict(nogil=True, cache=True)
+
+
+@njit(**_JIT)
+def _sigmoid(a):
+    return 1.0 / (1.0 + math.exp(-a))
+
+
+@njit(**_JIT)
+def _recurrence(xw, w_hh, b_hh, h, c, lens, reverse, mode, y, states, act):
+    """One layer, one direction. xw (T, B, G*H) holds X W_ih^T + b_ih; h, c (B, H) enter as
+    the initial state and leave as the final one. Writes y (T, B, H), the states before
+    each step into states (2, T, B, H) and the gate activations into act (T, B, S*H)."""
+    T, B, _ = xw.shape
+    H = h.shape[1]
+    w_t = np.ascontiguousarray(w_hh.T)
+    for s in range(T):
+        t = T - 1 - s if reverse else s
+        states[0, t] = h
+        states[1, t] = c
+        hw = np.dot(h, w_t)
+        for b in range(B):
+            if t >= lens[b]:
+                y[t, b] = 0.0
+                act[t, b] = 0.0
+                continue
+            for j in range(H):
+                if mode == 0:
+                    i = _sigmoid(xw[t, b, j] + hw[b, j] + b_hh[j])
+                    f = _sigmoid(xw[t, b, H + j] + hw[b, H + j] + b_hh[H + j])
+                    g = math.tanh(xw[t, b, 2 * H + j] + hw[b, 2 * H + j] + b_hh[2 * H + j])
+                    o = _sigmoid(xw[t, b, 3 * H + j] + hw[b, 3 * H + j] + b_hh[3 * H + j])
+                    cn = f * c[b, j] + i * g
+                    hn = o * math.tanh(cn)
+                    c[b, j] = cn
+                    act[t, b, j], act[t, b, H + j] = i, f
+                    act[t, b, 2 * H + j], act[t, b, 3 * H + j] = g, o
+                elif mode == 1:
+                    r = _sigmoid(xw[t, b, j] + hw[b, j] + b_hh[j])
+                    z = _sigmoid(xw[t, b, H + j] + hw[b, H + j] + b_hh[H + j])
+                    hc = hw[b, 2 * H + j] + b_hh[2 * H + j]
+                    cc = math.tanh(xw[t, b, 2 * H + j] + r * hc)
+                    hn = (h[b, j] - cc) * z + cc
+                    act[t, b, j], act[t, b, H + j] = r, z
+                    act[t, b, 2 * H + j], act[t, b, 3 * H + j] = cc, hc
+                else:
+                    a = xw[t, b, j] + hw[b, j] + b_hh[j]
+                    hn = math.tanh(a) if mode == 2 else max(a, 0.0)
+                    act[t, b, j] = hn
+                h[b, j] = hn
+                y[t, b, j] = hn
+
+
+@njit(**_JIT)
+def _recurrence_grad(w_hh, states, act, lens, reverse, mode, dy, dh, dc, dxw, dw_hh, db_hh):
+    """Backpropagation through time for one layer and direction: walks the steps in the
+    reverse of the forward's order. dh, dc (B, H) enter as the final state's gradient and
+    leave as the initial state's. Writes dxw (T, B, G*H), the gradient of X W_ih^T + b_ih;
+    accumulates dw_hh (G*H, H) and db_hh (G*H,)."""
+    T, B, GH = dxw.shape
+    H = dh.shape[1]
+    dhw = np.zeros((B, GH), dh.dtype)     # gradient of h' W_hh^T + b_hh
+    direct = np.empty_like(dh)            # dh' not through W_hh
+    for s in range(T):
+        t = s if reverse else T - 1 - s
+        for b in range(B):
+            if t >= lens[b]:              # frozen state: its gradient passes unchanged
+                dxw[t, b] = 0.0
+                dhw[b] = 0.0
+                for j in range(H):
+                    direct[b, j] = dh[b, j]
+                continue
+            for j in range(H):
+                d = dh[b, j] + dy[t, b, j]
+                if mode == 0:
+                    i, f = act[t, b, j], act[t, b, H + j]
+                    g, o = act[t, b, 2 * H + j], act[t, b, 3 * H + j]
+                    tc = math.tanh(f * states[1, t, b, j] + i * g)
+                    dct = dc[b, j] + d * o * (1.0 - tc * tc)
+                    dxw[t, b, j] = dct * g * i * (1.0 - i)
+                    dxw[t, b, H + j] = dct * states[1, t, b, j] * f * (1.0 - f)
+                    dxw[t, b, 2 * H + j] = dct * i * (1.0 - g * g)
+                    dxw[t, b, 3 * H + j] = d * tc * o * (1.0 - o)
+                    for k in range(4):
+                        dhw[b, k * H + j] = dxw[t, b, k * H + j]
+                    dc[b, j] = dct * f
+                    direct[b, j] = 0.0
+                elif mode == 1:
+                    r, z = act[t, b, j], act[t, b, H + j]
+                    cc, hc = act[t, b, 2 * H + j], act[t, b, 3 * H + j]
+                    dac = d * (1.0 - z) * (1.0 - cc * cc)
+                    dar = dac * hc * r * (1.0 - r)
+                    daz = d * (states[0, t, b, j] - cc) * z * (1.0 - z)
+                    dxw[t, b, j], dxw[t, b, H + j], dxw[t, b, 2 * H + j] = dar, daz, dac
+                    dhw[b, j], dhw[b, H + j], dhw[b, 2 * H + j] = dar, daz, dac * r
+                    direct[b, j] = d * z
+                else:
+                    hn = act[t, b, j]
+                    da = d * (1.0 - hn * hn) if mode == 2 else (d if hn > 0.0 else 0.0)
+                    dxw[t, b, j] = da
+                    dhw[b, j] = da
+                    direct[b, j] = 0.0
+        dw_hh += np.dot(dhw.T, states[0, t])
+        for b in range(B):
+            for k in range(GH):
+                db_hh[k] += dhw[b, k]
+        dh[:, :] = direct + np.dot(dhw, w_hh)
+
+
+# ---------------------------------------------------------------- layout
+class Layout:
+    """The static sizes of one rnn op and where its pieces live in WeightList / Reserve."""
+
+    def __init__(self, attrs, T, B):
+        self.mode = str(attrs["mode"])
+        self.H, self.L = int(attrs["hidden_size"]), int(attrs["num_layers"])
+        self.D = 2 if attrs["is_bidirec"] else 1
+        self.G, self.S = GATES[self.mode], SAVED[self.mode]
+        self.T, self.B = T, B
+
+    def per_step(self):
+        """Reserve elements per (time step, batch row)."""
+        H, D = self.H, self.D
+        return self.L * D * (2 + self.S) * H + (self.L - 1) * 2 * D * H
+
+    def weights(self, wl, l, d):
+        k, n = 2 * (l * self.D + d), 2 * self.L * self.D
+        return wl[k], wl[k + 1], wl[n + k], wl[n + k + 1]
+
+    def reserve(self, flat):
+        """[(dirs, xin, scale)] per layer: dirs[d] = (states (2,T,B,H), act (T,B,S*H));
+        xin, scale (T, B, D*H) for layers above the first (None for the first)."""
+        T, B, H, D = self.T, self.B, self.H, self.D
+        off, layers = 0, []
+
+        def take(shape):
+            nonlocal off
+            n = int(np.prod(shape))
+            v = flat[off:off + n].reshape(shape)
+            off += n
+            return v
+        for l in range(self.L):
+            dirs = [(take((2, T, B, H)), take((T, B, self.S * H))) for _ in range(D)]
+            extra = (take((T, B, D * H)), take((T, B, D * H))) if l else (None, None)
+            layers.append((dirs,) + extra)
+        return layers
+
+
+def _lengths(ins, T, B):
+    if ins.get("SequenceLength"):
+        lens = ins["SequenceLength"][0].reshape(-1).astype(np.int64)
+        if lens.shape[0] != B or (lens < 0).any() or (lens > T).any():
+            raise ValueError(f"rnn: SequenceLength must hold {B} lengths in [0, {T}]; "
+                             f"got {lens.tolist()}")
+        return lens
+    return np.full(B, T, np.int64)
+
+
+class _RnnRun:
+    """The bound forward: layer by layer, direction by direction."""
+
+    def __init__(self, cop, ins, outs, rng):
+        self.ins, self.outs, self.attrs, self.rng = ins, outs, cop.attrs, rng
+        T, B, _ = cop.input("Input").shape
+        self.lay = Layout(cop.attrs, T, B)
+
+    def __call__(self):
+        lay, ins, outs = self.lay, self.ins, self.outs
+        x, wl, pre = ins["Input"][0], ins["WeightList"], ins["PreState"]
+        T, B, H, D = lay.T, lay.B, lay.H, lay.D
+        lens = _lengths(ins, T, B)
+        reserve = lay.reserve(outs["Reserve"][0])
+        p = float(self.attrs["dropout_prob"])
+        train_drop = p > 0.0 and not self.attrs["is_test"]
+        out, state = outs["Out"][0], outs["State"]
+        for a in outs.get("DropoutState") or ():
+            a[...] = 0      # Paddle's cuDNN dropout descriptor: nothing to keep on a CPU
+        for l, (dirs, xin, scale) in enumerate(reserve):
+            if l:
+                scale[...] = 1.0
+                if train_drop:
+                    keep = self.rng.random(scale.shape) >= p
+                    scale[...] = np.where(keep, 1.0 / (1.0 - p), 0.0)
+                np.multiply(y, scale, out=xin)
+                x = xin
+            y = out if l == lay.L - 1 else np.empty((T, B, D * H), x.dtype)
+            for d, (states, act) in enumerate(dirs):
+                w_ih, w_hh, b_ih, b_hh = lay.weights(wl, l, d)
+                xw = (x.reshape(T * B, -1) @ w_ih.T + b_ih).reshape(T, B, -1)
+                k = l * D + d
+                h = pre[0][k].copy()
+                c = pre[1][k].copy() if lay.mode == "LSTM" else np.zeros_like(h)
+                yd = np.empty((T, B, H), x.dtype)
+                _recurrence(xw, w_hh, b_hh, h, c, lens, d == 1, MODES[lay.mode], yd,
+                            states, act)
+                y[:, :, d * H:(d + 1) * H] = yd
+                state[0][k] = h
+                if lay.mode == "LSTM":
+                    state[1][k] = c
+
+
+class _RnnGradRun:
+    """The bound backward: layers top-down, each direction's BPTT, then the input GEMMs."""
+
+    def __init__(self, cop, ins, outs):
+        self.ins, self.outs = ins, outs
+        T, B, _ = cop.input("Input").shape
+        self.lay = Layout(cop.attrs, T, B)
+
+    def __call__(self):
+        lay, ins, outs = self.lay, self.ins, self.outs
+        T, B, H, D = lay.T, lay.B, lay.H, lay.D
+        x0, wl = ins["Input"][0], ins["WeightList"]
+        lens = _lengths(ins, T, B)
+        reserve = lay.reserve(ins["Reserve"][0])
+        dstate = ins["State@GRAD"]
+        dwl = outs.get("WeightList@GRAD") or [np.empty_like(w) for w in wl]
+        dpre = outs.get("PreState@GRAD") or [np.empty_like(s) for s in ins["PreState"]]
+        dy = ins["Out@GRAD"][0]
+        for l in range(lay.L - 1, -1, -1):
+            dirs, xin, scale = reserve[l]
+            x = x0 if l == 0 else xin
+            dx = np.zeros(x.shape, x.dtype)
+            for d, (states, act) in enumerate(dirs):
+                w_ih, w_hh, _, _ = lay.weights(wl, l, d)
+                dw_ih, dw_hh, db_ih, db_hh = lay.weights(dwl, l, d)
+                k = l * D + d
+                dh = dstate[0][k].copy()
+                dc = dstate[1][k].copy() if lay.mode == "LSTM" else np.zeros_like(dh)
+                dxw = np.empty((T, B, lay.G * H), x.dtype)
+                dw_hh[...] = 0.0
+                db_hh[...] = 0.0
+                _recurrence_grad(w_hh, states, act, lens, d == 1, MODES[lay.mode],
+                                 np.ascontiguousarray(dy[:, :, d * H:(d + 1) * H]), dh, dc,
+                                 dxw, dw_hh, db_hh)
+                dxw2 = dxw.reshape(T * B, -1)
+                dw_ih[...] = dxw2.T @ x.reshape(T * B, -1)
+                db_ih[...] = dxw2.sum(axis=0)
+                dx += (dxw2 @ w_ih).reshape(dx.shape)
+                dpre[0][k] = dh
+                if lay.mode == "LSTM":
+                    dpre[1][k] = dc
+            dy = dx * scale if l else dx
+        if outs.get("Input@GRAD"):
+            outs["Input@GRAD"][0][...] = dy
+
+
+# ---------------------------------------------------------------- shapes
+def _rnn_infer(ctx):
+    a = ctx.attrs
+    mode = str(a["mode"])
+    if mode not in MODES:
+        raise ctx.error(f"mode must be one of {sorted(MODES)}; got {mode!r}")
+    x = ctx.input("Input")
+    if len(x.shape) != 3:
+        raise ctx.error(f"Input {ctx.name('Input')} must be time-major (T, B, input_size); "
+                        f"got shape {tuple(x.shape)}")
+    T, B, In = x.shape
+    H, L, D = int(a["hidden_size"]), int(a["num_layers"]), 2 if a["is_bidirec"] else 1
+    if In != -1 and In != int(a["input_size"]):
+        raise ctx.error(f"Input has {In} features but input_size is {a['input_size']}")
+    ws = ctx.inputs("WeightList")
+    if len(ws) != 4 * L * D:
+        raise ctx.error(f"WeightList must hold 4 * num_layers * directions = {4 * L * D} "
+                        f"tensors (weights, then biases); got {len(ws)}")
+    lay = Layout(a, T, B)
+    for i, w in enumerate(ws):
+        if np.dtype(w.dtype) != np.dtype(x.dtype):
+            raise ctx.error(f"WeightList[{i}] {ctx.name('WeightList', i)} is {np.dtype(w.dtype)} "
+                            f"but Input is {np.dtype(x.dtype)}; create the parameters in the "
+                            f"input's dtype (or cast the input)")
+    for l in range(L):
+        for d in range(D):
+            w_ih, w_hh, b_ih, b_hh = lay.weights(ws, l, d)
+            want = ((lay.G * H, In if l == 0 else D * H), (lay.G * H, H), (lay.G * H,),
+                    (lay.G * H,))
+            for got, shape, what in zip((w_ih, w_hh, b_ih, b_hh), want, "ih hh bih bhh".split()):
+                if tuple(got.shape) != shape and -1 not in shape:
+                    raise ctx.error(f"{mode} weight {what} of layer {l} direction {d} must "
+                                    f"have shape {shape}; got {tuple(got.shape)}")
+    n_states = 2 if mode == "LSTM" else 1
+    pre = ctx.inputs("PreState")
+    if len(pre) != n_states:
+        raise ctx.error(f"{mode} takes {n_states} initial state tensor(s) in PreState; "
+                        f"got {len(pre)}")
+    state = VarInfo((L * D, B, H), x.dtype)
+    rows = -1 if -1 in (T, B) else T * B * lay.per_step()
+    return {"Out": VarInfo((T, B, D * H), x.dtype), "State": [state] * n_states,
+            "Reserve": VarInfo((rows,), x.dtype), "DropoutState": VarInfo((1,), np.uint8)}
+
+
+def _rnn_cpu(cop):
+    rng = np.random.default_rng(int(cop.attrs["seed"]) or None)
+
+    def bind(ins, outs):
+        return _RnnRun(cop, ins, outs, rng)
+    return bind
+
+
+def _rnn_grad_rule(g):
+    dpre = g.dx_list("PreState")
+    dws = g.dx_list("WeightList")
+    dx = g.dx("Input")
+    if dx is None and all(v is None for v in dpre + dws):
+        return
+    # A duplicable output list cannot hold gaps: scratch variables that nothing reads.
+    dpre = [v if v is not None else g.tmp(s) for s, v in zip(g.fwd_list("PreState"), dpre)]
+    dws = [v if v is not None else g.tmp(w) for w, v in zip(g.fwd_list("WeightList"), dws)]
+    dstate = [g.dout_or_zeros("State", i) for i in range(len(g.fwd_list("State")))]
+    ins = {"Input": g.fwd("Input"), "PreState": g.fwd_list("PreState"),
+           "WeightList": g.fwd_list("WeightList"), "Reserve": g.fwd("Reserve"),
+           "Out@GRAD": g.dout_or_zeros("Out"), "State@GRAD": dstate}
+    if g.fwd("SequenceLength") is not None:
+        ins["SequenceLength"] = g.fwd("SequenceLength")
+    g.append("rnn_grad", ins, {"Input@GRAD": dx, "PreState@GRAD": dpre,
+                               "WeightList@GRAD": dws}, dict(g.attrs))
+
+
+def _rnn_grad_cpu(cop):
+    return lambda ins, outs: _RnnGradRun(cop, ins, outs)
+
+
+def _rnn_grad_infer(ctx):
+    return {"Input@GRAD": ctx.input("Input"), "PreState@GRAD": ctx.inputs("PreState"),
+            "WeightList@GRAD": ctx.inputs("WeightList")}
+
+
+ATTRS = {"dropout_prob": 0.0, "is_bidirec": False, "input_size": 10, "hidden_size": 100,
+         "num_layers": 1, "mode": "LSTM", "seed": 0, "is_test": False}
+
+register_op(OpDef(
+    "rnn", (Slot("Input"), Slot("PreState", duplicable=True),
+            Slot("WeightList", duplicable=True), Slot("SequenceLength", optional=True,
+                                                      no_grad=True)),
+    (Slot("Out"), Slot("State", duplicable=True), Slot("Reserve"),
+     Slot("DropoutState", optional=True)),
+    _rnn_infer, _rnn_cpu, gpu=lambda cop: functools.partial(host_staged, _rnn_cpu(cop)),
+    attrs=dict(ATTRS), grad=_rnn_grad_rule,
+    traits=frozenset((RANDOM,)),
+    doc="multi-layer (bi)directional LSTM / GRU / RNN_TANH / RNN_RELU over time-major Input, "
+        "Paddle's gate order and flattened WeightList; SequenceLength masks padded steps"))
+register_op(OpDef(
+    "rnn_grad", (Slot("Input"), Slot("PreState", duplicable=True),
+                 Slot("WeightList", duplicable=True), Slot("SequenceLength", optional=True),
+                 Slot("Reserve"), Slot("Out@GRAD"), Slot("State@GRAD", duplicable=True)),
+    (Slot("Input@GRAD", optional=True), Slot("PreState@GRAD", duplicable=True, optional=True),
+     Slot("WeightList@GRAD", duplicable=True, optional=True)),
+    _rnn_grad_infer, _rnn_grad_cpu,
+    gpu=lambda cop: functools.partial(host_staged, _rnn_grad_cpu(cop)), attrs=dict(ATTRS),
+    traits=frozenset((NO_GRAD,)),
+    doc="backpropagation through time of rnn (the forward's Reserve holds its steps)"))

@@ -1,0 +1,1 @@
+"""Optimizer updates and the norms gradient clipping reads."""

@@ -1,0 +1,1 @@
+"""Ops across the devices of a data-parallel run: collectives and sync batch norm."""

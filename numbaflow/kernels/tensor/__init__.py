@@ -1,0 +1,1 @@
+"""Tensor ops: creation, shape, indexing, tensor arrays and control flow."""

@@ -1,0 +1,114 @@
+"""Tensor arrays as run-time values (Paddle's LoDTensorArray): `write_to_array`,
+`read_from_array` and `lod_array_length`, the ops of `paddle.tensor.array_write`,
+`array_read` and `array_length`.
+
+A tensor-array Variable (`Variable.is_tensor_array`) lives in a plan as a 0-d object
+array holding a Python list of numpy arrays (the executor gives it an empty list at the
+start of each run, as Paddle's local scope does, and a `while` body shares its list with
+the enclosing block, so the array lives across iterations). Its VarInfo in a plan is the
+shape and dtype of its elements (what `read_from_array`'s output is allocated from): the
+last write's, as Paddle's write_to_array sets the array's shape to X's.
+"""
+import numpy as np
+
+from ..registry import GPU_REFUSES, MAY_FAIL, NO_GRAD, OpDef, Slot, VarInfo, register_op
+
+
+def array_list(holder):
+    """The list a tensor array's 0-d object array holds (made empty when it holds none)."""
+    items = holder[()]
+    if items is None:
+        items = holder[()] = []
+    return items
+
+
+def _index(i, op):
+    k = int(np.asarray(i).reshape(-1)[0])
+    if k < 0:
+        raise IndexError(f"{op}: the index I is {k}; a tensor array index must be >= 0")
+    return k
+
+
+def _no_gpu(cop):
+    raise NotImplementedError(
+        f"{cop.type}: tensor arrays on a GPU place are not supported yet; run the program "
+        f"on paddle.CPUPlace()")
+
+
+def _no_grad_yet(g):
+    raise NotImplementedError(
+        f"{g.op.type}: gradients through tensor arrays are not supported yet; collect the "
+        f"per-step values as loop variables (or concat them in the loop), or mark the "
+        f"values written with stop_gradient=True")
+
+
+def _write_cpu(cop):
+    def bind(ins, outs):
+        x, i, out = ins["X"][0], ins["I"][0], outs["Out"][0]
+
+        def run():
+            items, k = array_list(out), _index(i, "write_to_array")
+            if k >= len(items):     # Paddle resizes; the holes read as empty tensors
+                items.extend([np.zeros((0,), x.dtype)] * (k + 1 - len(items)))
+            items[k] = x.copy()
+        return run
+    return bind
+
+
+def _read_cpu(cop):
+    def bind(ins, outs):
+        arr, i, out = ins["X"][0], ins["I"][0], outs["Out"][0]
+
+        def run():
+            items, k = array_list(arr), _index(i, "read_from_array")
+            if k >= len(items):
+                raise IndexError(f"read_from_array: index {k} is outside the array, which "
+                                 f"holds {len(items)} element(s)")
+            if items[k].shape != out.shape:
+                raise ValueError(
+                    f"read_from_array: element {k} has shape {items[k].shape}, but the "
+                    f"program reads it as {out.shape} (the shape of the array's last write "
+                    f"when the program was built); write elements of one shape")
+            np.copyto(out, items[k])
+        return run
+    return bind
+
+
+def _length_cpu(cop):
+    def bind(ins, outs):
+        arr, out = ins["X"][0], outs["Out"][0]
+
+        def run():
+            out[0] = len(array_list(arr))
+        return run
+    return bind
+
+
+def _infer_write(ctx):
+    x = ctx.input("X")
+    return {"Out": VarInfo(tuple(x.shape), x.dtype)}
+
+
+def _infer_read(ctx):
+    arr = ctx.input("X")
+    return {"Out": VarInfo(tuple(arr.shape), arr.dtype)}
+
+
+def _infer_length(ctx):
+    return {"Out": VarInfo((1,), np.dtype("int64"))}
+
+
+_I = Slot("I", no_grad=True)
+register_op(OpDef(
+    "write_to_array", inputs=(Slot("X"), _I), outputs=(Slot("Out"),), infer=_infer_write,
+    cpu=_write_cpu, gpu=_no_gpu, grad=_no_grad_yet, traits=frozenset({GPU_REFUSES, MAY_FAIL}),
+    doc="Out[I] = X (a copy) in the tensor array Out, which grows to hold index I."))
+register_op(OpDef(
+    "read_from_array", inputs=(Slot("X"), _I), outputs=(Slot("Out"),), infer=_infer_read,
+    cpu=_read_cpu, gpu=_no_gpu, grad=_no_grad_yet, traits=frozenset({GPU_REFUSES, MAY_FAIL}),
+    doc="Out = X[I], the element I of the tensor array X."))
+register_op(OpDef(
+    "lod_array_length", inputs=(Slot("X", no_grad=True),), outputs=(Slot("Out"),),
+    infer=_infer_length, cpu=_length_cpu, gpu=_no_gpu,
+    traits=frozenset({NO_GRAD, GPU_REFUSES}),
+    doc="Out = the number of elements of the tensor array X (int64, shape [1])."))
