@@ -6,7 +6,7 @@ modules) within its cap in AREA_CAPS, and the product within TOTAL_CAP. Prints a
 of the areas (files, lines, share, cap; tinygrad's sz.py is the model) so that a
 reviewer sees where the code grows. Exit status 1 when anything is over its budget.
 
-    python .ci/size_budget.py          (CI runs it; tests/test_size_budget.py too)
+    python .ci/size_budget.py          (CI runs it; tests/api/test_size_budget.py too)
 
 Raising a cap is a decision: make it in its own commit and say why (the caps were set on
 2026-11-28 at about 5% over each area's lines then).

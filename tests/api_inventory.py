@@ -3,7 +3,7 @@
 A public module's API is its `__all__`. Its public callables are those names that are
 functions or classes of numbaflow, plus the public methods and properties of those
 classes (including ones inherited from other numbaflow classes). Used by
-tests/test_api_docs.py (docstrings, `__all__`) and tests/test_doctests.py (examples).
+tests/api/test_api_docs.py (docstrings, `__all__`) and tests/docs/test_doctests.py (examples).
 """
 import importlib
 import inspect

@@ -1,4 +1,4 @@
-"""Kill -9 driver for tests/test_checkpoint_faults.py (run as a script, with a timeout).
+"""Kill -9 driver for tests/io/test_checkpoint_faults.py (run as a script, with a timeout).
 
     python checkpoint_fault_driver.py random  DIR KILLS SEED   # SIGKILL at random moments
     python checkpoint_fault_driver.py points  DIR               # SIGKILL before/after each

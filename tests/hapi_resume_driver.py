@@ -1,4 +1,4 @@
-"""Driver for tests/test_hapi_resume.py (run as a script): paddle.Model.fit with
+"""Driver for tests/training/test_hapi_resume.py (run as a script): paddle.Model.fit with
 save_dir, killed between epochs and resumed, or run through once.
 
     python hapi_resume_driver.py full   DIR   # 3 epochs; DIR/full.npz: losses, weights

@@ -1,4 +1,4 @@
-"""Two hosts on one machine, for tests/test_multihost.py: two network namespaces joined by
+"""Two hosts on one machine, for tests/distributed/test_multihost.py: two network namespaces joined by
 a veth pair (10.99.0.1 and 10.99.0.2 by default), and the venv's Hydra `mpiexec` run in
 the first with one rank per host, so that the ranks talk TCP across the pair.
 

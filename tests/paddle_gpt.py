@@ -1,6 +1,6 @@
 """A small char-level GPT written for Paddle 2.6's static graph, run unchanged on real
 Paddle (tests/fixtures/make_paddle_gpt.py stores its numbers) and on numbaflow
-(tests/test_paddle_gpt.py): the caller passes the module it imported as `paddle`, the
+(tests/training/test_paddle_gpt.py): the caller passes the module it imported as `paddle`, the
 only difference between the two runs.
 
 Every weight comes from a fixed numpy stream through `Assign` initializers and the

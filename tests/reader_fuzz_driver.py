@@ -1,4 +1,4 @@
-"""Fuzz driver for tests/test_reader_fuzz.py (issue 30, item 9): mutates valid files of
+"""Fuzz driver for tests/io/test_reader_fuzz.py (issue 30, item 9): mutates valid files of
 each reader (Paddle ProgramDesc, Paddle tensor stream, Paddle pickle, numbaflow's arrays
 file) for a bounded time under a memory limit, and checks that each mutant loads or raises
 FileFormatError naming the file: no other exception, no hang (an alarm per case), no

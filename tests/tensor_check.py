@@ -1,5 +1,5 @@
 """A check for functions built from tensor ops: numpy forward, finite-difference backward
-(used by tests/test_tensor_api.py and tests/test_transformer_blocks.py)."""
+(used by tests/api/test_tensor_api.py and tests/api/test_transformer_blocks.py)."""
 import numpy as np
 
 import numbaflow as paddle

@@ -33,8 +33,8 @@ ALLOWED = [
     # documented on each module's page, so a type name in a signature has several targets
     ("more than one target found for cross-reference", "re-exported names"),
     ("duplicate object description of", "re-exported names"),
-    # the docstrings' own layout (tests/test_api_docs.py checks their content and
-    # tests/test_doctests.py runs their examples); listed for whoever tidies them
+    # the docstrings' own layout (tests/api/test_api_docs.py checks their content and
+    # tests/docs/test_doctests.py runs their examples); listed for whoever tidies them
     ("docstring of", "docstring layout"),
 ]
 

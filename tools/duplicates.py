@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The duplicate budget: how many pairs of files in numbaflow/ repeat a run of MIN_LINES or
-more identical lines, capped at MAX_PAIRS (CI runs it from .ci/run; tests/test_size_budget.py
+more identical lines, capped at MAX_PAIRS (CI runs it from .ci/run; tests/api/test_size_budget.py
 too). Only the project's own files and Python are needed, so it runs on a fresh machine.
 
     python tools/duplicates.py            # the count, the cap, the longest repeated runs

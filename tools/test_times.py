@@ -75,7 +75,7 @@ def table(rows):
         when = _fmt(seconds) if seconds is not None else "not measured"
         lines.append(f"| {label} | `{command}` | {when} ({count} tests) |")
     lines.append("| one op's rows (forward, gradient, in-place) | "
-                 "`python -m pytest -q tests/test_op_table.py -k relu` | seconds |")
+                 "`python -m pytest -q tests/kernels/test_op_table.py -k relu` | seconds |")
     return "\n".join(lines)
 
 

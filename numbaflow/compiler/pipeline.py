@@ -5,7 +5,7 @@
 from here), the pass class, and when it applies (how many devices: some rewrites are
 only correct on one; training or inference programs: an optimizer fusion has nothing to
 do in a program without optimizer ops). The data-parallel rewrite is the last row. A new pass is its file
-under `graph/passes/` plus one row here (CONTRIBUTING shows it; tests/test_pipeline.py
+under `graph/passes/` plus one row here (CONTRIBUTING shows it; tests/graph/test_pipeline.py
 runs that example). The rows on by default also rewrite a plain Program's plans
 (`plain_program_passes`, installed in the executor: Executor.run without a CompiledProgram).
 """

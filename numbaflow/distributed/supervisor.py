@@ -115,7 +115,7 @@ def _abort_job(code):
     """Ask the process manager to end the whole job, as MPI_Abort does: the PMI-1 `abort`
     command on the launcher's PMI socket (Hydra's PMI_FD, inherited from the launcher).
     Exiting non-zero is not enough across hosts: Hydra then ends the job only when the
-    ranks on the same host notice (tests/test_multihost.py: a rank killed on the other
+    ranks on the same host notice (tests/distributed/test_multihost.py: a rank killed on the other
     host left its partner waiting in a collective)."""
     fd = config.pmi_fd()
     if fd.isdigit():

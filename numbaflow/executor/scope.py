@@ -79,7 +79,7 @@ class Scope:
         self._ran = False       # a program has run here: set() knows the variables (see set)
 
     # ---- verbs for the executor, the data-parallel runner and static.save (nobody else
-    # touches the underscored state; tests/test_layering.py checks it)
+    # touches the underscored state; tests/api/test_layering.py checks it)
     def locked(self) -> threading.RLock:
         """The scope's lock, a context manager: runs on one scope never interleave.
 

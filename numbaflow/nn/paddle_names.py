@@ -1,6 +1,6 @@
 """The public names of Paddle 2.6.2's `paddle.nn` and `paddle.nn.functional` (their
 `__all__`, recorded from real Paddle by tests/fixtures/make_paddle_nn_names.py; the test
-tests/test_nn_names.py checks these against that record). A name here that numbaflow
+tests/nn/test_nn_names.py checks these against that record). A name here that numbaflow
 lacks gets "Paddle's, not implemented yet" and the closest supported spelling."""
 
 # paddle.nn.__all__

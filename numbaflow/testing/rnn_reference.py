@@ -1,7 +1,7 @@
 """A numpy reference of Paddle's multi-layer recurrent networks, written from the cell
 equations in Paddle's `LSTMCell` / `GRUCell` / `SimpleRNNCell` docs, one time step and
 one sequence at a time (no shared code with the `rnn` kernels). Used by the `rnn` op's
-test rows and tests/test_rnn.py.
+test rows and tests/kernels/test_rnn.py.
 
 >>> import numpy as np
 >>> ws = rnn_weights(np.random.default_rng(0), "GRU", 3, 2, 1, 1)

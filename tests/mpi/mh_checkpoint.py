@@ -1,4 +1,4 @@
-"""Run under two-host mpiexec (tests/test_multihost.py) as
+"""Run under two-host mpiexec (tests/distributed/test_multihost.py) as
 `python tests/mpi/mh_checkpoint.py DIR`, where DIR is a host-local disk (each host sees
 its own, empty on the other): the documented way to checkpoint without a shared file
 system. Both ranks train (AllReduce: every rank holds the same parameters), rank 0 alone

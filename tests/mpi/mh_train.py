@@ -1,4 +1,4 @@
-"""Run under two-host mpiexec (tests/test_multihost.py): `python tests/mpi/mh_train.py`
+"""Run under two-host mpiexec (tests/distributed/test_multihost.py): `python tests/mpi/mh_train.py`
 trains a small MLP data-parallel over the 2 ranks until it is stopped (at most 10**6
 steps), printing `PID <rank> <pid>` first and `STEP <rank> <n>` after every 5th step, so
 that the test can cut the network or kill a rank while the job is inside its steps."""

@@ -1,4 +1,4 @@
-"""Rows of the op table (tests/test_op_table.py), one module per op family.
+"""Rows of the op table (tests/kernels/test_op_table.py), one module per op family.
 
 A row is an `OpCase`: the op, input makers, attributes and an independent numpy
 reference. Adding an op means adding a row in its family's module (or a new module

@@ -43,7 +43,7 @@ for _op, (_fn, _mx, _my, _cases) in BINARY.items():
             attrs={"axis": _axis})
 
 # mod (no gradient, as in Paddle): the divisor's sign, numpy's remainder; integers in
-# tests/test_mod.py
+# tests/kernels/test_mod.py
 for _c in ["same", "bias_last", "axis1", "both"]:
     _xs, _ys, _axis = BROADCASTS[_c]
     row("elementwise_mod", {"X": uniform(_xs, -5, 5), "Y": away_from_zero(_ys, 0.5, 2.0)},

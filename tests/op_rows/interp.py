@@ -3,7 +3,7 @@
 The reference resizes with two (out, in) interpolation matrices, out = Wh @ x @ Ww^T, each
 row built from Paddle's definition of the source coordinate in float64 (the kernels use
 Paddle's float32 tables; the rows pick ratios exact in float32: 1/2, 2, (4-1)/(7-1)).
-Paddle's own outputs are compared in tests/test_paddle_model_ops.py.
+Paddle's own outputs are compared in tests/io/test_paddle_model_ops.py.
 """
 import numpy as np
 

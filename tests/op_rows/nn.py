@@ -3,7 +3,7 @@
 References are plain loops / numpy in float64 written from Paddle's definitions (see
 numbaflow/kernels/nn/pool.py, batch_norm.py, dropout.py and embedding.py for the sources), not from the kernels.
 Dropout is random: only its deterministic cases are rows (is_test, p = 0, p = 1); its
-statistics and seeding are tested in tests/test_nn_layers.py.
+statistics and seeding are tested in tests/nn/test_nn_layers.py.
 """
 import math
 

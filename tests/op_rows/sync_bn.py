@@ -1,7 +1,7 @@
 """Table rows for sync_batch_norm (kernels/parallel/sync_bn.py). The table runs ops on one device,
 where the statistics over all devices are the local ones: the rows are batch_norm's
 reference (tests/op_rows/nn.py). The multi-device meaning is tested with real replicas
-in tests/test_sync_bn.py."""
+in tests/kernels/test_sync_bn.py."""
 from . import row
 from .nn import _bn_inputs, bn_ref
 
