@@ -40,6 +40,7 @@ def _x_and_w():
     return x, w
 
 
+@pytest.mark.slow       # 40-70 s of numba compiling on a loaded 2-core machine
 def test_gradient_outside_loops_matches_finite_differences():
     """Writes at constant and fed indexes, an element read twice (the gradients add), an
     element read, then overwritten and read again (the first value's gradient is only
