@@ -9,13 +9,9 @@ the enclosing block, so the array lives across iterations). Its VarInfo in a pla
 shape and dtype of its elements (what `read_from_array`'s output is allocated from): the
 last write's, as Paddle's write_to_array sets the array's shape to X's.
 
-Gradients: the gradient of an array is one gradient array, updated in place by the
-backward ops in reverse program order (graph/backward.py): `read_from_array_grad` adds
-the read's gradient into element I, `write_to_array_grad` takes element I out as the
-written value's gradient (and empties it: the value before that write did not reach
-the later reads through that element). Paddle pairs the two forward ops the other way
-round (a read's gradient is a write) and sums renamed copies; adding in place gives
-the same sums without copying arrays.
+Gradients: an array's gradient is one array that the backward updates in place (see
+docs/control-flow-and-rnn.md): `read_from_array_grad` adds into element I,
+`write_to_array_grad` takes element I out as the written value's gradient and empties it.
 """
 import numpy as np
 
