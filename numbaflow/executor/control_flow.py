@@ -190,11 +190,15 @@ class _Runner:
         wanted, grad_loop = op.inputs["X"], op.inputs.get("LoopVars", [])
         seed_of = {gblock.vars[f"{v.name}@SEED{tag}"]: v for v in grad_loop}
         outs = [gblock.vars[f"{x.name}@DX{tag}"] for x in wanted]
-        in_vars = _reads(gblock)
-        sub = SubBlockRun(gblock, in_vars, outs)
+        shared = op.inputs.get("Arrays", [])
+        in_vars = list(dict.fromkeys(_reads(gblock) + shared))
+        # fetching the shared arrays keeps the ops that update them (results past
+        # len(outs) unused)
+        sub = SubBlockRun(gblock, in_vars, outs + shared)
 
         def bind(ins, out_arrays):
-            douts, dxs = ins["DOut"], out_arrays["DX"]
+            douts, dxs = ins.get("DOut", []), out_arrays["DX"]
+            holders = dict(zip(shared, ins.get("Arrays", [])))
 
             def run():
                 _, entries = _TAPES.get(body, (None, []))
@@ -202,7 +206,8 @@ class _Runner:
                 acc = {x: np.zeros_like(dx) for x, dx in zip(wanted, dxs) if x not in carry}
                 for k in reversed(range(len(entries))):
                     values = entries[k]
-                    arrays = [carry[seed_of[v]] if v in seed_of else values[v] for v in in_vars]
+                    arrays = [carry[seed_of[v]] if v in seed_of else holders[v]
+                              if v in holders else values[v] for v in in_vars]
                     try:
                         results = sub.run(arrays)
                     except Exception as e:

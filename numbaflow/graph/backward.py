@@ -71,13 +71,17 @@ class GradContext:
 
 
 class _Engine:
-    def __init__(self, block, no_grad_names, tag=""):
+    def __init__(self, block, no_grad_names, tag="", array_grads=None):
         self.block = block
         self.no_grad = no_grad_names
         # a gradient sub-block's engine tags its names: they never shadow a name of the
         # enclosing block that the sub-block refers to
         self.contribs = {}      # forward Variable -> [grad contribution Variables]
         self.final = {}         # forward Variable -> its finalised gradient Variable
+        # forward tensor array -> its one gradient array, which the array's grad ops
+        # update in place in reverse program order (never summed from renamed copies);
+        # shared with the engines of gradient sub-blocks (a loop body's writes)
+        self.array_grads = {} if array_grads is None else array_grads
         self.n_tmp = 0
         self.tag = tag
 
@@ -95,7 +99,18 @@ class _Engine:
             name, k = f"{var.name}@GRAD{self.tag}_{k}", k + 1
         return name
 
+    def array_grad(self, var):
+        """The gradient array of tensor array `var` (made, in this block, on first use)."""
+        g = self.array_grads.get(var)
+        if g is None:
+            g = self.block.create_var(self.grad_name(var), var.shape, var.dtype)
+            g.is_tensor_array = True
+            self.array_grads[var] = g
+        return g
+
     def new_contribution(self, var):
+        if var.is_tensor_array:
+            return self.array_grad(var)
         lst = self.contribs.setdefault(var, [])
         name = f"{var.name}@GRAD@RENAME{self.tag}@{len(lst)}"
         while name in self.block.vars:
@@ -112,6 +127,8 @@ class _Engine:
                                      dtype if dtype is not None else like.dtype)
 
     def final_grad(self, var):
+        if var.is_tensor_array:     # added to in place, so never final
+            return self.array_grads.get(var)
         if var in self.final:
             return self.final[var]
         lst = self.contribs.get(var)
@@ -138,6 +155,9 @@ class _Engine:
                 else:
                     self.block.append_op("fill_any_like", {"X": target}, {"Out": g},
                                          {"value": 1.0})
+        elif target.is_tensor_array:
+            self.array_grads[target] = target_grad
+            return
         else:
             g = target_grad
         self.contribs.setdefault(target, []).append(g)
@@ -150,9 +170,13 @@ def _requires_grad(ops, wanted, no_grad):
     A leaf (not produced by `ops`) counts when it is wanted or has stop_gradient=False
     (parameters; data only if the user cleared stop_gradient).
     """
-    produced = {v for op in ops for v in op.output_vars()}
-    req = {v for op in ops for v in op.input_vars()
-           if v not in produced and v.name not in no_grad and (v in wanted or not v.stop_gradient)}
+    # a leaf is read before any op writes it (a loop body's tensor array is read before
+    # the body writes it: its value comes from the iteration before)
+    produced, leaves = set(), set()
+    for op in ops:
+        leaves.update(v for v in op.input_vars() if v not in produced)
+        produced.update(op.output_vars())
+    req = {v for v in leaves if v.name not in no_grad and (v in wanted or not v.stop_gradient)}
     for op in ops:
         opdef = get_op_def(op.type)
         if opdef.has(NO_GRAD):
@@ -341,11 +365,17 @@ def while_grad(g):
                                   f"keeps no per-iteration values for a backward")
     body, xs = op.attrs["sub_block"], op.inputs.get("X", [])
     cond_var = op.inputs["Condition"][0]
-    loop_vars = [v for v in op.outputs.get("Out", []) if v is not cond_var]
+    outs = [v for v in op.outputs.get("Out", []) if v is not cond_var]
+    # a tensor array the body writes is not carried: its gradient array lives in the
+    # enclosing block, and each iteration's gradient ops update it in place
+    loop_vars = [v for v in outs if not v.is_tensor_array]
+    arrays = [v for v in outs if v.is_tensor_array and v in g.requires_grad]
     grad_loop = [v for v in loop_vars if v in g.requires_grad]
-    wanted = [x for x in xs if x in g.requires_grad]
-    if not wanted or not grad_loop:
+    wanted = [x for x in xs if x in g.requires_grad and not x.is_tensor_array]
+    carried = any(engine.final_grad(a) is not None for a in arrays)
+    if not wanted or not (grad_loop or carried):
         return
+    arrays_grads = [engine.array_grad(a) for a in arrays]
     douts = [g.dout_or_zeros("Out", op.outputs["Out"].index(v)) for v in grad_loop]
     program, parent = engine.block.program, engine.block
     before = program.current_block_idx
@@ -368,9 +398,9 @@ def while_grad(g):
     # fed by while_grad each iteration (hence data)
     seeds = [gblock.create_var(f"{v.name}@SEED{tag}", v.shape, v.dtype, is_data=True)
              for v in grad_loop]
-    sub = _Engine(gblock, engine.no_grad, tag=tag)
-    targets = [renamed.get(v, v) for v in grad_loop]
-    grads = _differentiate(sub, copies, targets, seeds, wanted)
+    sub = _Engine(gblock, engine.no_grad, tag=tag, array_grads=engine.array_grads)
+    targets = [renamed.get(v, v) for v in grad_loop] + arrays
+    grads = _differentiate(sub, copies, targets, seeds + arrays_grads, wanted)
     for x in wanted:
         out = gblock.create_var(f"{x.name}@DX{tag}", x.shape, x.dtype)
         if grads.get(x) is None:
@@ -379,7 +409,7 @@ def while_grad(g):
             gblock.append_op("assign", {"X": grads[x]}, {"Out": out})
     dxs = []
     for i, x in enumerate(xs):
-        if x not in g.requires_grad:
+        if x not in g.requires_grad or x.is_tensor_array:
             continue
         if x in grad_loop:
             # updated in place: the gradient of its value before the loop replaces that
@@ -389,5 +419,9 @@ def while_grad(g):
             dxs.append(engine.new_contribution(x))
         else:
             dxs.append(g.dx("X", i))
-    parent.append_op("while_grad", {"X": wanted, "LoopVars": grad_loop, "DOut": douts},
-                     {"DX": dxs}, {"sub_block": gblock})
+    # the enclosing tensor arrays the gradient block reads or writes, updated in place
+    shared = list(dict.fromkeys(v for o in gblock.ops for v in o.input_vars() + o.output_vars()
+                                if v.is_tensor_array and v.block is not gblock))
+    parent.append_op("while_grad", {"X": wanted, "LoopVars": grad_loop, "DOut": douts,
+                                    "Arrays": shared},
+                     {"DX": dxs, "ArraysOut": shared}, {"sub_block": gblock})

@@ -50,16 +50,20 @@ def verify(program):
                 if not block.sees(v):
                     raise IRError(f"{where}: input {v.name} is not a variable of the block "
                                   f"or of a block enclosing it")
-                # a sub-block reads what the blocks around it computed before its op ran
+                # a sub-block reads what the blocks around it computed before its op ran;
+                # a tensor array starts each run empty
                 local = block.vars.get(v.name) is v
-                if local and not (v.persistable or v.is_data or v in produced):
+                if local and not (v.persistable or v.is_data or v in produced or
+                                  v.is_tensor_array):
                     raise IRError(f"{where}: input {v.name} is read before it is produced")
             for v in op.output_vars():
                 if not block.sees(v):
                     raise IRError(f"{where}: output {v.name} is not a variable of the block "
                                   f"or of a block enclosing it")
-                # updated in place (a loop variable by `while`) is not produced twice
-                if v in produced and not v.persistable and v not in ins:
+                # updated in place (a loop variable by `while`, a tensor array by each
+                # write) is not produced twice
+                if v in produced and not v.persistable and v not in ins and \
+                        not v.is_tensor_array:
                     raise IRError(f"{where}: {v.name} is produced twice")
                 produced.add(v)
             if op.block is not block:

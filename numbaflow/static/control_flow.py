@@ -333,6 +333,9 @@ def while_loop(cond: Callable, body: Callable, loop_vars: Sequence[Variable],
         for n, o in zip(new, loop_vars):
             if n is not o:
                 block.append_op("assign", {"X": n}, {"Out": o})
+            # a loop variable that starts as a constant (a zero state) but whose next
+            # value depends on a parameter carries a gradient (o is the loop's own copy)
+            o.stop_gradient = o.stop_gradient and n.stop_gradient
         now = cond(*loop_vars)
         _check_pred(now, "while_loop's cond")
         block.append_op("assign", {"X": now}, {"Out": pre_cond})

@@ -66,7 +66,9 @@ CONTROL_FLOW_TESTED = {"conditional_block": "tests/graph/test_control_flow.py",
                        "while_grad": "tests/graph/test_control_flow_grad.py",
                        "write_to_array": "tests/kernels/test_tensor_array.py",
                        "read_from_array": "tests/kernels/test_tensor_array.py",
-                       "lod_array_length": "tests/kernels/test_tensor_array.py"}
+                       "lod_array_length": "tests/kernels/test_tensor_array.py",
+                       "write_to_array_grad": "tests/graph/test_tensor_array_grad.py",
+                       "read_from_array_grad": "tests/graph/test_tensor_array_grad.py"}
 N_DRAW = (200, 100)     # 20000 draws: mean within 5 standard errors, std within 3%
 
 

@@ -121,17 +121,6 @@ def test_read_out_of_range_and_bad_arguments():
         run(main, {"j": np.array([5])}, [item])
 
 
-def test_gradient_through_an_array_is_refused_by_name():
-    main = static.Program()
-    with static.program_guard(main, static.Program()):
-        x = static.data("x", [2], "float32")
-        x.stop_gradient = False
-        arr = T.array_write(x * 2.0, 0)
-        loss = paddle.mean(T.array_read(arr, 0))
-        with pytest.raises(NotImplementedError, match="tensor arrays"):
-            static.append_backward(loss, parameter_list=[x])
-
-
 def test_program_round_trip_and_clone_keep_arrays():
     main = static.Program()
     with static.program_guard(main, static.Program()):

@@ -480,5 +480,12 @@ from . import (control_flow, device, elementwise, learning_rate_scheduler,  # no
 __all__ += (["auc", "device"] + elementwise.__all__ + nn.__all__
             + tensor.__all__ + learning_rate_scheduler.__all__ + control_flow.__all__)
 
+from . import rnn  # noqa: E402
 from .rnn import lstm  # noqa: E402,F401
 __all__ += ["lstm"]
+
+
+def __getattr__(name):
+    """A clear error for the LoD sequence layers numbaflow does not have (rnn.py)."""
+    raise AttributeError(rnn.not_provided(name) or
+                         f"module 'numbaflow.fluid.layers' has no attribute {name!r}")

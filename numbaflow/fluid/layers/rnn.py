@@ -70,3 +70,31 @@ def lstm(input: Variable, init_h: Variable, init_c: Variable, max_len: int,
                                 time_major=True, dropout=dropout_prob,
                                 initial_states=(init_h, init_c), training=not is_test)
     return out, last_h, last_c
+
+
+# Paddle 1.x's LoD sequence layers (issue 29: padded batches are the supported form)
+_LOD_RNN = {
+    "dynamic_lstm": ("peephole connections W_ic, W_fc, W_oc by default, gates over a "
+                     "pre-projected input of width 4 * size", "paddle.nn.LSTM"),
+    "dynamic_lstmp": ("peepholes and a recurrent projection",
+                      "paddle.nn.LSTM (proj_size is not supported either)"),
+    "dynamic_gru": ("the reset gate applied to h before W_hc, not to W_hc h + b_hc, over "
+                    "a pre-projected input of width 3 * size", "paddle.nn.GRU"),
+}
+
+
+def not_provided(name: str) -> str | None:
+    """Why fluid.layers.<name> is missing and what to use instead, for the LoD sequence
+    layers (None for any other name).
+
+    Example:
+        >>> 'LoDTensor' in fluid.layers.rnn.not_provided('dynamic_gru')
+        True
+    """
+    if name not in _LOD_RNN:
+        return None
+    cell, instead = _LOD_RNN[name]
+    return (f"fluid.layers.{name} is not provided: it runs over a LoDTensor (variable-length "
+            f"sequences packed end to end, with LoD), which numbaflow does not have, and its "
+            f"cell differs from paddle.nn's ({cell}). Pad the sequences to one length and "
+            f"use {instead} with sequence_length=")

@@ -97,7 +97,7 @@ def _while_grad(g):
 
 
 def _infer_while_grad(ctx):
-    return {"DX": ctx.inputs("X")}
+    return {"DX": ctx.inputs("X"), "ArraysOut": ctx.inputs("Arrays")}
 
 
 def _while_grad_cpu(cop):
@@ -127,14 +127,18 @@ register_op(OpDef(
 
 register_op(OpDef(
     "while_grad",
-    inputs=(Slot("X", duplicable=True), Slot("LoopVars", duplicable=True, no_grad=True),
-            Slot("DOut", duplicable=True)),
-    outputs=(Slot("DX", duplicable=True),),
+    inputs=(Slot("X", duplicable=True),
+            Slot("LoopVars", optional=True, duplicable=True, no_grad=True),
+            Slot("DOut", optional=True, duplicable=True),
+            Slot("Arrays", optional=True, duplicable=True, no_grad=True)),
+    outputs=(Slot("DX", duplicable=True), Slot("ArraysOut", optional=True, duplicable=True)),
     attrs={"sub_block": None}, infer=_infer_while_grad, cpu=_while_grad_cpu, gpu=_no_gpu,
     traits=frozenset({NO_GRAD, GPU_REFUSES}),
     doc="The gradient of `while`: runs its gradient sub-block once per forward iteration, "
         "last first, on the values the forward kept; DX are the gradients of X (LoopVars: "
-        "those of X that are loop variables, whose gradient is carried)."))
+        "those of X that are loop variables, whose gradient is carried; Arrays, the "
+        "enclosing tensor arrays its block reads or writes, forward and gradient ones, "
+        "updated in place: ArraysOut)."))
 
 
 def _infer_select_input(ctx):

@@ -8,6 +8,10 @@ start of each run, as Paddle's local scope does, and a `while` body shares its l
 the enclosing block, so the array lives across iterations). Its VarInfo in a plan is the
 shape and dtype of its elements (what `read_from_array`'s output is allocated from): the
 last write's, as Paddle's write_to_array sets the array's shape to X's.
+
+Gradients: an array's gradient is one array that the backward updates in place (see
+docs/control-flow-and-rnn.md): `read_from_array_grad` adds into element I,
+`write_to_array_grad` takes element I out as the written value's gradient and empties it.
 """
 import numpy as np
 
@@ -35,11 +39,15 @@ def _no_gpu(cop):
         f"on paddle.CPUPlace()")
 
 
-def _no_grad_yet(g):
-    raise NotImplementedError(
-        f"{g.op.type}: gradients through tensor arrays are not supported yet; collect the "
-        f"per-step values as loop variables (or concat them in the loop), or mark the "
-        f"values written with stop_gradient=True")
+def _write_grad(g):
+    g.append("write_to_array_grad",
+             {"Grad": g.dout("Out"), "I": g.fwd("I"), "X": g.fwd("X")},
+             {"DX": g.dx("X"), "GradOut": g.dout("Out")})
+
+
+def _read_grad(g):
+    g.append("read_from_array_grad", {"DOut": g.dout("Out"), "I": g.fwd("I")},
+             {"Grad": g.dx("X")})
 
 
 def _write_cpu(cop):
@@ -74,6 +82,41 @@ def _read_cpu(cop):
     return bind
 
 
+def _write_grad_cpu(cop):
+    def bind(ins, outs):
+        grad, i, dx = ins["Grad"][0], ins["I"][0], outs["DX"][0]
+
+        def run():
+            items, k = array_list(grad), _index(i, "write_to_array_grad")
+            if k < len(items) and items[k].size:
+                if items[k].shape != dx.shape:
+                    raise ValueError(f"write_to_array_grad: the gradient of element {k} "
+                                     f"has shape {items[k].shape}, the value written "
+                                     f"{dx.shape}")
+                np.copyto(dx, items[k])
+                items[k] = np.zeros((0,), dx.dtype)
+            else:       # nothing read that element after this write
+                dx.fill(0)
+        return run
+    return bind
+
+
+def _read_grad_cpu(cop):
+    def bind(ins, outs):
+        dout, i, grad = ins["DOut"][0], ins["I"][0], outs["Grad"][0]
+
+        def run():
+            items, k = array_list(grad), _index(i, "read_from_array_grad")
+            if k >= len(items):
+                items.extend([np.zeros((0,), dout.dtype)] * (k + 1 - len(items)))
+            if items[k].size:
+                items[k] = items[k] + dout
+            else:
+                items[k] = dout.copy()
+        return run
+    return bind
+
+
 def _length_cpu(cop):
     def bind(ins, outs):
         arr, out = ins["X"][0], outs["Out"][0]
@@ -94,6 +137,16 @@ def _infer_read(ctx):
     return {"Out": VarInfo(tuple(arr.shape), arr.dtype)}
 
 
+def _infer_write_grad(ctx):
+    x = ctx.input("X")
+    return {"DX": VarInfo(tuple(x.shape), x.dtype), "GradOut": ctx.input("Grad")}
+
+
+def _infer_read_grad(ctx):
+    d = ctx.input("DOut")
+    return {"Grad": VarInfo(tuple(d.shape), d.dtype)}
+
+
 def _infer_length(ctx):
     return {"Out": VarInfo((1,), np.dtype("int64"))}
 
@@ -101,12 +154,26 @@ def _infer_length(ctx):
 _I = Slot("I", no_grad=True)
 register_op(OpDef(
     "write_to_array", inputs=(Slot("X"), _I), outputs=(Slot("Out"),), infer=_infer_write,
-    cpu=_write_cpu, gpu=_no_gpu, grad=_no_grad_yet, traits=frozenset({GPU_REFUSES, MAY_FAIL}),
+    cpu=_write_cpu, gpu=_no_gpu, grad=_write_grad, traits=frozenset({GPU_REFUSES, MAY_FAIL}),
     doc="Out[I] = X (a copy) in the tensor array Out, which grows to hold index I."))
 register_op(OpDef(
     "read_from_array", inputs=(Slot("X"), _I), outputs=(Slot("Out"),), infer=_infer_read,
-    cpu=_read_cpu, gpu=_no_gpu, grad=_no_grad_yet, traits=frozenset({GPU_REFUSES, MAY_FAIL}),
+    cpu=_read_cpu, gpu=_no_gpu, grad=_read_grad, traits=frozenset({GPU_REFUSES, MAY_FAIL}),
     doc="Out = X[I], the element I of the tensor array X."))
+register_op(OpDef(
+    "write_to_array_grad",
+    inputs=(Slot("Grad", no_grad=True), _I, Slot("X", no_grad=True)),
+    outputs=(Slot("DX"), Slot("GradOut")), infer=_infer_write_grad, cpu=_write_grad_cpu,
+    gpu=_no_gpu, traits=frozenset({NO_GRAD, GPU_REFUSES, MAY_FAIL}),
+    doc="DX = Grad[I] (zeros when empty), then Grad[I] emptied (GradOut is Grad, updated "
+        "in place; X, the value written, gives DX's shape): the gradient of "
+        "write_to_array."))
+register_op(OpDef(
+    "read_from_array_grad", inputs=(Slot("DOut"), _I), outputs=(Slot("Grad"),),
+    infer=_infer_read_grad, cpu=_read_grad_cpu, gpu=_no_gpu,
+    traits=frozenset({NO_GRAD, GPU_REFUSES, MAY_FAIL}),
+    doc="Grad[I] += DOut in the gradient array Grad (which grows to hold I): the "
+        "gradient of read_from_array."))
 register_op(OpDef(
     "lod_array_length", inputs=(Slot("X", no_grad=True),), outputs=(Slot("Out"),),
     infer=_infer_length, cpu=_length_cpu, gpu=_no_gpu,
