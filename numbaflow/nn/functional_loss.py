@@ -30,6 +30,16 @@ def _pair(input, label, fn, a="input", b="label"):
     return input, label
 
 
+def _same_shape(input, label, fn):
+    """Paddle's huber/bce/kldiv ops take equal shapes (no broadcasting): refused here."""
+    _pair(input, label, fn)
+    a, b = tuple(input.shape), tuple(label.shape)
+    if len(a) != len(b) or any(x != y and x >= 0 and y >= 0 for x, y in zip(a, b)):
+        raise ValueError(f"{fn}: input {a} and label {b} must have the same shape (Paddle "
+                         f"does not broadcast them); reshape or expand the label")
+    return input, label
+
+
 def _act(op, x, **attrs):
     return LayerHelper(op).simple(op, {"X": x}, attrs or None)
 
@@ -59,12 +69,11 @@ def l1_loss(input: Variable, label: Variable, reduction: str = "mean",
 def smooth_l1_loss(input: Variable, label: Variable, reduction: str = "mean",
                    delta: float = 1.0, name: str | None = None) -> Variable:
     """Paddle's huber loss of r = input - label: 0.5 r^2 where |r| <= delta, else
-    delta * (|r| - 0.5 delta); reduced. (Built as 0.5 q^2 + delta (|r| - q), q = min(|r|,
-    delta), from abs and elementwise_min.)
+    delta * (|r| - 0.5 delta) (op `huber_loss`, as Paddle); reduced.
 
     Args:
         input (Variable): the prediction.
-        label (Variable): the target, of input's shape.
+        label (Variable): the target, of input's shape (exactly, as Paddle).
         reduction (str): 'mean', 'sum' or 'none'.
         delta (float): the switch point (> 0).
         name (str, optional): accepted for Paddle compatibility.
@@ -77,12 +86,15 @@ def smooth_l1_loss(input: Variable, label: Variable, reduction: str = "mean",
         >>> F.smooth_l1_loss(x, static.data('y', [None, 3]), delta=0.5).shape
         ()
     """
-    input, label = _pair(input, label, "smooth_l1_loss")
+    input, label = _same_shape(input, label, "smooth_l1_loss")
     if not delta > 0:
         raise ValueError(f"smooth_l1_loss: delta must be > 0, got {delta}")
-    r = M.abs(M.subtract(input, label))
-    q = M.minimum(r, float(delta))
-    loss = M.add(M.scale(M.square(q), 0.5), M.scale(M.subtract(r, q), float(delta)))
+    helper = LayerHelper("huber_loss")
+    constant = input.stop_gradient and label.stop_gradient
+    loss, residual = (helper.create_tmp(input.dtype, constant) for _ in range(2))
+    # Paddle's op also writes the residual label - input (its gradient op reads it)
+    helper.append_op("huber_loss", {"X": input, "Y": label},
+                     {"Out": loss, "Residual": residual}, {"delta": float(delta)})
     return _reduce(loss, reduction, "smooth_l1_loss")
 
 
@@ -133,8 +145,8 @@ def nll_loss(input: Variable, label: Variable, weight: Variable | None = None,
 
 def binary_cross_entropy(input: Variable, label: Variable, weight: Variable | None = None,
                          reduction: str = "mean", name: str | None = None) -> Variable:
-    """-(label * log(input) + (1 - label) * log(1 - input)) with each log clipped at -100 as
-    Paddle's bce_loss; times weight; reduced.
+    """-(label * log(input) + (1 - label) * log(1 - input)) with each log clipped at -100
+    (op `bce_loss`, as Paddle); times weight; reduced.
 
     Args:
         input (Variable): probabilities in [0, 1].
@@ -151,10 +163,8 @@ def binary_cross_entropy(input: Variable, label: Variable, weight: Variable | No
         >>> F.binary_cross_entropy(p, static.data('y', [None, 3])).shape
         ()
     """
-    input, label = _pair(input, label, "binary_cross_entropy")
-    log_p = M.maximum(M.log(input), -100.0)
-    log_q = M.maximum(M.log(M.scale(input, -1.0, 1.0)), -100.0)
-    loss = M.subtract(M.multiply(M.scale(label, 1.0, -1.0), log_q), M.multiply(label, log_p))
+    input, label = _same_shape(input, label, "binary_cross_entropy")
+    loss = LayerHelper("bce_loss").simple("bce_loss", {"X": input, "Label": label})
     if weight is not None:
         loss = M.multiply(loss, _var(weight, "binary_cross_entropy", "weight"))
     return _reduce(loss, reduction, "binary_cross_entropy")
@@ -201,7 +211,7 @@ def binary_cross_entropy_with_logits(logit: Variable, label: Variable,
 def kl_div(input: Variable, label: Variable, reduction: str = "mean",
            name: str | None = None) -> Variable:
     """Kullback-Leibler divergence of log-probabilities `input` from probabilities `label`:
-    label * (log(label) - input), 0 where label <= 0 (Paddle's kldiv_loss); reduced
+    label * (log(label) - input), 0 where label <= 0 (op `kldiv_loss`, as Paddle); reduced
     ('batchmean' divides the sum by the batch size).
 
     Args:
@@ -218,10 +228,9 @@ def kl_div(input: Variable, label: Variable, reduction: str = "mean",
         >>> F.kl_div(x, static.data('y', [None, 3]), reduction='batchmean').shape
         ()
     """
-    input, label = _pair(input, label, "kl_div")
-    positive = M.greater_than(label, M.zeros_like(label))
-    term = M.multiply(label, M.subtract(M.log(M.maximum(label, 1e-30)), input))
-    loss = M.where(positive, term, M.zeros_like(term))
+    input, label = _same_shape(input, label, "kl_div")
+    loss = LayerHelper("kldiv_loss").simple("kldiv_loss", {"X": input, "Target": label},
+                                            {"reduction": "none"}, out_slot="Loss")
     if reduction != "batchmean":
         return _reduce(loss, reduction, "kl_div", ("mean", "batchmean", "sum", "none"))
     index = (slice(None),) + (slice(0, 1),) * (input.ndim - 1)
