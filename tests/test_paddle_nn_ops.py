@@ -1,5 +1,5 @@
-"""Paddle's own loss, prelu and unfold ops (huber_loss, bce_loss, kldiv_loss, prelu, unfold
-and their gradient ops) against real Paddle 2.6.2 (tests/fixtures/paddle_nn_ops/, written by
+"""Paddle's own loss, prelu and unfold ops (huber_loss, bce_loss, kldiv_loss, nll_loss, prelu,
+unfold and their gradient ops) against real Paddle 2.6.2 (tests/fixtures/paddle_nn_ops/, written by
 tests/fixtures/make_paddle_nn_ops.py): numbaflow's functionals write the ops Paddle's
 write, in the same order, and their gradient ops, with Paddle's values and gradients; the program Paddle saved
 with them loads with `load_inference_model` and gives Paddle's outputs; nn.PReLU has
@@ -23,7 +23,7 @@ sys.path.insert(0, HERE)
 from make_paddle_nn_ops import FETCHES, build, feeds  # noqa: E402
 
 DATA = np.load(os.path.join(HERE, "paddle_nn_ops", "data.npz"))
-OPS = ("huber_loss", "bce_loss", "kldiv_loss", "prelu", "unfold")
+OPS = ("huber_loss", "bce_loss", "kldiv_loss", "prelu", "unfold", "nll_loss")
 
 
 def _ours(types):
@@ -34,7 +34,7 @@ def test_functionals_write_paddles_ops_with_paddles_values():
     main, startup = static.Program(), static.Program()
     data = feeds()
     with static.program_guard(main, startup):
-        v = {k: static.data(k, [None, *a.shape[1:]], "float32") for k, a in data.items()}
+        v = {k: static.data(k, [None, *a.shape[1:]], str(a.dtype)) for k, a in data.items()}
         v["x"].stop_gradient = False
         fetch = build(paddle, F, v)
     with open(os.path.join(HERE, "paddle_nn_ops", "ops.json"), encoding="utf-8") as f:
@@ -92,3 +92,20 @@ def test_unfold_layer_is_the_functional_with_paddles_argument_order():
     np.testing.assert_array_equal(got, want)
     # column (1, 0) is the 2x2 block at rows 2..3, columns 0..1 of every channel
     np.testing.assert_array_equal(got[:, :, 2], x[:, :, 2:4, 0:2].reshape(2, -1))
+
+
+def test_nll_loss_refuses_a_label_out_of_range_and_views_3d_input_as_paddle():
+    x = np.log(np.full((2, 3, 4), 1 / 3, "float32"))
+    main, startup = static.Program(), static.Program()
+    with static.program_guard(main, startup):
+        a = static.data("a", [None, 3, 4])
+        lab = static.data("lab", [None, 4], "int64")
+        out = F.nll_loss(a, lab, reduction="none")
+    assert [op.type for op in main.global_block().ops] == ["reshape2", "reshape2", "nll_loss",
+                                                           "reshape2"]
+    exe = static.Executor()
+    got, = exe.run(main, feed={"a": x, "lab": np.zeros((2, 4), "int64")}, fetch_list=[out])
+    np.testing.assert_allclose(got, np.full((2, 4), np.log(3)), rtol=1e-6)
+    with pytest.raises(ValueError, match=r"nll_loss: label 3 \(position 5\) is outside \[0, 3\)"):
+        exe.run(main, feed={"a": x, "lab": np.array([[0, 1, 2, 0], [1, 3, 0, 0]])},
+                fetch_list=[out])

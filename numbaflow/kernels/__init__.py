@@ -5,7 +5,7 @@ from .registry import get_op_def, all_op_types, run_op  # noqa: F401
 from . import shape, loss, metric_ops  # noqa: F401
 from . import pool, nn_ops  # noqa: F401
 from . import conv, depthwise, conv_fused, conv_transpose, adaptive_pool, interp  # noqa: F401
-from . import group_norm, pad3d, pool_index, unfold  # noqa: F401,E402
+from . import group_norm, pad3d, pool_index, unfold, nll_loss  # noqa: F401,E402
 from . import fused_elementwise  # noqa: F401
 from . import fused_optim  # noqa: F401
 from . import fused_add_act  # noqa: F401

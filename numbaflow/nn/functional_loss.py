@@ -1,8 +1,9 @@
-"""Paddle 2's other losses as compositions of existing ops, with Paddle 2.6's maths and
-defaults (python/paddle/nn/functional/loss.py; the kernels huber_loss, nll_loss,
-bce_loss, kldiv_loss, log_loss): l1_loss, smooth_l1_loss, nll_loss, binary_cross_entropy,
-binary_cross_entropy_with_logits, kl_div, log_loss, margin_ranking_loss,
-soft_margin_loss, hinge_embedding_loss; and cosine_similarity.
+"""Paddle 2's other losses with Paddle 2.6's maths and defaults
+(python/paddle/nn/functional/loss.py): smooth_l1_loss, nll_loss, binary_cross_entropy,
+binary_cross_entropy_with_logits and kl_div write Paddle's own ops (huber_loss, nll_loss,
+bce_loss, sigmoid_cross_entropy_with_logits, kldiv_loss) as Paddle does; l1_loss, log_loss,
+margin_ranking_loss, soft_margin_loss, hinge_embedding_loss, cosine_similarity and
+pairwise_distance are compositions of existing ops, as in Paddle.
 """
 from __future__ import annotations
 
@@ -102,8 +103,8 @@ def nll_loss(input: Variable, label: Variable, weight: Variable | None = None,
              ignore_index: int = -100, reduction: str = "mean",
              name: str | None = None) -> Variable:
     """Negative log-likelihood: -weight[c] * input[n, c, ...] at c = label[n, ...]; labels
-    equal to ignore_index count 0. 'mean' divides by the sum of the picked weights (ops
-    take_along_axis, where, ...).
+    equal to ignore_index count 0. 'mean' divides by the sum of the picked weights (op
+    `nll_loss`, as Paddle; inputs other than 2-D or 4-D viewed as (N, C, 1, -1)).
 
     Args:
         input (Variable): log-probabilities (N, C) or (N, C, d1, ...).
@@ -127,20 +128,26 @@ def nll_loss(input: Variable, label: Variable, weight: Variable | None = None,
                          f"less, got {input.shape} and {label.shape}")
     if str(label.dtype) not in ("int64", "int32"):
         raise TypeError(f"nll_loss: label must be int64, got {label.dtype}")
-    valid = M.not_equal(label, M.full([1], ignore_index, dtype=label.dtype))
-    safe = M.unsqueeze(M.where(valid, label, M.zeros_like(label)), [1])
-    mask = M.cast(valid, input.dtype)
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"nll_loss: reduction must be one of 'mean', 'sum', 'none', got "
+                         f"{reduction!r}")
+    dims = list(input.shape)
+    if input.ndim not in (2, 4):           # as Paddle: the op takes (N, C) or (N, C, H, W)
+        if min(dims[2:]) < 0:
+            raise ValueError(f"nll_loss: input {dims} must have known dims after the class "
+                             f"dim (it is viewed as (N, C, 1, -1), as Paddle does)")
+        input = M.reshape(input, [0, dims[1], 1, -1])
+        label = M.reshape(label, [0, 1, -1])
+    ins = {"X": input, "Label": label}
     if weight is not None:
-        _var(weight, "nll_loss", "weight")
-        w = M.reshape(weight, [1, -1] + [1] * (input.ndim - 2))
-        input = M.multiply(input, w)
-        mask = M.multiply(mask, M.squeeze(M.take_along_axis(M.expand_as(w, input), safe, 1),
-                                          [1]))
-    picked = M.squeeze(M.take_along_axis(input, safe, 1), [1])
-    loss = M.scale(M.multiply(picked, M.cast(valid, input.dtype)), -1.0)
-    if reduction == "mean":
-        return M.divide(M.sum(loss), M.sum(mask))
-    return _reduce(loss, reduction, "nll_loss")
+        ins["Weight"] = _var(weight, "nll_loss", "weight")
+    helper = LayerHelper("nll_loss")
+    out, total = helper.create_tmp(input.dtype), helper.create_tmp(input.dtype)
+    helper.append_op("nll_loss", ins, {"Out": out, "Total_weight": total},
+                     {"ignore_index": int(ignore_index), "reduction": reduction})
+    if len(dims) not in (2, 4) and reduction == "none":
+        out = M.reshape(out, [0] + dims[2:])
+    return out
 
 
 def binary_cross_entropy(input: Variable, label: Variable, weight: Variable | None = None,

@@ -1,4 +1,4 @@
-"""Table rows for Paddle's elementwise loss ops huber_loss, bce_loss and kldiv_loss.
+"""Table rows for Paddle's loss ops huber_loss, bce_loss, kldiv_loss (elementwise) and nll_loss.
 
 References are numpy in float64 written from the losses' formulas (the Huber loss, the
 binary cross-entropy with Paddle's log clip at -100, the KL divergence term), not from the
@@ -60,3 +60,41 @@ def _targets(rng):
 
 row("kldiv_loss", {"X": uniform((3, 4), -2.0, 0.0), "Target": _targets}, kldiv_ref,
     attrs={"reduction": "none"})
+
+
+# ---------------------------------------------------------------- nll_loss (not elementwise)
+def nll_ref(ins, a):
+    x, lab = f64(ins["X"]), ins["Label"]
+    w = f64(ins["Weight"]) if "Weight" in ins else np.ones(x.shape[1])
+    picked = np.zeros(lab.shape)
+    weights = np.zeros(lab.shape)
+    for idx in np.ndindex(*lab.shape):
+        c = lab[idx]
+        if c != a["ignore_index"]:
+            picked[idx] = -w[c] * x[(idx[0], c) + idx[1:]]
+            weights[idx] = w[c]
+    total = weights.sum()
+    out = {"none": picked, "sum": picked.sum(), "mean": picked.sum() / total}[a["reduction"]]
+    dt = ins["X"].dtype
+    return {"Out": np.asarray(out).astype(dt), "Total_weight": np.asarray(total).astype(dt)}
+
+
+def _labels(shape, classes, ignore):
+    def make(rng):
+        lab = rng.integers(0, classes, shape)
+        lab.flat[1] = ignore                              # an ignored position
+        return lab
+    return make
+
+
+for _id, _x, _lab, _weight, _attrs in [
+        ("mean", (5, 4), (5,), False, {}),
+        ("weight-sum", (5, 4), (5,), True, {"reduction": "sum"}),
+        ("weight-none", (5, 4), (5,), True, {"reduction": "none"}),
+        ("4d-mean", (2, 3, 2, 3), (2, 2, 3), True, {}),
+        ("ignore-1", (4, 3), (4,), False, {"ignore_index": 1, "reduction": "sum"})]:
+    _ins = {"X": uniform(_x, -2.0, 0.0),
+            "Label": _labels(_lab, _x[1], _attrs.get("ignore_index", -100))}
+    if _weight:
+        _ins["Weight"] = uniform((_x[1],), 0.5, 2.0)
+    row("nll_loss", _ins, nll_ref, f"nll_loss-{_id}", attrs=_attrs, outputs_for_grad=("Out",))
