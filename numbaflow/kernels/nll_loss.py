@@ -48,18 +48,24 @@ def nll_fwd(x, lab, w, out, tw, ignore, mode):
         out[0] = acc / total if mode == 2 else acc
 
 
+def grad_at(lab, w, tw, dout, ignore, mode, n, c, s, S):
+    """X@GRAD[n, c, s] (plain Python: compiled for the CPU and as a CUDA device function)."""
+    if lab[n, s] != c or c == ignore:
+        return 0.0
+    d = -w[c] * (dout[n * S + s] if mode == 0 else dout[0])
+    return d / tw[0] if mode == 2 else d
+
+
+_grad_at = njit(nogil=True, cache=True, error_model="numpy")(grad_at)
+
+
 @njit(nogil=True, cache=True, error_model="numpy")
 def nll_bwd(lab, w, tw, dout, dx, ignore, mode):
     N, C, S = dx.shape
     for n in range(N):
         for c in range(C):
             for s in range(S):
-                d = 0.0
-                if lab[n, s] == c and c != ignore:
-                    d = -w[c] * (dout[n * S + s] if mode == 0 else dout[0])
-                    if mode == 2:
-                        d /= tw[0]
-                dx[n, c, s] = d
+                dx[n, c, s] = _grad_at(lab, w, tw, dout, ignore, mode, n, c, s, S)
 
 
 @gpu_util.lazy
@@ -73,36 +79,30 @@ def kernels():
         if cuda.grid(1) != 0:
             return
         acc, total = 0.0, 0.0
-        for n in range(N):
-            for s in range(S):
-                c = lab[n, s]
-                v = 0.0
-                if c != ignore and (c < 0 or c >= C):
-                    if cuda.atomic.compare_and_swap(err, 0, gpu_errors.ERR_NLL) == 0:
-                        err[1], err[2], err[3] = c, n * S + s, C
-                elif c != ignore:
-                    v = -x[n, c, s] * w[c]
-                    total += w[c]
-                if mode == 0:
-                    out[n * S + s] = v
-                acc += v
+        for i in range(N * S):                 # position i = n * S + s, as the CPU's order
+            n, s = i // S, i % S
+            c = lab[n, s]
+            ok = c != ignore and 0 <= c < C
+            if c != ignore and not ok and \
+                    cuda.atomic.compare_and_swap(err, 0, gpu_errors.ERR_NLL) == 0:
+                err[1], err[2], err[3] = c, i, C
+            v = -x[n, c, s] * w[c] if ok else 0.0
+            total += w[c] if ok else 0.0
+            if mode == 0:
+                out[i] = v
+            acc += v
         tw[0] = total
         if mode != 0:
             out[0] = acc / total if mode == 2 else acc
+
+    at = cuda.jit(device=True)(grad_at)
 
     @cuda.jit(cache=True)
     def bwd(lab, w, tw, dout, dx, ignore, mode):
         N, C, S = dx.shape
         for i in range(cuda.grid(1), N * C * S, cuda.gridsize(1)):
-            n = i // (C * S)
-            c = (i // S) % C
-            s = i % S
-            d = 0.0
-            if lab[n, s] == c and c != ignore:
-                d = -w[c] * (dout[n * S + s] if mode == 0 else dout[0])
-                if mode == 2:
-                    d /= tw[0]
-            dx[n, c, s] = d
+            n, c, s = i // (C * S), (i // S) % C, i % S
+            dx[n, c, s] = at(lab, w, tw, dout, ignore, mode, n, c, s, S)
 
     return gpu_util.Kernels(fwd=fwd, bwd=bwd)
 
