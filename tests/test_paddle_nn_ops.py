@@ -109,3 +109,31 @@ def test_nll_loss_refuses_a_label_out_of_range_and_views_3d_input_as_paddle():
     with pytest.raises(ValueError, match=r"nll_loss: label 3 \(position 5\) is outside \[0, 3\)"):
         exe.run(main, feed={"a": x, "lab": np.array([[0, 1, 2, 0], [1, 3, 0, 0]])},
                 fetch_list=[out])
+
+
+def test_channel_prelu_fuses_with_its_slope_aligned_at_dim_1():
+    """Auto-fusion aligns prelu's [C] slope at dim 1 (OpDef.axis) in the fused kernel and
+    sums Alpha@GRAD down to [C]: the fused program's output and slope update equal the
+    plain program's and numpy's."""
+    xv = np.random.default_rng(0).uniform(-1, 1, (2, 3, 2, 2)).astype("float32")
+    alpha = np.array([0.1, -0.3, 0.6], "float32")
+    results = []
+    for fuse in (False, True):
+        main, startup = static.Program(), static.Program()
+        with static.program_guard(main, startup), unique_name.guard():
+            x = static.data("x", [None, 3, 2, 2])
+            w = static.create_parameter([3], "float32", name="slope",
+                                        default_initializer=paddle.nn.initializer.Assign(alpha))
+            y = paddle.scale(F.relu(paddle.scale(F.prelu(paddle.scale(x, 2.0), w), 3.0)), 0.5)
+            paddle.optimizer.SGD(0.1).minimize(paddle.sum(y))
+        scope, exe = static.Scope(), static.Executor()
+        exe.run(startup, scope=scope)
+        strategy = static.BuildStrategy()
+        strategy.enable_auto_fusion = fuse
+        results.append(exe.run(static.CompiledProgram(main, build_strategy=strategy),
+                               feed={"x": xv}, fetch_list=[y, w], scope=scope))
+    z = 2 * xv
+    want = 0.5 * np.maximum(3 * np.where(z > 0, z, alpha.reshape(1, 3, 1, 1) * z), 0)
+    np.testing.assert_allclose(results[1][0], want, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-6, atol=1e-7)
+    assert not np.allclose(results[1][1], alpha)          # the slope was trained
