@@ -56,6 +56,13 @@ class OpDef:
     inplace: dict = field(default_factory=dict)   # output slot -> input slot it may overwrite
     traits: frozenset = frozenset()
     doc: str = ""
+    # elementwise: where a shorter operand's dims start, from the attrs (default: Paddle's
+    # `axis` attribute, -1 = trailing); prelu's channel mode puts its [C] at dim 1
+    axis: Optional[Callable] = None
+
+    def operand_axis(self, attrs):
+        """Paddle's elementwise alignment of a shorter operand for these attrs."""
+        return self.axis(attrs) if self.axis else attrs.get("axis", -1)
 
     def input_slot(self, name):
         return next(s for s in self.inputs if s.name == name)

@@ -26,7 +26,7 @@ __all__ = ["relu", "sigmoid", "tanh", "gelu", "leaky_relu", "softmax", "log_soft
            "conv2d_transpose", "conv1d", "conv1d_transpose", "interpolate", "upsample",
            "group_norm", "instance_norm", "hardswish", "hardsigmoid", "swish", "hardtanh",
            "max_pool1d", "avg_pool1d", "dropout2d", "dropout3d", "zeropad2d", "pixel_shuffle",
-           "pixel_unshuffle", "channel_shuffle"]
+           "pixel_unshuffle", "channel_shuffle", "unfold"]
 
 
 def _var(x, fn, arg="x"):
@@ -426,7 +426,7 @@ from .functional_pool import (  # noqa: E402,F401
     adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d, adaptive_max_pool2d, avg_pool1d,
     avg_pool2d, max_pool1d, max_pool2d)
 from .functional_vision import (  # noqa: E402,F401
-    channel_shuffle, interpolate, pixel_shuffle, pixel_unshuffle, upsample, zeropad2d)
+    channel_shuffle, interpolate, pixel_shuffle, pixel_unshuffle, unfold, upsample, zeropad2d)
 from .functional_norm import group_norm, instance_norm  # noqa: E402,F401
 from .functional_conv import conv1d, conv1d_transpose, conv2d, conv2d_transpose  # noqa: E402,F401
 from .functional_transformer import (  # noqa: E402,F401

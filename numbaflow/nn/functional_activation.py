@@ -110,3 +110,50 @@ def glu(x: Variable, axis: int = -1, name: str | None = None) -> Variable:
 
 
 __all__.append("glu")
+
+
+_PRELU_FORMATS = ("NC", "NCL", "NCHW", "NCDHW", "NLC", "NHWC", "NDHWC")
+
+
+def prelu(x: Variable, weight: Variable, data_format: str = "NCHW",
+          name: str | None = None) -> Variable:
+    """max(0, x) + weight * min(0, x) (op `prelu`, as Paddle): one slope for all of x
+    (weight of shape [] or [1], mode 'all') or one per channel (shape [C], mode 'channel').
+
+    Args:
+        x (Variable): the input, at least 2-D when weight has C > 1 values.
+        weight (Variable): the slopes, [], [1] or [C] (C: x's channel dim).
+        data_format (str): where the channel dim is: 'NC', 'NCL', 'NCHW', 'NCDHW' (dim 1)
+            or 'NLC', 'NHWC', 'NDHWC' (the last).
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's shape and dtype.
+
+    Example:
+        >>> x = static.data('x', [None, 3, 4, 4])
+        >>> w = static.create_parameter([3], 'float32')
+        >>> F.prelu(x, w).shape
+        (-1, 3, 4, 4)
+    """
+    _var(x, "prelu"), _var(weight, "prelu", "weight")
+    if data_format not in _PRELU_FORMATS:
+        raise ValueError(f"prelu: data_format must be one of {', '.join(_PRELU_FORMATS)}, got "
+                         f"{data_format!r}")
+    if len(weight.shape) > 1:
+        raise ValueError(f"prelu: weight must be 0-D or 1-D, got shape {weight.shape}")
+    mode = "all"
+    if len(weight.shape) == 1 and weight.shape[0] != 1:
+        layout = "NCHW" if data_format[1] == "C" else "NHWC"
+        channels = x.shape[1 if layout == "NCHW" else -1] if len(x.shape) > 1 else None
+        if channels is None or channels not in (-1, weight.shape[0]):
+            raise ValueError(f"prelu: weight of shape {weight.shape} needs x with "
+                             f"{weight.shape[0]} channels in dim {1 if layout == 'NCHW' else -1}"
+                             f" ({data_format}), got x of shape {x.shape}; give weight [1] for "
+                             f"one slope")
+        mode, data_format = "channel", layout     # Paddle normalises it only here
+    return LayerHelper("prelu", name).simple("prelu", {"X": x, "Alpha": weight},
+                                             {"mode": mode, "data_format": data_format})
+
+
+__all__.append("prelu")

@@ -1,8 +1,9 @@
-"""Paddle 2's other losses as compositions of existing ops, with Paddle 2.6's maths and
-defaults (python/paddle/nn/functional/loss.py; the kernels huber_loss, nll_loss,
-bce_loss, kldiv_loss, log_loss): l1_loss, smooth_l1_loss, nll_loss, binary_cross_entropy,
-binary_cross_entropy_with_logits, kl_div, log_loss, margin_ranking_loss,
-soft_margin_loss, hinge_embedding_loss; and cosine_similarity.
+"""Paddle 2's other losses with Paddle 2.6's maths and defaults
+(python/paddle/nn/functional/loss.py): smooth_l1_loss, nll_loss, binary_cross_entropy,
+binary_cross_entropy_with_logits and kl_div write Paddle's own ops (huber_loss, nll_loss,
+bce_loss, sigmoid_cross_entropy_with_logits, kldiv_loss) as Paddle does; l1_loss, log_loss,
+margin_ranking_loss, soft_margin_loss, hinge_embedding_loss, cosine_similarity and
+pairwise_distance are compositions of existing ops, as in Paddle.
 """
 from __future__ import annotations
 
@@ -27,6 +28,16 @@ def _reduce(loss, reduction, fn, modes=("mean", "sum", "none")):
 
 def _pair(input, label, fn, a="input", b="label"):
     _var(input, fn, a), _var(label, fn, b)
+    return input, label
+
+
+def _same_shape(input, label, fn):
+    """Paddle's huber/bce/kldiv ops take equal shapes (no broadcasting): refused here."""
+    _pair(input, label, fn)
+    a, b = tuple(input.shape), tuple(label.shape)
+    if len(a) != len(b) or any(x != y and x >= 0 and y >= 0 for x, y in zip(a, b)):
+        raise ValueError(f"{fn}: input {a} and label {b} must have the same shape (Paddle "
+                         f"does not broadcast them); reshape or expand the label")
     return input, label
 
 
@@ -59,12 +70,11 @@ def l1_loss(input: Variable, label: Variable, reduction: str = "mean",
 def smooth_l1_loss(input: Variable, label: Variable, reduction: str = "mean",
                    delta: float = 1.0, name: str | None = None) -> Variable:
     """Paddle's huber loss of r = input - label: 0.5 r^2 where |r| <= delta, else
-    delta * (|r| - 0.5 delta); reduced. (Built as 0.5 q^2 + delta (|r| - q), q = min(|r|,
-    delta), from abs and elementwise_min.)
+    delta * (|r| - 0.5 delta) (op `huber_loss`, as Paddle); reduced.
 
     Args:
         input (Variable): the prediction.
-        label (Variable): the target, of input's shape.
+        label (Variable): the target, of input's shape (exactly, as Paddle).
         reduction (str): 'mean', 'sum' or 'none'.
         delta (float): the switch point (> 0).
         name (str, optional): accepted for Paddle compatibility.
@@ -77,12 +87,15 @@ def smooth_l1_loss(input: Variable, label: Variable, reduction: str = "mean",
         >>> F.smooth_l1_loss(x, static.data('y', [None, 3]), delta=0.5).shape
         ()
     """
-    input, label = _pair(input, label, "smooth_l1_loss")
+    input, label = _same_shape(input, label, "smooth_l1_loss")
     if not delta > 0:
         raise ValueError(f"smooth_l1_loss: delta must be > 0, got {delta}")
-    r = M.abs(M.subtract(input, label))
-    q = M.minimum(r, float(delta))
-    loss = M.add(M.scale(M.square(q), 0.5), M.scale(M.subtract(r, q), float(delta)))
+    helper = LayerHelper("huber_loss")
+    constant = input.stop_gradient and label.stop_gradient
+    loss, residual = (helper.create_tmp(input.dtype, constant) for _ in range(2))
+    # Paddle's op also writes the residual label - input (its gradient op reads it)
+    helper.append_op("huber_loss", {"X": input, "Y": label},
+                     {"Out": loss, "Residual": residual}, {"delta": float(delta)})
     return _reduce(loss, reduction, "smooth_l1_loss")
 
 
@@ -90,8 +103,8 @@ def nll_loss(input: Variable, label: Variable, weight: Variable | None = None,
              ignore_index: int = -100, reduction: str = "mean",
              name: str | None = None) -> Variable:
     """Negative log-likelihood: -weight[c] * input[n, c, ...] at c = label[n, ...]; labels
-    equal to ignore_index count 0. 'mean' divides by the sum of the picked weights (ops
-    take_along_axis, where, ...).
+    equal to ignore_index count 0. 'mean' divides by the sum of the picked weights (op
+    `nll_loss`, as Paddle; inputs other than 2-D or 4-D viewed as (N, C, 1, -1)).
 
     Args:
         input (Variable): log-probabilities (N, C) or (N, C, d1, ...).
@@ -115,26 +128,32 @@ def nll_loss(input: Variable, label: Variable, weight: Variable | None = None,
                          f"less, got {input.shape} and {label.shape}")
     if str(label.dtype) not in ("int64", "int32"):
         raise TypeError(f"nll_loss: label must be int64, got {label.dtype}")
-    valid = M.not_equal(label, M.full([1], ignore_index, dtype=label.dtype))
-    safe = M.unsqueeze(M.where(valid, label, M.zeros_like(label)), [1])
-    mask = M.cast(valid, input.dtype)
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"nll_loss: reduction must be one of 'mean', 'sum', 'none', got "
+                         f"{reduction!r}")
+    dims = list(input.shape)
+    if input.ndim not in (2, 4):           # as Paddle: the op takes (N, C) or (N, C, H, W)
+        if min(dims[2:]) < 0:
+            raise ValueError(f"nll_loss: input {dims} must have known dims after the class "
+                             f"dim (it is viewed as (N, C, 1, -1), as Paddle does)")
+        input = M.reshape(input, [0, dims[1], 1, -1])
+        label = M.reshape(label, [0, 1, -1])
+    ins = {"X": input, "Label": label}
     if weight is not None:
-        _var(weight, "nll_loss", "weight")
-        w = M.reshape(weight, [1, -1] + [1] * (input.ndim - 2))
-        input = M.multiply(input, w)
-        mask = M.multiply(mask, M.squeeze(M.take_along_axis(M.expand_as(w, input), safe, 1),
-                                          [1]))
-    picked = M.squeeze(M.take_along_axis(input, safe, 1), [1])
-    loss = M.scale(M.multiply(picked, M.cast(valid, input.dtype)), -1.0)
-    if reduction == "mean":
-        return M.divide(M.sum(loss), M.sum(mask))
-    return _reduce(loss, reduction, "nll_loss")
+        ins["Weight"] = _var(weight, "nll_loss", "weight")
+    helper = LayerHelper("nll_loss")
+    out, total = helper.create_tmp(input.dtype), helper.create_tmp(input.dtype)
+    helper.append_op("nll_loss", ins, {"Out": out, "Total_weight": total},
+                     {"ignore_index": int(ignore_index), "reduction": reduction})
+    if len(dims) not in (2, 4) and reduction == "none":
+        out = M.reshape(out, [0] + dims[2:])
+    return out
 
 
 def binary_cross_entropy(input: Variable, label: Variable, weight: Variable | None = None,
                          reduction: str = "mean", name: str | None = None) -> Variable:
-    """-(label * log(input) + (1 - label) * log(1 - input)) with each log clipped at -100 as
-    Paddle's bce_loss; times weight; reduced.
+    """-(label * log(input) + (1 - label) * log(1 - input)) with each log clipped at -100
+    (op `bce_loss`, as Paddle); times weight; reduced.
 
     Args:
         input (Variable): probabilities in [0, 1].
@@ -151,10 +170,8 @@ def binary_cross_entropy(input: Variable, label: Variable, weight: Variable | No
         >>> F.binary_cross_entropy(p, static.data('y', [None, 3])).shape
         ()
     """
-    input, label = _pair(input, label, "binary_cross_entropy")
-    log_p = M.maximum(M.log(input), -100.0)
-    log_q = M.maximum(M.log(M.scale(input, -1.0, 1.0)), -100.0)
-    loss = M.subtract(M.multiply(M.scale(label, 1.0, -1.0), log_q), M.multiply(label, log_p))
+    input, label = _same_shape(input, label, "binary_cross_entropy")
+    loss = LayerHelper("bce_loss").simple("bce_loss", {"X": input, "Label": label})
     if weight is not None:
         loss = M.multiply(loss, _var(weight, "binary_cross_entropy", "weight"))
     return _reduce(loss, reduction, "binary_cross_entropy")
@@ -201,7 +218,7 @@ def binary_cross_entropy_with_logits(logit: Variable, label: Variable,
 def kl_div(input: Variable, label: Variable, reduction: str = "mean",
            name: str | None = None) -> Variable:
     """Kullback-Leibler divergence of log-probabilities `input` from probabilities `label`:
-    label * (log(label) - input), 0 where label <= 0 (Paddle's kldiv_loss); reduced
+    label * (log(label) - input), 0 where label <= 0 (op `kldiv_loss`, as Paddle); reduced
     ('batchmean' divides the sum by the batch size).
 
     Args:
@@ -218,10 +235,9 @@ def kl_div(input: Variable, label: Variable, reduction: str = "mean",
         >>> F.kl_div(x, static.data('y', [None, 3]), reduction='batchmean').shape
         ()
     """
-    input, label = _pair(input, label, "kl_div")
-    positive = M.greater_than(label, M.zeros_like(label))
-    term = M.multiply(label, M.subtract(M.log(M.maximum(label, 1e-30)), input))
-    loss = M.where(positive, term, M.zeros_like(term))
+    input, label = _same_shape(input, label, "kl_div")
+    loss = LayerHelper("kldiv_loss").simple("kldiv_loss", {"X": input, "Target": label},
+                                            {"reduction": "none"}, out_slot="Loss")
     if reduction != "batchmean":
         return _reduce(loss, reduction, "kl_div", ("mean", "batchmean", "sum", "none"))
     index = (slice(None),) + (slice(0, 1),) * (input.ndim - 1)

@@ -260,3 +260,44 @@ def channel_shuffle(x: Variable, groups: int, data_format: str = "NCHW",
     if g < 1 or c % g:
         raise ValueError(f"channel_shuffle: groups {g} must divide the {c} channels")
     return _rearrange(x, data_format, [g, c // g, h, w], [0, 2, 1, 3, 4], [c, h, w])
+
+
+def _pairs(v, n, what):
+    v = [int(v)] * n if isinstance(v, numbers.Integral) else [int(e) for e in v]
+    if n == 4 and len(v) == 2:
+        v = v * 2                           # [h, w] -> [top, left, bottom, right], as Paddle
+    if len(v) != n:
+        raise ValueError(f"unfold: {what} must be an int or {n} ints, got {v}")
+    return v
+
+
+def unfold(x: Variable, kernel_sizes: int | Sequence[int], strides: int | Sequence[int] = 1,
+           paddings: int | Sequence[int] = 0, dilations: int | Sequence[int] = 1,
+           name: str | None = None) -> Variable:
+    """im2col: each sliding kernel_sizes block of a 4-D x as a column (op `unfold`, as Paddle).
+
+    Args:
+        x (Variable): (N, C, H, W).
+        kernel_sizes (int or list of 2 int): the block's [height, width].
+        strides (int or list of 2 int): the step between blocks.
+        paddings (int or list of 2 or 4 int): zeros around x: [h, w] or [top, left,
+            bottom, right].
+        dilations (int or list of 2 int): the spacing of a block's cells.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: (N, C * kh * kw, L), L the number of blocks.
+
+    Example:
+        >>> x = static.data('x', [None, 3, 8, 8])
+        >>> F.unfold(x, [3, 3], paddings=1).shape
+        (-1, 27, 64)
+    """
+    _var(x, "unfold")
+    if x.ndim != 4:
+        raise ValueError(f"unfold: x {x.name} must be 4-D (N, C, H, W), got shape {x.shape}")
+    attrs = {"kernel_sizes": _pairs(kernel_sizes, 2, "kernel_sizes"),
+             "strides": _pairs(strides, 2, "strides"),
+             "paddings": _pairs(paddings, 4, "paddings"),
+             "dilations": _pairs(dilations, 2, "dilations")}
+    return LayerHelper("unfold", name).simple("unfold", {"X": x}, attrs, out_slot="Y")

@@ -17,7 +17,8 @@ ROWS = ("pool2d-adaptive", "conv2d_transpose-", "depthwise_conv2d_transpose-",
         "one_hot_v2-", "hard_swish", "hard_sigmoid", "swish", "brelu", "max_pool2d_with_index",
         "elu", "celu", "selu", "softplus", "softsign", "mish", "logsigmoid", "tanh_shrink",
         "softshrink", "hard_shrink", "thresholded_relu", "sigmoid_ce-pos_weight",
-        "sigmoid_ce_grad-pos_weight")
+        "sigmoid_ce_grad-pos_weight", "huber_loss", "bce_loss", "kldiv_loss", "prelu-", "unfold-",
+        "nll_loss-")
 
 SCRIPT = textwrap.dedent("""
     import sys

@@ -58,7 +58,7 @@ def iteration_shape(op):
         return None
     ndim = max(len(s) for s in shapes)
     try:
-        return broadcast_shapes(*[align(s, ndim, op.attrs.get("axis", -1)) for s in shapes])
+        return broadcast_shapes(*[align(s, ndim, opdef.operand_axis(op.attrs)) for s in shapes])
     except ValueError:
         return None
 

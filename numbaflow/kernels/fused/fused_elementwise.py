@@ -150,7 +150,7 @@ class Group:
         if not flat:
             raise ValueError(f"{where}: has no inputs")
         ndim = max(len(self.values[r].shape) for r in flat)
-        aligned = [align(self.values[r].shape, ndim, a.get("axis", -1)) for r in flat]
+        aligned = [align(self.values[r].shape, ndim, opdef.operand_axis(a)) for r in flat]
         op_full = broadcast_shapes(*aligned, what=f"{where} inputs")
         if self.full is None:
             self.full = op_full
@@ -177,7 +177,7 @@ class Group:
                     raise ValueError(f"{where}: output {r} is already defined")
                 self.values[r] = VarInfo(tuple(info.shape), np.dtype(info.dtype))
                 if opdef.has(ELEMENTWISE):
-                    self.axis_of[r] = a.get("axis", -1)
+                    self.axis_of[r] = opdef.operand_axis(a)
 
     def kernel_outputs(self):
         """Refs the generated kernel writes: the elementwise steps' exported values and

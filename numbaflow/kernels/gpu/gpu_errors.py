@@ -14,7 +14,7 @@ import numpy as np
 from ..codegen.render import ZERO_DIVISION_MESSAGE, ZERO_MODULO_MESSAGE
 
 ERR_SWCE, ERR_XENT, ERR_ACCURACY, ERR_LOOKUP, ERR_LOOKUP_GRAD, ERR_INT_DIV = 1, 2, 3, 4, 5, 6
-ERR_INT_MOD, ERR_NAN_INF = 7, 8
+ERR_INT_MOD, ERR_NAN_INF, ERR_NLL = 7, 8, 9
 ERROR_MESSAGES = {   # code -> (op type, the CPU kernel's message)
     ERR_SWCE: ("softmax_with_cross_entropy", "softmax_with_cross_entropy: label {value} "
                "(row {pos}) is outside [0, {bound}) and is not ignore_index"),
@@ -29,6 +29,8 @@ ERROR_MESSAGES = {   # code -> (op type, the CPU kernel's message)
     ERR_INT_DIV: ("elementwise_div", ZERO_DIVISION_MESSAGE),
     ERR_INT_MOD: ("elementwise_mod", ZERO_MODULO_MESSAGE),     # (or one fused from it)
     # NUMBAFLOW_CHECK_NAN_INF in a fused kernel: read and raised by `raise_nan_check`
+    ERR_NLL: ("nll_loss", "nll_loss: label {value} (position {pos}) is outside [0, {bound}) "
+              "and is not ignore_index"),
     ERR_NAN_INF: ("fused_elementwise", "NUMBAFLOW_CHECK_NAN_INF: a fused op produced a NaN or "
                   "Inf"),
 }

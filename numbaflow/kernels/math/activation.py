@@ -109,6 +109,26 @@ unary("square", lambda a, x: x * x, lambda a, x, d: d * 2.0 * x)
 unary("abs", lambda a, x: S.abs_(x), lambda a, x, d: d * S.sign(x))
 unary("leaky_relu", lambda a, x: S.where(x > 0.0, x, a["alpha"] * x),
       lambda a, x, d: S.where(x > 0.0, d, a["alpha"] * d), attrs={"alpha": 0.02})
+
+# Paddle's prelu: leaky_relu with a learned slope Alpha of shape [1] (mode 'all'), [C]
+# ('channel': X's dim 1 for NCHW, its last for NHWC) or X's shape without the batch dim
+# ('element'); Alpha@GRAD is summed down to Alpha's shape
+_PRELU = {"mode": "all", "data_format": "NCHW"}
+
+
+def _prelu_axis(a):
+    return 1 if a["mode"] == "channel" and a["data_format"] == "NCHW" else -1
+
+
+elementwise_op("prelu", ("X", "Alpha"), lambda a, x, w: S.where(x > 0.0, x, w * x),
+               attrs=_PRELU, axis=_prelu_axis,
+               grad=grad_rule("prelu_grad", ("X", "Alpha"), reads=("X", "Alpha")),
+               doc="Out = X if X > 0 else Alpha * X (Alpha per mode: all, channel, element)")
+elementwise_op("prelu_grad", ("X", "Alpha", "Out@GRAD"),
+               lambda a, x, w, d: (S.where(x > 0.0, d, w * d), S.where(x > 0.0, 0.0, x * d)),
+               outputs=(Slot("X@GRAD", optional=True), Slot("Alpha@GRAD", optional=True)),
+               attrs=_PRELU, axis=_prelu_axis, out_like={"X@GRAD": "X", "Alpha@GRAD": "Alpha"},
+               traits=(NO_GRAD,))
 unary("pow", lambda a, x: x ** a["factor"],
       lambda a, x, d: d * a["factor"] * x ** (a["factor"] - 1.0), attrs={"factor": 1.0})
 unary("clip", lambda a, x: S.minimum(S.maximum(x, a["min"]), a["max"]),

@@ -39,13 +39,16 @@ def first_float_dtype(dtypes):
 
 
 def elementwise_op(type, inputs, body, outputs=("Out",), attrs=None, grad=None,
-                   out_like=None, dtype_rule=None, traits=(), inplace=None, doc=""):
+                   out_like=None, dtype_rule=None, traits=(), inplace=None, check=None,
+                   axis=None, doc=""):
     """Register an elementwise op defined by `body(attrs, *inputs) -> out | (outs...)`.
 
     out_like: {output slot: input slot} outputs shaped like that input (gradients of
     broadcast inputs: summed down); other outputs take the broadcast shape.
     dtype_rule(attrs, in_dtypes) -> dtype of the broadcast-shaped outputs
     (default: the first input's dtype).
+    check(attrs) -> None or a message: attributes the kernel refuses (raised when built).
+    axis(attrs) -> where a shorter input's dims start (default: the `axis` attribute).
     """
     inputs = tuple(_slot(s) for s in inputs)
     outputs = tuple(_slot(s) for s in outputs)
@@ -58,10 +61,13 @@ def elementwise_op(type, inputs, body, outputs=("Out",), attrs=None, grad=None,
     def full_and_aligned(attrs, in_infos):
         shapes = [i.shape for i in present(in_infos)]
         ndim = max(len(s) for s in shapes)
-        aligned = [align(s, ndim, attrs.get("axis", -1)) for s in shapes]
+        aligned = [align(s, ndim, opdef.operand_axis(attrs)) for s in shapes]
         return broadcast_shapes(*aligned, what=f"{type} inputs"), aligned, ndim
 
     def infer(ctx):
+        refused = check(ctx.attrs) if check else None
+        if refused:
+            raise ctx.error(refused)
         try:
             full, _, _ = full_and_aligned(ctx.attrs, ctx.in_infos)
         except ValueError as e:
@@ -88,7 +94,7 @@ def elementwise_op(type, inputs, body, outputs=("Out",), attrs=None, grad=None,
         for k, s in enumerate(outputs):
             for info in cop.out_infos.get(s.name, []):
                 wanted.append(traced[k])
-                out_shapes.append(align(info.shape, ndim, cop.attrs.get("axis", -1))
+                out_shapes.append(align(info.shape, ndim, opdef.operand_axis(cop.attrs))
                                   if s.name in out_like else full)
         fdt = first_float_dtype([i.dtype for i in present(cop.in_infos)] +
                            [i.dtype for v in cop.out_infos.values() for i in v])
@@ -101,12 +107,12 @@ def elementwise_op(type, inputs, body, outputs=("Out",), attrs=None, grad=None,
             return kern.bind(flat_in, flat_out)
         return bind
 
-    return register_op(OpDef(type=type, inputs=inputs, outputs=outputs, infer=infer,
-                             cpu=functools.partial(bind_with, ElementwiseKernel),
-                             gpu=functools.partial(bind_with, cuda_elementwise_kernel),
-                             attrs=attrs, body=body, grad=grad,
-                             inplace=dict(inplace or {}),
-                             traits=frozenset((ELEMENTWISE,) + tuple(traits)), doc=doc))
+    opdef = OpDef(type=type, inputs=inputs, outputs=outputs, infer=infer,
+                  cpu=functools.partial(bind_with, ElementwiseKernel),
+                  gpu=functools.partial(bind_with, cuda_elementwise_kernel),
+                  attrs=attrs, body=body, grad=grad, inplace=dict(inplace or {}),
+                  traits=frozenset((ELEMENTWISE,) + tuple(traits)), doc=doc, axis=axis)
+    return register_op(opdef)
 
 
 def cuda_elementwise_kernel(*args, **kw):

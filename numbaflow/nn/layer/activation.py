@@ -4,8 +4,11 @@ not have yet is skipped (it then raises numbaflow.nn's missing-name error).
 """
 from __future__ import annotations
 
+from typing import Any
+
 from .. import functional as F
 from ...graph.program import Variable  # noqa: F401  (the generated annotations name it)
+from ..initializer import Constant
 from .layers import Layer
 
 # (class, functional, extra constructor arguments as Python source, Paddle's order)
@@ -99,3 +102,52 @@ for _alias, _target in ALIASES.items():
             "__module__": __name__,
             "__doc__": globals()[_target].__doc__.replace(f"nn.{_target}()", f"nn.{_alias}()")})
         __all__.append(_alias)
+
+
+class PReLU(Layer):
+    """F.prelu with a learned slope: `num_parameters` values (1, or the channel count),
+    `init` each (parameter `p_re_lu_N.w_0`, state key `_weight`, as Paddle).
+
+    Args:
+        num_parameters (int): 1 (one slope) or x's channel count.
+        init (float): the slopes' initial value.
+        weight_attr (ParamAttr, optional): the slope parameter's name / initializer.
+        data_format (str): where x's channel dim is, as in F.prelu.
+        name (str, optional): a prefix for the output's name.
+
+    Example:
+        >>> act = paddle.nn.PReLU(3)
+        >>> act(static.data('x', [None, 3, 4, 4])).shape
+        (-1, 3, 4, 4)
+    """
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, weight_attr: Any = None,
+                 data_format: str = "NCHW", name: str | None = None) -> None:
+        super().__init__()
+        self._num_parameters, self._init = num_parameters, init
+        self._data_format, self._name = data_format, name
+        self._weight = self.create_parameter([num_parameters], weight_attr,
+                                             default_initializer=Constant(init))
+
+    def forward(self, x: Variable) -> Variable:
+        """F.prelu(x, the slopes).
+
+        Args:
+            x (Variable): the input.
+
+        Returns:
+            Variable: x's shape.
+        """
+        return F.prelu(x, self._weight, data_format=self._data_format, name=self._name)
+
+    def extra_repr(self) -> str:
+        """The arguments repr() shows.
+
+        Returns:
+            str: e.g. 'num_parameters=3, data_format=NCHW, init=0.25'.
+        """
+        return (f"num_parameters={self._num_parameters}, data_format={self._data_format}, "
+                f"init={self._init}")
+
+
+__all__.append("PReLU")

@@ -1,6 +1,6 @@
 """Rearranging and similarity layers, thin over their functionals: PixelShuffle,
-PixelUnshuffle, ChannelShuffle (one table), Softmax2D, CosineSimilarity and
-PairwiseDistance."""
+PixelUnshuffle, ChannelShuffle (one table), Softmax2D, CosineSimilarity,
+PairwiseDistance and Unfold (im2col)."""
 from __future__ import annotations
 
 from .. import functional as F
@@ -149,3 +149,18 @@ class Unflatten(Layer):
             str: e.g. 'axis=1, shape=[2, 3]'.
         """
         return f"axis={self.axis}, shape={self.shape}"
+
+
+Unfold = make_layer(
+    "Unfold", "unfold", "kernel_sizes: int | list[int], dilations: int | list[int] = 1, "
+    "paddings: int | list[int] = 0, strides: int | list[int] = 1", doc=(
+        "F.unfold (im2col) as a layer, with Paddle's argument order.\n\n    Args:\n"
+        "        kernel_sizes (int or list of 2 int): the block's size.\n"
+        "        dilations (int or list of 2 int): the spacing of a block's cells.\n"
+        "        paddings (int or list of 2 or 4 int): zeros around the input.\n"
+        "        strides (int or list of 2 int): the step between blocks.\n"
+        "        name (str, optional): a prefix for the output's name.\n\n"
+        "    Example:\n        >>> paddle.nn.Unfold([2, 2], strides=2)(static.data('x', "
+        "[None, 3, 4, 4])).shape\n        (-1, 12, 4)\n"))
+Unfold.__module__ = __name__
+__all__.append("Unfold")
