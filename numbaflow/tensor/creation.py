@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import dtypes
-from ..graph.program import Variable
+from ..graph.program import Variable, default_startup_program
 from ..layer_helper import LayerHelper
+from ..utils import unique_name
 from ._helpers import check_variable as _var
 
 if TYPE_CHECKING:
@@ -174,6 +175,42 @@ def ones_like(x: Variable, dtype: DTypeLike = None, name: str | None = None) -> 
         'float64'
     """
     return full_like(x, 1.0, dtype, name)
+
+
+def create_global_var(shape: Sequence[int], value: float, dtype: DTypeLike,
+                      persistable: bool = False, force_cpu: bool = False,
+                      name: str | None = None) -> Variable:
+    """A Variable of the main program filled with `value` by the startup program (a global
+    step counter, a fixed learning rate...).
+
+    Args:
+        shape (list of int): the shape.
+        value (float): the initial value.
+        dtype (str): the element type.
+        persistable (bool): keep it in the scope between runs.
+        force_cpu (bool): accepted for Paddle compatibility.
+        name (str, optional): its name (default a fresh one).
+
+    Returns:
+        Variable: the variable.
+
+    Example:
+        >>> v = fluid.layers.create_global_var([1], 0.5, 'float32', persistable=True)
+        >>> v.shape, v.persistable
+        ((1,), True)
+    """
+    if not isinstance(value, numbers.Number):
+        raise TypeError(f"create_global_var: value must be a number, got {type(value).__name__}")
+    shape = [int(d) for d in shape]
+    dt = dtypes.convert_dtype(dtype)
+    block = LayerHelper("global_var").global_block    # global even inside a cond
+    name = name or unique_name.generate("global_var")
+    var = block.create_var(name, shape, dt, persistable=persistable, stop_gradient=True)
+    sblock = default_startup_program().global_block()
+    svar = sblock.vars.get(name) or sblock.create_var(name, shape, dt, persistable=True)
+    sblock.append_op("fill_constant", outputs={"Out": svar},
+                     attrs={"shape": shape, "value": float(value), "dtype": str(dt)})
+    return var
 
 
 def create_parameter(shape: Sequence[int], dtype: DTypeLike, name: str | None = None,

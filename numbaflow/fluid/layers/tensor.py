@@ -6,8 +6,9 @@ from typing import TYPE_CHECKING
 
 from ... import dtypes
 from ... import tensor as M
-from ...graph.program import Variable, default_startup_program
+from ...graph.program import Variable
 from ...layer_helper import LayerHelper
+from ...tensor.creation import create_global_var  # noqa: F401  (its home)
 from ...utils import unique_name
 
 if TYPE_CHECKING:
@@ -162,42 +163,6 @@ def create_parameter(shape: Sequence[int], dtype: DTypeLike, name: str | None = 
         'w'
     """
     return M.create_parameter(shape, dtype, name, attr, is_bias, default_initializer)
-
-
-def create_global_var(shape: Sequence[int], value: float, dtype: DTypeLike,
-                      persistable: bool = False, force_cpu: bool = False,
-                      name: str | None = None) -> Variable:
-    """A Variable of the main program filled with `value` by the startup program (a global
-    step counter, a fixed learning rate...).
-
-    Args:
-        shape (list of int): the shape.
-        value (float): the initial value.
-        dtype (str): the element type.
-        persistable (bool): keep it in the scope between runs.
-        force_cpu (bool): accepted for Paddle compatibility.
-        name (str, optional): its name (default a fresh one).
-
-    Returns:
-        Variable: the variable.
-
-    Example:
-        >>> v = fluid.layers.create_global_var([1], 0.5, 'float32', persistable=True)
-        >>> v.shape, v.persistable
-        ((1,), True)
-    """
-    if not isinstance(value, numbers.Number):
-        raise TypeError(f"create_global_var: value must be a number, got {type(value).__name__}")
-    shape = [int(d) for d in shape]
-    dt = dtypes.convert_dtype(dtype)
-    block = LayerHelper("global_var").global_block    # global even inside a cond
-    name = name or unique_name.generate("global_var")
-    var = block.create_var(name, shape, dt, persistable=persistable, stop_gradient=True)
-    sblock = default_startup_program().global_block()
-    svar = sblock.vars.get(name) or sblock.create_var(name, shape, dt, persistable=True)
-    sblock.append_op("fill_constant", outputs={"Out": svar},
-                     attrs={"shape": shape, "value": float(value), "dtype": str(dt)})
-    return var
 
 
 def sums(input: Sequence[Variable] | Variable, out: Variable | None = None) -> Variable:
