@@ -25,11 +25,10 @@ class Initializer:
     `var` to `block` (the startup program's). Give one to a layer through `ParamAttr`.
 
     Example:
-        >>> w = paddle.ParamAttr(initializer=paddle.nn.initializer.Constant(0.5))
-        >>> x = static.data('x', [None, 3])
-        >>> _ = static.nn.fc(x, size=2, weight_attr=w)
-        >>> static.default_startup_program().global_block().ops[0].type
-        'fill_constant'
+        >>> block = static.default_startup_program().global_block()
+        >>> w = block.create_var('w', [2, 3], 'float32', persistable=True)
+        >>> paddle.nn.initializer.XavierUniform()(w, block).type
+        'uniform_random'
     """
     seed = 0     # a fluid initializer's `seed=` (0: the next seed of the global stream)
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from .. import tensor as M
 from ..graph.program import Variable
 from ..layer_helper import LayerHelper
-from ..tensor.generator import elementwise as _elementwise
+from ..tensor.generator import elementwise as _elementwise, named as _named
 
 if TYPE_CHECKING:
     from numpy.typing import DTypeLike
@@ -88,50 +88,35 @@ def leaky_relu(x: Variable, negative_slope: float = 0.01, name: str | None = Non
     return _act("leaky_relu", x, name, alpha=float(negative_slope))
 
 
-def softmax(x: Variable, axis: int = -1, dtype: DTypeLike | None = None,
-            name: str | None = None) -> Variable:
-    """exp(x) / sum(exp(x)) along `axis` (op `softmax`).
+_SOFTMAX_DOC = """{formula} along `axis` (op `{op}`).
 
-    Args:
-        x (Variable): the input.
-        axis (int): the axis normalised over.
-        dtype (str or numpy dtype, optional): cast x to it first.
-        name (str, optional): a prefix for the output's name.
+Args:
+    x (Variable): the input.
+    axis (int): the axis normalised over.
+    dtype (str or numpy dtype, optional): cast x to it first.
+    name (str, optional): a prefix for the output's name.
 
-    Returns:
-        Variable: x's shape and dtype.
+Returns:
+    Variable: x's shape and dtype.
 
-    Example:
-        >>> x = static.data('x', [None, 3])
-        >>> F.softmax(x, axis=-1).shape
-        (-1, 3)
-    """
-    if dtype is not None:
-        x = M.cast(x, dtype)
-    return _act("softmax", x, name, axis=int(axis))
+Example:
+    >>> x = static.data('x', [None, 3])
+    >>> F.{op}(x, axis=-1).shape
+    (-1, 3)
+"""
 
 
-def log_softmax(x: Variable, axis: int = -1, dtype: DTypeLike | None = None,
-                name: str | None = None) -> Variable:
-    """log(softmax(x)) along `axis`, computed stably (op `log_softmax`).
+def _softmax_function(op: str, formula: str) -> Callable[..., Variable]:
+    def normalise(x: Variable, axis: int = -1, dtype: DTypeLike | None = None,
+                  name: str | None = None) -> Variable:
+        if dtype is not None:
+            x = M.cast(x, dtype)
+        return _act(op, x, name, axis=int(axis))
+    return _named(normalise, op, __name__, _SOFTMAX_DOC.format(op=op, formula=formula))
 
-    Args:
-        x (Variable): the input.
-        axis (int): the axis normalised over.
-        dtype (str or numpy dtype, optional): cast x to it first.
-        name (str, optional): a prefix for the output's name.
 
-    Returns:
-        Variable: x's shape and dtype.
-
-    Example:
-        >>> x = static.data('x', [None, 3])
-        >>> F.log_softmax(x).shape
-        (-1, 3)
-    """
-    if dtype is not None:
-        x = M.cast(x, dtype)
-    return _act("log_softmax", x, name, axis=int(axis))
+softmax = _softmax_function("softmax", "exp(x) / sum(exp(x))")
+log_softmax = _softmax_function("log_softmax", "log(softmax(x)), computed stably,")
 
 
 def _check_label(input, label, soft_label, axis, fn):

@@ -41,11 +41,10 @@ class Optimizer:
 
     Example:
         >>> x = static.data('x', [None, 3])
-        >>> loss = paddle.mean(static.nn.fc(x, size=1))
-        >>> opt = paddle.optimizer.SGD(learning_rate=0.1)
-        >>> optimize_ops, params_grads = opt.minimize(loss)
-        >>> sorted({op.type for op in optimize_ops})
-        ['sgd']
+        >>> opt = paddle.optimizer.Momentum(learning_rate=0.1, momentum=0.9)
+        >>> optimize_ops, params_grads = opt.minimize(paddle.mean(static.nn.fc(x, size=1)))
+        >>> isinstance(opt, paddle.optimizer.Optimizer), len(params_grads)
+        (True, 2)
     """
 
     _accumulators = ()      # (name, fill value) per parameter

@@ -11,9 +11,10 @@ from ..graph.program import Variable, default_startup_program
 from ..layer_helper import LayerHelper
 from ..utils import unique_name
 from ._helpers import check_variable as _var
+from .generator import named
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from numpy.typing import ArrayLike, DTypeLike
 
@@ -75,40 +76,30 @@ def full(shape: int | Sequence[int], fill_value: float, dtype: DTypeLike | None 
     return out
 
 
-def zeros(shape: Sequence[int] | int, dtype: DTypeLike = None, name: str | None = None) -> Variable:
-    """A constant Variable of `shape` filled with 0 (op fill_constant).
+_FILLED_DOC = """A constant Variable of `shape` filled with {value} (op fill_constant).
 
-    Args:
-        shape (list of int): the shape.
-        dtype (str, optional): default float32.
-        name (str, optional): a prefix for the output's name.
+Args:
+    shape (list of int): the shape.
+    dtype (str, optional): default float32.
+    name (str, optional): a prefix for the output's name.
 
-    Returns:
-        Variable: the constant.
+Returns:
+    Variable: the constant.
 
-    Example:
-        >>> paddle.zeros([2, 3]).shape
-        (2, 3)
-    """
-    return full(shape, 0.0, dtype, name)
+Example:
+    >>> paddle.{fn}([2, 3]).shape, str(paddle.{fn}([2], 'int64').dtype)
+    ((2, 3), 'int64')
+"""
 
 
-def ones(shape: Sequence[int] | int, dtype: DTypeLike = None, name: str | None = None) -> Variable:
-    """A constant Variable of `shape` filled with 1 (op fill_constant).
+def _filled(fn: str, value: float) -> Callable[..., Variable]:
+    def filled(shape: Sequence[int] | int, dtype: DTypeLike = None,
+               name: str | None = None) -> Variable:
+        return full(shape, value, dtype, name)
+    return named(filled, fn, __name__, _FILLED_DOC.format(fn=fn, value=int(value)))
 
-    Args:
-        shape (list of int): the shape.
-        dtype (str, optional): default float32.
-        name (str, optional): a prefix for the output's name.
 
-    Returns:
-        Variable: the constant.
-
-    Example:
-        >>> str(paddle.ones([2], 'int64').dtype)
-        'int64'
-    """
-    return full(shape, 1.0, dtype, name)
+zeros, ones = _filled("zeros", 0.0), _filled("ones", 1.0)
 
 
 def full_like(x: Variable, fill_value: float, dtype: DTypeLike = None,
@@ -139,42 +130,31 @@ def full_like(x: Variable, fill_value: float, dtype: DTypeLike = None,
         "fill_any_like", {"X": x}, {"value": float(fill_value), "dtype": str(dt)}, dtype=dt)
 
 
-def zeros_like(x: Variable, dtype: DTypeLike = None, name: str | None = None) -> Variable:
-    """Zeros shaped like `x` (see full_like).
+_LIKE_DOC = """{what} shaped like `x` (see full_like).
 
-    Args:
-        x (Variable): gives the shape.
-        dtype (str, optional): default x's dtype.
-        name (str, optional): a prefix for the output's name.
+Args:
+    x (Variable): gives the shape.
+    dtype (str, optional): default x's dtype.
+    name (str, optional): a prefix for the output's name.
 
-    Returns:
-        Variable: x's shape.
+Returns:
+    Variable: x's shape.
 
-    Example:
-        >>> x = static.data('x', [None, 3])
-        >>> paddle.zeros_like(x).shape
-        (-1, 3)
-    """
-    return full_like(x, 0.0, dtype, name)
+Example:
+    >>> x = static.data('x', [None, 3])
+    >>> paddle.{fn}(x).shape, str(paddle.{fn}(x, 'float64').dtype)
+    ((-1, 3), 'float64')
+"""
 
 
-def ones_like(x: Variable, dtype: DTypeLike = None, name: str | None = None) -> Variable:
-    """Ones shaped like `x` (see full_like).
+def _filled_like(fn: str, value: float, what: str) -> Callable[..., Variable]:
+    def filled_like(x: Variable, dtype: DTypeLike = None, name: str | None = None) -> Variable:
+        return full_like(x, value, dtype, name)
+    return named(filled_like, fn, __name__, _LIKE_DOC.format(fn=fn, what=what))
 
-    Args:
-        x (Variable): gives the shape.
-        dtype (str, optional): default x's dtype.
-        name (str, optional): a prefix for the output's name.
 
-    Returns:
-        Variable: x's shape.
-
-    Example:
-        >>> x = static.data('x', [None, 3])
-        >>> str(paddle.ones_like(x, 'float64').dtype)
-        'float64'
-    """
-    return full_like(x, 1.0, dtype, name)
+zeros_like, ones_like = _filled_like("zeros_like", 0.0, "Zeros"), _filled_like("ones_like", 1.0,
+                                                                                "Ones")
 
 
 def create_global_var(shape: Sequence[int], value: float, dtype: DTypeLike,

@@ -74,6 +74,18 @@ _BINARY = {
     "divide": ("elementwise_div", "x / y", lambda y: (1.0 / y, 0.0), None),
     "maximum": ("elementwise_max", "max(x, y)", None, None),
     "minimum": ("elementwise_min", "min(x, y)", None, None),
+    "remainder": ("elementwise_mod", "x mod y", None, None),
+    "floor_divide": ("elementwise_floordiv", "floor(x / y)", None, None),
+}
+_NOTES = {
+    "remainder": " The result takes y's sign, as Python's % (-7 % 3 = 2, 7 % -3 = -2)\n"
+                 "for integers and floats. An integer y holding a 0 raises ZeroDivisionError "
+                 "when\nthe program runs; a float one gives NaN. Not differentiable (Paddle has "
+                 "no gradient\nfor it either). `paddle.mod`, `paddle.floor_mod` and `x % y` "
+                 "are the same.",
+    "floor_divide": " Python's //, for integers too: -7 // 2 = -4. An integer y holding\n"
+                    "a 0 raises ZeroDivisionError when the program runs. Not differentiable "
+                    "(as in Paddle).",
 }
 
 
@@ -88,36 +100,14 @@ def _binary_function(fn: str) -> Callable[..., Variable]:
         return _binary(op, x, y, name)
     sides = " A number on either side" if x_number else " A number y" if y_number else ""
     return named(binary, fn, __name__, _BINARY_DOC.format(
-        formula=formula, op=op, fn=fn, numbers=sides and sides + " gives a `scale` op."))
+        formula=formula, op=op, fn=fn,
+        numbers=(sides and sides + " gives a `scale` op.") + _NOTES.get(fn, "")))
 
 
-add, subtract, multiply, divide, maximum, minimum = map(_binary_function, _BINARY)
-
-
-def remainder(x: Variable | float, y: Variable | float, name: str | None = None) -> Variable:
-    """x mod y, elementwise with numpy broadcasting (op `elementwise_mod`): the result
-    takes y's sign, as Python's % (-7 % 3 = 2, 7 % -3 = -2) for integers and floats.
-    An integer y holding a 0 raises ZeroDivisionError when the program runs; a float one
-    gives NaN. Not differentiable (Paddle has no gradient for it either).
-    `paddle.mod`, `paddle.floor_mod` and `x % y` are the same.
-
-    Args:
-        x (Variable or float): the dividend; a Python number becomes a constant.
-        y (Variable or float): the divisor, of x's dtype.
-        name (str, optional): a prefix for the output's name.
-
-    Returns:
-        Variable: the broadcast shape of x and y.
-
-    Example:
-        >>> x = static.data('x', [None, 3], 'int64')
-        >>> paddle.remainder(x, 4).shape
-        (-1, 3)
-    """
-    return _binary("elementwise_mod", x, y, name)
-
-
+add, subtract, multiply, divide, maximum, minimum, remainder, floor_divide = map(
+    _binary_function, _BINARY)
 mod = floor_mod = remainder
+
 
 
 def pow(x: Variable, y: Variable | float, name: str | None = None) -> Variable:
@@ -223,28 +213,6 @@ exp, log, sqrt, square, abs, tanh, rsqrt, erf, sign, sin, cos = (
     elementwise(op, op, f"{op}(x)", __name__, f"paddle.{op}")
     for op in ("exp", "log", "sqrt", "square", "abs", "tanh", "rsqrt", "erf", "sign", "sin",
                "cos"))
-
-
-def floor_divide(x: Variable | float, y: Variable | float, name: str | None = None
-                 ) -> Variable:
-    """floor(x / y) elementwise with numpy broadcasting (op `elementwise_floordiv`; Python's
-    //, for integers too: -7 // 2 = -4). An integer y holding a 0 raises
-    ZeroDivisionError when the program runs. Not differentiable (as in Paddle).
-
-    Args:
-        x (Variable or float): the dividend; a Python number becomes a constant.
-        y (Variable or float): the divisor, of x's dtype.
-        name (str, optional): a prefix for the output's name.
-
-    Returns:
-        Variable: the broadcast shape of x and y.
-
-    Example:
-        >>> x = paddle.full([2], -7, 'int64')
-        >>> static.Executor(paddle.CPUPlace()).run(fetch_list=[paddle.floor_divide(x, 2)])[0]
-        array([-4, -4])
-    """
-    return _binary("elementwise_floordiv", x, y, name)
 
 
 def increment(x: Variable, value: float = 1.0, name: str | None = None) -> Variable:
