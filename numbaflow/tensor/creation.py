@@ -102,25 +102,25 @@ def _filled(fn: str, value: float) -> Callable[..., Variable]:
 zeros, ones = _filled("zeros", 0.0), _filled("ones", 1.0)
 
 
+_LIKE_DOC = """{what} shaped like `x` ({how}).
+
+Args:
+    x (Variable): gives the shape.
+{extra}    dtype (str, optional): default x's dtype.
+    name (str, optional): a prefix for the output's name.
+
+Returns:
+    Variable: x's shape.
+
+Example:
+    >>> x = static.data('x', [None, 3])
+    >>> paddle.{fn}(x{value}).shape, str(paddle.{fn}(x{value}, 'float64').dtype)
+    ((-1, 3), 'float64')
+"""
+
+
 def full_like(x: Variable, fill_value: float, dtype: DTypeLike = None,
               name: str | None = None) -> Variable:
-    """A Variable shaped like `x` (batch dim included) filled with `fill_value` (op
-    fill_any_like; x's values are not read).
-
-    Args:
-        x (Variable): gives the shape.
-        fill_value (float): the value.
-        dtype (str, optional): default x's dtype.
-        name (str, optional): a prefix for the output's name.
-
-    Returns:
-        Variable: x's shape.
-
-    Example:
-        >>> x = static.data('x', [None, 3])
-        >>> paddle.full_like(x, 7.0).shape
-        (-1, 3)
-    """
     _var(x, "full_like")
     if not isinstance(fill_value, (numbers.Number, bool)):
         raise TypeError(f"full_like: fill_value must be a number, got "
@@ -130,27 +130,18 @@ def full_like(x: Variable, fill_value: float, dtype: DTypeLike = None,
         "fill_any_like", {"X": x}, {"value": float(fill_value), "dtype": str(dt)}, dtype=dt)
 
 
-_LIKE_DOC = """{what} shaped like `x` (see full_like).
+full_like.__doc__ = _LIKE_DOC.format(
+    what="A Variable of `fill_value`", how="batch dim included; op fill_any_like, x's values "
+    "are not read", fn="full_like", extra="    fill_value (float): the value.\n", value=", 7.0")
 
-Args:
-    x (Variable): gives the shape.
-    dtype (str, optional): default x's dtype.
-    name (str, optional): a prefix for the output's name.
 
-Returns:
-    Variable: x's shape.
-
-Example:
-    >>> x = static.data('x', [None, 3])
-    >>> paddle.{fn}(x).shape, str(paddle.{fn}(x, 'float64').dtype)
-    ((-1, 3), 'float64')
-"""
 
 
 def _filled_like(fn: str, value: float, what: str) -> Callable[..., Variable]:
     def filled_like(x: Variable, dtype: DTypeLike = None, name: str | None = None) -> Variable:
         return full_like(x, value, dtype, name)
-    return named(filled_like, fn, __name__, _LIKE_DOC.format(fn=fn, what=what))
+    return named(filled_like, fn, __name__, _LIKE_DOC.format(
+        fn=fn, what=what, how="see full_like", extra="", value=""))
 
 
 zeros_like, ones_like = _filled_like("zeros_like", 0.0, "Zeros"), _filled_like("ones_like", 1.0,
@@ -308,51 +299,38 @@ def linspace(start: float, stop: float, num: int, dtype: DTypeLike | None = None
     return out
 
 
-def _triangle(x, diagonal, lower, fn, name):
-    _var(x, fn)
-    if x.ndim < 2:
-        raise ValueError(f"{fn}: x must have at least 2 dims, got {x.name} of shape {x.shape}")
-    if not isinstance(diagonal, numbers.Integral) or isinstance(diagonal, bool):
-        raise TypeError(f"{fn}: diagonal must be an int, got {diagonal!r}")
-    return LayerHelper(fn, name).simple("tril_triu", {"X": x},
-                                        {"diagonal": int(diagonal), "lower": lower})
+_TRIANGLE_DOC = """The {which} triangle of each matrix (last two dims) of x, zeros {other}
+(op `tril_triu`): elements with col - row {cmp} diagonal are kept.{note}
+
+Args:
+    x (Variable): rank >= 2.
+    diagonal (int): 0 the main diagonal, > 0 above it, < 0 below.
+    name (str, optional): a prefix for the output's name.
+
+Returns:
+    Variable: x's shape and dtype.
+
+Example:
+    >>> x = static.data('x', [None, 4, 4])
+    >>> paddle.{fn}(x).shape, paddle.{fn}(paddle.ones([3, 3]), diagonal=1).shape
+    ((-1, 4, 4), (3, 3))
+"""
 
 
-def tril(x: Variable, diagonal: int = 0, name: str | None = None) -> Variable:
-    """The lower triangle of each matrix (last two dims) of x, zeros above
-    (op `tril_triu`): elements with col - row <= diagonal are kept.
-
-    Args:
-        x (Variable): rank >= 2.
-        diagonal (int): 0 the main diagonal, > 0 above it, < 0 below.
-        name (str, optional): a prefix for the output's name.
-
-    Returns:
-        Variable: x's shape and dtype.
-
-    Example:
-        >>> x = static.data('x', [None, 4, 4])
-        >>> paddle.tril(x).shape
-        (-1, 4, 4)
-    """
-    return _triangle(x, diagonal, True, "tril", name)
+def _triangle(fn: str, lower: bool) -> Callable[..., Variable]:
+    def triangle(x: Variable, diagonal: int = 0, name: str | None = None) -> Variable:
+        _var(x, fn)
+        if x.ndim < 2:
+            raise ValueError(f"{fn}: x must have at least 2 dims, got {x.name} of shape "
+                             f"{x.shape}")
+        if not isinstance(diagonal, numbers.Integral) or isinstance(diagonal, bool):
+            raise TypeError(f"{fn}: diagonal must be an int, got {diagonal!r}")
+        return LayerHelper(fn, name).simple("tril_triu", {"X": x},
+                                            {"diagonal": int(diagonal), "lower": lower})
+    note = "" if lower else " A causal mask is\n`paddle.triu(paddle.full([T, T], -1e9), 1)`."
+    return named(triangle, fn, __name__, _TRIANGLE_DOC.format(
+        fn=fn, which="lower" if lower else "upper", other="above" if lower else "below",
+        cmp="<=" if lower else ">=", note=note))
 
 
-def triu(x: Variable, diagonal: int = 0, name: str | None = None) -> Variable:
-    """The upper triangle of each matrix (last two dims) of x, zeros below
-    (op `tril_triu`): elements with col - row >= diagonal are kept. A causal mask is
-    `paddle.triu(paddle.full([T, T], -1e9), 1)`.
-
-    Args:
-        x (Variable): rank >= 2.
-        diagonal (int): 0 the main diagonal, > 0 above it, < 0 below.
-        name (str, optional): a prefix for the output's name.
-
-    Returns:
-        Variable: x's shape and dtype.
-
-    Example:
-        >>> paddle.triu(paddle.ones([3, 3]), diagonal=1).shape
-        (3, 3)
-    """
-    return _triangle(x, diagonal, False, "triu", name)
+tril, triu = _triangle("tril", True), _triangle("triu", False)
