@@ -34,7 +34,9 @@ import typing as _typing
 from . import config as _config
 _config.default_omp_wait_policy()   # before numba loads libgomp: see its docstring
 
-# under mpiexec: the abort hooks and the rank supervisor (a fork), before any thread
+# under mpiexec: the rank supervisor (a fork) and the abort hooks, before any thread
+from .distributed.mpi import start_launched_rank as _start_launched_rank  # noqa: E402
+_start_launched_rank()
 from . import distributed  # noqa: F401,E402
 
 from . import dtypes, kernels  # noqa: F401,E402  (kernels registers every op)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .dtypes import convert_dtype as _convert_dtype
 from .executor import CPUPlace, CUDAPlace  # noqa: F401
-from .fluid import core  # noqa: F401
+from . import core  # noqa: F401
 from .graph import (Operator, Parameter, Program, Variable,  # noqa: F401
                     default_main_program, default_startup_program, program_guard)
 from .param_attr import ParamAttr  # noqa: F401

@@ -54,7 +54,7 @@ class LayerHelper:
         Paddle): the layer uses the same Variable, and backward sums its gradients. The
         shape and dtype must then match.
         """
-        from .nn.initializer import Constant, XavierUniform
+        from .param_init import Constant, XavierUniform
         attr = ParamAttr._to_attr(attr)
         if any(int(d) < 0 for d in shape):
             raise ValueError(f"{self.name}: parameter shape {tuple(shape)} must be fully known; "

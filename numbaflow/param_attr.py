@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .nn.initializer import Initializer
+    from .param_init import Initializer
     from .regularizer import L2Decay
 
 

@@ -35,7 +35,9 @@ INTERNAL_SUBMODULES = {
     "numbaflow.gpu_check",            # a command (python -m numbaflow.gpu_check)
     "numbaflow.gpu_trace",            # its traced device layer
     "numbaflow.gpu_counts",           # its hot-loop counts (--counts)
-    "numbaflow.initializer",          # the same module object as numbaflow.nn.initializer
+    "numbaflow.initializer",          # the 1.x initializers' home, public as fluid.initializer
+    "numbaflow.param_init",           # the 2.x initializers' home, public as nn.initializer
+    "numbaflow.core",                 # fluid.core / framework.core (the same module object)
     "numbaflow.formats",              # other frameworks' files, read by static.io
     "numbaflow.persistence",          # save/load's home, public as static.* and fluid.io.*
 }

@@ -367,6 +367,17 @@ def is_initialized() -> bool:
     return _initialized or (_world is not _UNSET and _world is not None)
 
 
+def start_launched_rank():
+    """Under mpiexec with several ranks: fork the rank's supervisor (supervisor.py: a rank
+    killed or os._exit'ed is named) and install the abort hooks, so that an exception before
+    MPI is first used does not hang the other ranks (Hydra does not end a job when one
+    process exits with an error); nothing otherwise. `import numbaflow` calls it first,
+    before any thread starts. mpi4py is not imported here."""
+    if env_size() > 1:
+        supervisor.supervise(env_rank(), env_size())
+        install_abort_hooks()
+
+
 # ---------------------------------------------------------------- abort on failure
 def install_abort_hooks():
     """Make an unhandled exception (main thread or any thread) on this rank print its

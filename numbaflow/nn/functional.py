@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from .. import tensor as M
 from ..graph.program import Variable
 from ..layer_helper import LayerHelper
+from ..tensor.generator import elementwise as _elementwise, named as _named
 
 if TYPE_CHECKING:
     from numpy.typing import DTypeLike
@@ -39,60 +40,6 @@ def _act(op_type, x, name=None, **attrs):
     return LayerHelper(op_type, name).simple(op_type, {"X": _var(x, op_type)}, attrs or None)
 
 
-def relu(x: Variable, name: str | None = None) -> Variable:
-    """max(x, 0) elementwise (op `relu`).
-
-    Args:
-        x (Variable): the input.
-        name (str, optional): a prefix for the output's name.
-
-    Returns:
-        Variable: x's shape and dtype.
-
-    Example:
-        >>> x = static.data('x', [None, 3])
-        >>> F.relu(x).shape
-        (-1, 3)
-    """
-    return _act("relu", x, name)
-
-
-def sigmoid(x: Variable, name: str | None = None) -> Variable:
-    """1 / (1 + exp(-x)) elementwise (op `sigmoid`).
-
-    Args:
-        x (Variable): the input.
-        name (str, optional): a prefix for the output's name.
-
-    Returns:
-        Variable: x's shape and dtype.
-
-    Example:
-        >>> x = static.data('x', [None, 3])
-        >>> F.sigmoid(x).shape
-        (-1, 3)
-    """
-    return _act("sigmoid", x, name)
-
-
-def tanh(x: Variable, name: str | None = None) -> Variable:
-    """tanh(x) elementwise (op `tanh`).
-
-    Args:
-        x (Variable): the input.
-        name (str, optional): a prefix for the output's name.
-
-    Returns:
-        Variable: x's shape and dtype.
-
-    Example:
-        >>> x = static.data('x', [None, 3])
-        >>> F.tanh(x).shape
-        (-1, 3)
-    """
-    return _act("tanh", x, name)
-
-
 def gelu(x: Variable, approximate: bool = False, name: str | None = None) -> Variable:
     """x * Phi(x) elementwise (the tanh approximation with approximate=True) (op `gelu`).
 
@@ -110,6 +57,16 @@ def gelu(x: Variable, approximate: bool = False, name: str | None = None) -> Var
         (-1, 3)
     """
     return _act("gelu", x, name, approximate=bool(approximate))
+
+
+# the activations that are one op without arguments (their functions and docstrings
+# generated from the rows: tensor/generator.py)
+relu, sigmoid, tanh, swish, silu = (
+    _elementwise(fn, fn, formula, __name__, f"F.{fn}") for fn, formula in (
+        ("relu", "max(x, 0)"), ("sigmoid", "1 / (1 + exp(-x))"), ("tanh", "tanh(x)"),
+        ("swish", "x * sigmoid(x) (the same values as silu)"), ("silu", "x * sigmoid(x)")))
+relu6 = _elementwise("relu6", "relu6", "min(max(x, 0), 6)", __name__, "F.relu6",
+                    fixed={"threshold": 6.0})
 
 
 def leaky_relu(x: Variable, negative_slope: float = 0.01, name: str | None = None) -> Variable:
@@ -131,50 +88,35 @@ def leaky_relu(x: Variable, negative_slope: float = 0.01, name: str | None = Non
     return _act("leaky_relu", x, name, alpha=float(negative_slope))
 
 
-def softmax(x: Variable, axis: int = -1, dtype: DTypeLike | None = None,
-            name: str | None = None) -> Variable:
-    """exp(x) / sum(exp(x)) along `axis` (op `softmax`).
+_SOFTMAX_DOC = """{formula} along `axis` (op `{op}`).
 
-    Args:
-        x (Variable): the input.
-        axis (int): the axis normalised over.
-        dtype (str or numpy dtype, optional): cast x to it first.
-        name (str, optional): a prefix for the output's name.
+Args:
+    x (Variable): the input.
+    axis (int): the axis normalised over.
+    dtype (str or numpy dtype, optional): cast x to it first.
+    name (str, optional): a prefix for the output's name.
 
-    Returns:
-        Variable: x's shape and dtype.
+Returns:
+    Variable: x's shape and dtype.
 
-    Example:
-        >>> x = static.data('x', [None, 3])
-        >>> F.softmax(x, axis=-1).shape
-        (-1, 3)
-    """
-    if dtype is not None:
-        x = M.cast(x, dtype)
-    return _act("softmax", x, name, axis=int(axis))
+Example:
+    >>> x = static.data('x', [None, 3])
+    >>> F.{op}(x, axis=-1).shape
+    (-1, 3)
+"""
 
 
-def log_softmax(x: Variable, axis: int = -1, dtype: DTypeLike | None = None,
-                name: str | None = None) -> Variable:
-    """log(softmax(x)) along `axis`, computed stably (op `log_softmax`).
+def _softmax_function(op: str, formula: str) -> Callable[..., Variable]:
+    def normalise(x: Variable, axis: int = -1, dtype: DTypeLike | None = None,
+                  name: str | None = None) -> Variable:
+        if dtype is not None:
+            x = M.cast(x, dtype)
+        return _act(op, x, name, axis=int(axis))
+    return _named(normalise, op, __name__, _SOFTMAX_DOC.format(op=op, formula=formula))
 
-    Args:
-        x (Variable): the input.
-        axis (int): the axis normalised over.
-        dtype (str or numpy dtype, optional): cast x to it first.
-        name (str, optional): a prefix for the output's name.
 
-    Returns:
-        Variable: x's shape and dtype.
-
-    Example:
-        >>> x = static.data('x', [None, 3])
-        >>> F.log_softmax(x).shape
-        (-1, 3)
-    """
-    if dtype is not None:
-        x = M.cast(x, dtype)
-    return _act("log_softmax", x, name, axis=int(axis))
+softmax = _softmax_function("softmax", "exp(x) / sum(exp(x))")
+log_softmax = _softmax_function("log_softmax", "log(softmax(x)), computed stably,")
 
 
 def _check_label(input, label, soft_label, axis, fn):
@@ -378,24 +320,6 @@ def hardsigmoid(x: Variable, slope: float = 0.1666667, offset: float = 0.5,
     return _act("hard_sigmoid", x, name, slope=float(slope), offset=float(offset))
 
 
-def swish(x: Variable, name: str | None = None) -> Variable:
-    """x * sigmoid(x) elementwise (op `swish`; the same values as silu).
-
-    Args:
-        x (Variable): the input.
-        name (str, optional): a prefix for the output's name.
-
-    Returns:
-        Variable: x's shape and dtype.
-
-    Example:
-        >>> x = static.data('x', [None, 3])
-        >>> F.swish(x).shape
-        (-1, 3)
-    """
-    return _act("swish", x, name)
-
-
 def hardtanh(x: Variable, min: float = -1.0, max: float = 1.0,
              name: str | None = None) -> Variable:
     """clip(x, min, max) elementwise (op `brelu`, as Paddle).
@@ -430,8 +354,7 @@ from .functional_vision import (  # noqa: E402,F401
 from .functional_norm import group_norm, instance_norm  # noqa: E402,F401
 from .functional_conv import conv1d, conv1d_transpose, conv2d, conv2d_transpose  # noqa: E402,F401
 from .functional_transformer import (  # noqa: E402,F401
-    label_smooth, layer_norm, linear, normalize, one_hot, pad, relu6,
-    scaled_dot_product_attention, silu)
+    label_smooth, layer_norm, linear, normalize, one_hot, pad, scaled_dot_product_attention)
 
 
 def __getattr__(name):

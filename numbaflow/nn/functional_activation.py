@@ -7,9 +7,10 @@ mode (there is no in-place op in a static graph).
 from __future__ import annotations
 
 from .. import tensor as M
-from ..graph.program import Variable  # noqa: F401  (the generated annotations name it)
+from ..graph.program import Variable
 from ..layer_helper import LayerHelper
 from ..tensor._helpers import check_variable as _var
+from ..tensor.generator import elementwise
 
 # (function, op, its formula, [(argument, default, op attribute, check)], Paddle's order)
 _POS = ("x >= 0", lambda v: v >= 0)
@@ -39,48 +40,10 @@ INPLACE = {"relu_": "relu", "tanh_": "tanh", "softmax_": "softmax", "elu_": "elu
            "thresholded_relu_": "thresholded_relu"}
 
 
-_TEMPLATE = """
-def {fn}(x: Variable{sig}, name: str | None = None) -> Variable:
-    return _apply({fn!r}, x, name, {values})
-"""
-
-
-def _apply(fn, x, name, values):
-    _var(x, fn)
-    op, _, args = _TABLE[fn]
-    attrs = {}
-    for (arg, _, attr, check), v in zip(args, values):
-        v = float(v)
-        if check and not check[1](v):
-            raise ValueError(f"{fn}: {arg} must satisfy {check[0].replace('x', arg)}, got {v}")
-        attrs[attr] = v
-    return LayerHelper(op, name).simple(op, {"X": x}, attrs or None)
-
-
-def _make(fn, op, formula, args):
-    """The function `fn`(x, <args>, name) appending op `op` (a real signature, for
-    help() and type checkers)."""
-    src = _TEMPLATE.format(fn=fn, sig="".join(f", {a}: float = {d!r}" for a, d, _, _ in args),
-                           values="(" + "".join(f"{a}, " for a, _, _, _ in args) + ")")
-    ns = {}
-    exec(compile(src, f"<F.{fn}>", "exec", dont_inherit=False), globals(), ns)  # noqa: S102
-    act = ns[fn]
-    act.__module__ = "numbaflow.nn.functional"
-    arg_doc = "".join(f"        {a} (float): default {d!r} (op attribute `{at}`).\n"
-                      for a, d, at, _ in args)
-    act.__doc__ = (f"{formula}, elementwise (op `{op}`).\n\n    Args:\n"
-                   f"        x (Variable): the input.\n{arg_doc}"
-                   f"        name (str, optional): a prefix for the output's name.\n\n"
-                   f"    Returns:\n        Variable: x's shape and dtype.\n\n"
-                   f"    Example:\n        >>> x = static.data('x', [None, 3])\n"
-                   f"        >>> F.{fn}(x).shape\n        (-1, 3)\n    ")
-    return act
-
-
-_TABLE = {fn: (op, formula, args) for fn, op, formula, args in ACTIVATIONS}
 __all__ = []
 for _fn, _op, _formula, _args in ACTIVATIONS:
-    globals()[_fn] = _make(_fn, _op, _formula, _args)
+    globals()[_fn] = elementwise(_fn, _op, _formula, "numbaflow.nn.functional", f"F.{_fn}",
+                                 _args)
     __all__.append(_fn)
 
 

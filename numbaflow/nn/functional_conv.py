@@ -197,7 +197,7 @@ def static_conv2d(input: Variable, num_filters: int, filter_size: int | Sequence
         >>> static.nn.conv2d(x, num_filters=16, filter_size=3, padding=1, act='relu').shape
         (-1, 16, 8, 8)
     """
-    from .initializer import Normal
+    from ..param_init import Normal
     fn = "static.nn.conv2d"
     _check_input(input, fn, "input")
     _check_format(data_format, fn)

@@ -101,7 +101,7 @@ def batch_norm(x: Variable, running_mean: Variable, running_var: Variable, weigh
 
 def _fixed_param(attr, value):
     """bias_attr/param_attr=False: a constant, non-trainable parameter."""
-    from .initializer import Constant
+    from ..param_init import Constant
     return ParamAttr(initializer=Constant(value), trainable=False) if attr is False else attr
 
 
@@ -147,7 +147,7 @@ def static_batch_norm(input: Variable, act: str | None = None, is_test: bool = F
         >>> h.shape
         (-1, 8)
     """
-    from .initializer import Constant
+    from ..param_init import Constant
     _var(input, "batch_norm", "input")
     if input.dtype.kind != "f":
         raise TypeError(f"batch_norm: input {input.name} must be float32 or float64, got "

@@ -12,7 +12,7 @@ from ..graph.program import Variable
 from ..layer_helper import LayerHelper
 from ..tensor._helpers import activation as _activation
 from ..tensor._helpers import check_variable as _var
-from .initializer import Constant
+from ..param_init import Constant
 
 
 def _affine(v, c, fn, arg):

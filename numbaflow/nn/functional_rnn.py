@@ -27,7 +27,7 @@ from ..kernels.nn.rnn import GATES
 from ..layer_helper import LayerHelper
 from ..param_attr import ParamAttr
 from ..tensor._helpers import check_variable as _var
-from .initializer import Uniform
+from ..param_init import Uniform
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -1,5 +1,5 @@
 """Transformer building blocks of paddle.nn.functional (Paddle 2.6 signatures): layer_norm,
-linear, scaled_dot_product_attention, one_hot, pad, normalize, label_smooth, silu, relu6;
+linear, scaled_dot_product_attention, one_hot, pad, normalize, label_smooth;
 and static.nn.layer_norm (the layer with its own parameters).
 
 Each is built from registered ops. Attention is `matmul_v2` with trans_y (K read
@@ -19,7 +19,7 @@ from ..kernels.registry import broadcast_shapes
 from ..layer_helper import LayerHelper
 from ..tensor._helpers import check_variable as _var
 from .functional_nn import check_probability, dropout
-from .initializer import Constant
+from ..param_init import Constant
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -243,43 +243,6 @@ def _broadcasts_over(mask, scores):
 
 
 # ---------------------------------------------------------------- small functions
-def silu(x: Variable, name: str | None = None) -> Variable:
-    """x * sigmoid(x) (op `silu`).
-
-    Args:
-        x (Variable): the input.
-        name (str, optional): a prefix for the output's name.
-
-    Returns:
-        Variable: x's shape and dtype.
-
-    Example:
-        >>> x = static.data('x', [None, 3])
-        >>> F.silu(x).shape
-        (-1, 3)
-    """
-    return LayerHelper("silu", name).simple("silu", {"X": _var(x, "silu")})
-
-
-def relu6(x: Variable, name: str | None = None) -> Variable:
-    """min(max(x, 0), 6) (op `relu6`).
-
-    Args:
-        x (Variable): the input.
-        name (str, optional): a prefix for the output's name.
-
-    Returns:
-        Variable: x's shape and dtype.
-
-    Example:
-        >>> x = static.data('x', [None, 3])
-        >>> F.relu6(x).shape
-        (-1, 3)
-    """
-    return LayerHelper("relu6", name).simple("relu6", {"X": _var(x, "relu6")},
-                                             {"threshold": 6.0})
-
-
 def one_hot(x: Variable, num_classes: int, name: str | None = None) -> Variable:
     """float32 one-hot rows: x's shape + [num_classes] (op `one_hot_v2`, as Paddle 2). An
     index outside [0, num_classes) raises when the program runs.

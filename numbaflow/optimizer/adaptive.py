@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import Optimizer
+from .optimizer import Optimizer
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from ..graph.program import Parameter, Variable
     from ..nn.clip import ClipGradByGlobalNorm
-    from . import L2Decay
+    from ..regularizer import L2Decay
     from .lr import LRScheduler
 
 _COMMON = """        parameters (list of Parameter or str, optional): what to train; default every

@@ -112,8 +112,8 @@ def auc(input: Variable, label: Variable, curve: str = "ROC", num_thresholds: in
         >>> auc_out.shape, str(auc_out.dtype)
         ((), 'float64')
     """
-    from ..fluid.layers.tensor import create_global_var   # (fluid imports static)
     from ..layer_helper import LayerHelper
+    from ..tensor.creation import create_global_var
     from ..utils import unique_name
     for arg, v in (("input", input), ("label", label)):
         if not isinstance(v, Variable):

@@ -51,7 +51,7 @@ class ExponentialMovingAverage:
     def update(self) -> None:
         """Append the averaging ops for every trainable parameter of the default main
         program (call it after `optimizer.minimize`)."""
-        from ..fluid.layers.tensor import create_global_var
+        from ..tensor.creation import create_global_var
         program = default_main_program()
         params = [p for p in program.all_parameters() if p.trainable]
         with program.role_guard(OPTIMIZE):

@@ -7,12 +7,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import dtypes
-from ..graph.program import Variable
+from ..graph.program import Variable, default_startup_program
 from ..layer_helper import LayerHelper
+from ..utils import unique_name
 from ._helpers import check_variable as _var
+from .generator import named
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from numpy.typing import ArrayLike, DTypeLike
 
@@ -74,61 +76,51 @@ def full(shape: int | Sequence[int], fill_value: float, dtype: DTypeLike | None 
     return out
 
 
-def zeros(shape: Sequence[int] | int, dtype: DTypeLike = None, name: str | None = None) -> Variable:
-    """A constant Variable of `shape` filled with 0 (op fill_constant).
+_FILLED_DOC = """A constant Variable of `shape` filled with {value} (op fill_constant).
 
-    Args:
-        shape (list of int): the shape.
-        dtype (str, optional): default float32.
-        name (str, optional): a prefix for the output's name.
+Args:
+    shape (list of int): the shape.
+    dtype (str, optional): default float32.
+    name (str, optional): a prefix for the output's name.
 
-    Returns:
-        Variable: the constant.
+Returns:
+    Variable: the constant.
 
-    Example:
-        >>> paddle.zeros([2, 3]).shape
-        (2, 3)
-    """
-    return full(shape, 0.0, dtype, name)
+Example:
+    >>> paddle.{fn}([2, 3]).shape, str(paddle.{fn}([2], 'int64').dtype)
+    ((2, 3), 'int64')
+"""
 
 
-def ones(shape: Sequence[int] | int, dtype: DTypeLike = None, name: str | None = None) -> Variable:
-    """A constant Variable of `shape` filled with 1 (op fill_constant).
+def _filled(fn: str, value: float) -> Callable[..., Variable]:
+    def filled(shape: Sequence[int] | int, dtype: DTypeLike = None,
+               name: str | None = None) -> Variable:
+        return full(shape, value, dtype, name)
+    return named(filled, fn, __name__, _FILLED_DOC.format(fn=fn, value=int(value)))
 
-    Args:
-        shape (list of int): the shape.
-        dtype (str, optional): default float32.
-        name (str, optional): a prefix for the output's name.
 
-    Returns:
-        Variable: the constant.
+zeros, ones = _filled("zeros", 0.0), _filled("ones", 1.0)
 
-    Example:
-        >>> str(paddle.ones([2], 'int64').dtype)
-        'int64'
-    """
-    return full(shape, 1.0, dtype, name)
+
+_LIKE_DOC = """{what} shaped like `x` ({how}).
+
+Args:
+    x (Variable): gives the shape.
+{extra}    dtype (str, optional): default x's dtype.
+    name (str, optional): a prefix for the output's name.
+
+Returns:
+    Variable: x's shape.
+
+Example:
+    >>> x = static.data('x', [None, 3])
+    >>> paddle.{fn}(x{value}).shape, str(paddle.{fn}(x{value}, 'float64').dtype)
+    ((-1, 3), 'float64')
+"""
 
 
 def full_like(x: Variable, fill_value: float, dtype: DTypeLike = None,
               name: str | None = None) -> Variable:
-    """A Variable shaped like `x` (batch dim included) filled with `fill_value` (op
-    fill_any_like; x's values are not read).
-
-    Args:
-        x (Variable): gives the shape.
-        fill_value (float): the value.
-        dtype (str, optional): default x's dtype.
-        name (str, optional): a prefix for the output's name.
-
-    Returns:
-        Variable: x's shape.
-
-    Example:
-        >>> x = static.data('x', [None, 3])
-        >>> paddle.full_like(x, 7.0).shape
-        (-1, 3)
-    """
     _var(x, "full_like")
     if not isinstance(fill_value, (numbers.Number, bool)):
         raise TypeError(f"full_like: fill_value must be a number, got "
@@ -138,42 +130,58 @@ def full_like(x: Variable, fill_value: float, dtype: DTypeLike = None,
         "fill_any_like", {"X": x}, {"value": float(fill_value), "dtype": str(dt)}, dtype=dt)
 
 
-def zeros_like(x: Variable, dtype: DTypeLike = None, name: str | None = None) -> Variable:
-    """Zeros shaped like `x` (see full_like).
+full_like.__doc__ = _LIKE_DOC.format(
+    what="A Variable of `fill_value`", how="batch dim included; op fill_any_like, x's values "
+    "are not read", fn="full_like", extra="    fill_value (float): the value.\n", value=", 7.0")
+
+
+
+
+def _filled_like(fn: str, value: float, what: str) -> Callable[..., Variable]:
+    def filled_like(x: Variable, dtype: DTypeLike = None, name: str | None = None) -> Variable:
+        return full_like(x, value, dtype, name)
+    return named(filled_like, fn, __name__, _LIKE_DOC.format(
+        fn=fn, what=what, how="see full_like", extra="", value=""))
+
+
+zeros_like, ones_like = _filled_like("zeros_like", 0.0, "Zeros"), _filled_like("ones_like", 1.0,
+                                                                                "Ones")
+
+
+def create_global_var(shape: Sequence[int], value: float, dtype: DTypeLike,
+                      persistable: bool = False, force_cpu: bool = False,
+                      name: str | None = None) -> Variable:
+    """A Variable of the main program filled with `value` by the startup program (a global
+    step counter, a fixed learning rate...).
 
     Args:
-        x (Variable): gives the shape.
-        dtype (str, optional): default x's dtype.
-        name (str, optional): a prefix for the output's name.
+        shape (list of int): the shape.
+        value (float): the initial value.
+        dtype (str): the element type.
+        persistable (bool): keep it in the scope between runs.
+        force_cpu (bool): accepted for Paddle compatibility.
+        name (str, optional): its name (default a fresh one).
 
     Returns:
-        Variable: x's shape.
+        Variable: the variable.
 
     Example:
-        >>> x = static.data('x', [None, 3])
-        >>> paddle.zeros_like(x).shape
-        (-1, 3)
+        >>> v = fluid.layers.create_global_var([1], 0.5, 'float32', persistable=True)
+        >>> v.shape, v.persistable
+        ((1,), True)
     """
-    return full_like(x, 0.0, dtype, name)
-
-
-def ones_like(x: Variable, dtype: DTypeLike = None, name: str | None = None) -> Variable:
-    """Ones shaped like `x` (see full_like).
-
-    Args:
-        x (Variable): gives the shape.
-        dtype (str, optional): default x's dtype.
-        name (str, optional): a prefix for the output's name.
-
-    Returns:
-        Variable: x's shape.
-
-    Example:
-        >>> x = static.data('x', [None, 3])
-        >>> str(paddle.ones_like(x, 'float64').dtype)
-        'float64'
-    """
-    return full_like(x, 1.0, dtype, name)
+    if not isinstance(value, numbers.Number):
+        raise TypeError(f"create_global_var: value must be a number, got {type(value).__name__}")
+    shape = [int(d) for d in shape]
+    dt = dtypes.convert_dtype(dtype)
+    block = LayerHelper("global_var").global_block    # global even inside a cond
+    name = name or unique_name.generate("global_var")
+    var = block.create_var(name, shape, dt, persistable=persistable, stop_gradient=True)
+    sblock = default_startup_program().global_block()
+    svar = sblock.vars.get(name) or sblock.create_var(name, shape, dt, persistable=True)
+    sblock.append_op("fill_constant", outputs={"Out": svar},
+                     attrs={"shape": shape, "value": float(value), "dtype": str(dt)})
+    return var
 
 
 def create_parameter(shape: Sequence[int], dtype: DTypeLike, name: str | None = None,
@@ -291,51 +299,38 @@ def linspace(start: float, stop: float, num: int, dtype: DTypeLike | None = None
     return out
 
 
-def _triangle(x, diagonal, lower, fn, name):
-    _var(x, fn)
-    if x.ndim < 2:
-        raise ValueError(f"{fn}: x must have at least 2 dims, got {x.name} of shape {x.shape}")
-    if not isinstance(diagonal, numbers.Integral) or isinstance(diagonal, bool):
-        raise TypeError(f"{fn}: diagonal must be an int, got {diagonal!r}")
-    return LayerHelper(fn, name).simple("tril_triu", {"X": x},
-                                        {"diagonal": int(diagonal), "lower": lower})
+_TRIANGLE_DOC = """The {which} triangle of each matrix (last two dims) of x, zeros {other}
+(op `tril_triu`): elements with col - row {cmp} diagonal are kept.{note}
+
+Args:
+    x (Variable): rank >= 2.
+    diagonal (int): 0 the main diagonal, > 0 above it, < 0 below.
+    name (str, optional): a prefix for the output's name.
+
+Returns:
+    Variable: x's shape and dtype.
+
+Example:
+    >>> x = static.data('x', [None, 4, 4])
+    >>> paddle.{fn}(x).shape, paddle.{fn}(paddle.ones([3, 3]), diagonal=1).shape
+    ((-1, 4, 4), (3, 3))
+"""
 
 
-def tril(x: Variable, diagonal: int = 0, name: str | None = None) -> Variable:
-    """The lower triangle of each matrix (last two dims) of x, zeros above
-    (op `tril_triu`): elements with col - row <= diagonal are kept.
-
-    Args:
-        x (Variable): rank >= 2.
-        diagonal (int): 0 the main diagonal, > 0 above it, < 0 below.
-        name (str, optional): a prefix for the output's name.
-
-    Returns:
-        Variable: x's shape and dtype.
-
-    Example:
-        >>> x = static.data('x', [None, 4, 4])
-        >>> paddle.tril(x).shape
-        (-1, 4, 4)
-    """
-    return _triangle(x, diagonal, True, "tril", name)
+def _triangle(fn: str, lower: bool) -> Callable[..., Variable]:
+    def triangle(x: Variable, diagonal: int = 0, name: str | None = None) -> Variable:
+        _var(x, fn)
+        if x.ndim < 2:
+            raise ValueError(f"{fn}: x must have at least 2 dims, got {x.name} of shape "
+                             f"{x.shape}")
+        if not isinstance(diagonal, numbers.Integral) or isinstance(diagonal, bool):
+            raise TypeError(f"{fn}: diagonal must be an int, got {diagonal!r}")
+        return LayerHelper(fn, name).simple("tril_triu", {"X": x},
+                                            {"diagonal": int(diagonal), "lower": lower})
+    note = "" if lower else " A causal mask is\n`paddle.triu(paddle.full([T, T], -1e9), 1)`."
+    return named(triangle, fn, __name__, _TRIANGLE_DOC.format(
+        fn=fn, which="lower" if lower else "upper", other="above" if lower else "below",
+        cmp="<=" if lower else ">=", note=note))
 
 
-def triu(x: Variable, diagonal: int = 0, name: str | None = None) -> Variable:
-    """The upper triangle of each matrix (last two dims) of x, zeros below
-    (op `tril_triu`): elements with col - row >= diagonal are kept. A causal mask is
-    `paddle.triu(paddle.full([T, T], -1e9), 1)`.
-
-    Args:
-        x (Variable): rank >= 2.
-        diagonal (int): 0 the main diagonal, > 0 above it, < 0 below.
-        name (str, optional): a prefix for the output's name.
-
-    Returns:
-        Variable: x's shape and dtype.
-
-    Example:
-        >>> paddle.triu(paddle.ones([3, 3]), diagonal=1).shape
-        (3, 3)
-    """
-    return _triangle(x, diagonal, False, "triu", name)
+tril, triu = _triangle("tril", True), _triangle("triu", False)

@@ -13,36 +13,13 @@ from ..graph.program import Variable
 from ..layer_helper import LayerHelper
 from ._helpers import activation as _activation, binary as _binary, check_variable as _var, \
     rank1 as _rank1
+from .generator import elementwise, named
 from .manipulation import cast
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from numpy.typing import DTypeLike
-
-
-_UNARY_DOC = """Elementwise {op} of x (op `{op}`).
-
-Args:
-    x (Variable): the input.
-    name (str, optional): a prefix for the output's name.
-
-Returns:
-    Variable: x's shape and dtype.
-
-Example:
-    >>> x = static.data('x', [None, 3])
-    >>> paddle.{op}(x).shape
-    (-1, 3)
-"""
-
-
-def _unary(op_type: str) -> Callable[..., Variable]:
-    def fn(x: Variable, name: str | None = None) -> Variable:
-        return LayerHelper(op_type, name).simple(op_type, {"X": _var(x, op_type)})
-    fn.__name__ = op_type
-    fn.__doc__ = _UNARY_DOC.format(op=op_type)
-    return fn
 
 
 def scale(x: Variable, scale: float = 1.0, bias: float = 0.0, bias_after_scale: bool = True,
@@ -71,128 +48,66 @@ def scale(x: Variable, scale: float = 1.0, bias: float = 0.0, bias_after_scale: 
     return _activation(out, act)
 
 
-def add(x: Variable | float, y: Variable | float, name: str | None = None) -> Variable:
-    """x + y, elementwise with numpy broadcasting (op `elementwise_add`). A number on
-    either side gives a `scale` op.
+_BINARY_DOC = """{formula}, elementwise with numpy broadcasting (op `{op}`).{numbers}
 
-    Args:
-        x (Variable or float): the first operand; a Python number becomes a constant.
-        y (Variable or float): the second operand, of x's dtype.
-        name (str, optional): a prefix for the output's name.
+Args:
+    x (Variable or float): the first operand; a Python number becomes a constant.
+    y (Variable or float): the second operand, of x's dtype.
+    name (str, optional): a prefix for the output's name.
 
-    Returns:
-        Variable: the broadcast shape of x and y.
+Returns:
+    Variable: the broadcast shape of x and y.
 
-    Example:
-        >>> x = static.data('x', [None, 3])
-        >>> b = static.data('b', [3])
-        >>> paddle.add(x, b).shape
-        (-1, 3)
-    """
-    if isinstance(y, numbers.Number) and isinstance(x, Variable):
-        return scale(x, 1.0, float(y), name=name)
-    if isinstance(x, numbers.Number) and isinstance(y, Variable):
-        return scale(y, 1.0, float(x), name=name)
-    return _binary("elementwise_add", x, y, name)
+Example:
+    >>> x = static.data('x', [None, 3])
+    >>> b = static.data('b', [3])
+    >>> paddle.{fn}(x, b).shape
+    (-1, 3)
+"""
 
-
-def subtract(x: Variable | float, y: Variable | float, name: str | None = None) -> Variable:
-    """x - y, elementwise with numpy broadcasting (op `elementwise_sub`). A number on
-    either side gives a `scale` op.
-
-    Args:
-        x (Variable or float): the first operand; a Python number becomes a constant.
-        y (Variable or float): the second operand, of x's dtype.
-        name (str, optional): a prefix for the output's name.
-
-    Returns:
-        Variable: the broadcast shape of x and y.
-
-    Example:
-        >>> x = static.data('x', [None, 3])
-        >>> b = static.data('b', [3])
-        >>> paddle.subtract(x, b).shape
-        (-1, 3)
-    """
-    if isinstance(y, numbers.Number) and isinstance(x, Variable):
-        return scale(x, 1.0, -float(y), name=name)
-    if isinstance(x, numbers.Number) and isinstance(y, Variable):
-        return scale(y, -1.0, float(x), name=name)
-    return _binary("elementwise_sub", x, y, name)
+# function: (op, formula, (scale, bias) of x when y is a number, (scale, bias) of y when x
+# is a number, or None where a number goes through the op as a constant)
+_BINARY = {
+    "add": ("elementwise_add", "x + y", lambda y: (1.0, y), lambda x: (1.0, x)),
+    "subtract": ("elementwise_sub", "x - y", lambda y: (1.0, -y), lambda x: (-1.0, x)),
+    "multiply": ("elementwise_mul", "x * y", lambda y: (y, 0.0), lambda x: (x, 0.0)),
+    "divide": ("elementwise_div", "x / y", lambda y: (1.0 / y, 0.0), None),
+    "maximum": ("elementwise_max", "max(x, y)", None, None),
+    "minimum": ("elementwise_min", "min(x, y)", None, None),
+    "remainder": ("elementwise_mod", "x mod y", None, None),
+    "floor_divide": ("elementwise_floordiv", "floor(x / y)", None, None),
+}
+_NOTES = {
+    "remainder": " The result takes y's sign, as Python's % (-7 % 3 = 2, 7 % -3 = -2)\n"
+                 "for integers and floats. An integer y holding a 0 raises ZeroDivisionError "
+                 "when\nthe program runs; a float one gives NaN. Not differentiable (Paddle has "
+                 "no gradient\nfor it either). `paddle.mod`, `paddle.floor_mod` and `x % y` "
+                 "are the same.",
+    "floor_divide": " Python's //, for integers too: -7 // 2 = -4. An integer y holding\n"
+                    "a 0 raises ZeroDivisionError when the program runs. Not differentiable "
+                    "(as in Paddle).",
+}
 
 
-def multiply(x: Variable | float, y: Variable | float, name: str | None = None) -> Variable:
-    """x * y, elementwise with numpy broadcasting (op `elementwise_mul`). A number on
-    either side gives a `scale` op.
+def _binary_function(fn: str) -> Callable[..., Variable]:
+    op, formula, y_number, x_number = _BINARY[fn]
 
-    Args:
-        x (Variable or float): the first operand; a Python number becomes a constant.
-        y (Variable or float): the second operand, of x's dtype.
-        name (str, optional): a prefix for the output's name.
-
-    Returns:
-        Variable: the broadcast shape of x and y.
-
-    Example:
-        >>> x = static.data('x', [None, 3])
-        >>> b = static.data('b', [3])
-        >>> paddle.multiply(x, b).shape
-        (-1, 3)
-    """
-    if isinstance(y, numbers.Number) and isinstance(x, Variable):
-        return scale(x, float(y), name=name)
-    if isinstance(x, numbers.Number) and isinstance(y, Variable):
-        return scale(y, float(x), name=name)
-    return _binary("elementwise_mul", x, y, name)
+    def binary(x: Variable | float, y: Variable | float, name: str | None = None) -> Variable:
+        if y_number and isinstance(y, numbers.Number) and isinstance(x, Variable):
+            return scale(x, *y_number(float(y)), name=name)
+        if x_number and isinstance(x, numbers.Number) and isinstance(y, Variable):
+            return scale(y, *x_number(float(x)), name=name)
+        return _binary(op, x, y, name)
+    sides = " A number on either side" if x_number else " A number y" if y_number else ""
+    return named(binary, fn, __name__, _BINARY_DOC.format(
+        formula=formula, op=op, fn=fn,
+        numbers=(sides and sides + " gives a `scale` op.") + _NOTES.get(fn, "")))
 
 
-def divide(x: Variable | float, y: Variable | float, name: str | None = None) -> Variable:
-    """x / y, elementwise with numpy broadcasting (op `elementwise_div`). A number y
-    gives a `scale` op.
-
-    Args:
-        x (Variable or float): the first operand; a Python number becomes a constant.
-        y (Variable or float): the second operand, of x's dtype.
-        name (str, optional): a prefix for the output's name.
-
-    Returns:
-        Variable: the broadcast shape of x and y.
-
-    Example:
-        >>> x = static.data('x', [None, 3])
-        >>> b = static.data('b', [3])
-        >>> paddle.divide(x, b).shape
-        (-1, 3)
-    """
-    if isinstance(y, numbers.Number) and isinstance(x, Variable):
-        return scale(x, 1.0 / float(y), name=name)
-    return _binary("elementwise_div", x, y, name)
-
-
-def remainder(x: Variable | float, y: Variable | float, name: str | None = None) -> Variable:
-    """x mod y, elementwise with numpy broadcasting (op `elementwise_mod`): the result
-    takes y's sign, as Python's % (-7 % 3 = 2, 7 % -3 = -2) for integers and floats.
-    An integer y holding a 0 raises ZeroDivisionError when the program runs; a float one
-    gives NaN. Not differentiable (Paddle has no gradient for it either).
-    `paddle.mod`, `paddle.floor_mod` and `x % y` are the same.
-
-    Args:
-        x (Variable or float): the dividend; a Python number becomes a constant.
-        y (Variable or float): the divisor, of x's dtype.
-        name (str, optional): a prefix for the output's name.
-
-    Returns:
-        Variable: the broadcast shape of x and y.
-
-    Example:
-        >>> x = static.data('x', [None, 3], 'int64')
-        >>> paddle.remainder(x, 4).shape
-        (-1, 3)
-    """
-    return _binary("elementwise_mod", x, y, name)
-
-
+add, subtract, multiply, divide, maximum, minimum, remainder, floor_divide = map(
+    _binary_function, _BINARY)
 mod = floor_mod = remainder
+
 
 
 def pow(x: Variable, y: Variable | float, name: str | None = None) -> Variable:
@@ -216,46 +131,6 @@ def pow(x: Variable, y: Variable | float, name: str | None = None) -> Variable:
     return _binary("elementwise_pow", x, y, name)
 
 
-def maximum(x: Variable | float, y: Variable | float, name: str | None = None) -> Variable:
-    """max(x, y), elementwise with numpy broadcasting (op `elementwise_max`).
-
-    Args:
-        x (Variable or float): the first operand; a Python number becomes a constant.
-        y (Variable or float): the second operand, of x's dtype.
-        name (str, optional): a prefix for the output's name.
-
-    Returns:
-        Variable: the broadcast shape of x and y.
-
-    Example:
-        >>> x = static.data('x', [None, 3])
-        >>> b = static.data('b', [3])
-        >>> paddle.maximum(x, b).shape
-        (-1, 3)
-    """
-    return _binary("elementwise_max", x, y, name)
-
-
-def minimum(x: Variable | float, y: Variable | float, name: str | None = None) -> Variable:
-    """min(x, y), elementwise with numpy broadcasting (op `elementwise_min`).
-
-    Args:
-        x (Variable or float): the first operand; a Python number becomes a constant.
-        y (Variable or float): the second operand, of x's dtype.
-        name (str, optional): a prefix for the output's name.
-
-    Returns:
-        Variable: the broadcast shape of x and y.
-
-    Example:
-        >>> x = static.data('x', [None, 3])
-        >>> b = static.data('b', [3])
-        >>> paddle.minimum(x, b).shape
-        (-1, 3)
-    """
-    return _binary("elementwise_min", x, y, name)
-
-
 def _reduce(op_type, layer, x, axis, keepdim, name):
     _var(x, layer)
     if axis is None or (isinstance(axis, (list, tuple)) and len(axis) == 0):
@@ -276,27 +151,36 @@ def _reduce(op_type, layer, x, axis, keepdim, name):
     return LayerHelper(layer, name).simple(op_type, {"X": x}, attrs)
 
 
-def mean(x: Variable, axis: int | Sequence[int] | None = None, keepdim: bool = False,
-         name: str | None = None) -> Variable:
-    """Mean over `axis` (op `reduce_mean`); all axes by default, giving a 0-D result.
+_REDUCE_DOC = """{what} over `axis` (op `{op}`); all axes by default, giving a 0-D result.
 
-    Args:
-        x (Variable): the input.
-        axis (int or list of int, optional): the axes to reduce; None for all.
-        keepdim (bool): keep the reduced axes with size 1.
-        name (str, optional): a prefix for the output's name.
+Args:
+    x (Variable): the input.
+    axis (int or list of int, optional): the axes to reduce; None for all.
+    keepdim (bool): keep the reduced axes with size 1.
+    name (str, optional): a prefix for the output's name.
 
-    Returns:
-        Variable: x's dtype, the reduced shape.
+Returns:
+    Variable: x's dtype, the reduced shape.
 
-    Example:
-        >>> x = static.data('x', [None, 3])
-        >>> paddle.mean(x).shape, paddle.mean(x, axis=1).shape
-        ((), (-1,))
-        >>> paddle.mean(x, axis=0, keepdim=True).shape
-        (1, 3)
-    """
-    return _reduce("reduce_mean", "mean", x, axis, keepdim, name)
+Example:
+    >>> x = static.data('x', [None, 3])
+    >>> paddle.{fn}(x).shape, paddle.{fn}(x, axis=1).shape
+    ((), (-1,))
+    >>> paddle.{fn}(x, axis=0, keepdim=True).shape
+    (1, 3)
+"""
+
+
+def _reduce_function(fn: str, op: str, what: str) -> Callable[..., Variable]:
+    def reduce(x: Variable, axis: int | Sequence[int] | None = None, keepdim: bool = False,
+               name: str | None = None) -> Variable:
+        return _reduce(op, fn, x, axis, keepdim, name)
+    return named(reduce, fn, __name__, _REDUCE_DOC.format(what=what, op=op, fn=fn))
+
+
+mean, max, min = (_reduce_function(*row) for row in (
+    ("mean", "reduce_mean", "Mean"), ("max", "reduce_max", "Maximum"),
+    ("min", "reduce_min", "Minimum")))
 
 
 def sum(x: Variable, axis: int | Sequence[int] | None = None, dtype: DTypeLike | None = None,
@@ -325,77 +209,10 @@ def sum(x: Variable, axis: int | Sequence[int] | None = None, dtype: DTypeLike |
     return cast(out, dtype) if dtype is not None and dtypes.convert_dtype(dtype) != out.dtype else out
 
 
-def max(x: Variable, axis: int | Sequence[int] | None = None, keepdim: bool = False,
-        name: str | None = None) -> Variable:
-    """Maximum over `axis` (op `reduce_max`); all axes by default, giving a 0-D result.
-
-    Args:
-        x (Variable): the input.
-        axis (int or list of int, optional): the axes to reduce; None for all.
-        keepdim (bool): keep the reduced axes with size 1.
-        name (str, optional): a prefix for the output's name.
-
-    Returns:
-        Variable: x's dtype, the reduced shape.
-
-    Example:
-        >>> x = static.data('x', [None, 3])
-        >>> paddle.max(x).shape, paddle.max(x, axis=1).shape
-        ((), (-1,))
-        >>> paddle.max(x, axis=0, keepdim=True).shape
-        (1, 3)
-    """
-    return _reduce("reduce_max", "max", x, axis, keepdim, name)
-
-
-def min(x: Variable, axis: int | Sequence[int] | None = None, keepdim: bool = False,
-        name: str | None = None) -> Variable:
-    """Minimum over `axis` (op `reduce_min`); all axes by default, giving a 0-D result.
-
-    Args:
-        x (Variable): the input.
-        axis (int or list of int, optional): the axes to reduce; None for all.
-        keepdim (bool): keep the reduced axes with size 1.
-        name (str, optional): a prefix for the output's name.
-
-    Returns:
-        Variable: x's dtype, the reduced shape.
-
-    Example:
-        >>> x = static.data('x', [None, 3])
-        >>> paddle.min(x).shape, paddle.min(x, axis=1).shape
-        ((), (-1,))
-        >>> paddle.min(x, axis=0, keepdim=True).shape
-        (1, 3)
-    """
-    return _reduce("reduce_min", "min", x, axis, keepdim, name)
-
-
 exp, log, sqrt, square, abs, tanh, rsqrt, erf, sign, sin, cos = (
-    _unary(t) for t in ("exp", "log", "sqrt", "square", "abs", "tanh", "rsqrt", "erf", "sign",
-                        "sin", "cos"))
-
-
-def floor_divide(x: Variable | float, y: Variable | float, name: str | None = None
-                 ) -> Variable:
-    """floor(x / y) elementwise with numpy broadcasting (op `elementwise_floordiv`; Python's
-    //, for integers too: -7 // 2 = -4). An integer y holding a 0 raises
-    ZeroDivisionError when the program runs. Not differentiable (as in Paddle).
-
-    Args:
-        x (Variable or float): the dividend; a Python number becomes a constant.
-        y (Variable or float): the divisor, of x's dtype.
-        name (str, optional): a prefix for the output's name.
-
-    Returns:
-        Variable: the broadcast shape of x and y.
-
-    Example:
-        >>> x = paddle.full([2], -7, 'int64')
-        >>> static.Executor(paddle.CPUPlace()).run(fetch_list=[paddle.floor_divide(x, 2)])[0]
-        array([-4, -4])
-    """
-    return _binary("elementwise_floordiv", x, y, name)
+    elementwise(op, op, f"{op}(x)", __name__, f"paddle.{op}")
+    for op in ("exp", "log", "sqrt", "square", "abs", "tanh", "rsqrt", "erf", "sign", "sin",
+               "cos"))
 
 
 def increment(x: Variable, value: float = 1.0, name: str | None = None) -> Variable:

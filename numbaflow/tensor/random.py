@@ -13,9 +13,10 @@ from ..graph.program import Variable
 from ..kernels.tensor.creation import next_op_seed
 from ..layer_helper import LayerHelper
 from ._helpers import check_variable as _var
+from .generator import named
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from numpy.typing import DTypeLike
 
@@ -71,23 +72,31 @@ def uniform(shape: Sequence[int], dtype: DTypeLike | None = None, min: float = -
                  {"min": float(min), "max": float(max)}, seed, name)
 
 
-def rand(shape: Sequence[int], dtype: DTypeLike | None = None,
-         name: str | None = None) -> Variable:
-    """Floats uniform in [0, 1) (op `uniform_random`).
+_STANDARD_DOC = """{what} floats (op `{op}`).
 
-    Args:
-        shape (list of int): fully known.
-        dtype (str, optional): float32 (default) or float64.
-        name (str, optional): a prefix for the output's name.
+Args:
+    shape (list of int): fully known.
+    dtype (str, optional): float32 (default) or float64.
+    name (str, optional): a prefix for the output's name.
 
-    Returns:
-        Variable: the draws, stop_gradient=True.
+Returns:
+    Variable: the draws, stop_gradient=True.
 
-    Example:
-        >>> paddle.rand([4]).shape
-        (4,)
-    """
-    return _draw("uniform_random", "rand", shape, dtype, {"min": 0.0, "max": 1.0}, 0, name)
+Example:
+    >>> paddle.{fn}([2, 3]).shape
+    (2, 3)
+"""
+
+
+def _standard(fn: str, op: str, attrs: dict, what: str) -> Callable[..., Variable]:
+    def draws(shape: Sequence[int], dtype: DTypeLike | None = None,
+              name: str | None = None) -> Variable:
+        return _draw(op, fn, shape, dtype, dict(attrs), 0, name)
+    return named(draws, fn, __name__, _STANDARD_DOC.format(fn=fn, op=op, what=what))
+
+
+rand = _standard("rand", "uniform_random", {"min": 0.0, "max": 1.0}, "Uniform [0, 1)")
+randn = _standard("randn", "gaussian_random", {"mean": 0.0, "std": 1.0}, "Standard normal")
 
 
 def normal(mean: float = 0.0, std: float = 1.0, shape: Sequence[int] | None = None,
@@ -116,26 +125,6 @@ def normal(mean: float = 0.0, std: float = 1.0, shape: Sequence[int] | None = No
         raise ValueError(f"normal: std must be >= 0, got {std}")
     return _draw("gaussian_random", "normal", shape, None,
                  {"mean": float(mean), "std": float(std)}, 0, name)
-
-
-def randn(shape: Sequence[int], dtype: DTypeLike | None = None,
-          name: str | None = None) -> Variable:
-    """Standard normal floats (op `gaussian_random`).
-
-    Args:
-        shape (list of int): fully known.
-        dtype (str, optional): float32 (default) or float64.
-        name (str, optional): a prefix for the output's name.
-
-    Returns:
-        Variable: the draws, stop_gradient=True.
-
-    Example:
-        >>> paddle.randn([2, 2]).shape
-        (2, 2)
-    """
-    return _draw("gaussian_random", "randn", shape, dtype, {"mean": 0.0, "std": 1.0}, 0,
-                 name)
 
 
 def multinomial(x: Variable, num_samples: int = 1, replacement: bool = False,

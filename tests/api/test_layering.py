@@ -84,6 +84,55 @@ def test_layers_only_import_down():
     assert not bad, "upward imports:\n" + "\n".join(bad)
 
 
+# The API side has floors too (issue 31), lowest first: what layers are built from
+# (ParamAttr, LayerHelper, the initializers, paddle.framework and the core names), the tensor
+# functions, nn, the 2.x faces above nn, and fluid (the Paddle 1.x spellings) on top. The four
+# inversions that this pins were static -> fluid (create_global_var), initializer -> fluid
+# (the 1.x initializers), framework -> fluid.core, layer_helper / param_attr -> nn.initializer.
+API_FLOORS = [
+    ("api base", ["numbaflow.core", "numbaflow.framework", "numbaflow.initializer",
+                  "numbaflow.layer_helper", "numbaflow.param_attr", "numbaflow.param_init",
+                  "numbaflow.regularizer"]),
+    ("tensor", ["numbaflow.tensor"]),
+    ("nn", ["numbaflow.nn"]),
+    ("2.x faces", ["numbaflow.static", "numbaflow.optimizer", "numbaflow.metric"]),
+    ("fluid", ["numbaflow.fluid"]),
+]
+
+
+def api_floor_of(module):
+    """The index of a module's API floor, or None for a module on none (hapi, io, ...)."""
+    for i, (_, prefixes) in enumerate(API_FLOORS):
+        if any(module == p or module.startswith(p + ".") for p in prefixes):
+            return i
+    return None
+
+
+def upward_api_imports():
+    bad = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        own = api_floor_of(module_name(path))
+        for line, target in imported(path):
+            other = api_floor_of(target)
+            if own is not None and other is not None and other > own:
+                bad.append(f"{path.relative_to(PACKAGE.parent)}:{line} ({API_FLOORS[own][0]}) "
+                           f"imports {target} ({API_FLOORS[other][0]})")
+    return bad
+
+
+def test_the_api_floors_only_import_down():
+    bad = upward_api_imports()
+    assert not bad, "upward imports on the API side:\n" + "\n".join(bad)
+
+
+def test_only_fluid_and_the_package_face_import_fluid():
+    bad = [f"{path.relative_to(PACKAGE.parent)}:{line} imports {target}"
+           for path in sorted(PACKAGE.rglob("*.py"))
+           if not module_name(path).startswith("numbaflow.fluid") and path != PACKAGE / "__init__.py"
+           for line, target in imported(path) if target.startswith("numbaflow.fluid")]
+    assert not bad, "fluid is the top floor; import the 2.x home instead:\n" + "\n".join(bad)
+
+
 def test_the_check_sees_an_upward_import(tmp_path, monkeypatch):
     # the checker itself: a kernels file importing the executor is reported
     pkg = tmp_path / "numbaflow"
@@ -150,7 +199,7 @@ ALLOWED = {
         "Paddle's own name: its layers call ParamAttr._to_attr the same way",
     ("tensor/creation.py", "ParamAttr._to_attr"):
         "Paddle's own name: its layers call ParamAttr._to_attr the same way",
-    ("optimizer/__init__.py", "self._learning_rate._bind"):
+    ("optimizer/optimizer.py", "self._learning_rate._bind"):
         "LRScheduler is Paddle's public class; the optimizer is the one caller of its "
         "binding (a public bind() would be API Paddle lacks)",
 }

@@ -8,16 +8,17 @@ from ... import tensor as M
 from ...graph.program import Variable
 from ...layer_helper import LayerHelper
 from ...tensor._helpers import activation as _activation
+from ...tensor.generator import named
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from numpy.typing import DTypeLike
 
 __all__ = ["embedding", "one_hot", "topk", "layer_norm", "sigmoid_cross_entropy_with_logits",
            "transpose", "scale", "split", "squeeze", "unsqueeze", "flatten", "exp", "log",
            "sqrt", "square", "abs", "leaky_relu", "clip", "log_softmax", "reduce_max",
-           "reduce_min"]
+           "reduce_min", "reduce_mean", "reduce_sum"]
 
 
 def _var(x, fn, arg="input"):
@@ -156,48 +157,6 @@ def sigmoid_cross_entropy_with_logits(x: Variable, label: Variable, ignore_index
     return out / M.maximum(count, M.full([], 1.0, x.dtype))
 
 
-def transpose(x: Variable, perm: Sequence[int], name: str | None = None) -> Variable:
-    """Permute the dims (op transpose2).
-
-    Args:
-        x (Variable): the input.
-        perm (list of int): the new order of the dims.
-        name (str, optional): a prefix for the output's name.
-
-    Returns:
-        Variable: the permuted tensor.
-
-    Example:
-        >>> x = fluid.layers.data('x', [3, 4])
-        >>> fluid.layers.transpose(x, [0, 2, 1]).shape
-        (-1, 4, 3)
-    """
-    return M.transpose(x, perm, name)
-
-
-def scale(x: Variable, scale: float = 1.0, bias: float = 0.0, bias_after_scale: bool = True,
-          act: str | None = None, name: str | None = None) -> Variable:
-    """scale * x + bias (or scale * (x + bias)), then `act` (op scale).
-
-    Args:
-        x (Variable): the input.
-        scale (float): the factor.
-        bias (float): the offset.
-        bias_after_scale (bool): add the bias after scaling (else before).
-        act (str, optional): an activation applied last.
-        name (str, optional): a prefix for the output's name.
-
-    Returns:
-        Variable: x's shape.
-
-    Example:
-        >>> x = fluid.layers.data('x', [3])
-        >>> fluid.layers.scale(x, scale=2.0, bias=1.0).shape
-        (-1, 3)
-    """
-    return M.scale(x, scale, bias, bias_after_scale, act, name)
-
-
 def split(input: Variable, num_or_sections: int | Sequence[int], dim: int = -1,
           name: str | None = None) -> list[Variable]:
     """Split along `dim` into equal parts or parts of the given sizes (op split).
@@ -282,48 +241,9 @@ def flatten(x: Variable, axis: int = 1, name: str | None = None) -> Variable:
     return M.flatten(left, 1, -1) if axis < x.ndim else M.unsqueeze(left, [1])
 
 
-def _unary_doc(fn, op, formula):
-    fn.__doc__ = f"""{formula} elementwise (op {op}).
-
-    Args:
-        x (Variable): the input.
-        name (str, optional): a prefix for the output's name.
-
-    Returns:
-        Variable: x's shape.
-
-    Example:
-        >>> x = fluid.layers.data('x', [3])
-        >>> fluid.layers.{fn.__name__}(x).shape
-        (-1, 3)
-    """
-    return fn
-
-
-def exp(x: Variable, name: str | None = None) -> Variable:
-    return M.exp(x, name)
-
-
-def log(x: Variable, name: str | None = None) -> Variable:
-    return M.log(x, name)
-
-
-def sqrt(x: Variable, name: str | None = None) -> Variable:
-    return M.sqrt(x, name)
-
-
-def square(x: Variable, name: str | None = None) -> Variable:
-    return M.square(x, name)
-
-
-def abs(x: Variable, name: str | None = None) -> Variable:
-    return M.abs(x, name)
-
-
-for _fn, _op, _formula in ((exp, "exp", "e^x"), (log, "log", "The natural log of x"),
-                           (sqrt, "sqrt", "The square root of x"), (square, "square", "x^2"),
-                           (abs, "abs", "|x|")):
-    _unary_doc(_fn, _op, _formula)
+# the 1.x spellings whose signature is the 2.x function's: that function itself
+exp, log, sqrt, square, abs, transpose, scale = (M.exp, M.log, M.sqrt, M.square, M.abs,
+                                                M.transpose, M.scale)
 
 
 def leaky_relu(x: Variable, alpha: float = 0.02, name: str | None = None) -> Variable:
@@ -386,48 +306,39 @@ def log_softmax(input: Variable, axis: int = -1, name: str | None = None) -> Var
     return F.log_softmax(input, axis, name=name)
 
 
-def reduce_max(input: Variable, dim: int | Sequence[int] | None = None, keep_dim: bool = False,
+_REDUCE_DOC = """{what} over `dim` (op reduce_{op}).
+
+Args:
+    input (Variable): the input.
+    dim (int or list of int, optional): the axes; None for every axis (shape (1,), as
+        in Paddle 1.8).
+    keep_dim (bool): keep the reduced axes with size 1.
+    name (str, optional): a prefix for the output's name.
+
+Returns:
+    Variable: the reduced tensor.
+
+Example:
+    >>> x = fluid.layers.data('x', [3])
+    >>> fluid.layers.reduce_{op}(x).shape, fluid.layers.reduce_{op}(x, dim=1).shape
+    ((1,), (-1,))
+    >>> fluid.layers.reduce_{op}(x, dim=1, keep_dim=True).shape
+    (-1, 1)
+"""
+
+
+def _reduce_layer(op: str, what: str) -> Callable[..., Variable]:
+    reduce_2x = getattr(M, op)
+
+    def reduce(input: Variable, dim: int | Sequence[int] | None = None, keep_dim: bool = False,
                name: str | None = None) -> Variable:
-    """Maximum over `dim` (op reduce_max).
-
-    Args:
-        input (Variable): the input.
-        dim (int or list of int, optional): the axes; None for every axis (shape (1,), as
-            in Paddle 1.8).
-        keep_dim (bool): keep the reduced axes with size 1.
-        name (str, optional): a prefix for the output's name.
-
-    Returns:
-        Variable: the reduced tensor.
-
-    Example:
-        >>> x = fluid.layers.data('x', [3])
-        >>> fluid.layers.reduce_max(x).shape, fluid.layers.reduce_max(x, dim=1).shape
-        ((1,), (-1,))
-    """
-    return scalar_1d(M.max(input, dim, keep_dim, name))
+        return scalar_1d(reduce_2x(input, axis=dim, keepdim=keep_dim, name=name))
+    return named(reduce, f"reduce_{op}", __name__,
+                 _REDUCE_DOC.format(op=op, what=what))
 
 
-def reduce_min(input: Variable, dim: int | Sequence[int] | None = None, keep_dim: bool = False,
-               name: str | None = None) -> Variable:
-    """Minimum over `dim` (op reduce_min).
-
-    Args:
-        input (Variable): the input.
-        dim (int or list of int, optional): the axes; None for every axis (shape (1,), as
-            in Paddle 1.8).
-        keep_dim (bool): keep the reduced axes with size 1.
-        name (str, optional): a prefix for the output's name.
-
-    Returns:
-        Variable: the reduced tensor.
-
-    Example:
-        >>> x = fluid.layers.data('x', [3])
-        >>> fluid.layers.reduce_min(x).shape
-        (1,)
-    """
-    return scalar_1d(M.min(input, dim, keep_dim, name))
+reduce_mean, reduce_sum, reduce_max, reduce_min = (_reduce_layer(*row) for row in (
+    ("mean", "Mean"), ("sum", "Sum"), ("max", "Maximum"), ("min", "Minimum")))
 
 
 from ...nn.functional_transformer import static_layer_norm as layer_norm  # noqa: E402,F401

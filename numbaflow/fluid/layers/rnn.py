@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...nn.functional_rnn import rnn, rnn_parameters
-from ...nn.initializer import Initializer
+from ...param_init import Initializer
 from ...param_attr import ParamAttr
 from ...tensor._helpers import check_variable as _var
 

@@ -6,12 +6,14 @@ from typing import TYPE_CHECKING
 
 from ... import dtypes
 from ... import tensor as M
-from ...graph.program import Variable, default_startup_program
+from ...graph.program import Variable
 from ...layer_helper import LayerHelper
+from ...tensor.creation import create_global_var  # noqa: F401  (its home)
+from ...tensor.generator import named
 from ...utils import unique_name
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from numpy.typing import DTypeLike
 
@@ -19,80 +21,60 @@ __all__ = ["uniform_random", "zeros", "ones", "zeros_like", "ones_like", "assign
            "create_parameter", "create_global_var", "sums"]
 
 
-def zeros(shape: Sequence[int], dtype: DTypeLike, force_cpu: bool = False,
-          name: str | None = None) -> Variable:
-    """A Variable of `shape` filled with 0 (op fill_constant).
+_CONSTANT_DOC = """A Variable of `shape` filled with {value} (op fill_constant).
 
-    Args:
-        shape (list of int): the shape.
-        dtype (str): the element type.
-        force_cpu (bool): accepted for Paddle compatibility.
-        name (str, optional): a prefix for the output's name.
+Args:
+    shape (list of int): the shape.
+    dtype (str): the element type.
+    force_cpu (bool): accepted for Paddle compatibility.
+    name (str, optional): a prefix for the output's name.
 
-    Returns:
-        Variable: the constant.
+Returns:
+    Variable: the constant.
 
-    Example:
-        >>> fluid.layers.zeros([2, 3], 'float32').shape
-        (2, 3)
-    """
-    return M.zeros(shape, dtype, name)
+Example:
+    >>> fluid.layers.{fn}([2, 3], 'float32').shape
+    (2, 3)
+"""
 
 
-def ones(shape: Sequence[int], dtype: DTypeLike, force_cpu: bool = False,
-         name: str | None = None) -> Variable:
-    """A Variable of `shape` filled with 1 (op fill_constant).
+def _constant_layer(fn: str, value: int) -> Callable[..., Variable]:
+    make = getattr(M, fn)
 
-    Args:
-        shape (list of int): the shape.
-        dtype (str): the element type.
-        force_cpu (bool): accepted for Paddle compatibility.
-        name (str, optional): a prefix for the output's name.
-
-    Returns:
-        Variable: the constant.
-
-    Example:
-        >>> fluid.layers.ones([2], 'int64').shape
-        (2,)
-    """
-    return M.ones(shape, dtype, name)
+    def constant(shape: Sequence[int], dtype: DTypeLike, force_cpu: bool = False,
+                 name: str | None = None) -> Variable:
+        return make(shape, dtype, name)
+    return named(constant, fn, __name__, _CONSTANT_DOC.format(fn=fn, value=value))
 
 
-def zeros_like(x: Variable, out: Variable | None = None) -> Variable:
-    """Zeros shaped like `x` (op fill_any_like), into `out` if given.
-
-    Args:
-        x (Variable): gives the shape and dtype.
-        out (Variable, optional): receives the result.
-
-    Returns:
-        Variable: x's shape.
-
-    Example:
-        >>> x = fluid.layers.data('x', [3])
-        >>> fluid.layers.zeros_like(x).shape
-        (-1, 3)
-    """
-    return _into(M.zeros_like(x), out)
+zeros, ones = _constant_layer("zeros", 0), _constant_layer("ones", 1)
 
 
-def ones_like(x: Variable, out: Variable | None = None) -> Variable:
-    """Ones shaped like `x` (op fill_any_like), into `out` if given.
+_LIKE_DOC = """{what} shaped like `x` (op fill_any_like), into `out` if given.
 
-    Args:
-        x (Variable): gives the shape and dtype.
-        out (Variable, optional): receives the result.
+Args:
+    x (Variable): gives the shape and dtype.
+    out (Variable, optional): receives the result.
 
-    Returns:
-        Variable: x's shape.
+Returns:
+    Variable: x's shape.
 
-    Example:
-        >>> x = fluid.layers.data('x', [3])
-        >>> fluid.layers.ones_like(x).shape
-        (-1, 3)
-    """
-    return _into(M.ones_like(x), out)
+Example:
+    >>> x = fluid.layers.data('x', [3])
+    >>> fluid.layers.{fn}(x).shape
+    (-1, 3)
+"""
+
+
+def _like_layer(fn: str, what: str) -> Callable[..., Variable]:
+    make = getattr(M, fn)
+
+    def like(x: Variable, out: Variable | None = None) -> Variable:
+        return _into(make(x), out)
+    return named(like, fn, __name__, _LIKE_DOC.format(fn=fn, what=what))
+
+
+zeros_like, ones_like = _like_layer("zeros_like", "Zeros"), _like_layer("ones_like", "Ones")
 
 
 def _into(v, out):
@@ -164,42 +146,6 @@ def create_parameter(shape: Sequence[int], dtype: DTypeLike, name: str | None = 
     return M.create_parameter(shape, dtype, name, attr, is_bias, default_initializer)
 
 
-def create_global_var(shape: Sequence[int], value: float, dtype: DTypeLike,
-                      persistable: bool = False, force_cpu: bool = False,
-                      name: str | None = None) -> Variable:
-    """A Variable of the main program filled with `value` by the startup program (a global
-    step counter, a fixed learning rate...).
-
-    Args:
-        shape (list of int): the shape.
-        value (float): the initial value.
-        dtype (str): the element type.
-        persistable (bool): keep it in the scope between runs.
-        force_cpu (bool): accepted for Paddle compatibility.
-        name (str, optional): its name (default a fresh one).
-
-    Returns:
-        Variable: the variable.
-
-    Example:
-        >>> v = fluid.layers.create_global_var([1], 0.5, 'float32', persistable=True)
-        >>> v.shape, v.persistable
-        ((1,), True)
-    """
-    if not isinstance(value, numbers.Number):
-        raise TypeError(f"create_global_var: value must be a number, got {type(value).__name__}")
-    shape = [int(d) for d in shape]
-    dt = dtypes.convert_dtype(dtype)
-    block = LayerHelper("global_var").global_block    # global even inside a cond
-    name = name or unique_name.generate("global_var")
-    var = block.create_var(name, shape, dt, persistable=persistable, stop_gradient=True)
-    sblock = default_startup_program().global_block()
-    svar = sblock.vars.get(name) or sblock.create_var(name, shape, dt, persistable=True)
-    sblock.append_op("fill_constant", outputs={"Out": svar},
-                     attrs={"shape": shape, "value": float(value), "dtype": str(dt)})
-    return var
-
-
 def sums(input: Sequence[Variable] | Variable, out: Variable | None = None) -> Variable:
     """The elementwise sum of a list of Variables of one shape (op sum).
 
@@ -226,24 +172,5 @@ def sums(input: Sequence[Variable] | Variable, out: Variable | None = None) -> V
     return out
 
 
-def uniform_random(shape: Sequence[int], dtype: DTypeLike = "float32", min: float = -1.0,
-                   max: float = 1.0, seed: int = 0, name: str | None = None) -> Variable:
-    """Paddle 1.x's spelling of `paddle.uniform` (op `uniform_random`): floats uniform in
-    [min, max).
-
-    Args:
-        shape (list of int): fully known.
-        dtype (str): float32 (default) or float64.
-        min (float): the lower bound.
-        max (float): the upper bound.
-        seed (int): 0 derives one from `paddle.seed`.
-        name (str, optional): a prefix for the output's name.
-
-    Returns:
-        Variable: the draws, stop_gradient=True.
-
-    Example:
-        >>> fluid.layers.uniform_random([2, 3], min=0.0, max=1.0).shape
-        (2, 3)
-    """
-    return M.uniform(shape, dtype, min, max, seed, name)
+# Paddle 1.x's spelling of paddle.uniform: the same function
+uniform_random = M.uniform

@@ -39,21 +39,74 @@ def kernels():
     global cuda
     from numba import cuda
 
+    tree, SUM = gpu_util.common().tree, gpu_util.SUM     # the one block reduction
+
     @cuda.jit(device=True)
     def tree_sum(sh, tid):
-        """Sum sh[0:blockDim] (a power of two) into sh[0] and return it to every thread;
-        sh is free for reuse when this returns."""
-        s = cuda.blockDim.x // 2
-        while s > 0:
-            if tid < s:
-                sh[tid] += sh[tid + s]
-            cuda.syncthreads()
-            s //= 2
-        v = sh[0]
-        cuda.syncthreads()
-        return v
+        """Sum sh[0:blockDim] into sh[0] and return it to every thread (sh is free after)."""
+        return tree(sh, tid, SUM)
 
     # ------------------------------------------------------------ batch_norm
+    # The per-channel pieces that batch_norm's kernels and sync_batch_norm's (sync_bn.py)
+    # share: one block handles channel c of the (A, C, B) view.
+    @cuda.jit(device=True)
+    def channel_total(x, c, sh, tid, nt):
+        """The sum of channel c of x (every thread gets it)."""
+        A, C, B = x.shape
+        acc = 0.0
+        for k in range(tid, A * B, nt):
+            a = k // B
+            acc += float64(x[a, c, k - a * B])
+        sh[tid] = acc
+        cuda.syncthreads()
+        return tree_sum(sh, tid)
+
+    @cuda.jit(device=True)
+    def channel_sums(x, dy, c, mu, inv, sh, tid, nt):
+        """(sum dY, sum dY * xhat) over channel c (every thread gets them)."""
+        A, C, B = x.shape
+        sdy = channel_total(dy, c, sh, tid, nt)
+        acc = 0.0
+        for k in range(tid, A * B, nt):
+            a = k // B
+            b = k - a * B
+            acc += float64(dy[a, c, b]) * (float64(x[a, c, b]) - mu) * inv
+        sh[tid] = acc
+        cuda.syncthreads()
+        return sdy, tree_sum(sh, tid)
+
+    @cuda.jit(device=True)
+    def store_stats(c, mu, var, inv, momentum, mean_in, var_in, mean_out, var_out, saved_mean,
+                    saved_inv):
+        """Channel c's running statistics (momentum-averaged; in place is safe: the one
+        reader of mean_in / var_in) and its saved mean and 1 / std."""
+        mean_out[c] = momentum * float64(mean_in[c]) + (1.0 - momentum) * mu
+        var_out[c] = momentum * float64(var_in[c]) + (1.0 - momentum) * var
+        saved_mean[c] = mu
+        saved_inv[c] = inv
+
+    @cuda.jit(device=True)
+    def normalize(x, scale, bias, y, c, mu, inv, tid, nt):
+        """Y = (X - mu) * inv * Scale + Bias over channel c."""
+        A, C, B = x.shape
+        kk = float64(scale[c]) * inv
+        bc = float64(bias[c])
+        for k in range(tid, A * B, nt):
+            a = k // B
+            b = k - a * B
+            y[a, c, b] = (float64(x[a, c, b]) - mu) * kk + bc
+
+    @cuda.jit(device=True)
+    def grad_x(x, scale, dy, dx, c, mu, inv, sdy, sdyx, n, tid, nt):
+        """dX = Scale * inv * (dY - (sum dY + xhat * sum dY xhat) / n) over channel c."""
+        A, C, B = x.shape
+        kk = float64(scale[c]) * inv
+        for k in range(tid, A * B, nt):
+            a = k // B
+            b = k - a * B
+            xhat = (float64(x[a, c, b]) - mu) * inv
+            dx[a, c, b] = kk * (float64(dy[a, c, b]) - (sdy + xhat * sdyx) / n)
+
     @cuda.jit(cache=True)
     def bn_fwd(x, scale, bias, mean_in, var_in, y, mean_out, var_out, saved_mean, saved_inv,
                momentum, eps, use_global):
@@ -66,13 +119,7 @@ def kernels():
                 mu = float64(mean_in[c])
                 var = float64(var_in[c])
             else:
-                acc = 0.0
-                for k in range(tid, cnt, nt):
-                    a = k // B
-                    acc += float64(x[a, c, k - a * B])
-                sh[tid] = acc
-                cuda.syncthreads()
-                mu = tree_sum(sh, tid) / cnt
+                mu = channel_total(x, c, sh, tid, nt) / cnt
                 acc = 0.0
                 for k in range(tid, cnt, nt):
                     a = k // B
@@ -82,21 +129,15 @@ def kernels():
                 cuda.syncthreads()
                 var = tree_sum(sh, tid) / cnt        # biased, as Paddle
             inv = 1.0 / math.sqrt(var + eps)
-            if tid == 0:
-                if use_global:
-                    mean_out[c] = mean_in[c]
-                    var_out[c] = var_in[c]
-                else:
-                    mean_out[c] = momentum * float64(mean_in[c]) + (1.0 - momentum) * mu
-                    var_out[c] = momentum * float64(var_in[c]) + (1.0 - momentum) * var
+            if tid == 0 and use_global:
+                mean_out[c] = mean_in[c]
+                var_out[c] = var_in[c]
                 saved_mean[c] = mu
                 saved_inv[c] = inv
-            kk = float64(scale[c]) * inv
-            bc = float64(bias[c])
-            for k in range(tid, cnt, nt):
-                a = k // B
-                b = k - a * B
-                y[a, c, b] = (float64(x[a, c, b]) - mu) * kk + bc
+            elif tid == 0:
+                store_stats(c, mu, var, inv, momentum, mean_in, var_in, mean_out, var_out,
+                            saved_mean, saved_inv)
+            normalize(x, scale, bias, y, c, mu, inv, tid, nt)
 
     @cuda.jit(cache=True)
     def bn_bwd(x, scale, saved_mean, saved_inv, dy, dx, dscale, dbias, use_global,
@@ -104,39 +145,19 @@ def kernels():
         sh = cuda.shared.array(T, float64)
         tid, nt = cuda.threadIdx.x, cuda.blockDim.x
         A, C, B = x.shape
-        cnt = A * B
         for c in range(cuda.blockIdx.x, C, cuda.gridDim.x):
             mu, inv = float64(saved_mean[c]), float64(saved_inv[c])
-            acc = 0.0
-            for k in range(tid, cnt, nt):
-                a = k // B
-                acc += float64(dy[a, c, k - a * B])
-            sh[tid] = acc
-            cuda.syncthreads()
-            sdy = tree_sum(sh, tid)
-            acc = 0.0
-            for k in range(tid, cnt, nt):
-                a = k // B
-                b = k - a * B
-                acc += float64(dy[a, c, b]) * (float64(x[a, c, b]) - mu) * inv
-            sh[tid] = acc
-            cuda.syncthreads()
-            sdyx = tree_sum(sh, tid)
+            sdy, sdyx = channel_sums(x, dy, c, mu, inv, sh, tid, nt)
             if tid == 0:
                 if want_dbias:
                     dbias[c] = sdy
                 if want_dscale:
                     dscale[c] = sdyx
             if want_dx:
-                kk = float64(scale[c]) * inv
-                for k in range(tid, cnt, nt):
-                    a = k // B
-                    b = k - a * B
-                    if use_global:                  # statistics are constants
-                        dx[a, c, b] = kk * float64(dy[a, c, b])
-                    else:
-                        xhat = (float64(x[a, c, b]) - mu) * inv
-                        dx[a, c, b] = kk * (float64(dy[a, c, b]) - (sdy + xhat * sdyx) / cnt)
+                if use_global:          # statistics are constants: dX = Scale * inv * dY
+                    grad_x(x, scale, dy, dx, c, mu, inv, 0.0, 0.0, 1.0, tid, nt)
+                else:
+                    grad_x(x, scale, dy, dx, c, mu, inv, sdy, sdyx, float64(A * B), tid, nt)
 
     # ------------------------------------------------------------ dropout
     @cuda.jit(cache=True)
@@ -196,7 +217,9 @@ def kernels():
                         acc += float64(dout[i, j])
             dw[r, j] = acc
 
-    return gpu_util.Kernels(tree_sum=tree_sum, bn_fwd=bn_fwd, bn_bwd=bn_bwd,
+    return gpu_util.Kernels(tree_sum=tree_sum, channel_total=channel_total,
+                        channel_sums=channel_sums, store_stats=store_stats, normalize=normalize,
+                        grad_x=grad_x, bn_fwd=bn_fwd, bn_bwd=bn_bwd,
                         dropout_train=dropout_train, dropout_test=dropout_test,
                         dropout_bwd=dropout_bwd, lookup_fwd=lookup_fwd, lookup_bwd=lookup_bwd)
 

@@ -178,7 +178,10 @@ def gpu_kernels():
     global cuda
     from numba import cuda
 
-    tree_sum = nn_gpu.kernels().tree_sum       # the one block reduction of the bn kernels
+    shared = nn_gpu.kernels()      # batch_norm's per-channel pieces: one copy of the maths
+    tree_sum, channel_total, channel_sums, store_stats, normalize, grad_x = (
+        shared.tree_sum, shared.channel_total, shared.channel_sums, shared.store_stats,
+        shared.normalize, shared.grad_x)
 
     @cuda.jit(cache=True)
     def stats(x, st):
@@ -187,13 +190,7 @@ def gpu_kernels():
         A, C, B = x.shape
         cnt = A * B
         for c in range(cuda.blockIdx.x, C, cuda.gridDim.x):
-            acc = 0.0
-            for k in range(tid, cnt, nt):
-                a = k // B
-                acc += float64(x[a, c, k - a * B])
-            sh[tid] = acc
-            cuda.syncthreads()
-            s = tree_sum(sh, tid)
+            s = channel_total(x, c, sh, tid, nt)
             acc = 0.0
             for k in range(tid, cnt, nt):
                 a = k // B
@@ -211,23 +208,16 @@ def gpu_kernels():
     def apply(x, scale, bias, mean_in, var_in, y, mean_out, var_out, saved_mean, saved_inv,
               st, momentum, eps):
         tid, nt = cuda.threadIdx.x, cuda.blockDim.x
-        A, C, B = x.shape
+        C = x.shape[1]
         for c in range(cuda.blockIdx.x, C, cuda.gridDim.x):
             n = st[2, c]
             mu = st[0, c] / n
             var = max(st[1, c] / n - mu * mu, 0.0)
             inv = 1.0 / math.sqrt(var + eps)
-            if tid == 0:        # the only reader of mean_in/var_in: in place is safe
-                mean_out[c] = momentum * float64(mean_in[c]) + (1.0 - momentum) * mu
-                var_out[c] = momentum * float64(var_in[c]) + (1.0 - momentum) * var
-                saved_mean[c] = mu
-                saved_inv[c] = inv
-            kk = float64(scale[c]) * inv
-            bc = float64(bias[c])
-            for k in range(tid, A * B, nt):
-                a = k // B
-                b = k - a * B
-                y[a, c, b] = (float64(x[a, c, b]) - mu) * kk + bc
+            if tid == 0:
+                store_stats(c, mu, var, inv, momentum, mean_in, var_in, mean_out, var_out,
+                            saved_mean, saved_inv)
+            normalize(x, scale, bias, y, c, mu, inv, tid, nt)
 
     @cuda.jit(cache=True)
     def grad_local(x, saved_mean, saved_inv, dy, dscale, dbias, red, want_dscale,
@@ -235,24 +225,9 @@ def gpu_kernels():
         sh = cuda.shared.array(T, float64)
         tid, nt = cuda.threadIdx.x, cuda.blockDim.x
         A, C, B = x.shape
-        cnt = A * B
         for c in range(cuda.blockIdx.x, C, cuda.gridDim.x):
-            mu, inv = float64(saved_mean[c]), float64(saved_inv[c])
-            acc = 0.0
-            for k in range(tid, cnt, nt):
-                a = k // B
-                acc += float64(dy[a, c, k - a * B])
-            sh[tid] = acc
-            cuda.syncthreads()
-            sdy = tree_sum(sh, tid)
-            acc = 0.0
-            for k in range(tid, cnt, nt):
-                a = k // B
-                b = k - a * B
-                acc += float64(dy[a, c, b]) * (float64(x[a, c, b]) - mu) * inv
-            sh[tid] = acc
-            cuda.syncthreads()
-            sdyx = tree_sum(sh, tid)
+            sdy, sdyx = channel_sums(x, dy, c, float64(saved_mean[c]), float64(saved_inv[c]),
+                                     sh, tid, nt)
             if tid == 0:
                 if want_dbias:
                     dbias[c] = sdy
@@ -260,21 +235,15 @@ def gpu_kernels():
                     dscale[c] = sdyx
                 red[0, c] = sdy
                 red[1, c] = sdyx
-                red[2, c] = cnt
+                red[2, c] = A * B
 
     @cuda.jit(cache=True)
     def grad_dx(x, scale, saved_mean, saved_inv, dy, dx, red):
         tid, nt = cuda.threadIdx.x, cuda.blockDim.x
-        A, C, B = x.shape
+        C = x.shape[1]
         for c in range(cuda.blockIdx.x, C, cuda.gridDim.x):
-            mu, inv = float64(saved_mean[c]), float64(saved_inv[c])
-            sdy, sdyx, n = red[0, c], red[1, c], red[2, c]
-            kk = float64(scale[c]) * inv
-            for k in range(tid, A * B, nt):
-                a = k // B
-                b = k - a * B
-                xhat = (float64(x[a, c, b]) - mu) * inv
-                dx[a, c, b] = kk * (float64(dy[a, c, b]) - (sdy + xhat * sdyx) / n)
+            grad_x(x, scale, dy, dx, c, float64(saved_mean[c]), float64(saved_inv[c]),
+                   red[0, c], red[1, c], red[2, c], tid, nt)
 
     return gpu_util.Kernels(stats=stats, apply=apply, grad_local=grad_local, grad_dx=grad_dx)
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import functional as F
-from ..initializer import Normal
+from ...param_init import Normal
 from .common import check_width
 from .layers import Layer
 

@@ -323,7 +323,7 @@ class Layer(LayerWalk, LayerState):
 
     def _array_buffer(self, value):
         from ...param_attr import ParamAttr
-        from ..initializer import Assign
+        from ...param_init import Assign
         attr = ParamAttr(name=unique_name.generate(f"{self._full_name}.buffer"),
                          initializer=Assign(value), trainable=False)
         return LayerHelper(self._full_name, self._full_name).create_parameter(

@@ -10,7 +10,7 @@ import numpy as np
 from ...param_attr import ParamAttr
 from ...tensor._helpers import activation as _activation
 from .. import functional as F
-from ..initializer import Constant
+from ...param_init import Constant
 from .common import check_width
 from .layers import Layer, camel_to_snake
 

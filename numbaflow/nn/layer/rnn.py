@@ -18,7 +18,7 @@ from typing import Any
 
 from ... import tensor as M
 from ..functional_rnn import rnn as rnn_op
-from ..initializer import Uniform
+from ...param_init import Uniform
 from .container import LayerList
 from .layers import Layer
 
