@@ -63,13 +63,9 @@ def assign_buffers(ops, shapes, pooled, keep_alive, memory_optimize=True, enable
     pooled variables laid out back to back in one buffer (a gradient bucket: one flat
     array for one MPI call), reserved when the first of them is produced.
 
-    Two steps: the walk in program order decides the storage *objects* (a variable, the
-    variables that run in place in it, a coalesced group) and each one's lifetime (first
-    write to last value read); then the objects are packed into buffers offline, largest
-    first, each into the smallest buffer whose objects' lifetimes do not overlap its own
-    (greedy by size, as TFLite's shared-object planner). The walk-order alternative (an
-    output takes the smallest free buffer that fits) left a small variable holding a big
-    buffer: the width-512 GPT's pool was 462 MB for 348 MB live at once (batch 8)."""
+    The walk in program order decides the storage objects (a variable, those run in place
+    in it, a coalesced group) and their lifetimes; `_pack` then puts them in buffers (a
+    walk-order best fit let small variables hold big buffers: docs/architecture.md)."""
     group_of = {v: g for g in coalesce for v in g}
     last, reads = {}, [value_inputs(op) for op in ops]
     for i, op in enumerate(ops):
