@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 from ..graph.passes.rewrite import rewrite_ops
 from ..graph.program import infer_op
-from ..kernels.registry import COLLECTIVE, FLAT_INPUTS, ConcreteOp, VarInfo, get_op_def
+from ..kernels.registry import (COLLECTIVE, FLAT_INPUTS, ConcreteOp, VarInfo, get_op_def,
+                                value_inputs)
 from .memory import assign_buffers
 
 
@@ -69,7 +70,8 @@ class Lowering:
                 if last_collective is not None:
                     d.add(last_collective)
                 last_collective = i
-            for v in op.input_vars():
+            reads = value_inputs(op)    # a shape-only input's buffer may hold another's
+            for v in reads:
                 k = self.memory_key(v)
                 if k in last_write:
                     d.add(last_write[k])
@@ -78,7 +80,7 @@ class Lowering:
                 d.update(readers_since.get(k, ()))
                 if k in last_write:
                     d.add(last_write[k])
-            for v in op.input_vars():
+            for v in reads:
                 readers_since.setdefault(self.memory_key(v), []).append(i)
             for v in op.output_vars():
                 k = self.memory_key(v)

@@ -7,19 +7,23 @@ program order:
   at this op, has the same shape and dtype, and is neither fed nor fetched. Allowed
   pairs are the OpDef's `inplace` map, and any input/output pair of a single-output
   elementwise op (the loop templates read every input element before writing it);
-* reuse (`memory_optimize`): an output takes the smallest free buffer that is large
-  enough; a buffer is freed after the last op that reads or writes its variable.
-  Fetched variables live to the end of the run.
+* reuse (`memory_optimize`): variables whose lifetimes (first write to last read) do
+  not overlap share a buffer, packed largest first (`assign_buffers`).
+  Fetched variables live to the end of the run. A read counts only where the kernels
+  read the value (`registry.value_inputs`): a gradient op that takes a forward tensor
+  for its shape alone (elementwise_add_grad's X and Y, reshape2_grad's X) does not
+  keep that tensor's buffer alive through the backward.
 
 Without either option every temporary gets its own buffer. The assignment is pure
 bookkeeping: `assign_buffers` returns sizes and a var -> buffer index map; the Plan
 allocates the buffers (host or device) and views each variable into its buffer.
 """
+import bisect
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..kernels.registry import ELEMENTWISE, get_op_def
+from ..kernels.registry import ELEMENTWISE, get_op_def, value_inputs
 
 
 @dataclass
@@ -57,55 +61,85 @@ def assign_buffers(ops, shapes, pooled, keep_alive, memory_optimize=True, enable
     that live in the pool; keep_alive: pooled variables that must survive to the end
     (fetched) or must never be overwritten in place (fetched, fed); coalesce: groups of
     pooled variables laid out back to back in one buffer (a gradient bucket: one flat
-    array for one MPI call), reserved when the first of them is produced."""
+    array for one MPI call), reserved when the first of them is produced.
+
+    The walk in program order decides the storage objects (a variable, those run in place
+    in it, a coalesced group) and their lifetimes; `_pack` then puts them in buffers (a
+    walk-order best fit let small variables hold big buffers: docs/architecture.md)."""
     group_of = {v: g for g in coalesce for v in g}
-    last = {}
+    last, reads = {}, [value_inputs(op) for op in ops]
     for i, op in enumerate(ops):
-        for v in op.input_vars() + op.output_vars():
+        for v in reads[i] + op.output_vars():
             if v in pooled:
                 last[v] = i
     for v in keep_alive:
         if v in last:
             last[v] = len(ops)
     a = Assignment()
-    free = []            # buffer indices available for reuse
-    in_use = set()
+    obj_of, objects = {}, []        # Variable -> object index; [first, last, bytes, members]
     for i, op in enumerate(ops):
         taken = set()
         if enable_inplace:
             for out, inp in _inplace_pairs(op):
-                where = (a.buffer_of.get(inp), a.offset_of.get(inp, 0))
-                if (out in pooled and out not in a.buffer_of and inp in a.buffer_of
+                where = (obj_of.get(inp), a.offset_of.get(inp, 0))
+                if (out in pooled and out not in obj_of and inp in obj_of
                         and last.get(inp) == i and inp not in keep_alive
                         and where not in taken
                         and shapes[out].shape == shapes[inp].shape
                         and shapes[out].dtype == shapes[inp].dtype):
-                    a.buffer_of[out], a.offset_of[out] = where
+                    obj_of[out], a.offset_of[out] = where
+                    objects[where[0]][3].append(out)
                     taken.add(where)
                     a.inplace.append((i, out, inp))
         for out in op.output_vars():
-            if out not in pooled or out in a.buffer_of:
+            if out not in pooled or out in obj_of:
                 continue
-            members = group_of.get(out, [out])
-            need = sum(nbytes(shapes[v]) for v in members)
-            fits = [b for b in free if a.sizes[b] >= need] if memory_optimize else []
-            if fits:
-                b = min(fits, key=lambda k: a.sizes[k])
-                free.remove(b)
-            else:
-                b = len(a.sizes)
-                a.sizes.append(need)
-            offset = 0
+            members, offset = group_of.get(out, [out]), 0
             for v in members:
-                a.buffer_of[v], a.offset_of[v] = b, offset
+                obj_of[v], a.offset_of[v] = len(objects), offset
                 offset += nbytes(shapes[v])
-        in_use.update(a.buffer_of[v] for v in op.output_vars() if v in a.buffer_of)
-        a.peak_live_bytes = max(a.peak_live_bytes, sum(a.sizes[b] for b in in_use))
-        dying = {a.buffer_of[v] for v in op.input_vars() + op.output_vars()
-                 if v in a.buffer_of and last.get(v) == i}
-        still = {a.buffer_of[v] for v in a.buffer_of if last.get(v, -1) > i}
-        for b in dying - still:
-            in_use.discard(b)
-            if b not in free:
-                free.append(b)
+            objects.append([i, i, offset, list(members)])
+    for ob in objects:
+        ob[1] = max([ob[1]] + [last.get(v, ob[0]) for v in ob[3]])
+    a.peak_live_bytes = _peak(objects, len(ops))
+    buffer_of_object = _pack(objects, memory_optimize, a.sizes)
+    a.buffer_of = {v: buffer_of_object[k] for v, k in obj_of.items()}
     return a
+
+
+def _peak(objects, n_ops):
+    """Most bytes of objects live at one op (each live from its first to its last op)."""
+    delta = [0] * (n_ops + 2)
+    for first, end, size, _ in objects:
+        delta[first] += size
+        delta[end + 1] -= size
+    peak = live = 0
+    for d in delta:
+        live += d
+        peak = max(peak, live)
+    return peak
+
+
+def _pack(objects, share, sizes):
+    """Buffer index of each object; appends each buffer's bytes to `sizes`. Largest
+    first, into the smallest buffer (all are at least as large) none of whose objects is
+    live at the same time; `share` False: a buffer each."""
+    spans = []                      # per buffer: sorted (first, last) of its objects
+    where = [None] * len(objects)
+    for k in sorted(range(len(objects)), key=lambda k: (-objects[k][2], objects[k][0])):
+        first, end, size, _ = objects[k]
+        best = None
+        for b in range(len(sizes)) if share else ():
+            j = bisect.bisect_left(spans[b], (first, -1))
+            if (j < len(spans[b]) and spans[b][j][0] <= end) or \
+                    (j > 0 and spans[b][j - 1][1] >= first):
+                continue            # overlaps the next or the previous object there
+            if best is None or sizes[b] < sizes[best]:
+                best = b
+        if best is None:
+            best = len(sizes)
+            sizes.append(size)
+            spans.append([])
+        bisect.insort(spans[best], (first, end))
+        where[k] = best
+    return where

@@ -54,6 +54,9 @@ class OpDef:
     grad: Optional[Callable] = None      # grad(g: backward.GradContext) -> None (appends ops)
     gpu: Optional[Callable] = None       # like `cpu`, binding device arrays (numba.cuda)
     inplace: dict = field(default_factory=dict)   # output slot -> input slot it may overwrite
+    # input slots whose values no kernel reads, only their shapes (a gradient's X that
+    # says what shape to copy into): they do not keep a buffer alive (value_inputs)
+    shape_only: tuple = ()
     traits: frozenset = frozenset()
     doc: str = ""
     # elementwise: where a shorter operand's dims start, from the attrs (default: Paddle's
@@ -102,6 +105,36 @@ def may_fail(op):
     if get_op_def(op.type).has(MAY_FAIL):
         return True
     return get_op_def(op.type).has(INT_DIVIDES) and any(np.dtype(v.dtype).kind in "iu" for v in op.input_vars())
+
+
+def value_inputs(op):
+    """The input variables of graph op `op` whose values its kernels read: all but those
+    of the OpDef's `shape_only` slots and, for an op with a scalar body, the inputs the
+    traced body never loads (`elementwise_add_grad` reads only Out@GRAD; X and Y give
+    the shapes to sum down to). The memory plan frees a buffer after its last value read,
+    so a backward op that needs only a forward tensor's shape does not keep it alive.
+
+    >>> from types import SimpleNamespace as Op
+    >>> x, y, d = "x", "y", "d"
+    >>> value_inputs(Op(type="elementwise_add_grad", attrs={"axis": -1},
+    ...                 inputs={"X": [x], "Y": [y], "Out@GRAD": [d]},
+    ...                 outputs={"X@GRAD": ["dx"], "Y@GRAD": ["dy"]}))
+    ['d']
+    """
+    opdef = get_op_def(op.type)
+    present = [(s.name, v) for s in opdef.inputs for v in op.inputs.get(s.name, [])]
+    read = [k for k, (slot, _) in enumerate(present) if slot not in opdef.shape_only]
+    # fused and optimizer ops wrap their body's kernel in more steps (the beta powers, an
+    # intermediate output): every input counts as read
+    if opdef.body is not None and ELEMENTWISE in opdef.traits and not (
+            opdef.traits & {FUSED, OPTIMIZER}):
+        from .codegen.render import inputs_used
+        from .scalar import trace
+        traced = trace(opdef.body, op.attrs, len(present))
+        wanted = [traced[k] for k, s in enumerate(opdef.outputs) if op.outputs.get(s.name)]
+        loaded = inputs_used(wanted)
+        read = [k for k in read if k in loaded]
+    return list(dict.fromkeys(present[k][1] for k in read))
 
 
 def all_op_types():

@@ -158,7 +158,7 @@ def _reshape_like(type, attrs, shape_fn, doc):
                       gpu=_flat_copy_gpu("X", "Out"), attrs=dict(attrs), grad=rule, doc=doc))
     register_op(OpDef(type + "_grad", (Slot("X"), Slot("Out@GRAD")), (Slot("X@GRAD"),),
                       _reshape_like_grad_infer, _flat_copy("Out@GRAD", "X@GRAD"),
-                      gpu=_flat_copy_gpu("Out@GRAD", "X@GRAD"),
+                      gpu=_flat_copy_gpu("Out@GRAD", "X@GRAD"), shape_only=("X",),
                       attrs=dict(attrs), traits=frozenset((NO_GRAD,)),
                       doc=f"X@GRAD = Out@GRAD copied into X's shape (gradient of {type})"))
 
