@@ -5,6 +5,8 @@
     python tools/first_step.py --model cnn
     python tools/first_step.py --profile cnn   # where a cold first run's compile time goes
                                               # (CPU seconds per kernel, no helper process)
+    python tools/first_step.py --profile resnet20   # the same for one step of a bench model
+                                                   # (resnet20, gpt_medium: issue 27's sizes)
 
 Each case runs in a fresh process with private, initially empty caches (NUMBAFLOW_CACHE_DIR
 for the generated kernels, NUMBA_CACHE_DIR for numba's compiled code of every kernel), so
@@ -100,6 +102,14 @@ event.register("numba:compile", Clock())
 if sys.argv[1] == "gpt":     # 20 steps: the segments (built after 8 runs) compile too
     from numbaflow.examples import train_gpt
     train_gpt.main(["--steps", "20", "--log-every", "10", "--sample", "0"])
+elif sys.argv[1] in ("resnet20", "gpt_medium"):     # one step of the bench model
+    import numbaflow as nf
+    from numbaflow.bench import models
+    nf.enable_static()
+    built = models.PROGRAMS[sys.argv[1]](nf)
+    exe, scope = nf.static.Executor(nf.CPUPlace()), nf.static.Scope()
+    exe.run(built.startup, scope=scope)
+    exe.run(built.main, feed=models.batch(sys.argv[1]), fetch_list=[built.loss], scope=scope)
 else:
     from numbaflow.examples import train_digits
     train_digits.main(["--model", sys.argv[1], "--epochs", "1"])
@@ -118,12 +128,13 @@ def profile(model):
 
 
 MODELS = ["cnn", "mlp", "gpt"]
+PROFILED = MODELS + ["resnet20", "gpt_medium"]
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", choices=MODELS, action="append")
-    p.add_argument("--profile", choices=MODELS, help="profile one cold run instead")
+    p.add_argument("--profile", choices=PROFILED, help="profile one cold run instead")
     args = p.parse_args(argv)
     if args.profile:
         print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")

@@ -90,6 +90,7 @@ class Plan:
         self._compiling = None             # segments.BackgroundCompile in flight
         self._run_seconds = []             # op-by-op run times until hot
         self._pays = None                  # do segments pay here? (decided when hot)
+        self._loops = False                # has a run asked for K > 1 iterations?
         self.scheduler = None
         self._binders = None
         self.buffers = None
@@ -296,7 +297,7 @@ class Plan:
         if self._compiling is not None:
             self._compiling.cancel()
         self._compiling = compile_in_background(
-            self.thunks, f"a plan of {len(self.ops)} ops")
+            self.thunks, f"a plan of {len(self.ops)} ops", self._loops)
         self.units = self._compiling.units
 
     def _segments_pay(self):
@@ -367,6 +368,7 @@ class Plan:
         self.runs += 1
         if self._compiling is not None and not self._compiling.poll():
             self._compiling = None
+        self._loops |= iterations > 1
         if self.units is None and self._segments_ok and (
                 iterations > 1 or self.runs >= HOT_RUNS and self._segments_pay()):
             self._start_compile()

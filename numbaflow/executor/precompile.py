@@ -17,6 +17,7 @@ HELPER_STALL_S, then compiles the helper's share itself. The helper exits when i
 dies; work directories (`numbaflow-compile-<pid>-*`) of runs that were killed are removed
 by the next start.
 """
+import functools
 import logging
 import os
 import pickle
@@ -30,6 +31,7 @@ import time
 
 from .. import config
 from ..kernels.codegen import cache
+from ..kernels.workshare import run_workers
 from .segments import compilable, flatten
 
 log = logging.getLogger("numbaflow.compile")
@@ -43,12 +45,22 @@ _GENERATED = "numbaflow_generated."
 _lock = threading.Lock()      # one helper at a time (replica threads first-run together)
 
 
+def kernel_calls(thunk):
+    """The bound kernel calls of `thunk` (its flattened steps), a kernel run on several
+    threads (workshare.bind_workers) given by its first worker's call: the workers are the
+    largest kernels of a step (conv2d's), and the helper compiles them like any other."""
+    for call in flatten(thunk):
+        if isinstance(call, functools.partial) and call.func is run_workers:
+            call = call.args[1][0]
+        yield call
+
+
 def cold_kernels(thunks):
     """[(dispatcher, signature)] of the bound CPU kernels in `thunks` that are neither
     compiled in this process nor in numba's disk cache, in program order."""
     seen, cold = set(), []
     for thunk in thunks:
-        for call in flatten(thunk):
+        for call in kernel_calls(thunk):
             if not compilable(call):
                 continue
             disp = call.func

@@ -281,9 +281,10 @@ class BackgroundCompile:
     that runs the plan) activates the units that are ready and says whether any are
     still to come; `cancel()` stops it between pieces (the plan was rebound)."""
 
-    def __init__(self, units, what):
+    def __init__(self, units, what, with_loop=False):
         self.units = units
         self.what = what
+        self.with_loop = with_loop
         self.cancelled = False
         self.done = threading.Event()
         self.error = None
@@ -292,7 +293,9 @@ class BackgroundCompile:
     def work(self):
         t0 = time.perf_counter()
         try:
-            with_loop = len(self.units) == 1
+            # the K-iteration loop only for a plan run with K > 1 (a cold loop costs as much
+            # as its segment again: 2.4-2.9 s of CPU each for the seed model's, loaded)
+            with_loop = self.with_loop and len(self.units) == 1
             for unit in self.units:
                 if self.cancelled:
                     return
@@ -408,7 +411,8 @@ def wait_for_compiles():
     _compile_thread.wait_idle()
 
 
-def compile_in_background(thunks, what):
+def compile_in_background(thunks, what, with_loop=False):
     """Units for `thunks`, usable at once (op by op), whose segments are compiled on the
-    compile thread: the plan calls `poll()` before each run to take them up."""
-    return _compile_thread.submit(BackgroundCompile(plan_units(thunks), what))
+    compile thread (a lone unit's `segment_loop` too when `with_loop`): the plan calls
+    `poll()` before each run to take them up."""
+    return _compile_thread.submit(BackgroundCompile(plan_units(thunks), what, with_loop))

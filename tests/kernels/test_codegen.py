@@ -77,15 +77,33 @@ def test_broadcast_layouts_match_numpy(xs, ys):
                                rtol=1e-12)
 
 
-def test_large_arrays_use_the_parallel_kernel_and_agree():
-    x = np.random.rand(1100, 1000).astype(np.float32)           # > PARALLEL_MIN_SIZE
-    b = np.random.rand(1000).astype(np.float32)
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_large_arrays_split_over_the_threads_and_agree(threads):
+    """Above PARALLEL_MIN_SIZE the one compiled kernel runs as T workers claiming row
+    blocks (workshare.py); below it, or at one thread, it is one serial call."""
+    import numba
+    from numbaflow.kernels import workshare
     from numbaflow.kernels.registry import build_cpu_kernel
-    thunk, outs = build_cpu_kernel("elementwise_add", {"X": x, "Y": b})
+    if threads > numba.config.NUMBA_NUM_THREADS:
+        pytest.skip(f"numba has {numba.config.NUMBA_NUM_THREADS} threads")
+    rng = np.random.default_rng(0)
+    x = rng.random((1100, 1000), dtype=np.float32)          # > PARALLEL_MIN_SIZE
+    b = rng.random(1000, dtype=np.float32)
+    old = numba.get_num_threads()
+    numba.set_num_threads(threads)
+    try:
+        thunk, outs = build_cpu_kernel("elementwise_add", {"X": x, "Y": b})
+        small, small_outs = build_cpu_kernel("elementwise_add", {"X": x[:3], "Y": b})
+    finally:
+        numba.set_num_threads(old)
     thunk()
+    small()
     np.testing.assert_array_equal(outs["Out"][0], x + b)
-    kernel = thunk.func if hasattr(thunk, "func") else None
-    assert kernel is not None and kernel.targetoptions.get("parallel") is True
+    np.testing.assert_array_equal(small_outs["Out"][0], x[:3] + b)
+    assert (thunk.func is workshare.run_workers) == (threads > 1)
+    assert len(thunk.args[1]) == threads if threads > 1 else thunk.args[-1] is cpu.SERIAL
+    assert small.args[-1] is cpu.SERIAL
+    assert small.func is (thunk.args[1][0].func if threads > 1 else thunk.func)  # one kernel
 
 
 @pytest.mark.parametrize("full,target", [((1, 1), (1, 1)), ((4, 6), (4, 6)), ((4, 6), (1, 6)),
@@ -125,7 +143,7 @@ def test_in_place_output_stores_through_the_input_slice_and_agrees(shape):
     from scipy.special import erf
     ref = d * (0.5 * (1 + erf(x64 / np.sqrt(2))) + x64 * np.exp(-x64 * x64 / 2) / np.sqrt(2 * np.pi))
     np.testing.assert_allclose(want, ref, rtol=2e-6, atol=1e-6)   # erf32: 4e-7 absolute
-    src = cpu.kernel_source(outs, 2, 1, (1, 1), "float32", False, aliases=(1,))
+    src = cpu.kernel_source(outs, 2, 1, (1, 1), "float32", aliases=(1,))
     assert "y0 = x1" in src and "out0[" not in src
 
 

@@ -11,16 +11,19 @@ full-size into a scratch buffer owned by the bound kernel and summed down by `su
 """
 import functools
 
+import numba
 import numpy as np
 from numba import njit
 
 from . import cache
 from ..registry import run_calls
+from ..workshare import bind_workers
 from .render import (ZERO_DIVISION_MESSAGE, ZERO_MODULO_MESSAGE, division_helpers,
                      inputs_used, render, uses_idiv)
 
-PARALLEL_MIN_SIZE = 1 << 20   # below this, waking the (passive) OpenMP workers, ~30 us, costs more than it saves
-BLOCK = 1 << 14               # elements per parallel task along the inner dimension
+PARALLEL_MIN_SIZE = 1 << 20   # below this, waking the pool's workers, ~30 us, costs more than it saves
+BLOCK = 1 << 14               # elements per task along the inner dimension
+SERIAL = np.empty(0, np.int64)  # the claim counter of a kernel run on one thread: none
 
 
 def broadcast_strides(in_shapes, full_shape):
@@ -53,9 +56,12 @@ def broadcast_strides(in_shapes, full_shape):
     return shape, strides, inner_kinds
 
 
-def kernel_source(outputs, n_in, ndim, inner_kinds, float_dtype, parallel, in_dtypes=None,
+def kernel_source(outputs, n_in, ndim, inner_kinds, float_dtype, in_dtypes=None,
                   checks=(), divides=None, aliases=()):
-    """Source of one elementwise kernel module (a single function named `kernel`).
+    """Source of one elementwise kernel module (a single function named `kernel`): a
+    worker (workshare.py) claiming `tasks` row blocks at a time from `counter`, or, given
+    an empty counter, doing every block itself; so one compiled kernel serves one thread
+    and several (a `parallel=True` prange variant per body cost a parfor compile each).
 
     The inner loop runs over per-row slices indexed from 0: numba then knows every
     index is non-negative (no wraparound select), so LLVM emits contiguous vector loads.
@@ -82,27 +88,31 @@ def kernel_source(outputs, n_in, ndim, inner_kinds, float_dtype, parallel, in_dt
     used = inputs_used(list(outputs) + checked)   # a check may read an input no output reads
     out_args = [f"out{k}" for k in range(len(outputs))]
     in_args = [f"in{i}" for i in range(n_in)]
-    loop = "prange" if parallel else "range"
     src = [
         "import math",
         "import numpy as np",
-        "from numba import njit, prange",
+        "from numba import njit",
         "from numbaflow.kernels.fastmath import erf as _erf, exp as _exp",
+        "from numbaflow.kernels.workshare import claim",
         f"_F = np.{np.dtype(float_dtype).name}",
-        # a zero integer divisor flags err[0] (1: `/`, 2: mod), raised after the loop: a
-        # raise inside a prange loop would make it serial
+        # a zero integer divisor flags err[0] (1: `/`, 2: mod), raised after the loop
         division_helpers(body, "@njit(inline='always', nogil=True)", "err[0] = 1", "err[0] = 2"),
-        f"@njit(parallel={parallel}, nogil=True, cache=True, error_model='numpy')",
-        f"def kernel(shape, strides, nblk, block, {', '.join(out_args + in_args)}):",
+        "@njit(nogil=True, cache=True, error_model='numpy')",
+        f"def kernel(shape, strides, nblk, block, tasks, {', '.join(out_args + in_args)}, "
+        "counter):",
         f"    inner = shape[{ndim - 1}]",
         "    nrows = 1",
         f"    for d in range({ndim - 1}):",
         "        nrows *= shape[d]",
+        "    total = nrows * nblk",
+        "    serial = counter.shape[0] == 0",
     ]
     if idiv or checks:      # flags written by the loop, raised after it (see _idiv)
         src.append(f"    err = np.zeros({n_err}, np.int64)")
     src += [
-        f"    for t in {loop}(nrows * nblk):",
+        "    c = 0 if serial else claim(counter)",
+        "    while c * tasks < total:",
+        "     for t in range(c * tasks, min(c * tasks + tasks, total)):",
         "        r = t // nblk",
         "        j0 = (t - r * nblk) * block",
         "        n = min(block, inner - j0)",
@@ -126,6 +136,7 @@ def kernel_source(outputs, n_in, ndim, inner_kinds, float_dtype, parallel, in_dt
     for k, e in enumerate(check_exprs):
         src.append(f"            if not math.isfinite({e}):")
         src.append(f"                err[{1 + k}] = 1")
+    src.append("     c = total if serial else claim(counter)")
     for code, text in ((1, ZERO_DIVISION_MESSAGE), (2, ZERO_MODULO_MESSAGE)) if idiv else ():
         message = f"{divides}: {text}" if divides else text
         src += [f"    if err[0] == {code}:", f"        raise ZeroDivisionError({message!r})"]
@@ -137,15 +148,15 @@ def kernel_source(outputs, n_in, ndim, inner_kinds, float_dtype, parallel, in_dt
 _compiled_kernels = {}
 
 
-def _compiled(outputs, n_in, ndim, inner_kinds, float_dtype, parallel, in_dtypes, checks,
-              divides, aliases=()):
-    key = (SymKey.of(outputs), n_in, ndim, inner_kinds, float_dtype, parallel, in_dtypes,
+def _compiled(outputs, n_in, ndim, inner_kinds, float_dtype, in_dtypes, checks, divides,
+              aliases=()):
+    key = (SymKey.of(outputs), n_in, ndim, inner_kinds, float_dtype, in_dtypes,
            SymKey.of([sym for sym, _ in checks]), tuple(m for _, m in checks), divides,
            aliases)
     fn = _compiled_kernels.get(key)
     if fn is None:
-        src = kernel_source(outputs, n_in, ndim, inner_kinds, float_dtype, parallel,
-                            in_dtypes, checks, divides, aliases)
+        src = kernel_source(outputs, n_in, ndim, inner_kinds, float_dtype, in_dtypes, checks,
+                            divides, aliases)
         fn = _compiled_kernels[key] = cache.load_source(src, label="elementwise").kernel
     return fn
 
@@ -195,11 +206,11 @@ class ElementwiseKernel:
         inner = shape[-1]
         self.block = min(BLOCK, inner) if inner > 0 else 1
         self.nblk = -(-inner // self.block) if inner > 0 else 0
+        self.tasks = int(np.prod(shape[:-1])) * self.nblk     # row blocks
         self.kernel = None
         dts = None if in_dtypes is None else tuple(np.dtype(d).name for d in in_dtypes)
         self._spec = (tuple(computed), len(in_shapes), len(shape), inner_kinds,
-                      np.dtype(float_dtype).name, self.size >= PARALLEL_MIN_SIZE, dts,
-                      tuple(checks), divides)
+                      np.dtype(float_dtype).name, dts, tuple(checks), divides)
         if computed or checks:
             self.kernel = _compiled(*self._spec)
 
@@ -238,8 +249,16 @@ class ElementwiseKernel:
         calls = []
         if self.kernel is not None:
             kernel = self._in_place_kernel(flat_in, kernel_outs)
-            calls.append(functools.partial(kernel, self.shape, self.strides, self.nblk,
-                                           self.block, *kernel_outs, *flat_in))
+            geo = (self.shape, self.strides, self.nblk, self.block)
+            T = 1 if self.size < PARALLEL_MIN_SIZE else \
+                max(1, min(numba.get_num_threads(), self.tasks))
+            if T == 1:
+                calls.append(functools.partial(kernel, *geo, max(1, self.tasks), *kernel_outs,
+                                               *flat_in, SERIAL))
+            else:       # each worker claims about 1/4 of its share at a time
+                tasks = max(1, -(-self.tasks // (4 * T)))
+                calls.append(bind_workers(kernel, (*geo, tasks, *kernel_outs, *flat_in),
+                                          [()] * T))
         for src, src_shape, target, dest in post:
             shape, (sst, dst), _ = broadcast_strides([src_shape, target], self.full_shape)
             summed = target != self.full_shape
