@@ -40,6 +40,7 @@ def test_inference_rows_run_onnxruntime_from_the_torch_interpreter():
                    ("paddle static 2t", "paddle", "/p/python")]
     names = [c.name for c in model_rows.model_cases()]
     assert {"models/resnet20_infer_b1", "models/resnet20_infer_b32"} <= set(names)
+    assert set(model_rows.ONNX_TARGET) == {"models/" + m for m in models.INFER}
     assert set(model_rows.PEER_MODELS) >= {"resnet20", "gpt_medium"}
 
 
