@@ -1,4 +1,5 @@
-"""The models of models.py written for PyTorch (eager, or torch.compile) and JAX (jit).
+"""The models of models.py written for PyTorch (eager, or torch.compile) and JAX (jit), and
+onnxruntime running numbaflow's ONNX export of an inference model (OnnxStep).
 
 Imported only by worker.py inside the peer's own venv. Each `*Step(model, index, d)` reads
 numbaflow's initial weights and batch from the array files `index` / `d` (worker.py's
@@ -7,7 +8,7 @@ call, returning the loss as a float (which waits for an asynchronous framework).
 
 The math follows Paddle's ops exactly: fc weights are [in, out]; batch_norm in training
 normalises with the biased batch variance (eps 1e-5); layer_norm eps 1e-5; F.gelu is the
-erf form; Momentum is v = mu v + g, p -= lr v; AdamW decays p by lr * coeff before the Adam
+erf form; Momentum is v = mu v + g, p -= lr v (L2Decay adds coeff * p to g first); AdamW decays p by lr * coeff before the Adam
 update; LinearWarmup gives step k (from 0) the rate lr * k / warmup.
 """
 import os
