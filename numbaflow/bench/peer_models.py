@@ -8,8 +8,9 @@ call, returning the loss as a float (which waits for an asynchronous framework).
 
 The math follows Paddle's ops exactly: fc weights are [in, out]; batch_norm in training
 normalises with the biased batch variance (eps 1e-5); layer_norm eps 1e-5; F.gelu is the
-erf form; Momentum is v = mu v + g, p -= lr v (L2Decay adds coeff * p to g first); AdamW decays p by lr * coeff before the Adam
-update; LinearWarmup gives step k (from 0) the rate lr * k / warmup.
+erf form; Momentum is v = mu v + g, p -= lr v (L2Decay adds coeff * p to g first); AdamW
+decays p by lr * coeff before the Adam update; LinearWarmup gives step k (from 0) the rate
+lr * k / warmup.
 """
 import os
 
