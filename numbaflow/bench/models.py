@@ -27,6 +27,8 @@ MLP = {"batch": 128, "sizes": (784, 512, 512, 10), "lr": 0.1}
 RESNET20 = {"batch": 64, "image": 32, "classes": 10, "widths": (16, 32, 64), "blocks": 3,
             "lr": 0.1, "momentum": 0.9, "weight_decay": 1e-4}
 GPT_MEDIUM = dict(GPT, batch=8, ctx=256, d_model=512, heads=8, layers=4)
+# inference rows (issue 27): the model whose `test` program runs, at this batch size
+INFER = {"resnet20_infer_b1": ("resnet20", 1), "resnet20_infer_b32": ("resnet20", 32)}
 
 WHAT = {
     "cnn": "LeNet CNN 28x28 b64: conv5x5(6)-bn-relu-pool x2 (16), fc 120-84-10, Momentum",
@@ -37,6 +39,8 @@ WHAT = {
     "gpt_medium": "GPT 4 layers d512 8 heads ctx256 b8, layer_norm, GELU, AdamW+warmup",
     "conv": "the CNN's convolutions, forward + backward: conv5x5(6, pad 2) -> max_pool2 -> "
             "conv5x5(16) on 28x28 b64, loss = mean(out^2), Momentum",
+    **{name: f"ResNet-20 for_test inference, batch {n}: the logits (onnxruntime runs "
+             f"numbaflow's own ONNX export)" for name, (_, n) in INFER.items()},
 }
 
 MASK_VALUE = -1e4   # added to the scores above the diagonal (masked before softmax)
@@ -44,11 +48,15 @@ MASK_VALUE = -1e4   # added to the scores above the diagonal (masked before soft
 
 @dataclass
 class Built:
-    """One training program: run `main` with a feed, fetch `loss`, then `scheduler.step()`."""
+    """One training program: run `main` with a feed, fetch `loss`, then `scheduler.step()`;
+    where the model has an inference form, `test` (main's for_test clone taken before the
+    backward) computes `output`."""
     main: object
     startup: object
     loss: object
     scheduler: object = None
+    test: object = None
+    output: object = None
 
 
 def _guard(pd):
@@ -170,11 +178,12 @@ def resnet20_program(pd):
         h = pd.flatten(F.adaptive_avg_pool2d(h, 1), 1)
         logits = pd.static.nn.fc(h, r["classes"], weight_attr=_attr(pd, "fc.w"),
                                  bias_attr=_attr(pd, "fc.b"))
+        test = main.clone(for_test=True)      # the logits alone, batch_norm at its statistics
         loss = F.cross_entropy(logits, label)
         pd.optimizer.Momentum(learning_rate=r["lr"], momentum=r["momentum"],
                               weight_decay=pd.regularizer.L2Decay(r["weight_decay"])
                               ).minimize(loss)
-    return Built(main, startup, loss)
+    return Built(main, startup, loss, test=test, output=logits)
 
 
 def gpt_program(pd, g=GPT):
@@ -231,7 +240,8 @@ def mlp_program(pd, sizes=MLP["sizes"], lr=MLP["lr"]):
 
 PROGRAMS = {"cnn": cnn_program, "gpt": gpt_program, "mlp": mlp_program, "conv": conv_program,
             "resnet20": resnet20_program,
-            "gpt_medium": lambda pd: gpt_program(pd, GPT_MEDIUM)}
+            "gpt_medium": lambda pd: gpt_program(pd, GPT_MEDIUM),
+            **{name: resnet20_program for name in INFER}}
 
 
 def causal_mask(t):
@@ -242,6 +252,11 @@ def causal_mask(t):
 def batch(name, seed=0, batch_size=None):
     """The feed of one training step of model `name` (fixed by `seed`)."""
     rng = np.random.default_rng(seed)
+    if name in INFER:       # the model's inputs at the row's batch size, no label
+        model, n = INFER[name]
+        feed = batch(model, seed, batch_size or n)
+        del feed["label"]
+        return feed
     if name in ("cnn", "conv"):
         n, s = batch_size or CNN["batch"], CNN["image"]
         feed = {"image": rng.standard_normal((n, 1, s, s)).astype(np.float32),

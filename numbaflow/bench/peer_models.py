@@ -1,4 +1,5 @@
-"""The models of models.py written for PyTorch (eager, or torch.compile) and JAX (jit).
+"""The models of models.py written for PyTorch (eager, or torch.compile) and JAX (jit), and
+onnxruntime running numbaflow's ONNX export of an inference model (OnnxStep).
 
 Imported only by worker.py inside the peer's own venv. Each `*Step(model, index, d)` reads
 numbaflow's initial weights and batch from the array files `index` / `d` (worker.py's
@@ -7,8 +8,9 @@ call, returning the loss as a float (which waits for an asynchronous framework).
 
 The math follows Paddle's ops exactly: fc weights are [in, out]; batch_norm in training
 normalises with the biased batch variance (eps 1e-5); layer_norm eps 1e-5; F.gelu is the
-erf form; Momentum is v = mu v + g, p -= lr v; AdamW decays p by lr * coeff before the Adam
-update; LinearWarmup gives step k (from 0) the rate lr * k / warmup.
+erf form; Momentum is v = mu v + g, p -= lr v (L2Decay adds coeff * p to g first); AdamW
+decays p by lr * coeff before the Adam update; LinearWarmup gives step k (from 0) the rate
+lr * k / warmup.
 """
 import os
 
@@ -17,13 +19,22 @@ try:
 except ImportError:     # imported by worker.py run as a script, beside models.py
     import models
 
-SPECS = {"cnn": models.CNN, "gpt": models.GPT, "mlp": models.MLP, "conv": models.CNN}
+SPECS = {"cnn": models.CNN, "gpt": models.GPT, "mlp": models.MLP, "conv": models.CNN,
+         "resnet20": models.RESNET20, "gpt_medium": models.GPT_MEDIUM}
+# the forward each model runs (`_<name>` of TorchStep / JaxStep): a size, not a new model
+FORWARD = {"gpt_medium": "gpt"}
 
 
-def gpt_lr(k):
+def gpt_lr(k, g=models.GPT):
     """LinearWarmup(0 -> lr over `warmup` steps) at step k."""
-    g = models.GPT
     return g["lr"] * min(k, g["warmup"]) / g["warmup"]
+
+
+def resnet20_blocks():
+    """(name, stride) of ResNet-20's basic blocks in order, as models.resnet20_program."""
+    r = models.RESNET20
+    return [(f"s{si}b{b}", 2 if si and not b else 1)
+            for si in range(len(r["widths"])) for b in range(r["blocks"])]
 
 
 def mlp_names():
@@ -48,26 +59,29 @@ class TorchStep:
                   for k, v in arrays.items() if k.startswith("param:")}
         self.feed = {k[5:]: v for k, v in arrays.items() if k.startswith("feed:")}
         train = [v for v in self.p.values() if v.requires_grad]
-        s = SPECS[model]
-        if model in ("cnn", "conv"):
-            self.opt = torch.optim.SGD(train, lr=s["lr"], momentum=s["momentum"])
-        elif model == "gpt":
+        self.spec = s = SPECS[model]
+        if "warmup" in s:       # the GPTs: AdamW under LinearWarmup
             self.opt = torch.optim.AdamW(train, lr=0.0, betas=(0.9, 0.999), eps=1e-8,
                                          weight_decay=s["weight_decay"])
-        else:
-            self.opt = torch.optim.SGD(train, lr=s["lr"])
-        fwd = getattr(self, "_" + model)
+        else:                   # Momentum (+ L2Decay: the gradient gets coeff * p) or SGD
+            self.opt = torch.optim.SGD(train, lr=s["lr"], momentum=s.get("momentum", 0.0),
+                                       weight_decay=s.get("weight_decay", 0.0))
+        fwd = getattr(self, "_" + FORWARD.get(model, model))
         self.fwd = torch.compile(fwd) if compile else fwd
+
+    def _bn(self, p, h, name):
+        """Training batch_norm of parameters `name`.w/.b/.mean/.var (eps 1e-5)."""
+        # fresh copies of the running statistics: the loss needs only the batch's
+        return self.torch.nn.functional.batch_norm(
+            h, p[name + ".mean"].clone(), p[name + ".var"].clone(), p[name + ".w"],
+            p[name + ".b"], training=True, eps=1e-5)
 
     def _cnn(self, p, image, label):
         F = self.torch.nn.functional
         h = image
         for i, pad in ((0, 2), (1, 0)):
             h = F.conv2d(h, p[f"conv{i}.w"], p[f"conv{i}.b"], padding=pad)
-            # fresh copies of the running statistics: the loss needs only the batch's
-            h = F.batch_norm(h, p[f"bn{i}.mean"].clone(), p[f"bn{i}.var"].clone(),
-                             p[f"bn{i}.w"], p[f"bn{i}.b"], training=True, eps=1e-5)
-            h = F.max_pool2d(F.relu(h), 2, 2)
+            h = F.max_pool2d(F.relu(self._bn(p, h, f"bn{i}")), 2, 2)
         h = h.flatten(1)
         for i in range(3):
             h = h @ p[f"fc{i}.w"] + p[f"fc{i}.b"]
@@ -81,8 +95,25 @@ class TorchStep:
         h = F.conv2d(F.max_pool2d(h, 2, 2), p["conv1.w"], p["conv1.b"])
         return (h * h).mean()
 
+    def _resnet20(self, p, image, label):
+        F = self.torch.nn.functional
+
+        def conv_bn(h, name, stride, relu=True):
+            w = p[name + ".w"]
+            h = self._bn(p, F.conv2d(h, w, stride=stride, padding=w.shape[-1] // 2),
+                         name + ".bn")
+            return F.relu(h) if relu else h
+
+        h = conv_bn(image, "stem", 1)
+        for name, stride in resnet20_blocks():
+            y = conv_bn(conv_bn(h, name + ".c1", stride), name + ".c2", 1, relu=False)
+            if name + ".proj.w" in p:
+                h = conv_bn(h, name + ".proj", stride, relu=False)
+            h = F.relu(y + h)
+        return F.cross_entropy(h.mean((2, 3)) @ p["fc.w"] + p["fc.b"], label.view(-1))
+
     def _gpt(self, p, tokens, target):
-        torch, F, g = self.torch, self.torch.nn.functional, models.GPT
+        torch, F, g = self.torch, self.torch.nn.functional, self.spec
         d, nh, t = g["d_model"], g["heads"], g["ctx"]
         mask = torch.triu(torch.full((t, t), models.MASK_VALUE), 1)
         h = p["tok_emb"][tokens] + p["pos_emb"][:t]
@@ -109,9 +140,9 @@ class TorchStep:
         return F.cross_entropy(h, y.view(-1))
 
     def step(self):
-        if self.model == "gpt":
+        if "warmup" in self.spec:
             for group in self.opt.param_groups:
-                group["lr"] = gpt_lr(self.k)
+                group["lr"] = gpt_lr(self.k, self.spec)
         self.k += 1
         loss = self.fwd(self.p, **self.feed)
         self.opt.zero_grad(set_to_none=True)
@@ -132,16 +163,18 @@ class JaxStep:
         import jax.numpy as jnp
         import numpy as np
         self.jax, self.jnp, self.model, self.k = jax, jnp, model, 0
+        self.spec = SPECS[model]
         arrays = {name: np.fromfile(os.path.join(d, e["file"]), dtype=e["dtype"])
                   .reshape(e["shape"]) for name, e in index.items()}
         self.p = {k[6:]: jnp.asarray(v) for k, v in arrays.items()
                   if k.startswith("param:") and not k.endswith((".mean", ".var"))}
         self.feed = {k[5:]: jnp.asarray(v) for k, v in arrays.items() if k.startswith("feed:")}
         self.state = jax.tree_util.tree_map(jnp.zeros_like, self.p)
-        if model == "gpt":
+        adamw = "warmup" in self.spec
+        if adamw:
             self.state = (self.state, jax.tree_util.tree_map(jnp.zeros_like, self.p))
-        loss_fn = getattr(self, "_" + model)
-        update = getattr(self, "_update_" + ("adamw" if model == "gpt" else "momentum"))
+        loss_fn = getattr(self, "_" + FORWARD.get(model, model))
+        update = self._update_adamw if adamw else self._update_momentum
 
         def train(p, state, k, feed):
             loss, grads = jax.value_and_grad(loss_fn)(p, **feed)
@@ -157,19 +190,26 @@ class JaxStep:
         logp = jax.nn.log_softmax(logits)
         return -jnp.take_along_axis(logp, label.reshape(-1, 1), axis=1).mean()
 
+    def _conv2d(self, h, w, stride=1, pad=None):
+        """NCHW x OIHW cross-correlation, symmetric padding (default k // 2)."""
+        pad = w.shape[-1] // 2 if pad is None else pad
+        return self.jax.lax.conv_general_dilated(h, w, (stride, stride), [(pad, pad)] * 2,
+                                                 dimension_numbers=("NCHW", "OIHW", "NCHW"))
+
+    def _bn(self, p, h, name):
+        """Training batch_norm: the batch's mean and biased variance (eps 1e-5)."""
+        mean = h.mean(axis=(0, 2, 3), keepdims=True)
+        var = ((h - mean) ** 2).mean(axis=(0, 2, 3), keepdims=True)
+        return (h - mean) / self.jnp.sqrt(var + 1e-5) * p[name + ".w"][None, :, None, None] \
+            + p[name + ".b"][None, :, None, None]
+
     def _cnn(self, p, image, label):
         jax, jnp = self.jax, self.jnp
         h = image
         for i, pad in ((0, 2), (1, 0)):
-            h = jax.lax.conv_general_dilated(h, p[f"conv{i}.w"], (1, 1), [(pad, pad)] * 2,
-                                             dimension_numbers=("NCHW", "OIHW", "NCHW"))
-            h = h + p[f"conv{i}.b"][None, :, None, None]
-            mean = h.mean(axis=(0, 2, 3), keepdims=True)
-            var = ((h - mean) ** 2).mean(axis=(0, 2, 3), keepdims=True)
-            h = (h - mean) / jnp.sqrt(var + 1e-5) * p[f"bn{i}.w"][None, :, None, None] \
-                + p[f"bn{i}.b"][None, :, None, None]
-            h = jax.lax.reduce_window(jax.nn.relu(h), -jnp.inf, jax.lax.max, (1, 1, 2, 2),
-                                      (1, 1, 2, 2), "VALID")
+            h = self._conv2d(h, p[f"conv{i}.w"], pad=pad) + p[f"conv{i}.b"][None, :, None, None]
+            h = jax.lax.reduce_window(jax.nn.relu(self._bn(p, h, f"bn{i}")), -jnp.inf,
+                                      jax.lax.max, (1, 1, 2, 2), (1, 1, 2, 2), "VALID")
         h = h.reshape(h.shape[0], -1)
         for i in range(3):
             h = h @ p[f"fc{i}.w"] + p[f"fc{i}.b"]
@@ -184,13 +224,26 @@ class JaxStep:
             if i:
                 h = jax.lax.reduce_window(h, -jnp.inf, jax.lax.max, (1, 1, 2, 2),
                                           (1, 1, 2, 2), "VALID")
-            h = jax.lax.conv_general_dilated(h, p[f"conv{i}.w"], (1, 1), [(pad, pad)] * 2,
-                                             dimension_numbers=("NCHW", "OIHW", "NCHW"))
-            h = h + p[f"conv{i}.b"][None, :, None, None]
+            h = self._conv2d(h, p[f"conv{i}.w"], pad=pad) + p[f"conv{i}.b"][None, :, None, None]
         return (h * h).mean()
 
+    def _resnet20(self, p, image, label):
+        relu = self.jax.nn.relu
+
+        def conv_bn(h, name, stride, relu_after=True):
+            h = self._bn(p, self._conv2d(h, p[name + ".w"], stride), name + ".bn")
+            return relu(h) if relu_after else h
+
+        h = conv_bn(image, "stem", 1)
+        for name, stride in resnet20_blocks():
+            y = conv_bn(conv_bn(h, name + ".c1", stride), name + ".c2", 1, False)
+            if name + ".proj.w" in p:
+                h = conv_bn(h, name + ".proj", stride, False)
+            h = relu(y + h)
+        return self._xent(h.mean((2, 3)) @ p["fc.w"] + p["fc.b"], label)
+
     def _gpt(self, p, tokens, target):
-        jax, jnp, g = self.jax, self.jnp, models.GPT
+        jax, jnp, g = self.jax, self.jnp, self.spec
         d, nh, t = g["d_model"], g["heads"], g["ctx"]
         mask = jnp.triu(jnp.full((t, t), models.MASK_VALUE, jnp.float32), 1)
 
@@ -221,14 +274,15 @@ class JaxStep:
         return self._xent(h, y)
 
     def _update_momentum(self, p, grads, vel, k):
-        s = SPECS[self.model]
-        mu = s.get("momentum", 0.0)
+        s = self.spec
+        mu, wd = s.get("momentum", 0.0), s.get("weight_decay", 0.0)
         tm = self.jax.tree_util.tree_map
-        vel = tm(lambda v, g: mu * v + g, vel, grads)
+        # L2Decay as Paddle's Momentum fuses it: the gradient gets wd * p before the velocity
+        vel = tm(lambda v, g, w: mu * v + g + wd * w, vel, grads, p)
         return tm(lambda w, v: w - s["lr"] * v, p, vel), vel
 
     def _update_adamw(self, p, grads, state, k):
-        jnp, tm, g = self.jnp, self.jax.tree_util.tree_map, models.GPT
+        jnp, tm, g = self.jnp, self.jax.tree_util.tree_map, self.spec
         m, v = state
         lr = g["lr"] * jnp.minimum(k, g["warmup"]) / g["warmup"]
         t = k + 1
@@ -246,6 +300,23 @@ class JaxStep:
                                               self.feed)
         self.k += 1
         return float(loss)
+
+    def settle(self):
+        pass
+
+
+# ------------------------------------------------------------------ onnxruntime
+class OnnxStep:
+    """onnxruntime (at its default threads, as its users get it) running numbaflow's own
+    ONNX export of an inference program; `feed` is worker.read_numpy's dict."""
+
+    def __init__(self, path, arrays):
+        import onnxruntime
+        self.session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+        self.feed = {k[5:]: v for k, v in arrays.items() if k.startswith("feed:")}
+
+    def step(self):
+        return self.session.run(None, self.feed)[0]
 
     def settle(self):
         pass

@@ -1,7 +1,7 @@
 """One framework's training step of a `models/` case, in its own process.
 
     PYTHON numbaflow/bench/worker.py FRAMEWORK     (FRAMEWORK: numbaflow, paddle, torch,
-                                                    torch.compile or jax)
+                                                    torch.compile, jax or onnxruntime)
 
 Started by numbaflow/bench/model_rows.py with the interpreter the user named for that
 framework (`--peer-python jax=/path/to/python`), so every framework keeps its own venv
@@ -15,7 +15,8 @@ stdin; each answer is one line `@@ {json}` on stdout (frameworks may print other
     {"cmd": "setup", "model": "cnn", "dir": D,  build; the reference (numbaflow at the
      "reference": true}                          budget) writes its initial weights and
                                                  the batch to D, the others read them
-    {"cmd": "losses", "steps": 3}                the losses of the next steps
+    {"cmd": "losses", "steps": 3}                the losses of the next steps (of an
+                                                 inference model: its outputs, flat)
     {"cmd": "warmup", "steps": 10}               run steps, wait for background compiles
     {"cmd": "time", "steps": 5, "settle": 1}     seconds of the next `steps` steps (and
                                                  the median step's), after `settle`
@@ -32,6 +33,7 @@ import sys
 import time
 
 MARK = "@@ "
+ONNX_FILE = "model.onnx"    # an inference model's export, beside the arrays
 
 
 # ------------------------------------------------------------------ array files
@@ -76,6 +78,9 @@ class StaticStep:
         pd.enable_static()
         self.framework, self.np = framework, np
         self.built = models.PROGRAMS[model](pd)
+        self.infer = model in models.INFER      # run `test`, fetch the output, no update
+        self.program, self.fetch = ((self.built.test, self.built.output) if self.infer else
+                                    (self.built.main, self.built.loss))
         self.place = pd.CPUPlace()
         self.exe, self.scope = pd.static.Executor(self.place), pd.static.Scope()
         self.exe.run(self.built.startup, scope=self.scope)
@@ -85,6 +90,10 @@ class StaticStep:
             params = {n: np.array(self.scope.find_var(n).get_tensor()) for n in names}
             write_arrays(d, {**{"param:" + k: v for k, v in params.items()},
                              **{"feed:" + k: v for k, v in self.feed.items()}})
+            if self.infer:  # what onnxruntime runs: numbaflow's own export of `test`
+                block = self.program.global_block()
+                pd.onnx.export(self.program, [block.var(k) for k in self.feed], [self.fetch],
+                               os.path.join(d, ONNX_FILE), scope=self.scope)
         else:
             arrays = read_numpy(d)
             self.feed = {k[5:]: v for k, v in arrays.items() if k.startswith("feed:")}
@@ -92,11 +101,14 @@ class StaticStep:
                 self.scope.find_var(n).get_tensor().set(arrays["param:" + n], self.place)
 
     def step(self):
-        loss, = self.exe.run(self.built.main, feed=self.feed, fetch_list=[self.built.loss],
-                             scope=self.scope)
+        """One training step's loss (a float), or an inference model's output (an array)."""
+        out, = self.exe.run(self.program, feed=self.feed, fetch_list=[self.fetch],
+                            scope=self.scope)
+        if self.infer:
+            return out
         if self.built.scheduler is not None:
             self.built.scheduler.step()
-        return float(self.np.asarray(loss).ravel()[0])
+        return float(self.np.asarray(out).ravel()[0])
 
     def settle(self):
         """numbaflow compiles segments in the background: time the steady state."""
@@ -118,8 +130,15 @@ def make_step(framework, model, d, reference=False):
         return peer_models.TorchStep(model, read_index(d), d, compile=framework != "torch")
     if framework == "jax":
         return peer_models.JaxStep(model, read_index(d), d)
+    if framework == "onnxruntime":
+        return peer_models.OnnxStep(os.path.join(d, ONNX_FILE), read_numpy(d))
     raise ValueError(f"unknown framework {framework!r}; expected numbaflow, paddle, torch, "
-                     f"torch.compile or jax")
+                     f"torch.compile, jax or onnxruntime")
+
+
+def values(v):
+    """A training step's loss as it is, an inference output as a flat list of floats."""
+    return v if isinstance(v, float) else [float(x) for x in v.ravel()]
 
 
 def peak_rss_mb():
@@ -140,12 +159,12 @@ def serve(framework, stdin=sys.stdin, stdout=sys.stdout):
                                  msg.get("reference", False))
                 out = {"setup_s": time.perf_counter() - t0}
             elif cmd == "losses":
-                out = {"losses": [step.step() for _ in range(msg["steps"])]}
+                out = {"losses": [values(step.step()) for _ in range(msg["steps"])]}
             elif cmd == "warmup":
                 t0 = time.perf_counter()
                 last = [step.step() for _ in range(msg["steps"])][-1]
                 step.settle()
-                out = {"seconds": time.perf_counter() - t0, "loss": last}
+                out = {"seconds": time.perf_counter() - t0, "loss": values(last)}
             elif cmd == "time":
                 for _ in range(msg.get("settle", 0)):
                     step.step()
@@ -155,7 +174,7 @@ def serve(framework, stdin=sys.stdin, stdout=sys.stdout):
                     t = time.perf_counter()
                     last = step.step()
                     each.append(time.perf_counter() - t)
-                out = {"seconds": time.perf_counter() - t0, "loss": last,
+                out = {"seconds": time.perf_counter() - t0, "loss": values(last),
                        "median_step": sorted(each)[len(each) // 2]}
             elif cmd == "quit":
                 return
