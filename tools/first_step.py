@@ -3,6 +3,7 @@
 
     python tools/first_step.py                 # --model cnn, mlp and gpt
     python tools/first_step.py --model cnn
+    python tools/first_step.py --model resnet20    # a bench model of issue 27 (or gpt_medium)
     python tools/first_step.py --profile cnn   # where a cold first run's compile time goes
                                               # (CPU seconds per kernel, no helper process)
     python tools/first_step.py --profile resnet20   # the same for one step of a bench model
@@ -63,11 +64,28 @@ exe.run(main, feed={"tokens": seq[:, :-1], "labels": seq[:, 1:]}, fetch_list=[lo
 print(f"first step (compile) {time.perf_counter() - t0:.2f} s")
 """
 
+# the bench models of issue 27 at the bench's batch sizes: build, startup, one timed step
+BENCH_FIRST_STEP = """
+import sys, time
+import numbaflow as nf
+from numbaflow.bench import models
+nf.enable_static()
+built = models.PROGRAMS[sys.argv[1]](nf)
+exe, scope = nf.static.Executor(nf.CPUPlace()), nf.static.Scope()
+exe.run(built.startup, scope=scope)
+feed = models.batch(sys.argv[1])
+t0 = time.perf_counter()
+exe.run(built.main, feed=feed, fetch_list=[built.loss], scope=scope)
+print(f"first step (compile) {time.perf_counter() - t0:.2f} s")
+"""
+
 
 def first_step(model, cache):
     """Seconds of the example's first training step with the caches in `cache`."""
     if model == "gpt":
         out, _ = _run(["-c", GPT_FIRST_STEP], cache)
+    elif model in BENCH_MODELS:
+        out, _ = _run(["-c", BENCH_FIRST_STEP, model], cache)
     else:
         out, _ = _run(["-m", "numbaflow.examples.train_digits", "--model", model, "--epochs",
                        "1"], cache)
@@ -128,12 +146,13 @@ def profile(model):
 
 
 MODELS = ["cnn", "mlp", "gpt"]
-PROFILED = MODELS + ["resnet20", "gpt_medium"]
+BENCH_MODELS = ["resnet20", "gpt_medium"]
+PROFILED = MODELS + BENCH_MODELS
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", choices=MODELS, action="append")
+    p.add_argument("--model", choices=PROFILED, action="append")
     p.add_argument("--profile", choices=PROFILED, help="profile one cold run instead")
     args = p.parse_args(argv)
     if args.profile:
