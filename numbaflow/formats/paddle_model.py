@@ -22,6 +22,7 @@ from ..graph.serialize import FileFormatError
 from ..graph.verify import verify
 from ..kernels.registry import all_op_types, get_op_def
 from . import paddle_proto as pp
+from . import paddle_xshape
 
 # VarType.Type <-> numpy dtype (the tensor types numbaflow has)
 _DTYPES = {pp.VAR_TYPES[k]: np.dtype(v) for k, v in (
@@ -55,6 +56,9 @@ _NEUTRAL_ATTRS = {
 # shapes before a run, so concat's axis must be known then).
 _TENSOR_ATTRS = {("concat", "AxisTensor"): "axis", ("gather", "Axis"): "axis"}
 _NEUTRAL_OUTPUTS = {"XShape"}      # reshape2/transpose2/... keep the input's shape here
+# attributes Paddle's kernels read with no default that numbaflow's op leaves out (their
+# neutral values above); written with each op of that type
+_PADDLE_REQUIRES = {"reduce_sum_grad": {"out_dtype": -1, "in_dtype": -1}}
 # attributes holding a dtype: a VarType.Type number in the file, a numpy dtype here
 _DTYPE_ATTRS = {"dtype", "in_dtype", "out_dtype"}
 
@@ -287,7 +291,7 @@ def program_from_desc(desc, path):
     block_desc = desc.blocks[0]
     program = Program()
     block = program.global_block()
-    feeds, fetches, constants = {}, {}, {}
+    feeds, fetches, constants, xshapes = {}, {}, {}, {}
     for vd in block_desc.vars:
         if vd.type.type in (FEED, FETCH):
             continue
@@ -321,7 +325,8 @@ def program_from_desc(desc, path):
                 raise FileFormatError(f"{where} must name one variable and a new 'col'")
             table[col] = names[0]
             continue
-        op = _fold_constants(op, constants)
+        op = paddle_xshape.from_paddle(_fold_constants(op, constants), xshapes, block.vars,
+                                        where)
         inputs, outputs, attrs = _translate(op, where)
         # Paddle's inference programs leave out outputs nothing reads (an is_test dropout's
         # Mask): a temporary takes each required output slot the file omits
@@ -377,10 +382,6 @@ def read_model(model_raw, params_raw, model_path, params_path):
 
 
 # ---------------------------------------------------------------- Program -> ProgramDesc
-# Paddle's ops that also write the input's shape to an XShape output (for their grad op);
-# its InferShape expects one, with dims [0] + the input's dims.
-_XSHAPE_OPS = {"reshape2": "X", "transpose2": "X", "squeeze2": "X", "unsqueeze2": "X",
-               "flatten_contiguous_range": "X"}
 PROGRAM_VERSION = 2006002        # the Paddle version whose ProgramDesc this writes
 
 
@@ -461,6 +462,13 @@ def program_to_desc(program, feed_names, fetch_names):
         _add_var(bd, v.name, v.shape, v.dtype, v.persistable and not v.is_data,
                  v.name in feed_names)
 
+    declared = set(block.vars)
+
+    def declare(name, shape, dtype):
+        if name not in declared:
+            declared.add(name)
+            _add_var(bd, name, shape, dtype)
+
     def io_op(type, x, out, col):
         od = bd.ops.add(type=type)
         od.inputs.add(parameter="X", arguments=[x])
@@ -477,14 +485,11 @@ def program_to_desc(program, feed_names, fetch_names):
             od.inputs.add(parameter=slot, arguments=[v.name for v in vs])
         for slot, vs in op.outputs.items():
             od.outputs.add(parameter=slot, arguments=[v.name for v in vs])
-        if op.type in _XSHAPE_OPS:
-            x = op.inputs[_XSHAPE_OPS[op.type]][0]
-            name = op.outputs["Out"][0].name + ".xshape"
-            _add_var(bd, name, (0,) + tuple(x.shape), x.dtype)
-            od.outputs.add(parameter="XShape", arguments=[name])
-        for k in sorted(op.attrs):
-            if op.attrs[k] is not None:
-                _set_attr(od.attrs.add(), k, op.attrs[k], opdef.attrs.get(k), where)
+        paddle_xshape.to_paddle(op, od, declare)
+        attrs = {**_PADDLE_REQUIRES.get(op.type, {}), **op.attrs}
+        for k in sorted(attrs):
+            if attrs[k] is not None:
+                _set_attr(od.attrs.add(), k, attrs[k], opdef.attrs.get(k), where)
     for col, n in enumerate(fetch_names):
         io_op("fetch", n, "fetch", col)
     return desc
