@@ -7,8 +7,9 @@ dp/grad_sync     under `mpiexec -n 2`: the MLP's gradients (w, b of every layer,
                  one `World.allreduce_sum_` per gradient, (c) by one raw mpi4py
                  `comm.Allreduce(IN_PLACE, flat)` of the same bytes. The three alternate,
                  each call after a barrier; times are rank 0's, as in PERF_ANCHORS W6.
-dp/<m>_scaling   weak scaling of the MLP, CNN and GPT training steps of models.py (batch per
-                 rank fixed, 1 thread per rank): one plain process vs `mpiexec -n 2`, each
+dp/<m>_scaling   weak scaling of the MLP, CNN, GPT, ResNet-20 and GPT d512 training steps of
+                 models.py (batch per rank fixed, 1 thread per rank): one plain process vs
+                 `mpiexec -n 2`, each
                  running the same `CompiledProgram.with_data_parallel` on one place; the
                  two alternate for 3 rounds and the spread of the efficiency is reported.
                  For the MLP a hand-written numpy step (+ one mpi4py Allreduce of the flat
@@ -291,13 +292,17 @@ def scaling_report(name, model, cfg):
     # the GPT's step takes ~17x the MLP's: fewer of them (still >= 10 steps after the 8
     # runs that compile a plan's segments); the CNN's ~1 s of steps per child, as the MLP's
     # (30 steps, 0.15 s, let one hiccup of the machine move a round by 10%)
+    # issue 27's real sizes take 0.6 s (ResNet-20) and 3 s (GPT d512) a step at 1 thread:
+    # a few steps after the 9 runs that compile the segments, in 3 rounds
     steps = {"mlp": (s["warmup"], s["steps"]), "cnn": (s["warmup"], s["steps"] * 2 // 3),
-             "gpt": (12, 30)}
+             "gpt": (12, 30), "resnet20": (10, 8), "gpt_medium": (9, 4)}
     warmup, n = steps[model]
     args = {"row": "scaling", "model": model, "sizes": s["sizes"], "batch": s["batch"],
             "warmup": warmup, "steps": n}
-    rounds = [(run_child(args, 1, s["timeout"]), run_child(args, 2, s["timeout"]))
-              for _ in range(s["rounds"])]
+    big = model in ("resnet20", "gpt_medium")
+    rounds = [(run_child(args, 1, s["timeout"] * (4 if big else 1)),
+               run_child(args, 2, s["timeout"] * (4 if big else 1)))
+              for _ in range(min(s["rounds"], 3) if big else s["rounds"])]
     rows = []
     for key in rounds[0][0]:
         if key not in ("numbaflow", "numpy"):
@@ -322,12 +327,15 @@ def scaling_report(name, model, cfg):
 
 
 def dp_cases():
-    """dp/grad_sync and dp/{mlp,cnn,gpt}_scaling (measured in mpiexec children)."""
+    """dp/grad_sync and dp/{mlp,cnn,gpt,resnet20,gpt_medium}_scaling (measured in mpiexec
+    children)."""
     what_sync = "MLP gradients (w, b of 3 fc, f32) summed over 2 ranks"
     cases = [Case("dp/grad_sync", what_sync, None,
                   report=lambda cfg: grad_sync_report("dp/grad_sync", cfg))]
     for model, what in (("mlp", "MLP step, batch {mlp_batch}/rank"),
-                        ("cnn", "CNN step, batch 64/rank"), ("gpt", "GPT step, batch 32/rank")):
+                        ("cnn", "CNN step, batch 64/rank"), ("gpt", "GPT step, batch 32/rank"),
+                        ("resnet20", "ResNet-20 step, batch 64/rank"),
+                        ("gpt_medium", "GPT d512 step, batch 8/rank")):
         name = f"dp/{model}_scaling"
         cases.append(Case(name, what + ", 1 thread/rank, 2 ranks vs 1", None,
                           report=lambda cfg, n=name, m=model: scaling_report(n, m, cfg)))

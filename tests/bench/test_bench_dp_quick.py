@@ -81,5 +81,6 @@ def test_child_failure_is_reported():
 def test_cli_lists_the_dp_rows(capsys):
     assert bench.main(["--list", "--only", "dp/"]) == 0
     assert capsys.readouterr().out.split() == ["dp/grad_sync", "dp/mlp_scaling",
-                                               "dp/cnn_scaling", "dp/gpt_scaling"]
+                                               "dp/cnn_scaling", "dp/gpt_scaling",
+                                               "dp/resnet20_scaling", "dp/gpt_medium_scaling"]
     json.dumps(dp.settings(quick_config()))     # the children get it as JSON
