@@ -1,12 +1,16 @@
 """Failure atomicity: a run that ends by any exception (Ctrl-C included) leaves every
 persistable as it was before it.
 
-Two tools: the per-run backups a Plan takes of what it writes (one native call copying
+Three tools: the per-run backups a Plan takes of what it writes (one native call copying
 every written persistable into preallocated buffers at the start of the run, copied back
-if the run fails), and `transaction`, which makes several runs one unit (K iterations
-over an iterator feed, on every device's scope)."""
+if the run fails); `SignalsDeferred`, which holds Ctrl-C (any signal handled in Python)
+back over the end of a run where no op can fail any more, so what only that end writes
+needs no backup; and `transaction`, which makes several runs one unit (K iterations over an iterator feed, on
+every device's scope)."""
 import contextlib
 import functools
+import signal
+import threading
 
 import numpy as np
 from numba import njit
@@ -57,6 +61,53 @@ def _device_backups(backend, backups):
 
 def nothing():
     """The backup call of a plan that writes no persistable."""
+
+
+class SignalsDeferred:
+    """From `start()` to `end()` every signal with a Python handler (Ctrl-C's
+    KeyboardInterrupt, a SIGTERM handler calling sys.exit, ...) is recorded instead of
+    handled; `end()` puts the handlers back and calls each with its recorded signals, in
+    order. Python runs signal handlers on the main thread only, whichever thread the
+    signal reached, so on any other thread there is nothing to hold back and both do
+    nothing.
+
+    >>> import os, signal
+    >>> hold = SignalsDeferred()
+    >>> hold.start(); os.kill(os.getpid(), signal.SIGINT); print("still running")
+    still running
+    >>> try:
+    ...     hold.end()
+    ... except KeyboardInterrupt:
+    ...     print("interrupted after the end")
+    interrupted after the end
+    """
+    # every signal a handler can be set for (SIGKILL and SIGSTOP cannot be caught)
+    SIGNALS = tuple(s for s in signal.valid_signals()
+                    if s not in (signal.SIGKILL, signal.SIGSTOP))
+
+    def __init__(self):
+        self._before = {}
+        self._got = []
+
+    def _record(self, signum, frame):
+        self._got.append(signum)
+
+    def start(self):
+        if threading.current_thread() is not threading.main_thread():
+            return
+        self._got = []
+        for sig in self.SIGNALS:
+            if callable(signal.getsignal(sig)):     # (None: not Python's; SIG_DFL/SIG_IGN)
+                self._before[sig] = signal.signal(sig, self._record)
+
+    def end(self):
+        if not self._before:
+            return
+        before, self._before = self._before, {}
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+        for sig in self._got:
+            before[sig](sig, None)
 
 
 def snapshot_written(scope, ops):

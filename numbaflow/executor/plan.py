@@ -11,9 +11,13 @@ ordered by `dependencies()`), in program order as bound thunks, or — once the 
 hot — as compiled segments (segments.py: runs of numba kernels merged into one
 generated njit function; a K-iteration run loops inside it).
 
-Failure atomicity: persistables written *before* the last op that may raise are backed
-up into preallocated buffers at the start of each run and restored if it fails; so are
-persistables set through the feed.
+Failure atomicity: persistables written up to the last op that may raise are backed up
+into preallocated buffers at the start of each run and restored if it fails; so are
+persistables set through the feed. Those written only after it (an optimizer's updates:
+the parameters and their moments) cannot be left half-updated by an error, and Ctrl-C
+(any signal handled in Python) is held back from the first of those ops to the end of the
+run (atomic.SignalsDeferred), so they need no copy. A run where that does not hold (K
+iterations, the scheduler's threads, a profiled run) backs up everything it writes.
 """
 import sys
 import threading
@@ -27,7 +31,7 @@ from .. import config
 from ..utils import profiling_hook
 from ..utils.log import compile_notice, first_run
 from ..kernels.registry import COLLECTIVE, get_op_def, may_fail
-from .atomic import backup_call, nothing
+from .atomic import SignalsDeferred, backup_call, nothing
 from .backend import HostBackend
 from .lowering import lower
 from .memory import nbytes
@@ -107,6 +111,8 @@ class Plan:
         self._binders = [None] * len(self.ops)
         self._held_refs = {}
         self._feed_seen = {}
+        self._hold = SignalsDeferred()         # signals held back over a run's tail
+        self._defer_at = None                  # this run's tail start when held back
 
     def bind(self, feed_arrays):
         """Allocate buffers and bind kernels (again after the scope replaced an array or
@@ -155,14 +161,11 @@ class Plan:
         # every persistable the run writes (fed ones included) is backed up at the start
         # of the run and restored if it ends by any exception: Ctrl-C can land after the
         # last op that may fail, in the middle of the optimizer's updates
-        written = {v for op in self.ops for v in op.output_vars() if v.persistable}
-        written.update(v for v in self.feed_vars if v.persistable)
-        if self.options.feed_in_place:
-            written = set()
-        self.backups = [(bufs[v], backend.empty(bufs[v].shape, bufs[v].dtype))
-                        for v in sorted(written, key=lambda v: v.name)]
-        self._backup = backup_call(self.backups, backend)
         host = isinstance(backend, HostBackend)
+        self._tail = self._tail_start(host, check)
+        self._early = self._backups(self._persistables_written(self._tail))
+        self._everything = None       # the backups of every written one, made when first needed
+        self._skip_backups = False
         # a run that is one compiled call can only happen whole when no kernel in it may
         # raise and no persistable is fed (copied in before it)
         self._indivisible = (host and not check and self.feed_slots == [] and not self.arrays
@@ -183,6 +186,44 @@ class Plan:
             steps = {i: flatten(t) for i, t in enumerate(self.thunks)}
             if not all(unit.refresh(steps) for unit in self.units):
                 self._start_compile()
+
+    def _tail_start(self, host, check):
+        """The index of the first op after the last one that may raise (len(ops) when the
+        run must back up everything it writes: a device defers its errors to the end of
+        the run, a NaN check may fail any op, and Ctrl-C must stay able to stop a loop or
+        a collective waiting on another place)."""
+        last = max((i for i, op in enumerate(self.ops) if may_fail(op)), default=-1)
+        tail = self.ops[last + 1:]
+        if not host or check or any("sub_block" in op.attrs or get_op_def(op.type).has(COLLECTIVE)
+                                    for op in tail):
+            return len(self.ops)
+        return last + 1
+
+    def _persistables_written(self, upto):
+        """The persistables ops[:upto] write or the feed sets (none for a while body's plan)."""
+        if self.options.feed_in_place:
+            return []
+        written = {v for op in self.ops[:upto] for v in op.output_vars() if v.persistable}
+        written.update(v for v in self.feed_vars if v.persistable)
+        return sorted(written, key=lambda v: v.name)
+
+    def _backups(self, variables):
+        """(pairs of (live, backup) arrays, the call copying them) for `variables`."""
+        pairs = [(self.buffers[v], self.backend.empty(self.buffers[v].shape, self.buffers[v].dtype))
+                 for v in variables]
+        return pairs, backup_call(pairs, self.backend)
+
+    def _backups_for(self, defer):
+        """(pairs, copy call) of the backups this run takes: the early ones when Ctrl-C is
+        held back over the tail (`defer`), else every written persistable's (allocated on
+        first need)."""
+        if self._skip_backups:
+            return [], nothing
+        if defer or self._tail == len(self.ops):
+            return self._early
+        if self._everything is None:
+            self._everything = self._backups(self._persistables_written(len(self.ops)))
+        return self._everything
 
     def _bind_op(self, i):
         op, bufs = self.ops[i], self.buffers
@@ -215,7 +256,7 @@ class Plan:
     def skip_backups(self):
         """Take no per-run backups until the next bind (the benchmark of what failure
         atomicity costs; a run that then fails leaves what it wrote)."""
-        self._backup = nothing
+        self._skip_backups = True
 
     def pool_bytes(self):
         """Bytes of the pooled temporaries."""
@@ -224,14 +265,18 @@ class Plan:
     def memory_stats(self):
         """Bytes this plan holds: `pool_bytes` (temporaries, after reuse and in-place),
         `num_buffers` (pool buffers), `peak_bytes` (pool + fed + persistable bytes the
-        run touches + fetched copies: what one run needs at once)."""
+        run touches + fetched copies: what one run needs at once), `backup_bytes` (the
+        copies of persistables the bound plan keeps for failure atomicity: those written
+        before its last op that may fail; all it writes once a run needed that)."""
         pool = sum(self.assignment.sizes)
         other = sum(nbytes(self.shapes[v]) for v in self.shapes
                     if v.persistable or v in self.feed_vars)
         fetched = sum(nbytes(self.shapes[v]) for v in self.fetch_vars)
+        kept = [] if self.buffers is None else self._early[0] + (self._everything or ([],))[0]
         return {"peak_bytes": pool + other + fetched, "pool_bytes": pool,
                 "num_buffers": len(self.assignment.sizes),
-                "live_temporary_bytes": self.assignment.peak_live_bytes}
+                "live_temporary_bytes": self.assignment.peak_live_bytes,
+                "backup_bytes": sum(saved.nbytes for _, saved in kept)}
 
     def _persistable_buffer(self, v):
         """The scope's array for `v`. A variable this plan only reads or updates in place
@@ -340,18 +385,26 @@ class Plan:
             for _ in range(iterations):
                 self.scheduler.run(self.thunks)
         elif self.units is not None:
+            hold_at = None if self._defer_at is None else next(
+                n for n, unit in enumerate(self.units) if max(unit.ops) >= self._defer_at)
             if len(self.units) == 1:
                 if iterations == 1:
+                    if hold_at is not None:
+                        self._hold.start()
                     self.units[0].run()
                 else:
                     self.units[0].loop(iterations)
             else:
                 for _ in range(iterations):
                     for self._at, unit in enumerate(self.units):
+                        if self._at == hold_at:
+                            self._hold.start()
                         unit.run()
         else:
             for _ in range(iterations):
                 for self._at, thunk in enumerate(self.thunks):
+                    if self._at == self._defer_at:
+                        self._hold.start()
                     thunk()
 
     def _run(self, feed_arrays, iterations):
@@ -378,8 +431,12 @@ class Plan:
         backend.before_run(self.scope, self.persistable_names)
         backed_up = False       # set once the backups are whole: only then restore them
         units, run_steps = self.units, self._run_steps
-        if profiling_hook.recorder is not None:   # a profiler records: each op timed
+        profiled = profiling_hook.recorder is not None
+        if profiled:   # a profiler records: each op timed
             units, run_steps = None, partial(run_profiled, self, profiling_hook.recorder)
+        defer = (iterations == 1 and self.scheduler is None and not profiled
+                 and self._tail < len(self.ops))
+        self._defer_at = self._tail if defer else None
         self._at = 0
         try:
             if self._indivisible and iterations == 1 and units is not None and \
@@ -388,7 +445,8 @@ class Plan:
                 # happens entirely or not at all, so there is nothing to back up
                 units[0].run()
             else:
-                self._backup()
+                backups, backup = self._backups_for(defer)
+                backup()
                 backed_up = True
                 for holder in self.arrays:
                     holder[()] = []
@@ -399,8 +457,9 @@ class Plan:
                     backend.check_errors(self.ops)   # a GPU's bad-data record, once per run
         except BaseException as e:
             if backed_up:
-                for live, saved in self.backups:
+                for live, saved in backups:
                     backend.copy(live, saved)
+            self._hold.end()    # (a Ctrl-C held back lands here: all is restored by now)
             if not isinstance(e, Exception):
                 raise           # KeyboardInterrupt, SystemExit: as they are
             raise _op_error(*self._failed_op(e, self._at)) from e
@@ -411,8 +470,10 @@ class Plan:
         buffers = self.buffers
         for v in self.handoff:        # our own references, before the caller gets one
             self._held_refs[v] = sys.getrefcount(buffers[v])
-        return [buffers[v] if handed else backend.to_host(buffers[v])
-                for v, handed in self._fetch_out]
+        fetched = [buffers[v] if handed else backend.to_host(buffers[v])
+                   for v, handed in self._fetch_out]
+        self._hold.end()        # a Ctrl-C held back over the tail lands after the whole run
+        return fetched
 
 
 def _same_memory(a, b):
