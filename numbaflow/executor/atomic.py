@@ -15,7 +15,7 @@ import threading
 import numpy as np
 from numba import njit
 
-from ..kernels.registry import run_calls
+from ..kernels.registry import COLLECTIVE, get_op_def, may_fail, run_calls
 from .backend import HostBackend
 
 
@@ -61,6 +61,24 @@ def _device_backups(backend, backups):
 
 def nothing():
     """The backup call of a plan that writes no persistable."""
+
+
+def tail_start(ops):
+    """The index of the first of `ops` after the last one that may raise: what follows can
+    only be stopped by a signal, which SignalsDeferred holds back. len(ops) where Ctrl-C
+    must stay able to stop the tail: a loop, or a collective waiting on another place."""
+    last = max((i for i, op in enumerate(ops) if may_fail(op)), default=-1)
+    if any("sub_block" in op.attrs or get_op_def(op.type).has(COLLECTIVE)
+           for op in ops[last + 1:]):
+        return len(ops)
+    return last + 1
+
+
+def persistables_written(ops, feed_vars):
+    """The persistables `ops` write or the feed sets, by name."""
+    written = {v for op in ops for v in op.output_vars() if v.persistable}
+    written.update(v for v in feed_vars if v.persistable)
+    return sorted(written, key=lambda v: v.name)
 
 
 class SignalsDeferred:

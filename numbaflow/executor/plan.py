@@ -31,7 +31,7 @@ from .. import config
 from ..utils import profiling_hook
 from ..utils.log import compile_notice, first_run
 from ..kernels.registry import COLLECTIVE, get_op_def, may_fail
-from .atomic import SignalsDeferred, backup_call, nothing
+from .atomic import SignalsDeferred, backup_call, nothing, persistables_written, tail_start
 from .backend import HostBackend
 from .lowering import lower
 from .memory import nbytes
@@ -162,7 +162,7 @@ class Plan:
         # of the run and restored if it ends by any exception: Ctrl-C can land after the
         # last op that may fail, in the middle of the optimizer's updates
         host = isinstance(backend, HostBackend)
-        self._tail = self._tail_start(host, check)
+        self._tail = len(self.ops) if not host or check else tail_start(self.ops)
         self._early = self._backups(self._persistables_written(self._tail))
         self._everything = None       # the backups of every written one, made when first needed
         self._skip_backups = False
@@ -187,25 +187,9 @@ class Plan:
             if not all(unit.refresh(steps) for unit in self.units):
                 self._start_compile()
 
-    def _tail_start(self, host, check):
-        """The index of the first op after the last one that may raise (len(ops) when the
-        run must back up everything it writes: a device defers its errors to the end of
-        the run, a NaN check may fail any op, and Ctrl-C must stay able to stop a loop or
-        a collective waiting on another place)."""
-        last = max((i for i, op in enumerate(self.ops) if may_fail(op)), default=-1)
-        tail = self.ops[last + 1:]
-        if not host or check or any("sub_block" in op.attrs or get_op_def(op.type).has(COLLECTIVE)
-                                    for op in tail):
-            return len(self.ops)
-        return last + 1
-
     def _persistables_written(self, upto):
-        """The persistables ops[:upto] write or the feed sets (none for a while body's plan)."""
-        if self.options.feed_in_place:
-            return []
-        written = {v for op in self.ops[:upto] for v in op.output_vars() if v.persistable}
-        written.update(v for v in self.feed_vars if v.persistable)
-        return sorted(written, key=lambda v: v.name)
+        return [] if self.options.feed_in_place else persistables_written(
+            self.ops[:upto], self.feed_vars)
 
     def _backups(self, variables):
         """(pairs of (live, backup) arrays, the call copying them) for `variables`."""
