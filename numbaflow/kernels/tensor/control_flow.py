@@ -67,11 +67,14 @@ def _infer_while(ctx):
         raise ctx.error("needs its sub_block (build it with static.nn.while_loop)")
     xs = op.inputs.get("X", [])
     infos = ctx.inputs("X")
-    out = []
-    for v in op.outputs.get("Out", []):
-        i = next((i for i, x in enumerate(xs) if x is v), None)
-        out.append(infos[i] if i is not None else VarInfo(v.shape, v.dtype))
-    return {"Out": out}
+    # a tensor array the body writes holds elements of the body's shapes (an array not
+    # written before the loop enters it as declared, perhaps with a -1 batch dim)
+    outs = op.outputs.get("Out", [])
+    shapes = dict(zip(xs, infos))
+    body = block_shapes(ctx.attrs["sub_block"].ops, dict(shapes)) if any(
+        v.is_tensor_array for v in outs) else {}
+    return {"Out": [(body.get(v) if v.is_tensor_array else None) or shapes.get(v)
+                    or VarInfo(v.shape, v.dtype) for v in outs]}
 
 
 def _conditional_cpu(cop):
