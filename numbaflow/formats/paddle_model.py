@@ -30,7 +30,7 @@ _DTYPES = {pp.VAR_TYPES[k]: np.dtype(v) for k, v in (
     ("BOOL", "bool"), ("INT16", "int16"), ("INT32", "int32"), ("INT64", "int64"),
     ("FP16", "float16"), ("FP32", "float32"), ("FP64", "float64"), ("UINT8", "uint8"),
     ("INT8", "int8"))}
-_VAR_TYPE_OF = {d: k for k, d in _DTYPES.items()}
+VAR_TYPE_OF = {d: k for k, d in _DTYPES.items()}
 LOD_TENSOR, FEED, FETCH, ARRAY, SCOPES = (pp.VAR_TYPES[k] for k in (
     "LOD_TENSOR", "FEED_MINIBATCH", "FETCH_LIST", "LOD_TENSOR_ARRAY", "STEP_SCOPES"))
 MAX_RANK = 16
@@ -61,7 +61,7 @@ _TENSOR_ATTRS = {("concat", "AxisTensor"): "axis", ("gather", "Axis"): "axis"}
 # their run-time scopes in Scope / StepScopes (STEP_SCOPES variables, not declared here)
 _NEUTRAL_OUTPUTS = {"XShape", "Scope", "StepScopes"}
 # attributes holding a dtype: a VarType.Type number in the file, a numpy dtype here
-_DTYPE_ATTRS = {"dtype", "in_dtype", "out_dtype"}
+DTYPE_ATTRS = {"dtype", "in_dtype", "out_dtype"}
 
 
 # ---------------------------------------------------------------- tensor stream
@@ -139,10 +139,10 @@ def write_tensors(f, arrays):
     name (the order Paddle's `load_inference_model` reads)."""
     for name in sorted(arrays):
         a = np.ascontiguousarray(arrays[name])
-        if a.dtype not in _VAR_TYPE_OF:
+        if a.dtype not in VAR_TYPE_OF:
             raise TypeError(f"tensor {name!r} has dtype {a.dtype}, which Paddle's format "
                             f"cannot hold")
-        desc = pp.TensorDesc(data_type=_VAR_TYPE_OF[a.dtype], dims=list(a.shape))
+        desc = pp.TensorDesc(data_type=VAR_TYPE_OF[a.dtype], dims=list(a.shape))
         raw = desc.SerializeToString()
         f.write(struct.pack("<IQIi", 0, 0, 0, len(raw)))
         f.write(raw)
@@ -172,7 +172,7 @@ def _conform(value, default, name, where):
     def bad(expected):
         return FileFormatError(f"{where}: attribute {name!r} is {value!r}; numbaflow's op "
                                f"expects {expected}")
-    if name in _DTYPE_ATTRS and isinstance(value, int) and not isinstance(value, bool):
+    if name in DTYPE_ATTRS and isinstance(value, int) and not isinstance(value, bool):
         if value not in _DTYPES:
             raise bad("a data type numbaflow has (VarType.Type)")
         return _DTYPES[value]

@@ -10,7 +10,7 @@ import numpy as np
 from ..graph.block import Block
 from ..kernels.registry import get_op_def
 from . import paddle_proto as pp
-from .paddle_model import _DTYPE_ATTRS, _VAR_TYPE_OF, FEED, FETCH, LOD_TENSOR
+from .paddle_model import DTYPE_ATTRS, FEED, FETCH, LOD_TENSOR, VAR_TYPE_OF
 
 # Paddle's ops that also write the input's shape to an XShape output (for their grad op);
 # its InferShape expects one, with dims [0] + the input's dims.
@@ -32,8 +32,8 @@ def _set_attr(a, name, value, default, where):
     default tells float from int)."""
     t = pp.ATTR_TYPES
     a.name = name
-    if isinstance(value, np.dtype) or name in _DTYPE_ATTRS and isinstance(value, str):
-        value = _VAR_TYPE_OF[np.dtype(value)]
+    if isinstance(value, np.dtype) or name in DTYPE_ATTRS and isinstance(value, str):
+        value = VAR_TYPE_OF[np.dtype(value)]
     if isinstance(value, Block):                 # a control-flow op's sub_block
         a.type, a.block_idx = t["BLOCK"], value.idx
     elif isinstance(value, (bool, np.bool_)):
@@ -78,7 +78,7 @@ def _add_var(block_desc, name, shape, dtype, persistable=False, feed=False, arra
     vd = block_desc.vars.add(name=name, persistable=persistable, need_check_feed=feed)
     vd.type.type = TENSOR_ARRAY if array else LOD_TENSOR
     desc = vd.type.tensor_array.tensor if array else vd.type.lod_tensor.tensor
-    desc.data_type = _VAR_TYPE_OF[np.dtype(dtype)]
+    desc.data_type = VAR_TYPE_OF[np.dtype(dtype)]
     desc.dims.extend(int(d) for d in shape)
     return vd
 
@@ -118,7 +118,7 @@ def program_to_desc(program, feed_names, fetch_names):
             for name, kind in (("feed", FEED), ("fetch", FETCH)):
                 bd.vars.add(name=name, persistable=True).type.type = kind
         for v in block.vars.values():
-            if np.dtype(v.dtype) not in _VAR_TYPE_OF:
+            if np.dtype(v.dtype) not in VAR_TYPE_OF:
                 raise TypeError(f"variable {v.name!r} has dtype {v.dtype}, which Paddle's "
                                 f"format cannot hold")
             _add_var(bd, v.name, v.shape, v.dtype, v.persistable and not v.is_data,

@@ -258,8 +258,8 @@ def test_switch_case_and_case_argument_errors(prog):
 
 
 def test_inference_model_with_cond_and_while_round_trips_and_unsupported_formats(prog, tmp_path):
-    """numbaflow's own model files keep the sub-blocks; Paddle's ProgramDesc format and ONNX
-    refuse control flow by name."""
+    """numbaflow's own model files and Paddle's ProgramDesc keep the sub-blocks; ONNX
+    refuses control flow by name."""
     main, startup = prog
     x = static.data("x", [None, 3], "float32")
     h = static.nn.fc(x, 4)
@@ -275,9 +275,13 @@ def test_inference_model_with_cond_and_while_round_trips_and_unsupported_formats
     got, = exe.run(loaded, feed={feeds[0]: xv}, fetch_list=fetches)
     np.testing.assert_array_equal(got, want)
     assert loaded.num_blocks == main.num_blocks and verify(loaded)
-    with pytest.raises(ValueError, match="only single-block programs"):
-        static.save_inference_model(str(tmp_path / "p"), [x], [z], exe, program=main,
-                                    format="paddle")
+    # Paddle's ProgramDesc keeps them too (tests/io/test_paddle_control_flow_models.py)
+    static.save_inference_model(str(tmp_path / "p"), [x], [z], exe, program=main,
+                                format="paddle")
+    loaded, feeds, fetches = static.load_inference_model(str(tmp_path / "p"), exe)
+    got, = exe.run(loaded, feed={feeds[0]: xv}, fetch_list=fetches)
+    np.testing.assert_array_equal(got, want)
+    assert loaded.num_blocks == main.num_blocks
     import numbaflow.onnx
     with pytest.raises(NotImplementedError, match="conditional_block.*while"):
         numbaflow.onnx.export(main, [x], [z], str(tmp_path / "m.onnx"))
