@@ -257,9 +257,8 @@ def test_switch_case_and_case_argument_errors(prog):
         static.nn.case([(i < 1, 3)])
 
 
-def test_inference_model_with_cond_and_while_round_trips_and_unsupported_formats(prog, tmp_path):
-    """numbaflow's own model files and Paddle's ProgramDesc keep the sub-blocks; ONNX
-    refuses control flow by name."""
+def test_inference_model_with_cond_and_while_round_trips(prog, tmp_path):
+    """numbaflow's own model files and Paddle's ProgramDesc keep the sub-blocks."""
     main, startup = prog
     x = static.data("x", [None, 3], "float32")
     h = static.nn.fc(x, 4)
@@ -281,10 +280,7 @@ def test_inference_model_with_cond_and_while_round_trips_and_unsupported_formats
     loaded, feeds, fetches = static.load_inference_model(str(tmp_path / "p"), exe)
     got, = exe.run(loaded, feed={feeds[0]: xv}, fetch_list=fetches)
     np.testing.assert_array_equal(got, want)
-    assert loaded.num_blocks == main.num_blocks
-    import numbaflow.onnx
-    with pytest.raises(NotImplementedError, match="conditional_block.*while"):
-        numbaflow.onnx.export(main, [x], [z], str(tmp_path / "m.onnx"))
+    assert loaded.num_blocks == main.num_blocks       # ONNX: tests/io/test_onnx_control_flow.py
 
 
 @pytest.mark.parametrize("op", ["conditional_block", "select_input", "while", "while_grad"])

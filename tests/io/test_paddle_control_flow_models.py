@@ -1,8 +1,9 @@
 """Paddle's ProgramDesc with several blocks, both ways (issue 29 item 1), against real Paddle
 2.6.2 (tests/fixtures/make_paddle_control_flow.py writes the fixtures in three steps):
 Paddle-saved inference models with an LSTM (`rnn` op) and a `cond` (conditional_block +
-select_input), and with a `while_loop` collecting its steps in a tensor array (`while`,
-write_to_array, read_from_array, lod_array_length), load and give Paddle's outputs;
+select_input), with a `while_loop` collecting its steps in a tensor array (`while`,
+write_to_array, read_from_array, lod_array_length), and with a `while_loop` updating a
+cond's result in place with a nested `cond` in its body, load and give Paddle's outputs;
 numbaflow's format="paddle" exports of them, and of a program built with numbaflow's own
 cond / while_loop / tensor array, are the ones real Paddle ran, with Paddle's outputs equal
 to the reference ones."""
@@ -42,11 +43,12 @@ def test_paddle_saved_control_flow_model_gives_paddles_outputs(name):
     exe = static.Executor(paddle.CPUPlace())
     program, feeds, fetches = static.load_inference_model(str(HERE / name), exe)
     types = {op.type for b in program.blocks for op in b.ops}
-    assert program.num_blocks == {"lstm_cond": 3, "while_array": 2}[name]
-    assert all(program.block(i).parent_idx == 0 for i in range(1, program.num_blocks))
-    assert types >= ({"rnn", "conditional_block", "select_input", "logical_not"}
-                     if name == "lstm_cond" else
-                     {"while", "write_to_array", "read_from_array", "lod_array_length"})
+    assert program.num_blocks == {"lstm_cond": 3, "while_array": 2, "cond_while": 6}[name]
+    assert all(0 <= program.block(i).parent_idx < i for i in range(1, program.num_blocks))
+    assert types >= {"lstm_cond": {"rnn", "conditional_block", "select_input", "logical_not"},
+                     "while_array": {"while", "write_to_array", "read_from_array",
+                                     "lod_array_length"},
+                     "cond_while": {"while", "conditional_block", "select_input"}}[name]
     data = np.load(HERE / f"{name}.npz")
     want = {k: data[k] for k in data.files if k.startswith("out")}
     assert_same(run_all(exe, program, unstack_feeds(data), fetches), want)
