@@ -281,11 +281,3 @@ def test_inference_model_with_cond_and_while_round_trips(prog, tmp_path):
     got, = exe.run(loaded, feed={feeds[0]: xv}, fetch_list=fetches)
     np.testing.assert_array_equal(got, want)
     assert loaded.num_blocks == main.num_blocks       # ONNX: tests/io/test_onnx_control_flow.py
-
-
-@pytest.mark.parametrize("op", ["conditional_block", "select_input", "while", "while_grad"])
-def test_gpu_kernels_of_control_flow_ops_refuse_by_name(op):
-    from numbaflow.kernels import get_op_def
-    from numbaflow.kernels.registry import ConcreteOp
-    with pytest.raises(NotImplementedError, match=f"{op}: control flow .* on a GPU place"):
-        get_op_def(op).gpu(ConcreteOp(op, {}, {}, {}))
