@@ -10,8 +10,9 @@ Every block is read (control flow: a `conditional_block` / `while` op's `sub_blo
 attribute names its body, a block whose `parent_idx` is the op's block); the writer is
 paddle_writer.py. Ops map one to one (numbaflow's op types and slots are Paddle's). What
 Paddle adds that changes nothing here (op_role, op_callstack, use_cudnn, an empty optional
-slot, reshape2's XShape, control flow's step scopes ...) is dropped; any other attribute or input an OpDef does not declare is refused
-with a FileFormatError naming the op and the attribute, never ignored.
+slot, reshape2's XShape, control flow's step scopes ...) is dropped; any other attribute or
+input an OpDef does not declare is refused with a FileFormatError naming the op and the
+attribute, never ignored.
 """
 from __future__ import annotations
 

@@ -14,12 +14,15 @@ Rewrites (what is matched -> what is put in its place):
   emit nothing (a conditional_block read otherwise is refused by name).
 - `while` -> ONNX `Loop` without a trip count: the Condition and the loop variables (Out)
   are the loop-carried values, the body is the sub-block's ops and outputs the recomputed
-  Condition (Loop's condition) and the carried values' new values. Tensor arrays have no
-  mapping (their ops are named as such; a Loop's scan outputs could stack them).
+  Condition (Loop's condition) and the carried values' new values.
+- a tensor array -> an ONNX sequence (SequenceEmpty when read before any write; a loop
+  carries it like a loop variable): `write_to_array` -> an `If` replacing element I
+  (SequenceErase + SequenceInsert) or appending it, `read_from_array` -> SequenceAt,
+  `lod_array_length` -> SequenceLength.
 """
 import numpy as np
 
-CONTROL_FLOW = ("conditional_block", "select_input", "while")
+CONTROL_FLOW = ("conditional_block", "select_input", "while", "write_to_array")
 
 
 class Unsupported(Exception):
@@ -60,9 +63,39 @@ def _increment(g, op):
     g.node("Add", [x.name, g.const(op.attrs["step"], x.dtype)], [op.outputs["Out"][0].name])
 
 
-# the constants and loop helpers control flow programs use
+def _scalar(g, i):
+    return g.node("Reshape", [i.name, g.ints([])])
+
+
+def _read_from_array(g, op):
+    g.node("SequenceAt", [op.inputs["X"][0].name, _scalar(g, op.inputs["I"][0])],
+           [op.outputs["Out"][0].name])
+
+
+def _array_length(g, op):
+    n = g.node("SequenceLength", [op.inputs["X"][0].name])
+    g.node("Reshape", [n, g.ints([1])], [op.outputs["Out"][0].name])
+
+
+def _write_to_array(g, op, array, out):
+    """Out = `array` (an ONNX sequence) with element I set to X: replaced when I < its
+    length, else appended (ONNX refuses an I past the end, where Paddle leaves holes)."""
+    x, i = op.inputs["X"][0], _scalar(g, op.inputs["I"][0])
+    branches = []
+    for hint in ("replace", "append"):
+        sub = g.child()
+        name = g.name(hint)
+        seq = sub.node("SequenceErase", [array, i]) if hint == "replace" else array
+        sub.node("SequenceInsert", [seq, x.name, i], [name])
+        branches.append(g.h.make_graph(sub.nodes, hint, [], [_info(g, name, x.dtype, array=True)]))
+    inside = g.node("Less", [i, g.node("SequenceLength", [array])])
+    g.node("If", [inside], [out], then_branch=branches[0], else_branch=branches[1])
+
+
+# the constants and loop helpers control flow programs use, the tensor arrays' reads
 MAP = {"fill_constant": _fill_constant, "fill_any_like": _fill_any_like,
-       "increment": _increment,
+       "increment": _increment, "read_from_array": _read_from_array,
+       "lod_array_length": _array_length,
        "logical_not": lambda g, op: g.node("Not", [op.inputs["X"][0].name],
                                            [op.outputs["Out"][0].name])}
 
@@ -93,6 +126,9 @@ def emit_block(g, ops, env, mapping, problems):
         return name
 
     def read(v):
+        if v.is_tensor_array and v not in env:      # never written: Paddle's empty array
+            env[v] = g.node("SequenceEmpty", [], dtype=g.h.np_dtype_to_tensor_dtype(
+                np.dtype(v.dtype)))
         return env.get(v, v.name)
 
     for i, op in enumerate(ops):
@@ -109,6 +145,10 @@ def emit_block(g, ops, env, mapping, problems):
                 if op not in done:
                     done.update(_emit_if(g, cond_of[op], env, read, define, mapping,
                                          problems))
+            elif op.type == "write_to_array":
+                array = op.outputs["Out"][0]
+                prev = read(array)
+                _write_to_array(g, _Renamed(op, read, lambda v: None), prev, define(array))
             elif op.type == "while":
                 _emit_loop(g, op, env, read, define, mapping, problems)
             else:
@@ -147,13 +187,16 @@ def _subgraph(g, ops, env, outputs, inputs, mapping, hint, problems):
     for v in outputs:
         name = g.name(f"{v.name}@{hint}")
         sub.node("Identity", [env.get(v, v.name)], [name])
-        outs.append(_info(g, name, v.dtype))
+        outs.append(_info(g, name, v.dtype, array=v.is_tensor_array))
     return g.h.make_graph(sub.nodes, hint, inputs, outs)
 
 
-def _info(g, name, dtype, shape=None):
-    return g.h.make_tensor_value_info(name, g.h.np_dtype_to_tensor_dtype(np.dtype(dtype)),
-                                      shape)
+def _info(g, name, dtype, shape=None, array=False):
+    """A value's ValueInfo: a tensor, or a sequence of them (a tensor array)."""
+    elem = g.h.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    if array:
+        return g.h.make_tensor_sequence_value_info(name, elem, shape)
+    return g.h.make_tensor_value_info(name, elem, shape)
 
 
 def _emit_if(g, group, env, read, define, mapping, problems):
@@ -174,7 +217,7 @@ def _emit_loop(g, op, env, read, define, mapping, problems):
     body_env = dict(env)
     inputs = [_info(g, g.name("iter"), "int64", []), _info(g, g.name("cond"), "bool")]
     for v in carried:
-        inputs.append(_info(g, g.name(f"{v.name}@in"), v.dtype))
+        inputs.append(_info(g, g.name(f"{v.name}@in"), v.dtype, array=v.is_tensor_array))
         body_env[v] = inputs[-1].name
     body = _subgraph(g, op.attrs["sub_block"].ops, body_env, [cond] + carried, inputs,
                      mapping, "body", problems)

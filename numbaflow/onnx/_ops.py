@@ -389,7 +389,9 @@ def build_model(onnx, program, feed_names, fetch_names, params, opset):
     emit_block(g, block.ops, env, _MAP, problems)
     for n in fetch_names:        # a variable written twice: its last value under its name
         v = block.var(n)
-        if env.get(v, n) != n:
+        if v.is_tensor_array:
+            problems.append(f"fetch {n!r}: a tensor array (fetch what is read from it)")
+        elif env.get(v, n) != n:
             if n in g.used:
                 problems.append(f"fetch {n!r}: a fed variable the program overwrites")
             else:
