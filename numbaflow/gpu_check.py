@@ -134,7 +134,7 @@ def trace_launches(rows_dir=None):
     """Record every kernel launch of the traced work. Returns (launches, problems,
     untraced ops): launches [(dispatcher, argtypes)], problems ["what: error"]."""
     from .kernels import all_op_types, get_op_def, run_op
-    from .kernels.registry import COLLECTIVE, GPU_REFUSES, RANDOM
+    from .kernels.registry import COLLECTIVE, GPU_ON_HOST, GPU_REFUSES, RANDOM
     launches, problems, traced = [], [], set()
     rng = np.random.default_rng(0)
 
@@ -189,7 +189,8 @@ def trace_launches(rows_dir=None):
                 traced.add(op)
         attempt("programs", lambda: _trace_programs())
     untraced = sorted(t for t in types if get_op_def(t).gpu is not None and t not in traced
-                      and not get_op_def(t).has(COLLECTIVE) and not get_op_def(t).has(GPU_REFUSES)
+                      and not any(get_op_def(t).has(k) for k in (COLLECTIVE, GPU_REFUSES,
+                                                                 GPU_ON_HOST))
                       ) if rows_dir is not None else []
     return launches, problems, untraced
 

@@ -114,7 +114,6 @@ class CompiledProgram:
         Raises:
             ValueError: loss_name is unknown or not a scalar, or missing for a training program.
             RuntimeError: called twice.
-            NotImplementedError: the program has control flow (several blocks).
 
         Example:
             >>> x = static.data('x', [None, 3])
@@ -133,12 +132,6 @@ class CompiledProgram:
             raise RuntimeError("Already compiled with parallel, cannot be recompiled.")
         _check_strategy("build_strategy", build_strategy, BuildStrategy)
         _check_strategy("exec_strategy", exec_strategy, ExecutionStrategy)
-        if self._program.num_blocks > 1:
-            raise NotImplementedError(
-                f"with_data_parallel: the program has {self._program.num_blocks} blocks "
-                f"(static.nn.cond / while_loop); data parallelism over control flow is not "
-                f"supported yet: run it with Executor.run or a CompiledProgram without "
-                f"with_data_parallel")
         block = self._program.global_block()
         if loss_name is not None:
             name = loss_name.name if hasattr(loss_name, "name") else loss_name

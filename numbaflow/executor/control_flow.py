@@ -9,6 +9,7 @@ op. Its persistable inputs (parameters) are fed like any other input; it has a s
 its own, so nothing it does touches the caller's scope (the enclosing plan backs up and
 restores the caller's persistables on failure or Ctrl-C, as for any op).
 """
+import threading
 import weakref
 
 import numpy as np
@@ -21,8 +22,15 @@ from ..kernels.registry import may_fail
 WHILE_CHUNK = 4096
 
 # body Block -> (the variables fed to an iteration, [{variable: value} per iteration]):
-# what the last run of a `while` (not is_test) kept for its while_grad, in the same run
-_TAPES = weakref.WeakKeyDictionary()
+# what the last run of a `while` (not is_test) kept for its while_grad, in the same run;
+# per thread: data-parallel places run the same blocks at once, each in its own thread
+_LOCAL = threading.local()
+
+
+def _tapes():
+    if not hasattr(_LOCAL, "tapes"):
+        _LOCAL.tapes = weakref.WeakKeyDictionary()
+    return _LOCAL.tapes
 
 
 class _BlockAsProgram:
@@ -147,7 +155,7 @@ class _Runner:
                 step = 0
                 tape = []
                 if record:
-                    _TAPES[block] = (fed, tape)
+                    _tapes()[block] = (fed, tape)
                 while _truth(cond, "while"):
                     body = None if record or step == 0 or not in_place or \
                         flag.dtype != np.bool_ else sub.compiled_body(flag)
@@ -201,7 +209,7 @@ class _Runner:
             holders = dict(zip(shared, ins.get("Arrays", [])))
 
             def run():
-                _, entries = _TAPES.get(body, (None, []))
+                _, entries = _tapes().get(body, (None, []))
                 carry = {v: d.copy() for v, d in zip(grad_loop, douts)}
                 acc = {x: np.zeros_like(dx) for x, dx in zip(wanted, dxs) if x not in carry}
                 for k in reversed(range(len(entries))):

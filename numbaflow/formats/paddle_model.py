@@ -6,10 +6,13 @@ The tensor stream (Paddle's `save_combine`) holds the persistables sorted by nam
   uint32 version (0) | int32 TensorDesc size | TensorDesc protobuf | the raw data
 (little-endian, C order).
 
-Ops map one to one (numbaflow's op types and slots are Paddle's). What Paddle adds that
-changes nothing here (op_role, op_callstack, use_cudnn, an empty optional slot, reshape2's
-XShape ...) is dropped; any other attribute or input an OpDef does not declare is refused
-with a FileFormatError naming the op and the attribute, never ignored.
+Every block is read (control flow: a `conditional_block` / `while` op's `sub_block`
+attribute names its body, a block whose `parent_idx` is the op's block); the writer is
+paddle_writer.py. Ops map one to one (numbaflow's op types and slots are Paddle's). What
+Paddle adds that changes nothing here (op_role, op_callstack, use_cudnn, an empty optional
+slot, reshape2's XShape, control flow's step scopes ...) is dropped; any other attribute or
+input an OpDef does not declare is refused with a FileFormatError naming the op and the
+attribute, never ignored.
 """
 from __future__ import annotations
 
@@ -29,9 +32,9 @@ _DTYPES = {pp.VAR_TYPES[k]: np.dtype(v) for k, v in (
     ("BOOL", "bool"), ("INT16", "int16"), ("INT32", "int32"), ("INT64", "int64"),
     ("FP16", "float16"), ("FP32", "float32"), ("FP64", "float64"), ("UINT8", "uint8"),
     ("INT8", "int8"))}
-_VAR_TYPE_OF = {d: k for k, d in _DTYPES.items()}
-LOD_TENSOR, FEED, FETCH = (pp.VAR_TYPES[k] for k in ("LOD_TENSOR", "FEED_MINIBATCH",
-                                                      "FETCH_LIST"))
+VAR_TYPE_OF = {d: k for k, d in _DTYPES.items()}
+LOD_TENSOR, FEED, FETCH, ARRAY, SCOPES = (pp.VAR_TYPES[k] for k in (
+    "LOD_TENSOR", "FEED_MINIBATCH", "FETCH_LIST", "LOD_TENSOR_ARRAY", "STEP_SCOPES"))
 MAX_RANK = 16
 # the largest file this reads; a bigger one is refused before it is read into memory
 MAX_FILE_BYTES = 1 << 34
@@ -47,6 +50,7 @@ _NEUTRAL_ATTRS = {
     "fuse_relu": {False}, "fuse_with_relu": {False}, "exhaustive_search": {False},
     "workspace_size_MB": None, "use_addto": {False}, "force_fp32_output": {False},
     "force_cpu": None, "place_type": None,        # fill_constant's placement
+    "skip_eager_deletion_vars": None,     # while / conditional_block: memory bookkeeping
     "str_value": None,       # fill_constant's value as text: read into `value` (_translate)
     "in_dtype": {-1}, "out_dtype": {-1},     # paddle.sum's reduce_sum: -1 = no cast
     "Scale_x": {1.0}, "Scale_y": {1.0}, "Scale_out": {1.0},   # oneDNN int8 scales, unused
@@ -55,12 +59,11 @@ _NEUTRAL_ATTRS = {
 # the program makes that tensor, its value is folded into the attribute (numbaflow fixes
 # shapes before a run, so concat's axis must be known then).
 _TENSOR_ATTRS = {("concat", "AxisTensor"): "axis", ("gather", "Axis"): "axis"}
-_NEUTRAL_OUTPUTS = {"XShape"}      # reshape2/transpose2/... keep the input's shape here
-# attributes Paddle's kernels read with no default that numbaflow's op leaves out (their
-# neutral values above); written with each op of that type
-_PADDLE_REQUIRES = {"reduce_sum_grad": {"out_dtype": -1, "in_dtype": -1}}
+# reshape2/transpose2/... keep the input's shape in XShape; conditional_block / while keep
+# their run-time scopes in Scope / StepScopes (STEP_SCOPES variables, not declared here)
+_NEUTRAL_OUTPUTS = {"XShape", "Scope", "StepScopes"}
 # attributes holding a dtype: a VarType.Type number in the file, a numpy dtype here
-_DTYPE_ATTRS = {"dtype", "in_dtype", "out_dtype"}
+DTYPE_ATTRS = {"dtype", "in_dtype", "out_dtype"}
 
 
 # ---------------------------------------------------------------- tensor stream
@@ -138,10 +141,10 @@ def write_tensors(f, arrays):
     name (the order Paddle's `load_inference_model` reads)."""
     for name in sorted(arrays):
         a = np.ascontiguousarray(arrays[name])
-        if a.dtype not in _VAR_TYPE_OF:
+        if a.dtype not in VAR_TYPE_OF:
             raise TypeError(f"tensor {name!r} has dtype {a.dtype}, which Paddle's format "
                             f"cannot hold")
-        desc = pp.TensorDesc(data_type=_VAR_TYPE_OF[a.dtype], dims=list(a.shape))
+        desc = pp.TensorDesc(data_type=VAR_TYPE_OF[a.dtype], dims=list(a.shape))
         raw = desc.SerializeToString()
         f.write(struct.pack("<IQIi", 0, 0, 0, len(raw)))
         f.write(raw)
@@ -161,8 +164,8 @@ def _attr_value(a, where):
         return list(getattr(a, lists[a.type]))
     kind = {v: k for k, v in t.items()}.get(a.type, a.type)
     raise FileFormatError(f"{where}: attribute {a.name!r} is of type {kind}, which numbaflow "
-                          f"does not read (sub-blocks, variables and scalars as attributes "
-                          f"are not supported)")
+                          f"does not read (lists of blocks, variables and scalars as "
+                          f"attributes are not supported)")
 
 
 def _conform(value, default, name, where):
@@ -171,7 +174,7 @@ def _conform(value, default, name, where):
     def bad(expected):
         return FileFormatError(f"{where}: attribute {name!r} is {value!r}; numbaflow's op "
                                f"expects {expected}")
-    if name in _DTYPE_ATTRS and isinstance(value, int) and not isinstance(value, bool):
+    if name in DTYPE_ATTRS and isinstance(value, int) and not isinstance(value, bool):
         if value not in _DTYPES:
             raise bad("a data type numbaflow has (VarType.Type)")
         return _DTYPES[value]
@@ -213,16 +216,18 @@ def parse_program_desc(raw, path):
                               f"damaged ({type(e).__name__}: {e})") from None
     if not desc.blocks:
         raise FileFormatError(f"file {path!r}: the ProgramDesc has no blocks")
-    if len(desc.blocks) > 1:
-        raise FileFormatError(f"file {path!r}: the program has {len(desc.blocks)} blocks "
-                              f"(control flow: while/conditional_block); numbaflow reads "
-                              f"single-block programs only")
+    for i, bd in enumerate(desc.blocks):
+        if bd.idx != i or (bd.parent_idx >= i if i else bd.parent_idx != -1):
+            raise FileFormatError(f"file {path!r}: block {i} has idx {bd.idx} and parent_idx "
+                                  f"{bd.parent_idx}; Paddle numbers blocks in order, each "
+                                  f"after its enclosing block (the global block's is -1)")
     return desc
 
 
-def _translate(op, where):
+def _translate(op, where, sub_block):
     """(inputs, outputs, attrs) of `op` (an OpDesc) in numbaflow's terms; FileFormatError
-    naming what numbaflow would have to ignore."""
+    naming what numbaflow would have to ignore. `sub_block(idx)`: the Block of a BLOCK
+    attribute (a control-flow op's body), read before the op is appended."""
     if op.type not in all_op_types():
         raise FileFormatError(f"{where}: numbaflow has no op {op.type!r}; the model cannot "
                               f"be run here")
@@ -246,6 +251,9 @@ def _translate(op, where):
                                   f"numbaflow's {op.type}; it writes {sorted(slots_out)}")
         outputs[v.parameter] = list(v.arguments)
     for a in op.attrs:
+        if a.type == pp.ATTR_TYPES["BLOCK"] and a.name in opdef.attrs:
+            attrs[a.name] = sub_block(a.block_idx)
+            continue
         value = _attr_value(a, where)
         if a.name in opdef.attrs:
             attrs[a.name] = _conform(value, opdef.attrs[a.name], a.name, where)
@@ -286,22 +294,22 @@ def _fold_constants(op, constants):
     return new
 
 
-def program_from_desc(desc, path):
-    """(Program, feed names, fetch names) equivalent to the ProgramDesc `desc` of `path`."""
-    block_desc = desc.blocks[0]
-    program = Program()
-    block = program.global_block()
-    feeds, fetches, constants, xshapes = {}, {}, {}, {}
+def _declare_vars(block, block_desc, path):
+    """Create the variables of BlockDesc `block_desc` in `block` (a tensor array as a
+    tensor-array Variable of its element's shape; feed/fetch lists and step scopes, which
+    Paddle fills at run time, are not variables here)."""
     for vd in block_desc.vars:
-        if vd.type.type in (FEED, FETCH):
+        if vd.type.type in (FEED, FETCH, SCOPES):
             continue
         where = f"file {path!r}: variable {vd.name!r}"
-        if vd.type.type != LOD_TENSOR:
+        if vd.type.type not in (LOD_TENSOR, ARRAY):
             kind = {v: k for k, v in pp.VAR_TYPES.items()}.get(vd.type.type, vd.type.type)
-            raise FileFormatError(f"{where} is a {kind}; numbaflow has dense tensors only")
+            raise FileFormatError(f"{where} is a {kind}; numbaflow has dense tensors and "
+                                  f"tensor arrays only")
         if vd.name in block.vars:
             raise FileFormatError(f"{where} is declared twice")
-        t = vd.type.lod_tensor.tensor
+        array = vd.type.type == ARRAY
+        t = (vd.type.tensor_array if array else vd.type.lod_tensor).tensor
         # Paddle's compile-time shapes multiply unknown dims: instance_norm's SavedMean of
         # an (N, C) input is declared [N * C] = [-C] when N is -1; any negative dim is unknown
         dims = [max(int(d), -1) for d in t.dims]
@@ -310,41 +318,87 @@ def program_from_desc(desc, path):
                                   f"expected one of numbaflow's dtypes and at most "
                                   f"{MAX_RANK} dims")
         try:
-            block.create_var(vd.name, dims, _DTYPES[t.data_type], persistable=vd.persistable,
-                             stop_gradient=True, is_data=vd.need_check_feed)
+            v = block.create_var(vd.name, dims, _DTYPES[t.data_type],
+                                 persistable=vd.persistable, stop_gradient=True,
+                                 is_data=vd.need_check_feed)
         except (TypeError, ValueError) as e:     # e.g. a float16 variable (fuzz-found)
             raise FileFormatError(f"{where} cannot be a variable here: {e}") from None
-    for i, op in enumerate(block_desc.ops):
-        where = f"file {path!r}: op {i} ({op.type})"
-        if op.type in ("feed", "fetch"):
-            col = next((a.i for a in op.attrs if a.name == "col"), None)
-            side, table = ("Out", feeds) if op.type == "feed" else ("X", fetches)
-            names = [n for v in (op.outputs if op.type == "feed" else op.inputs)
-                     if v.parameter == side for n in v.arguments]
-            if col is None or len(names) != 1 or col in table or not 0 <= col < 1 << 20:
-                raise FileFormatError(f"{where} must name one variable and a new 'col'")
-            table[col] = names[0]
-            continue
-        op = paddle_xshape.from_paddle(_fold_constants(op, constants), xshapes, block.vars,
-                                        where)
-        inputs, outputs, attrs = _translate(op, where)
+        v.is_tensor_array = array
+
+
+class _Seen:
+    """`name in _Seen(block)`: the variable resolves from `block`."""
+
+    def __init__(self, block):
+        self.block = block
+
+    def __contains__(self, name):
+        return self.block.find_var_recursive(name) is not None
+
+
+class _OpReader:
+    """Appends the ops of a ProgramDesc's blocks to `program`: a block's ops in order, a
+    control-flow op's sub-block (`sub_block` attribute) read just before that op, so its
+    ops see the enclosing block's variables as the ops before it left them."""
+
+    def __init__(self, program, desc, path):
+        self.program, self.desc, self.path = program, desc, path
+        self.feeds, self.fetches, self.constants = {}, {}, {}
+        self.xshapes = {}                # XShape name -> the X it holds the shape of
+        self.state = {}                  # block idx -> "reading" / "read"
+
+    def sub_block(self, idx, parent, where):
+        if not 0 < idx < len(self.desc.blocks) or self.desc.blocks[idx].parent_idx != parent:
+            raise FileFormatError(f"{where}: its sub_block is block {idx}, which is not a "
+                                  f"block enclosed by block {parent}")
+        if self.state.get(idx) is not None:
+            raise FileFormatError(f"{where}: block {idx} is the body of two ops")
+        self.read(idx)
+        return self.program.block(idx)
+
+    def read(self, idx):
+        self.state[idx] = "reading"
+        block, path = self.program.block(idx), self.path
+        for i, op in enumerate(self.desc.blocks[idx].ops):
+            where = f"file {path!r}: op {i} ({op.type})" + (f" of block {idx}" if idx else "")
+            if op.type in ("feed", "fetch"):
+                col = next((a.i for a in op.attrs if a.name == "col"), None)
+                side, table = ("Out", self.feeds) if op.type == "feed" else ("X", self.fetches)
+                names = [n for v in (op.outputs if op.type == "feed" else op.inputs)
+                         if v.parameter == side for n in v.arguments]
+                if idx or col is None or len(names) != 1 or col in table or \
+                        not 0 <= col < 1 << 20:
+                    raise FileFormatError(f"{where} must be in the global block and name one "
+                                          f"variable and a new 'col'")
+                table[col] = names[0]
+                continue
+            op = paddle_xshape.from_paddle(_fold_constants(op, self.constants), self.xshapes,
+                                           _Seen(block), where)
+            self.append(block, i, op, where)
+        self.state[idx] = "read"
+
+    def append(self, block, i, op, where):
+        inputs, outputs, attrs = _translate(
+            op, where, lambda k: self.sub_block(k, block.idx, where))
         # Paddle's inference programs leave out outputs nothing reads (an is_test dropout's
         # Mask): a temporary takes each required output slot the file omits
         for slot in get_op_def(op.type).outputs:
             if not slot.optional and slot.name not in outputs:
-                tmp = f"{op.type}_{i}.{slot.name}.omitted"
+                tmp = f"{op.type}_{i}.{slot.name}.omitted" + (f"@{block.idx}" if block.idx
+                                                               else "")
                 if tmp not in block.vars:
                     block.create_var(tmp, (), "float32", stop_gradient=True)
                 outputs[slot.name] = [tmp]
         if op.type == "fill_constant" and list(attrs.get("shape", [])) in ([1], []):
-            constants[outputs["Out"][0]] = attrs["value"]
+            self.constants[outputs["Out"][0]] = attrs["value"]
 
-        def lookup(names, where=where):
-            missing = [n for n in names if n not in block.vars]
+        def lookup(names):
+            found = [block.find_var_recursive(n) for n in names]
+            missing = [n for n, v in zip(names, found) if v is None]
             if missing:
                 raise FileFormatError(f"{where} refers to {missing}, which the program does "
                                       f"not declare")
-            return [block.vars[n] for n in names]
+            return found
         try:      # outputs take numbaflow's inferred shapes (Paddle declares some aux
             # outputs, e.g. layer_norm's Mean, with other ranks); `verify` checks the rest
             block.append_op(op.type, {k: lookup(v) for k, v in inputs.items()},
@@ -353,8 +407,22 @@ def program_from_desc(desc, path):
             raise
         except Exception as e:       # shape inference meeting values no real model has
             raise FileFormatError(f"{where}: {type(e).__name__}: {e}") from None
-    feed_names = [feeds[c] for c in sorted(feeds)]
-    fetch_names = [fetches[c] for c in sorted(fetches)]
+
+
+def program_from_desc(desc, path):
+    """(Program, feed names, fetch names) equivalent to the ProgramDesc `desc` of `path`
+    (every block: control flow's sub-blocks enclosed as Paddle's `parent_idx` says)."""
+    program = Program()
+    for bd in desc.blocks[1:]:
+        program.create_block(bd.parent_idx)
+    program.current_block_idx = 0
+    for block, block_desc in zip(program.blocks, desc.blocks):
+        _declare_vars(block, block_desc, path)
+    reader = _OpReader(program, desc, path)
+    reader.read(0)       # a block no op runs (none in an inference model) stays empty
+    block = program.global_block()
+    feed_names = [reader.feeds[c] for c in sorted(reader.feeds)]
+    fetch_names = [reader.fetches[c] for c in sorted(reader.fetches)]
     if not fetch_names:
         raise FileFormatError(f"file {path!r} has no fetch op: not an inference model, or "
                               f"truncated")
@@ -379,117 +447,3 @@ def read_model(model_raw, params_raw, model_path, params_path):
                                                 model_path)
     names = sorted(v.name for v in program.list_vars() if v.persistable and not v.is_data)
     return program, feeds, fetches, read_tensors(params_raw, names, params_path)
-
-
-# ---------------------------------------------------------------- Program -> ProgramDesc
-PROGRAM_VERSION = 2006002        # the Paddle version whose ProgramDesc this writes
-
-
-# list attributes Paddle declares FLOATS whose numbaflow default is empty (an empty list
-# tells no type; interp_v2's `scale` read as INTS fails in Paddle)
-_FLOAT_LISTS = {"scale"}
-
-
-def _set_attr(a, name, value, default, where):
-    """Fill OpDesc.Attr `a` with `value`, typed as Paddle's OpProto types it (the OpDef's
-    default tells float from int)."""
-    t = pp.ATTR_TYPES
-    a.name = name
-    if isinstance(value, np.dtype) or name in _DTYPE_ATTRS and isinstance(value, str):
-        value = _VAR_TYPE_OF[np.dtype(value)]
-    if isinstance(value, (bool, np.bool_)):
-        a.type, a.b = t["BOOLEAN"], bool(value)
-    elif isinstance(value, (int, np.integer)) and not isinstance(default, float):
-        if -2**31 <= int(value) < 2**31:
-            a.type, a.i = t["INT"], int(value)
-        else:
-            a.type, a.l = t["LONG"], int(value)
-    elif isinstance(value, (int, float, np.integer, np.floating)):
-        a.type, a.f = t["FLOAT"], float(value)
-    elif isinstance(value, str):
-        a.type, a.s = t["STRING"], value
-    elif isinstance(value, (list, tuple, np.ndarray)):
-        items = list(value)
-        sample = items + list(default) if isinstance(default, (list, tuple)) else items
-        if all(isinstance(v, (bool, np.bool_)) for v in items) and sample and \
-                all(isinstance(v, (bool, np.bool_)) for v in sample):
-            a.type = t["BOOLEANS"]
-            a.bools.extend(bool(v) for v in items)
-        elif all(isinstance(v, (int, np.integer)) for v in sample) and \
-                not (name in _FLOAT_LISTS and not items):
-            if all(-2**31 <= int(v) < 2**31 for v in items):
-                a.type = t["INTS"]
-                a.ints.extend(int(v) for v in items)
-            else:
-                a.type = t["LONGS"]
-                a.longs.extend(int(v) for v in items)
-        elif all(isinstance(v, (int, float, np.integer, np.floating)) for v in items):
-            a.type = t["FLOATS"]
-            a.floats.extend(float(v) for v in items)
-        elif all(isinstance(v, str) for v in items):
-            a.type = t["STRINGS"]
-            a.strings.extend(items)
-        else:
-            raise TypeError(f"{where}: attribute {name!r} = {value!r} has no Paddle type")
-    else:
-        raise TypeError(f"{where}: attribute {name!r} = {value!r} has no Paddle type")
-
-
-def _add_var(block_desc, name, shape, dtype, persistable=False, feed=False):
-    vd = block_desc.vars.add(name=name, persistable=persistable, need_check_feed=feed)
-    vd.type.type = LOD_TENSOR
-    vd.type.lod_tensor.tensor.data_type = _VAR_TYPE_OF[np.dtype(dtype)]
-    vd.type.lod_tensor.tensor.dims.extend(int(d) for d in shape)
-    return vd
-
-
-def program_to_desc(program, feed_names, fetch_names):
-    """The ProgramDesc of the inference program `program` (one block) with Paddle's feed
-    and fetch ops, as `paddle.static.save_inference_model` writes it."""
-    if program.num_blocks != 1:
-        raise ValueError(f"the program has {program.num_blocks} blocks; only single-block "
-                         f"programs can be written in Paddle's format")
-    desc = pp.ProgramDesc()
-    desc.version.version = PROGRAM_VERSION
-    bd = desc.blocks.add(idx=0, parent_idx=-1)
-    block = program.global_block()
-    for name, kind in (("feed", FEED), ("fetch", FETCH)):
-        bd.vars.add(name=name, persistable=True).type.type = kind
-    for v in block.vars.values():
-        if v.dtype not in _VAR_TYPE_OF:
-            raise TypeError(f"variable {v.name!r} has dtype {v.dtype}, which Paddle's "
-                            f"format cannot hold")
-        _add_var(bd, v.name, v.shape, v.dtype, v.persistable and not v.is_data,
-                 v.name in feed_names)
-
-    declared = set(block.vars)
-
-    def declare(name, shape, dtype):
-        if name not in declared:
-            declared.add(name)
-            _add_var(bd, name, shape, dtype)
-
-    def io_op(type, x, out, col):
-        od = bd.ops.add(type=type)
-        od.inputs.add(parameter="X", arguments=[x])
-        od.outputs.add(parameter="Out", arguments=[out])
-        od.attrs.add(name="col", type=pp.ATTR_TYPES["INT"], i=col)
-
-    for col, n in enumerate(feed_names):
-        io_op("feed", "feed", n, col)
-    for i, op in enumerate(block.ops):
-        where = f"op {i} ({op.type})"
-        opdef = get_op_def(op.type)
-        od = bd.ops.add(type=op.type)
-        for slot, vs in op.inputs.items():
-            od.inputs.add(parameter=slot, arguments=[v.name for v in vs])
-        for slot, vs in op.outputs.items():
-            od.outputs.add(parameter=slot, arguments=[v.name for v in vs])
-        paddle_xshape.to_paddle(op, od, declare)
-        attrs = {**_PADDLE_REQUIRES.get(op.type, {}), **op.attrs}
-        for k in sorted(attrs):
-            if attrs[k] is not None:
-                _set_attr(od.attrs.add(), k, attrs[k], opdef.attrs.get(k), where)
-    for col, n in enumerate(fetch_names):
-        io_op("fetch", n, "fetch", col)
-    return desc

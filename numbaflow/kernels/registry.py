@@ -37,6 +37,7 @@ MAY_FAIL = "may_fail"            # can raise on bad data (e.g. label out of rang
 COLLECTIVE = "collective"        # talks to the other devices (its kernel gets `cop.comm`)
 FUSED = "fused"                  # made by a fusion pass from several ops: never fused again
 GPU_REFUSES = "gpu_refuses"      # its GPU factory refuses by name (no kernel yet): the gate skips it
+GPU_ON_HOST = "gpu_on_host"      # on a GPU its CPU kernel runs on host copies: nothing to compile
 FLAT_INPUTS = "flat_inputs"      # moves its X list as one flat array: lay them out back to back
 ACTIVATION = "activation"        # Paddle's activation op (X -> Out): a layer's act= may name it
 INT_DIVIDES = "int_divides"      # divides: given integers, a zero divisor raises ZeroDivisionError

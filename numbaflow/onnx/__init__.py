@@ -3,9 +3,10 @@ forward ops computing `fetch_vars` from `feed_vars` as an ONNX model (opset 17) 
 parameters as initializers, checked by `onnx.checker`. Needs the `onnx` package (the
 `onnx` extra: pip install 'numbaflow[onnx]', which also brings onnxruntime to run it).
 
-Each op maps through one function of `_ops.py`; an op without one, or an attribute value
-ONNX cannot express, raises `NotImplementedError` naming every such op before anything is
-written.
+Each op maps through one function of `_ops.py`; control flow (`cond` -> `If`, `while_loop`
+-> `Loop`) and the renaming that keeps ONNX's one-write-per-name rule are in
+`_control_flow.py`. An op without a mapping, or an attribute value ONNX cannot express,
+raises `NotImplementedError` naming every such op before anything is written.
 """
 from __future__ import annotations
 

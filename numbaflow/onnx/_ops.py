@@ -1,7 +1,12 @@
 """numbaflow (Paddle) ops -> ONNX nodes, opset 17. One function per op type in `_MAP`:
 `fn(g, op)` appends the nodes computing the op's outputs (named as the program's
 variables) to the graph builder `g`."""
+import itertools
+
 import numpy as np
+
+from ._control_flow import CONTROL_FLOW, Unsupported, emit_block, sub_blocks
+from ._control_flow import MAP as _CONTROL_FLOW_HELPERS
 
 _ELEMENTWISE = {"elementwise_add": "Add", "elementwise_sub": "Sub", "elementwise_mul": "Mul",
                 "elementwise_div": "Div", "elementwise_max": "Max", "elementwise_min": "Min",
@@ -14,20 +19,23 @@ _REDUCE = {"reduce_mean": "ReduceMean", "reduce_sum": "ReduceSum", "reduce_max":
            "reduce_min": "ReduceMin"}
 
 
-class Unsupported(Exception):
-    """An attribute value this mapping cannot express (the message says which)."""
-
-
 class Graph:
     """Collects nodes, constants and fresh names while the ops are mapped."""
 
     def __init__(self, onnx):
         self.onnx, self.h = onnx, onnx.helper
-        self.nodes, self.inits, self._n = [], [], 0
+        self.nodes, self.inits, self._n = [], [], itertools.count(1)
+        self.used = set()        # every value name, in every (sub)graph: ONNX is SSA
+
+    def child(self):
+        """A graph for a control-flow op's body: its own nodes, the same names and
+        constants (outer-scope values are visible in a subgraph)."""
+        sub = Graph.__new__(Graph)
+        sub.__dict__.update(self.__dict__, nodes=[])
+        return sub
 
     def name(self, hint):
-        self._n += 1
-        return f"_onnx/{hint}_{self._n}"
+        return f"_onnx/{hint}_{next(self._n)}"
 
     def node(self, type, inputs, outputs=None, **attrs):
         outputs = outputs or [self.name(type.lower())]
@@ -357,6 +365,7 @@ def pads_of(op):
 # the mappings of issue 28's ops (transposed conv, resize, norms, pad3d, one_hot_v2, ...)
 from ._model_ops import MAP as _MODEL_OPS  # noqa: E402
 _MAP.update(_MODEL_OPS)
+_MAP.update(_CONTROL_FLOW_HELPERS)
 
 def _value_info(onnx, v):
     dims = [d if d >= 0 else "N" for d in v.shape]
@@ -367,17 +376,26 @@ def _value_info(onnx, v):
 def build_model(onnx, program, feed_names, fetch_names, params, opset):
     """The ONNX ModelProto of the pruned inference `program`."""
     block = program.global_block()
-    missing = sorted({op.type for op in block.ops if op.type not in _MAP})
+    missing = sorted({op.type for op in sub_blocks(block.ops)
+                      if op.type not in _MAP and op.type not in CONTROL_FLOW})
     if missing:
         raise NotImplementedError(f"export: these ops have no ONNX mapping in numbaflow: "
                                   f"{missing}")
     g = Graph(onnx)
+    env = {block.var(n): n for n in feed_names}
+    g.used.update(feed_names)
+    g.used.update(params)
     problems = []
-    for i, op in enumerate(block.ops):
-        try:
-            _MAP[op.type](g, op)
-        except Unsupported as e:
-            problems.append(f"op {i} ({op.type}): {e}")
+    emit_block(g, block.ops, env, _MAP, problems)
+    for n in fetch_names:        # a variable written twice: its last value under its name
+        v = block.var(n)
+        if v.is_tensor_array:
+            problems.append(f"fetch {n!r}: a tensor array (fetch what is read from it)")
+        elif env.get(v, n) != n:
+            if n in g.used:
+                problems.append(f"fetch {n!r}: a fed variable the program overwrites")
+            else:
+                g.node("Identity", [env[v]], [n])
     if problems:
         raise NotImplementedError("export: ONNX cannot express:\n  " + "\n  ".join(problems))
     inits = [onnx.numpy_helper.from_array(np.ascontiguousarray(a), name)

@@ -15,7 +15,7 @@ import warnings
 from typing import TYPE_CHECKING
 
 from ..executor.scope import global_scope
-from ..formats import paddle_model
+from ..formats import paddle_model, paddle_writer
 from ..graph.program import Program, Variable, default_main_program
 from ..graph.serialize import FileFormatError, check_format, program_from_dict, program_to_dict
 from ..graph.verify import verify
@@ -94,7 +94,9 @@ def prune(program, feed_names, fetch_names):
     for i in sorted(keep):
         op = block.ops[i]
         for v in op.input_vars():
-            if v not in feeds and v not in produced and not v.persistable:
+            # (a tensor array read before any write is Paddle's empty array)
+            if v not in feeds and v not in produced and not v.persistable and \
+                    not v.is_tensor_array:
                 raise ValueError(f"save_inference_model: fetching {list(fetch_names)} needs "
                                  f"{v.name!r} (read by op {op.type}), which is not in feed_vars; "
                                  f"add it to feed_vars")
@@ -138,7 +140,7 @@ def write_inference(model_file, params_file, feed_vars, fetch_vars, program, fn,
     verify(pruned)
     params = gather(persistables(pruned), global_scope(), fn)
     if format == "paddle":
-        desc = paddle_model.program_to_desc(pruned, feed_names, fetch_names)
+        desc = paddle_writer.program_to_desc(pruned, feed_names, fetch_names)
         save_id = atomic.new_save_id()
         atomic.commit({model_file: lambda f: f.write(desc.SerializeToString()),
                         params_file: lambda f: paddle_model.write_tensors(f, params)}, save_id)

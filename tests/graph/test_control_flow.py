@@ -257,9 +257,8 @@ def test_switch_case_and_case_argument_errors(prog):
         static.nn.case([(i < 1, 3)])
 
 
-def test_inference_model_with_cond_and_while_round_trips_and_unsupported_formats(prog, tmp_path):
-    """numbaflow's own model files keep the sub-blocks; Paddle's ProgramDesc format and ONNX
-    refuse control flow by name."""
+def test_inference_model_with_cond_and_while_round_trips(prog, tmp_path):
+    """numbaflow's own model files and Paddle's ProgramDesc keep the sub-blocks."""
     main, startup = prog
     x = static.data("x", [None, 3], "float32")
     h = static.nn.fc(x, 4)
@@ -275,17 +274,10 @@ def test_inference_model_with_cond_and_while_round_trips_and_unsupported_formats
     got, = exe.run(loaded, feed={feeds[0]: xv}, fetch_list=fetches)
     np.testing.assert_array_equal(got, want)
     assert loaded.num_blocks == main.num_blocks and verify(loaded)
-    with pytest.raises(ValueError, match="only single-block programs"):
-        static.save_inference_model(str(tmp_path / "p"), [x], [z], exe, program=main,
-                                    format="paddle")
-    import numbaflow.onnx
-    with pytest.raises(NotImplementedError, match="conditional_block.*while"):
-        numbaflow.onnx.export(main, [x], [z], str(tmp_path / "m.onnx"))
-
-
-@pytest.mark.parametrize("op", ["conditional_block", "select_input", "while", "while_grad"])
-def test_gpu_kernels_of_control_flow_ops_refuse_by_name(op):
-    from numbaflow.kernels import get_op_def
-    from numbaflow.kernels.registry import ConcreteOp
-    with pytest.raises(NotImplementedError, match=f"{op}: control flow .* on a GPU place"):
-        get_op_def(op).gpu(ConcreteOp(op, {}, {}, {}))
+    # Paddle's ProgramDesc keeps them too (tests/io/test_paddle_control_flow_models.py)
+    static.save_inference_model(str(tmp_path / "p"), [x], [z], exe, program=main,
+                                format="paddle")
+    loaded, feeds, fetches = static.load_inference_model(str(tmp_path / "p"), exe)
+    got, = exe.run(loaded, feed={feeds[0]: xv}, fetch_list=fetches)
+    np.testing.assert_array_equal(got, want)
+    assert loaded.num_blocks == main.num_blocks       # ONNX: tests/io/test_onnx_control_flow.py

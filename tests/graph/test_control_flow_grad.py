@@ -227,7 +227,7 @@ def test_sgd_training_with_cond_matches_numpy(prog):
 
 def test_compiled_program_with_cond_matches_plain_executor(prog):
     """A CompiledProgram (its build passes) trains a model with fc layers inside the
-    branches exactly as Executor.run of the program does; with_data_parallel refuses."""
+    branches exactly as Executor.run of the program does."""
     main, startup = prog
     x = static.data("x", [4, 3], "float32")
     t = static.data("t", [4, 1], "float32")
@@ -246,8 +246,7 @@ def test_compiled_program_with_cond_matches_plain_executor(prog):
             e.run(startup)
             runs.append([float(e.run(target, feed=f, fetch_list=[loss])[0]) for f in feeds])
     np.testing.assert_allclose(runs[1], runs[0], rtol=1e-6)
-    with pytest.raises(NotImplementedError, match="data parallelism over control flow"):
-        static.CompiledProgram(main).with_data_parallel(loss_name=loss.name)
+    # with_data_parallel: tests/distributed/test_data_parallel_control_flow.py
 
 
 def test_clone_and_serialization_keep_while_gradients(prog):

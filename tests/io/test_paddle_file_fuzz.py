@@ -117,7 +117,7 @@ def first_var(desc, name):
     (lambda d: first_var(d, "x").type.lod_tensor.tensor.dims.extend([1 << 50] * 30), "dims"),
     (lambda d: setattr(first_var(d, "x").type, "type", paddle_proto.VAR_TYPES["READER"]),
      "READER"),
-    (lambda d: d.blocks.add(idx=1, parent_idx=0), "2 blocks"),
+    (lambda d: d.blocks.add(idx=1, parent_idx=3), "parent_idx 3"),
     (lambda d: d.blocks[0].ops[1].attrs.add(name="x_num_col_dims", type=1, f=1.5), "an int"),
     (lambda d: [d.blocks[0].ops.remove(op) for op in list(d.blocks[0].ops)
                 if op.type == "fetch"], "no fetch op"),

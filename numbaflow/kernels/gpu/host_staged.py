@@ -8,11 +8,18 @@ def host_staged(cpu_bind, ins, outs):
     once: copy the inputs to the host, run `cpu_bind(host ins, host outs)`'s thunk, copy
     the outputs back. For ops without a GPU kernel, and for collectives (the
     communicator works on host memory)."""
-    h_ins = {k: [np.empty(a.shape, a.dtype) for a in v] for k, v in ins.items()}
-    h_outs = {k: [np.empty(a.shape, a.dtype) for a in v] for k, v in outs.items()}
+    # one host buffer per device array: an op updating an input in place (a `while`'s
+    # loop variables are its X and its Out) updates it in one buffer, as on the host
+    host = {}
+
+    def staged(arrays):
+        return {k: [host.setdefault(id(a), np.empty(a.shape, a.dtype)) for a in v]
+                for k, v in arrays.items()}
+    h_ins, h_outs = staged(ins), staged(outs)
     run = cpu_bind(h_ins, h_outs)
-    pairs_in = [(d, h) for k in ins for d, h in zip(ins[k], h_ins[k])]
-    pairs_out = [(d, h) for k in outs for d, h in zip(outs[k], h_outs[k])]
+    pairs_in = list({id(d): (d, h) for k in ins for d, h in zip(ins[k], h_ins[k])}.values())
+    pairs_out = list({id(d): (d, h) for k in outs for d, h in zip(outs[k], h_outs[k])}
+                     .values())
 
     def thunk():
         for d, h in pairs_in:

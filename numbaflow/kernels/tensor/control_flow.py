@@ -9,9 +9,12 @@ layer (executor/control_flow.py), which this layer may not import: it installs i
 with `set_block_runner`. The gradient of `conditional_block` is another
 conditional_block over a gradient sub-block (graph/backward.py builds it).
 """
+import functools
+
 import numpy as np
 
-from ..registry import GPU_REFUSES, NO_GRAD, OpDef, Slot, VarInfo, get_op_def, register_op
+from ..gpu.host_staged import host_staged
+from ..registry import GPU_ON_HOST, NO_GRAD, OpDef, Slot, VarInfo, get_op_def, register_op
 
 _RUNNER = None      # executor/control_flow.py: .conditional(cop) and .loop(cop) binders
 
@@ -67,11 +70,14 @@ def _infer_while(ctx):
         raise ctx.error("needs its sub_block (build it with static.nn.while_loop)")
     xs = op.inputs.get("X", [])
     infos = ctx.inputs("X")
-    out = []
-    for v in op.outputs.get("Out", []):
-        i = next((i for i, x in enumerate(xs) if x is v), None)
-        out.append(infos[i] if i is not None else VarInfo(v.shape, v.dtype))
-    return {"Out": out}
+    # a tensor array the body writes holds elements of the body's shapes (an array not
+    # written before the loop enters it as declared, perhaps with a -1 batch dim)
+    outs = op.outputs.get("Out", [])
+    shapes = dict(zip(xs, infos))
+    body = block_shapes(ctx.attrs["sub_block"].ops, dict(shapes)) if any(
+        v.is_tensor_array for v in outs) else {}
+    return {"Out": [(body.get(v) if v.is_tensor_array else None) or shapes.get(v)
+                    or VarInfo(v.shape, v.dtype) for v in outs]}
 
 
 def _conditional_cpu(cop):
@@ -82,10 +88,10 @@ def _while_cpu(cop):
     return _runner().loop(cop)
 
 
-def _no_gpu(cop):
-    raise NotImplementedError(
-        f"{cop.type}: control flow (static.nn.cond / while_loop) on a GPU place is not "
-        f"supported yet; run the program on paddle.CPUPlace()")
+def _on_host(cpu):
+    """The GPU factory of a control-flow op: its CPU kernel on host copies of the device
+    arrays (the sub-block runs as a host plan; a CUDA sub-plan is still to be written)."""
+    return lambda cop: functools.partial(host_staged, cpu(cop))
 
 
 def _conditional_grad(g):
@@ -109,8 +115,8 @@ register_op(OpDef(
     inputs=(Slot("Cond", no_grad=True), Slot("Input", optional=True, duplicable=True)),
     outputs=(Slot("Out", optional=True, duplicable=True),),
     attrs={"sub_block": None, "is_scalar_condition": True},
-    infer=_infer_conditional_block, cpu=_conditional_cpu, grad=_conditional_grad, gpu=_no_gpu,
-    traits=frozenset({GPU_REFUSES}),
+    infer=_infer_conditional_block, cpu=_conditional_cpu, grad=_conditional_grad,
+    gpu=_on_host(_conditional_cpu), traits=frozenset({GPU_ON_HOST}),
     doc="Run `sub_block` when Cond (one bool) is true; Out are the enclosing block's "
         "variables the sub-block writes (zero-filled when it does not run)."))
 
@@ -119,8 +125,8 @@ register_op(OpDef(
     inputs=(Slot("X", optional=True, duplicable=True), Slot("Condition", no_grad=True)),
     outputs=(Slot("Out", optional=True, duplicable=True),),
     attrs={"sub_block": None, "is_test": False},
-    infer=_infer_while, cpu=_while_cpu, grad=_while_grad, gpu=_no_gpu,
-    traits=frozenset({GPU_REFUSES}),
+    infer=_infer_while, cpu=_while_cpu, grad=_while_grad, gpu=_on_host(_while_cpu),
+    traits=frozenset({GPU_ON_HOST}),
     doc="Run `sub_block` while Condition (one bool, which the body recomputes) is true; "
         "Out are the loop variables the body updates in place."))
 
@@ -132,8 +138,8 @@ register_op(OpDef(
             Slot("DOut", optional=True, duplicable=True),
             Slot("Arrays", optional=True, duplicable=True, no_grad=True)),
     outputs=(Slot("DX", duplicable=True), Slot("ArraysOut", optional=True, duplicable=True)),
-    attrs={"sub_block": None}, infer=_infer_while_grad, cpu=_while_grad_cpu, gpu=_no_gpu,
-    traits=frozenset({NO_GRAD, GPU_REFUSES}),
+    attrs={"sub_block": None}, infer=_infer_while_grad, cpu=_while_grad_cpu,
+    gpu=_on_host(_while_grad_cpu), traits=frozenset({NO_GRAD, GPU_ON_HOST}),
     doc="The gradient of `while`: runs its gradient sub-block once per forward iteration, "
         "last first, on the values the forward kept; DX are the gradients of X (LoopVars: "
         "those of X that are loop variables, whose gradient is carried; Arrays, the "
@@ -188,8 +194,8 @@ def _select_input_grad(g):
 
 register_op(OpDef(
     "select_input", inputs=(Slot("X", duplicable=True), Slot("Mask", no_grad=True)),
-    outputs=(Slot("Out"),), infer=_infer_select_input, cpu=_select_input_cpu, gpu=_no_gpu,
-    traits=frozenset({GPU_REFUSES}),
+    outputs=(Slot("Out"),), infer=_infer_select_input, cpu=_select_input_cpu,
+    gpu=_on_host(_select_input_cpu), traits=frozenset({GPU_ON_HOST}),
     grad=_select_input_grad, doc="Out = X[Mask] (Mask: one int32): the branch of a cond "
                                  "that ran."))
 
@@ -217,5 +223,6 @@ def _select_output_cpu(cop):
 register_op(OpDef(
     "select_output", inputs=(Slot("X"), Slot("Mask", no_grad=True)),
     outputs=(Slot("Out", duplicable=True),), infer=_infer_select_output,
-    cpu=_select_output_cpu, gpu=_no_gpu, traits=frozenset({NO_GRAD, GPU_REFUSES}),
+    cpu=_select_output_cpu, gpu=_on_host(_select_output_cpu),
+    traits=frozenset({NO_GRAD, GPU_ON_HOST}),
     doc="Out[Mask] = X and the other Out zero: the gradient of select_input."))
