@@ -14,8 +14,8 @@ LOOP_FLAGS = {"fastmath": True, "nogil": True, "cache": True}
 
 def prange_loop(fn):
     """`fn` compiled parallel (what the full bench times) with a `.serial` twin for --quick:
-    a prange loop's parallel compile costs ~4x its serial one (~15 s of CPU for the loops
-    here), and --quick times nothing it judges. The twin is a copy under its own name, so
+    a prange loop's parallel compile costs several times its serial one (3-6 s of CPU vs
+    1-2 s each, measured one after another in one process), and --quick judges nothing. The twin is a copy under its own name, so
     numba's disk cache (whose key does not hold `parallel`) never hands one for the other."""
     twin = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__ + "_serial",
                               fn.__defaults__, fn.__closure__)

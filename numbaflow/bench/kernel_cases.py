@@ -91,8 +91,8 @@ def _what(name):
 
 
 def serial_note(cfg):
-    """A hand-written loop's note: with --quick it runs serial (its parallel compile is
-    the costliest part of a cold --quick run; --quick judges no ratio)."""
+    """A hand-written loop's note: with --quick it runs serial (its parallel compile costs
+    a cold --quick run seconds of CPU; --quick judges no ratio)."""
     return "loops serial with --quick" if cfg.quick else ""
 
 
