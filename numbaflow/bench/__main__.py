@@ -1,6 +1,6 @@
 """`numbaflow-bench`: kernel micro-benchmarks and model steps against their baselines.
 
-    numbaflow-bench --quick                 # smoke test (under a minute; no cold caches)
+    numbaflow-bench --quick                 # smoke test (about 30 s of CPU on warm caches)
     numbaflow-bench --only models/ --peer-python jax=~/jax/bin/python --peer-python \\
         torch=~/torch/bin/python --peer-python paddle=~/paddle/bin/python
     numbaflow-bench --json run.json         # also save the record

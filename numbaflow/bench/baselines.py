@@ -4,8 +4,25 @@ Each model step starts from the same parameters as the numbaflow program it is
 compared with, updates them in place, and returns the loss, so the bench can
 check that both compute the same thing before timing them.
 """
+import types
+
 import numpy as np
 from numba import njit, prange
+
+LOOP_FLAGS = {"fastmath": True, "nogil": True, "cache": True}
+
+
+def prange_loop(fn):
+    """`fn` compiled parallel (what the full bench times) with a `.serial` twin for --quick:
+    a prange loop's parallel compile costs several times its serial one (3-6 s of CPU vs
+    1-2 s each, measured one after another in one process), and --quick judges nothing. The twin is a copy under its own name, so
+    numba's disk cache (whose key does not hold `parallel`) never hands one for the other."""
+    twin = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__ + "_serial",
+                              fn.__defaults__, fn.__closure__)
+    twin.__qualname__ = fn.__qualname__ + "_serial"
+    loop = njit(parallel=True, **LOOP_FLAGS)(fn)
+    loop.serial = njit(**LOOP_FLAGS)(twin)
+    return loop
 
 
 class NumpySeedStep:
@@ -71,7 +88,7 @@ class NumpyMLPStep:
         return loss
 
 
-@njit(parallel=True, fastmath=True, nogil=True, cache=True)
+@prange_loop
 def bias_relu_loop(x, b, out):
     """out = max(x + b, 0): the hand-fused loop of PERF_ANCHORS W2 (preallocated output)."""
     n, m = x.shape
@@ -81,7 +98,7 @@ def bias_relu_loop(x, b, out):
             out[i, j] = v if v > 0 else 0
 
 
-@njit(parallel=True, fastmath=True, nogil=True, cache=True)
+@prange_loop
 def depthwise3x3_relu_fwd(x, w, out):
     """out = relu(depthwise 3x3 conv of x, stride 1, padding 1): the zero-padded-plane loop
     of PERF_ANCHORS W5. x (N, C, H, W), w (C, 1, 3, 3)."""
@@ -100,7 +117,7 @@ def depthwise3x3_relu_fwd(x, w, out):
                 out[n, c, h, j] = v if v > 0 else 0
 
 
-@njit(parallel=True, fastmath=True, nogil=True, cache=True)
+@prange_loop
 def depthwise3x3_relu_bwd(x, w, out, g, dx, dw):
     """Backward of depthwise3x3_relu_fwd for the cotangent g: dy = g * (out > 0), then
     dx (a 3x3 correlation of the zero-padded dy plane with the flipped kernel) and dw
@@ -140,7 +157,7 @@ def depthwise3x3_relu_bwd(x, w, out, g, dx, dw):
         dw[c, 0, 2, 0], dw[c, 0, 2, 1], dw[c, 0, 2, 2] = s20, s21, s22
 
 
-@njit(parallel=True, fastmath=True, nogil=True, cache=True)
+@prange_loop
 def relu_depthwise3x3_fwd(x, w, out):
     """out = depthwise 3x3 conv of relu(x), stride 1, padding 1: the relu is applied while
     filling the zero-padded plane (what fuse_relu_depthwise_conv computes)."""
@@ -162,7 +179,7 @@ def relu_depthwise3x3_fwd(x, w, out):
                                    k[2, 2] * pad[h + 2, j + 2])
 
 
-@njit(parallel=True, fastmath=True, nogil=True, cache=True)
+@prange_loop
 def relu_depthwise3x3_bwd(x, w, g, dx, dw):
     """Backward of relu_depthwise3x3_fwd for the cotangent g: dw from relu(x) and g, dx
     the flipped-kernel correlation of the zero-padded g plane masked by x > 0."""
@@ -202,16 +219,24 @@ def relu_depthwise3x3_bwd(x, w, g, dx, dw):
         dw[c, 0, 2, 0], dw[c, 0, 2, 1], dw[c, 0, 2, 2] = s20, s21, s22
 
 
-def relu_depthwise_step(x, w, g, out, dx, dw):
-    """Forward then backward of depthwise3x3(relu(x), w) into preallocated out, dx, dw."""
-    relu_depthwise3x3_fwd(x, w, out)
-    relu_depthwise3x3_bwd(x, w, g, dx, dw)
+def relu_depthwise_step(x, w, g, out, dx, dw, serial=False):
+    """Forward then backward of depthwise3x3(relu(x), w) into preallocated out, dx, dw
+    (`serial`: the loops' serial twins, for --quick)."""
+    fwd, bwd = relu_depthwise3x3_fwd, relu_depthwise3x3_bwd
+    if serial:
+        fwd, bwd = fwd.serial, bwd.serial
+    fwd(x, w, out)
+    bwd(x, w, g, dx, dw)
 
 
-def depthwise_relu_step(x, w, g, out, dx, dw):
-    """Forward then backward of relu(depthwise3x3(x, w)) into preallocated out, dx, dw."""
-    depthwise3x3_relu_fwd(x, w, out)
-    depthwise3x3_relu_bwd(x, w, out, g, dx, dw)
+def depthwise_relu_step(x, w, g, out, dx, dw, serial=False):
+    """Forward then backward of relu(depthwise3x3(x, w)) into preallocated out, dx, dw
+    (`serial`: the loops' serial twins, for --quick)."""
+    fwd, bwd = depthwise3x3_relu_fwd, depthwise3x3_relu_bwd
+    if serial:
+        fwd, bwd = fwd.serial, bwd.serial
+    fwd(x, w, out)
+    bwd(x, w, out, g, dx, dw)
 
 
 def numpy_conv2d_im2col(x, w, pad):

@@ -90,6 +90,12 @@ def _what(name):
     return f"{name} {{size}}x{{size}}{bias} f32"
 
 
+def serial_note(cfg):
+    """A hand-written loop's note: with --quick it runs serial (its parallel compile costs
+    a cold --quick run seconds of CPU; --quick judges no ratio)."""
+    return "loops serial with --quick" if cfg.quick else ""
+
+
 def bias_relu_case():
     """SPEC 7, first row: relu(x + bias) through a fused CompiledProgram."""
 
@@ -106,7 +112,8 @@ def bias_relu_case():
         # the same C-contiguous f32 arrays every call: the executor uses them without a copy
         run = executor_runner(nf, compiled, {"x": x, "b": b}, [out], nf.static.Scope())
         loop_out = np.empty_like(x)
-        baselines.bias_relu_loop(x, b, loop_out)
+        loop = baselines.bias_relu_loop.serial if cfg.quick else baselines.bias_relu_loop
+        loop(x, b, loop_out)
         want = np.maximum(x + b, 0)
         check_close("bias_relu", run()[0], want)
         check_close("bias_relu numba loop", loop_out, want)
@@ -117,7 +124,7 @@ def bias_relu_case():
         return [Candidate("CompiledProgram fused", run,
                           note=f"runs 1 {fused[0]} op; the fetched array is handed over "
                                "without a copy (reused once the caller dropped it)"),
-                Candidate("numba fused loop", lambda: baselines.bias_relu_loop(x, b, loop_out)),
+                Candidate("numba fused loop", lambda: loop(x, b, loop_out), note=serial_note(cfg)),
                 Candidate("numpy maximum(x+b,0)", lambda: np.maximum(x + b, 0),
                           note="unfused, allocates x+b and the result")]
 
@@ -191,13 +198,13 @@ def depthwise_relu_case():
         o, dx, dw = np.empty_like(x), np.empty_like(x), np.empty_like(k)
 
         def step():
-            baselines.depthwise_relu_step(x, k, g, o, dx, dw)
+            baselines.depthwise_relu_step(x, k, g, o, dx, dw, serial=cfg.quick)
 
         step()
         got_dx, got_dw = run()
         check_close("depthwise dx", got_dx, dx, rtol=1e-4, atol=1e-4)
         check_close("depthwise dw", got_dw, dw, rtol=1e-3, atol=1e-3 * np.abs(dw).max())
-        return [Candidate("Executor.run", run), Candidate("numba padded-plane loops", step)]
+        return [Candidate("Executor.run", run), Candidate("numba padded-plane loops", step, note=serial_note(cfg))]
 
     return Case("conv/depthwise_relu_fwd_bwd",
                 "relu(depthwise3x3(x)) fwd+bwd, x {depthwise_shape} f32", build,
@@ -224,7 +231,7 @@ def fused_depthwise_case():
         o, dx, dw = np.empty_like(x), np.empty_like(x), np.empty_like(k)
 
         def step():
-            baselines.relu_depthwise_step(x, k, g, o, dx, dw)
+            baselines.relu_depthwise_step(x, k, g, o, dx, dw, serial=cfg.quick)
 
         step()
         for label, run in (("fused", run_fused), ("unfused", run_plain)):
@@ -239,7 +246,7 @@ def fused_depthwise_case():
         return [Candidate("CompiledProgram fused", run_fused,
                           note="relu inside depthwise_conv2d(+_grad); dx, dw fetched"),
                 Candidate("CompiledProgram unfused", run_plain, note="relu, relu_grad separate"),
-                Candidate("numba padded-plane loops", step)]
+                Candidate("numba padded-plane loops", step, note=serial_note(cfg))]
 
     return Case("fused/depthwise_relu",
                 "depthwise3x3(relu(x)) fwd+bwd, x {depthwise_shape} f32", build,
