@@ -29,8 +29,7 @@ _DTYPES = {pp.VAR_TYPES[k]: np.dtype(v) for k, v in (
     ("FP16", "float16"), ("FP32", "float32"), ("FP64", "float64"), ("UINT8", "uint8"),
     ("INT8", "int8"))}
 _VAR_TYPE_OF = {d: k for k, d in _DTYPES.items()}
-LOD_TENSOR, FEED, FETCH = (pp.VAR_TYPES[k] for k in ("LOD_TENSOR", "FEED_MINIBATCH",
-                                                      "FETCH_LIST"))
+LOD_TENSOR, FEED, FETCH = (pp.VAR_TYPES[k] for k in ("LOD_TENSOR", "FEED_MINIBATCH", "FETCH_LIST"))
 MAX_RANK = 16
 # the largest file this reads; a bigger one is refused before it is read into memory
 MAX_FILE_BYTES = 1 << 34
@@ -54,6 +53,10 @@ _NEUTRAL_ATTRS = {
 # the program makes that tensor, its value is folded into the attribute (numbaflow fixes
 # shapes before a run, so concat's axis must be known then).
 _TENSOR_ATTRS = {("concat", "AxisTensor"): "axis", ("gather", "Axis"): "axis"}
+# Paddle 2.6's assign_value holds its constant in the list of its dtype (numbaflow's: `values`)
+_ASSIGN_LISTS = {"bool": ("bool_values", "INTS"), "float32": ("fp32_values", "FLOATS"),
+                 "float64": ("fp64_values", "FLOAT64S"), "int32": ("int32_values", "INTS"),
+                 "int64": ("int64_values", "LONGS")}
 _NEUTRAL_OUTPUTS = {"XShape"}      # reshape2/transpose2/... keep the input's shape here
 # attributes holding a dtype: a VarType.Type number in the file, a numpy dtype here
 _DTYPE_ATTRS = {"dtype", "in_dtype", "out_dtype"}
@@ -243,6 +246,9 @@ def _translate(op, where):
         outputs[v.parameter] = list(v.arguments)
     for a in op.attrs:
         value = _attr_value(a, where)
+        if op.type == "assign_value" and a.name.endswith("_values"):   # _ASSIGN_LISTS
+            attrs["values"] = value or attrs.get("values", [])
+            continue
         if a.name in opdef.attrs:
             attrs[a.name] = _conform(value, opdef.attrs[a.name], a.name, where)
             continue
@@ -483,7 +489,11 @@ def program_to_desc(program, feed_names, fetch_names):
             _add_var(bd, name, (0,) + tuple(x.shape), x.dtype)
             od.outputs.add(parameter="XShape", arguments=[name])
         for k in sorted(op.attrs):
-            if op.attrs[k] is not None:
+            if op.type == "assign_value" and k == "values":
+                name, kind = _ASSIGN_LISTS[np.dtype(op.attrs["dtype"]).name]
+                getattr(od.attrs.add(name=name, type=pp.ATTR_TYPES[kind]), kind.lower()).extend(
+                    np.asarray(op.attrs[k], op.attrs["dtype"]).ravel().tolist())
+            elif op.attrs[k] is not None:
                 _set_attr(od.attrs.add(), k, op.attrs[k], opdef.attrs.get(k), where)
     for col, n in enumerate(fetch_names):
         io_op("fetch", n, "fetch", col)

@@ -230,6 +230,17 @@ def _unfold(g, op):
     g.node("Reshape", [cols, g.ints([0, c * kh * kw, -1])], [op_out(op, "Y")])
 
 
+def _gather(g, op):
+    g.node("Gather", [op_in(op, "X").name, op_in(op, "Index").name], [op_out(op)],
+           axis=int(op.attrs["axis"]))
+
+
+def _assign_value(g, op):
+    a = op.attrs
+    value = np.asarray(a["values"], np.dtype(a["dtype"])).reshape([int(d) for d in a["shape"]])
+    g.node("Constant", [], [op_out(op)], value=g.onnx.numpy_helper.from_array(value))
+
+
 MAP = {"conv2d_transpose": _conv2d_transpose, "depthwise_conv2d_transpose": _conv2d_transpose,
        "nearest_interp_v2": _interp, "bilinear_interp_v2": _interp,
        "instance_norm": _instance_norm, "group_norm": _group_norm, "pad3d": _pad3d,
@@ -241,4 +252,4 @@ MAP = {"conv2d_transpose": _conv2d_transpose, "depthwise_conv2d_transpose": _con
        "hard_shrink": _unary("Shrink", lambd="threshold"), "softshrink": _softshrink,
        "softplus": _softplus, "mish": _mish, "logsigmoid": _logsigmoid,
        "tanh_shrink": _tanh_shrink, "prelu": _prelu, "unfold": _unfold,
-       "relu6": _relu6}
+       "relu6": _relu6, "gather": _gather, "assign_value": _assign_value}
