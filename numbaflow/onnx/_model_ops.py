@@ -241,6 +241,13 @@ def _assign_value(g, op):
     g.node("Constant", [], [op_out(op)], value=g.onnx.numpy_helper.from_array(value))
 
 
+def _rrelu(g, op):
+    if not op.attrs["is_test"]:
+        raise Unsupported("rrelu in training (random slopes); export the eval() program")
+    g.node("LeakyRelu", [op_in(op, "X").name], [op_out(op)],
+           alpha=(float(op.attrs["lower"]) + float(op.attrs["upper"])) / 2)
+
+
 MAP = {"conv2d_transpose": _conv2d_transpose, "depthwise_conv2d_transpose": _conv2d_transpose,
        "nearest_interp_v2": _interp, "bilinear_interp_v2": _interp,
        "instance_norm": _instance_norm, "group_norm": _group_norm, "pad3d": _pad3d,
@@ -252,4 +259,5 @@ MAP = {"conv2d_transpose": _conv2d_transpose, "depthwise_conv2d_transpose": _con
        "hard_shrink": _unary("Shrink", lambd="threshold"), "softshrink": _softshrink,
        "softplus": _softplus, "mish": _mish, "logsigmoid": _logsigmoid,
        "tanh_shrink": _tanh_shrink, "prelu": _prelu, "unfold": _unfold,
-       "relu6": _relu6, "gather": _gather, "assign_value": _assign_value}
+       "relu6": _relu6, "gather": _gather, "assign_value": _assign_value,
+       "rrelu": _rrelu}

@@ -2,7 +2,7 @@
 mobilenet_v2(scale=0.25) with adaptive pooling, and the conv1d / interpolate / group_norm /
 instance_norm / pad3d / conv2d_transpose model; tests/fixtures/make_paddle_vision.py)
 run in onnxruntime with Paddle's recorded outputs; and the ops mapped for them (adaptive
-pooling to sizes that do not divide the input, prelu, unfold, relu6) with numbaflow's."""
+pooling to sizes that do not divide the input, prelu, eval rrelu, unfold, relu6) with numbaflow's."""
 import sys
 
 import numpy as np
@@ -40,14 +40,14 @@ def test_paddle_saved_model_exports_to_onnx_with_paddles_outputs(name, tmp_path)
     np.testing.assert_allclose(got, d["out"], rtol=1e-5, atol=1e-6 * np.abs(d["out"]).max())
 
 
-def test_adaptive_pool_prelu_unfold_relu6_run_in_onnxruntime_with_our_outputs(tmp_path):
+def test_adaptive_pool_prelu_rrelu_unfold_relu6_run_in_onnxruntime_with_our_outputs(tmp_path):
     main, startup = static.Program(), static.Program()
     with static.program_guard(main, startup):
         x = static.data("x", [None, 3, 7, 10], "float32")
         outs = [F.adaptive_avg_pool2d(x, [3, 4]), F.adaptive_max_pool2d(x, [5, 3]),
                 F.adaptive_avg_pool2d(x, [7, 1]), F.relu6(x * 4.0)]
         outs += [F.prelu(x, static.create_parameter([n], "float32")) for n in (1, 3)]
-        outs += [F.unfold(x, [2, 3]),
+        outs += [F.rrelu(x, 0.1, 0.4, training=False), F.unfold(x, [2, 3]),
                  F.unfold(x, [3, 2], strides=[2, 1], paddings=[1, 0, 2, 1], dilations=[1, 2])]
     exe = static.Executor(paddle.CPUPlace())
     exe.run(startup)
