@@ -89,6 +89,7 @@ def test_three_training_steps_give_paddles_losses(name, paddle_runs):
 #   ReLU input is 2.6e-7 in float64, inside float32's error of that tensor (Paddle's own
 #   float32 is up to 2e-5 off float64 there); Paddle rounds it to +1.9e-6, numbaflow to
 #   -6.4e-6, which switches off that element's gradient (1.7e-3, a fifth of the largest).
+#   `tools/vision_rounding.py resnet18` prints every step-1 tensor's two errors and finds it.
 #   Batch norm, SGD and the kernels match (batch_norm_grad and conv2d_grad each equal a
 #   float64 numpy reference to 4e-7 at these shapes). A run with 1 or 2 threads moves the
 #   losses by < 1e-6, so the margins below are 2x-10x what was measured.
