@@ -59,6 +59,10 @@ _NEUTRAL_ATTRS = {
 # the program makes that tensor, its value is folded into the attribute (numbaflow fixes
 # shapes before a run, so concat's axis must be known then).
 _TENSOR_ATTRS = {("concat", "AxisTensor"): "axis", ("gather", "Axis"): "axis"}
+# Paddle 2.6's assign_value holds its constant in the list of its dtype (numbaflow's: `values`)
+ASSIGN_LISTS = {"bool": ("bool_values", "INTS"), "float32": ("fp32_values", "FLOATS"),
+                "float64": ("fp64_values", "FLOAT64S"), "int32": ("int32_values", "INTS"),
+                "int64": ("int64_values", "LONGS")}
 # reshape2/transpose2/... keep the input's shape in XShape; conditional_block / while keep
 # their run-time scopes in Scope / StepScopes (STEP_SCOPES variables, not declared here)
 _NEUTRAL_OUTPUTS = {"XShape", "Scope", "StepScopes"}
@@ -255,6 +259,9 @@ def _translate(op, where, sub_block):
             attrs[a.name] = sub_block(a.block_idx)
             continue
         value = _attr_value(a, where)
+        if op.type == "assign_value" and a.name.endswith("_values"):   # ASSIGN_LISTS
+            attrs["values"] = value or attrs.get("values", [])
+            continue
         if a.name in opdef.attrs:
             attrs[a.name] = _conform(value, opdef.attrs[a.name], a.name, where)
             continue

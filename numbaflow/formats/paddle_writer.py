@@ -11,7 +11,7 @@ from ..graph.block import Block
 from ..kernels.registry import get_op_def
 from . import paddle_proto as pp
 from . import paddle_xshape
-from .paddle_model import DTYPE_ATTRS, FEED, FETCH, LOD_TENSOR, VAR_TYPE_OF
+from .paddle_model import ASSIGN_LISTS, DTYPE_ATTRS, FEED, FETCH, LOD_TENSOR, VAR_TYPE_OF
 
 # attributes Paddle's kernels read with no default that numbaflow's op leaves out (their
 # neutral values: paddle_model._NEUTRAL_ATTRS); written with each op of that type
@@ -104,7 +104,11 @@ def _write_op(bd, op, where, declared):
         od.outputs.add(parameter=SCOPE_OUTPUTS[op.type], arguments=[name])
     attrs = {**_PADDLE_REQUIRES.get(op.type, {}), **op.attrs}
     for k in sorted(attrs):
-        if attrs[k] is not None:
+        if op.type == "assign_value" and k == "values":
+            name, kind = ASSIGN_LISTS[np.dtype(attrs["dtype"]).name]
+            getattr(od.attrs.add(name=name, type=pp.ATTR_TYPES[kind]), kind.lower()).extend(
+                np.asarray(attrs[k], attrs["dtype"]).ravel().tolist())
+        elif attrs[k] is not None:
             _set_attr(od.attrs.add(), k, attrs[k], opdef.attrs.get(k), where)
 
 

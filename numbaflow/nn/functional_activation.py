@@ -120,3 +120,45 @@ def prelu(x: Variable, weight: Variable, data_format: str = "NCHW",
 
 
 __all__.append("prelu")
+
+
+def rrelu(x: Variable, lower: float = 1.0 / 8.0, upper: float = 1.0 / 3.0,
+          training: bool = True, name: str | None = None) -> Variable:
+    """Randomized leaky ReLU (op `rrelu`, as Paddle): x where x >= 0, else x times a slope
+    drawn uniformly from [lower, upper) per element and run in training, or the fixed
+    (lower + upper) / 2 when not `training`; the gradient is the same slope.
+
+    Args:
+        x (Variable): the input (float32 or float64).
+        lower (float): the least slope, in [0, 1].
+        upper (float): the greatest slope, in [lower, 1].
+        training (bool): random slopes (True) or their mean (False).
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's shape and dtype.
+
+    Raises:
+        TypeError: lower or upper is not a float (as Paddle).
+        ValueError: not 0 <= lower <= upper <= 1.
+
+    Example:
+        >>> x = static.data('x', [None, 3])
+        >>> F.rrelu(x, 0.1, 0.3, training=False).shape
+        (-1, 3)
+    """
+    _var(x, "rrelu")
+    if not isinstance(lower, float) or not isinstance(upper, float):
+        raise TypeError(f"rrelu: lower and upper must be floats (as Paddle), got "
+                        f"{lower!r}, {upper!r}; write e.g. 0.0 rather than 0")
+    if not 0.0 <= lower <= upper <= 1.0:
+        raise ValueError(f"rrelu: needs 0 <= lower <= upper <= 1, got lower {lower}, "
+                         f"upper {upper}")
+    helper = LayerHelper("rrelu", name)
+    out, noise = helper.create_tmp(x.dtype), helper.create_tmp(x.dtype, stop_gradient=True)
+    helper.append_op("rrelu", {"X": x}, {"Out": out, "Noise": noise},
+                     {"lower": lower, "upper": upper, "is_test": not training})
+    return out
+
+
+__all__.append("rrelu")

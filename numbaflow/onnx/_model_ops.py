@@ -1,7 +1,9 @@
 """ONNX mappings of the ops Paddle 2 models use (issue 28): conv2d_transpose
 (ConvTranspose), nearest / bilinear_interp_v2 (Resize), instance_norm
 (InstanceNormalization), group_norm (Reshape + InstanceNormalization + Reshape, then the
-per-channel affine), pad3d (Pad), one_hot_v2 (OneHot) and the Paddle 2 activations.
+per-channel affine), pad3d (Pad), one_hot_v2 (OneHot), prelu (PRelu), unfold (a one-hot
+grouped Conv), adaptive pooling to any size (per-bin Slice + Reduce) and the Paddle 2
+activations.
 Merged into _ops._MAP; the same `fn(g, op)` contract."""
 import numpy as np
 
@@ -134,10 +136,17 @@ def _swish(g, op):
     g.node("Mul", [x, g.node("Sigmoid", [x])], [op_out(op)])
 
 
-def _brelu(g, op):
+def _clip_to(g, op, lo, hi):
     x = op_in(op, "X")
-    g.node("Clip", [x.name, g.const(op.attrs["t_min"], x.dtype),
-                    g.const(op.attrs["t_max"], x.dtype)], [op_out(op)])
+    g.node("Clip", [x.name, g.const(lo, x.dtype), g.const(hi, x.dtype)], [op_out(op)])
+
+
+def _brelu(g, op):
+    _clip_to(g, op, op.attrs["t_min"], op.attrs["t_max"])
+
+
+def _relu6(g, op):
+    _clip_to(g, op, 0.0, op.attrs["threshold"])
 
 
 def _unary(onnx_type, **attrs_of):
@@ -181,6 +190,64 @@ def _softshrink(g, op):
     g.node("Shrink", [op_in(op, "X").name], [op_out(op)], bias=t, lambd=t)
 
 
+def adaptive_bins(g, op, x, hw, outs, is_max):
+    """Adaptive pooling of static `hw` to `outs` bins that do not divide it (ONNX has no
+    adaptive pool): Paddle's bin i of a dim n covers [floor(i n / o), ceil((i + 1) n / o));
+    a rectangle's mean (max) is the mean (max) over its columns of the means (maxes) over
+    its rows, so each dim is one Slice + Reduce per bin and a Concat."""
+    reduce = "ReduceMax" if is_max else "ReduceMean"
+    for axis, (n, o) in enumerate(zip(hw, outs), start=2):
+        bins = [g.node(reduce, [g.node("Slice", [x, g.ints([i * n // o]),
+                                                 g.ints([-(-(i + 1) * n // o)]), g.ints([axis])])],
+                       axes=[axis], keepdims=1) for i in range(o)]
+        x = g.node("Concat", bins, [op_out(op)] if axis == 3 else None, axis=axis)
+
+
+def _prelu(g, op):
+    x, alpha = op_in(op, "X"), op_in(op, "Alpha")
+    a = op.attrs
+    if a["mode"] == "channel" and a["data_format"] == "NCHW":
+        # a [C] slope broadcasts over X's dim 1: shape it [C, 1, ..., 1]
+        slope = g.node("Reshape", [alpha.name, g.ints([-1] + [1] * (len(x.shape) - 2))])
+    else:
+        slope = alpha.name      # [1], [C] on the last dim, or X's shape without the batch
+    g.node("PRelu", [x.name, slope], [op_out(op, "Out")])
+
+
+def _unfold(g, op):
+    """im2col as a grouped Conv whose filter picks one kernel cell per output channel:
+    channel c * kh * kw + k of group c reads cell k, as Paddle's unfold orders them."""
+    x, a = op_in(op, "X"), op.attrs
+    kh, kw = (int(k) for k in a["kernel_sizes"])
+    c = x.shape[1]
+    if c < 0:
+        raise Unsupported("unfold of an unknown channel count")
+    eye = np.eye(kh * kw, dtype=x.dtype).reshape(kh * kw, 1, kh, kw)
+    top, left, bottom, right = (int(p) for p in a["paddings"])
+    cols = g.node("Conv", [x.name, g.const(np.tile(eye, (c, 1, 1, 1)))], group=c,
+                  strides=list(a["strides"]), dilations=list(a["dilations"]),
+                  kernel_shape=[kh, kw], pads=[top, left, bottom, right])
+    g.node("Reshape", [cols, g.ints([0, c * kh * kw, -1])], [op_out(op, "Y")])
+
+
+def _gather(g, op):
+    g.node("Gather", [op_in(op, "X").name, op_in(op, "Index").name], [op_out(op)],
+           axis=int(op.attrs["axis"]))
+
+
+def _assign_value(g, op):
+    a = op.attrs
+    value = np.asarray(a["values"], np.dtype(a["dtype"])).reshape([int(d) for d in a["shape"]])
+    g.node("Constant", [], [op_out(op)], value=g.onnx.numpy_helper.from_array(value))
+
+
+def _rrelu(g, op):
+    if not op.attrs["is_test"]:
+        raise Unsupported("rrelu in training (random slopes); export the eval() program")
+    g.node("LeakyRelu", [op_in(op, "X").name], [op_out(op)],
+           alpha=(float(op.attrs["lower"]) + float(op.attrs["upper"])) / 2)
+
+
 MAP = {"conv2d_transpose": _conv2d_transpose, "depthwise_conv2d_transpose": _conv2d_transpose,
        "nearest_interp_v2": _interp, "bilinear_interp_v2": _interp,
        "instance_norm": _instance_norm, "group_norm": _group_norm, "pad3d": _pad3d,
@@ -191,4 +258,6 @@ MAP = {"conv2d_transpose": _conv2d_transpose, "depthwise_conv2d_transpose": _con
        "thresholded_relu": _unary("ThresholdedRelu", alpha="threshold"),
        "hard_shrink": _unary("Shrink", lambd="threshold"), "softshrink": _softshrink,
        "softplus": _softplus, "mish": _mish, "logsigmoid": _logsigmoid,
-       "tanh_shrink": _tanh_shrink}
+       "tanh_shrink": _tanh_shrink, "prelu": _prelu, "unfold": _unfold,
+       "relu6": _relu6, "gather": _gather, "assign_value": _assign_value,
+       "rrelu": _rrelu}

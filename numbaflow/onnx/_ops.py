@@ -187,9 +187,12 @@ def _pool2d(g, op):
     if op.attrs["adaptive"]:
         # Paddle's bins are equal windows when the output size divides the input size
         hw, outs = _in(op, "X").shape[2:], list(op.attrs["ksize"])
-        if -1 in hw or any(d % o for d, o in zip(hw, outs)):
-            raise Unsupported(f"adaptive pooling of {list(hw)} to {outs} (ONNX has no "
-                              f"adaptive pool: only sizes that divide the input's, or [1, 1])")
+        if -1 in hw:
+            raise Unsupported(f"adaptive pooling of unknown spatial dims {list(hw)} (ONNX "
+                              f"has no adaptive pool: the bins need the input's size)")
+        if any(d % o for d, o in zip(hw, outs)):
+            _adaptive_bins(g, op, x, hw, outs, is_max)
+            return
         k = [d // o for d, o in zip(hw, outs)]
         g.node("MaxPool" if is_max else "AveragePool", [x], [_out(op)], kernel_shape=k,
                strides=k)
@@ -363,7 +366,7 @@ def pads_of(op):
 
 
 # the mappings of issue 28's ops (transposed conv, resize, norms, pad3d, one_hot_v2, ...)
-from ._model_ops import MAP as _MODEL_OPS  # noqa: E402
+from ._model_ops import MAP as _MODEL_OPS, adaptive_bins as _adaptive_bins  # noqa: E402,E501
 _MAP.update(_MODEL_OPS)
 _MAP.update(_CONTROL_FLOW_HELPERS)
 

@@ -170,6 +170,8 @@ def read_inference(model_file, params_file, fn):
                 return array_files.read_arrays(path, real)
         return _read_bounded(path, real)
     got, journal_id = atomic.read_group([model_file, params_file], read)
+    if got[params_file] is None and (got[model_file] or b"{")[:1] != b"{":
+        got[params_file] = b""    # Paddle writes no .pdiparams for a model without parameters
     for path in (model_file, params_file):
         if got[path] is None:
             raise FileNotFoundError(f"{fn}: {path!r} does not exist; was the model saved "

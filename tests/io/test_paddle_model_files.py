@@ -227,11 +227,14 @@ def test_fluid_save_without_main_program_uses_the_targets_program(tmp_path):
         np.testing.assert_allclose(run(program, feeds, fetches, x), want, rtol=1e-6)
 
 
-def test_axis_tensor_not_made_by_a_constant_is_refused(tmp_path):
-    """The concat fixture's AxisTensor comes from a fill_constant (folded into `axis`);
-    without that producer its value is known only at run time: refused, not axis 0."""
+@pytest.mark.parametrize("model, op, slot", [("concat", "concat", "AxisTensor"),
+                                             ("gather_axis", "gather", "Axis")])
+def test_axis_tensor_not_made_by_a_constant_is_refused(tmp_path, model, op, slot):
+    """The concat (gather_axis) fixture's AxisTensor (Axis) comes from a fill_constant
+    (folded into `axis`); without that producer its value is known only at run time:
+    refused, not axis 0."""
     def edit(desc):
         ops = desc.blocks[0].ops
         ops.remove(next(op for op in ops if op.type == "fill_constant"))
-    with pytest.raises(FileFormatError, match="concat.*input 'AxisTensor'"):
-        load_edited(tmp_path, "concat", edit)
+    with pytest.raises(FileFormatError, match=f"{op}.*input '{slot}'"):
+        load_edited(tmp_path, model, edit)

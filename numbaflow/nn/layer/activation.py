@@ -151,3 +151,33 @@ class PReLU(Layer):
 
 
 __all__.append("PReLU")
+
+
+class RReLU(make_layer("RReLU", "rrelu", "lower: float = 0.125, upper: float = 1.0 / 3.0")):
+    """F.rrelu as a layer: random slopes in [lower, upper) in training, their mean
+    (lower + upper) / 2 after `eval()` (no parameters).
+
+    Args:
+        lower (float): the least slope, as in F.rrelu.
+        upper (float): the greatest slope, as in F.rrelu.
+        name (str, optional): a prefix for the output's name.
+
+    Example:
+        >>> act = paddle.nn.RReLU(0.1, 0.3)
+        >>> act(static.data('x', [None, 3])).shape
+        (-1, 3)
+    """
+
+    def forward(self, x: Variable) -> Variable:
+        """F.rrelu(x, lower, upper, training=self.training).
+
+        Args:
+            x (Variable): the input.
+
+        Returns:
+            Variable: x's shape.
+        """
+        return F.rrelu(x, self._lower, self._upper, training=self.training, name=self._name)
+
+
+__all__.append("RReLU")
