@@ -28,11 +28,11 @@ TOP = "(top-level modules)"
 AREA_CAPS = {
     "kernels": 14600, "nn": 7300, "graph": 4200, "executor": 3900, "bench": 3600,
     "fluid": 3000, TOP: 3050, "distributed": 2200, "tensor": 2300, "persistence": 1500,
-    "static": 1550, "io": 1200, "optimizer": 1100, "utils": 1000, "compiler": 1000,
+    "static": 1650, "io": 1200, "optimizer": 1100, "utils": 1000, "compiler": 1000,
     "examples": 800, "profiler": 800, "vision": 1000, "hapi": 950, "onnx": 700,
     "formats": 700, "testing": 600, "metric": 500, "incubate": 100,
 }
-TOTAL_CAP = 55200   # +100: issue 29 bench rows models/lstm (torch, JAX peers), control/while_loop; +250: issue 29 BeamSearchDecoder + dynamic_decode; +550 before: issue 28 Paddle ops
+TOTAL_CAP = 55300   # +100: issue 29 bench rows models/lstm (torch, JAX peers), control/while_loop; +350: issue 29 BeamSearchDecoder + dynamic_decode (documented methods); +550 before: issue 28 Paddle ops
 
 
 def product_files(root):

@@ -13,14 +13,17 @@ outputs end) hold `end_token` (`sequence_lengths` gives each beam's length).
 from __future__ import annotations
 
 import collections
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .. import tensor as M
-from ..graph.program import default_main_program
+from ..graph.program import Variable, default_main_program
 from ..nn import functional as F
 from .control_flow import flatten_nest, while_loop
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __all__ = ["Decoder", "BeamSearchDecoder", "dynamic_decode"]
 
@@ -42,16 +45,41 @@ class Decoder:
         False
     """
 
-    def initialize(self, inits):
-        """The first inputs, states and finished flags."""
+    def initialize(self, inits: Any) -> tuple:
+        """The first inputs, states and finished flags.
+
+        Args:
+            inits: what dynamic_decode was given (e.g. the cell's initial states).
+
+        Returns:
+            tuple: (inputs, states, finished).
+        """
         raise NotImplementedError
 
-    def step(self, time, inputs, states, **kwargs):
-        """One decoding step."""
+    def step(self, time: Variable, inputs: Any, states: Any, **kwargs: Any) -> tuple:
+        """One decoding step.
+
+        Args:
+            time (Variable): the step index, int64 [1].
+            inputs, states: the previous step's next inputs and states.
+            **kwargs: what dynamic_decode was given.
+
+        Returns:
+            tuple: (outputs, next states, next inputs, finished).
+        """
         raise NotImplementedError
 
-    def finalize(self, outputs, final_states, sequence_lengths):
-        """The outputs stacked over time -> the final outputs."""
+    def finalize(self, outputs: Any, final_states: Any, sequence_lengths: Variable) -> tuple:
+        """The outputs stacked over time -> the final outputs.
+
+        Args:
+            outputs: each output stacked over time ([time, batch, ...]).
+            final_states: the last states.
+            sequence_lengths (Variable): each entry's length.
+
+        Returns:
+            tuple: (final outputs, final states).
+        """
         raise NotImplementedError
 
     @property
@@ -92,8 +120,8 @@ class BeamSearchDecoder(Decoder):
                                           ("cell_states", "log_probs", "finished", "lengths"))
     kinf = 1e9
 
-    def __init__(self, cell, start_token: int, end_token: int, beam_size: int,
-                 embedding_fn=None, output_fn=None):
+    def __init__(self, cell: Callable, start_token: int, end_token: int, beam_size: int,
+                 embedding_fn: Callable | None = None, output_fn: Callable | None = None):
         if not callable(cell):
             raise TypeError(f"BeamSearchDecoder: cell must be a cell layer, got {cell!r}")
         if isinstance(beam_size, bool) or not isinstance(beam_size, int) or beam_size < 1:
@@ -104,9 +132,16 @@ class BeamSearchDecoder(Decoder):
         self.beam_size = beam_size
 
     @staticmethod
-    def tile_beam_merge_with_batch(x, beam_size: int):
+    def tile_beam_merge_with_batch(x: Variable, beam_size: int) -> Variable:
         """[batch, ...] -> [batch * beam_size, ...], each entry repeated beam_size times
         (for tensors the cell reads besides its state, e.g. an encoder's output).
+
+        Args:
+            x (Variable): [batch, ...].
+            beam_size (int): the number of beams.
+
+        Returns:
+            Variable: [batch * beam_size, ...].
 
         Example:
             >>> x = paddle.full([2, 3], 1.0)
@@ -134,9 +169,16 @@ class BeamSearchDecoder(Decoder):
             index = M.tile(index, [1, 1] + list(x.shape[2:]))
         return M.take_along_axis(x, index, 1)
 
-    def initialize(self, initial_cell_states):
-        """(inputs: start tokens, embedded; StateWrapper(cell states tiled to the beams,
-        log_probs [0, -1e9, ...], finished False, lengths 0); finished)."""
+    def initialize(self, initial_cell_states: Any) -> tuple:
+        """The start of the search.
+
+        Args:
+            initial_cell_states: the cell's states [batch, ...] (a nest of them).
+
+        Returns:
+            tuple: (inputs: the start tokens, embedded; StateWrapper(cell states tiled to
+            the beams, log_probs [0, -1e9, ...], finished False, lengths 0); finished).
+        """
         state = flatten_nest(initial_cell_states, "initial_cell_states")[0][0]
         cell_states = _map(self._expand_to_beam_size, initial_cell_states)
         first = M.unsqueeze(M.sum(state * 0, axis=list(range(1, len(state.shape)))),
@@ -171,9 +213,19 @@ class BeamSearchDecoder(Decoder):
         return (self.OutputWrapper(top_scores, tokens, beams),
                 self.StateWrapper(next_cell_states, next_log_probs, finished, lengths))
 
-    def step(self, time, inputs, states, **kwargs):
-        """One beam-search step: (OutputWrapper(scores, predicted_ids, parent_ids),
-        StateWrapper, next inputs, finished)."""
+    def step(self, time: Variable, inputs: Any, states: Any, **kwargs: Any) -> tuple:
+        """One beam-search step.
+
+        Args:
+            time (Variable): the step index.
+            inputs: the beams' inputs [batch, beam, ...].
+            states (StateWrapper): the beams' states.
+            **kwargs: passed to the cell.
+
+        Returns:
+            tuple: (OutputWrapper(scores, predicted_ids, parent_ids), StateWrapper, next
+            inputs, finished).
+        """
         inputs = _map(self._merge_batch_beams, inputs)
         cell_states = _map(self._merge_batch_beams, states.cell_states)
         outputs, next_states = self.cell(inputs, cell_states, **kwargs)
@@ -195,9 +247,18 @@ class BeamSearchDecoder(Decoder):
         return self.OutputWrapper(final_states.log_probs, zeros + self.end_token,
                                   zeros + keep)
 
-    def finalize(self, outputs, final_states, sequence_lengths):
-        """Backtrack the parent ids (Paddle's gather_tree): the predicted ids
-        [time, batch, beam] of each final beam's whole sequence."""
+    def finalize(self, outputs: Any, final_states: Any, sequence_lengths: Variable) -> tuple:
+        """Backtrack the parent ids (Paddle's gather_tree).
+
+        Args:
+            outputs (OutputWrapper): scores, predicted_ids, parent_ids, [time, batch, beam].
+            final_states (StateWrapper): the last states.
+            sequence_lengths (Variable): each beam's length.
+
+        Returns:
+            tuple: (the predicted ids [time, batch, beam] of each final beam's whole
+            sequence, final_states).
+        """
         return gather_tree(outputs.predicted_ids, outputs.parent_ids), final_states
 
     @property
@@ -214,10 +275,16 @@ def _select_row(buf, t, row):
     return M.where(mask, M.unsqueeze(row, [0]) + buf * 0, buf)
 
 
-def gather_tree(ids, parents):
+def gather_tree(ids: Variable, parents: Variable) -> Variable:
     """Paddle's `nn.functional.gather_tree`: the full sequences of the final beams, found
-    by following the parent ids back from the last step ([time, batch, beam] each), as a
-    `while_loop` over time.
+    by following the parent ids back from the last step, as a `while_loop` over time.
+
+    Args:
+        ids (Variable): int64 [time, batch, beam], each step's chosen tokens.
+        parents (Variable): int64 [time, batch, beam], the beam each came from.
+
+    Returns:
+        Variable: int64 [time, batch, beam].
 
     Example:
         >>> ids = paddle.assign(np.array([[[2, 3]], [[4, 5]]], 'int64'))
@@ -253,7 +320,7 @@ def _stack(array, length, steps, pad):
 
 def dynamic_decode(decoder: Decoder, inits: Any = None, max_step_num: int | None = None,
                    output_time_major: bool = False, impute_finished: bool = False,
-                   is_test: bool = False, return_length: bool = False, **kwargs) -> tuple:
+                   is_test: bool = False, return_length: bool = False, **kwargs: Any) -> tuple:
     """Run `decoder.step` until every entry is finished or `max_step_num` steps are done
     (Paddle's `paddle.nn.dynamic_decode`, its static-mode lowering: one `while` op).
 
