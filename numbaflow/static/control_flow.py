@@ -353,7 +353,11 @@ def while_loop(cond: Callable, body: Callable, loop_vars: Sequence[Variable],
               if v.is_tensor_array and block.vars.get(v.name) is not v]
     reads = list(dict.fromkeys(loop_vars + [v for v in _outer_reads(block)
                                             if v is not pre_cond] + arrays))
+    # a loop variable no op of the body reads or writes (returned as it came) keeps its
+    # value and is not an output: the body's plan has nothing that holds it
+    used = {v.name for op in block.ops for v in op.input_vars() + op.output_vars()}
+    changed = [v for v in loop_vars if v.name in used]
     parent.append_op("while", {"X": reads, "Condition": pre_cond},
-                     {"Out": list(dict.fromkeys(loop_vars + arrays + [pre_cond]))},
+                     {"Out": list(dict.fromkeys(changed + arrays + [pre_cond]))},
                      {"sub_block": block, "is_test": is_test})
     return loop_vars

@@ -123,3 +123,40 @@ def test_dynamic_decode_needs_max_step_num():
     decoder = paddle.nn.BeamSearchDecoder(cell, 0, 1, 2, paddle.nn.Embedding(6, 4))
     with pytest.raises(ValueError, match="max_step_num"):
         paddle.nn.dynamic_decode(decoder, paddle.zeros([2, 4]))
+
+
+class _CountDecoder(paddle.nn.Decoder):
+    """A counter per entry that finishes when it reaches the entry's limit: the
+    dynamic_decode bookkeeping for decoders that do not track their own finished flags."""
+
+    def initialize(self, limits):
+        self.limits = limits
+        zeros = paddle.reshape(limits * 0.0, [-1, 1])
+        return zeros, zeros, paddle.cast(paddle.reshape(zeros, [-1]), "bool")
+
+    def step(self, time, inputs, states, **kwargs):
+        new = states + 1.0
+        finished = paddle.reshape(new, [-1]) >= self.limits
+        return states * 10.0, new, inputs, finished
+
+
+@pytest.mark.slow       # compiling the loop and the stacking loop
+def test_dynamic_decode_imputes_finished_states_and_pads_outputs():
+    main, startup = static.Program(), static.Program()
+    with static.program_guard(main, startup):
+        limits = static.data("limits", [2], "float32")
+        out, states, lengths = paddle.nn.dynamic_decode(
+            _CountDecoder(), limits, max_step_num=5, output_time_major=True,
+            impute_finished=True, return_length=True)
+    exe = static.Executor(paddle.CPUPlace())
+    exe.run(startup)
+    got_out, got_states, got_lengths = exe.run(
+        main, feed={"limits": np.array([2.0, 4.0], "float32")},
+        fetch_list=[out, states, lengths])
+    # entry 0 finishes at step 1 and keeps its state 2 (imputed), entry 1 at step 3;
+    # the outputs have max_step_num + 1 steps, zeros after the last step taken
+    want = np.zeros((6, 2, 1))
+    want[:4, :, 0] = [[0, 0], [10, 10], [20, 20], [20, 30]]
+    np.testing.assert_array_equal(got_out, want)
+    np.testing.assert_array_equal(got_states[:, 0], [2.0, 4.0])
+    np.testing.assert_array_equal(got_lengths, [2, 4])
