@@ -47,6 +47,10 @@ from .param_attr import ParamAttr  # noqa: F401
 from .tensor import *  # noqa: F401,F403  (paddle.add, paddle.triu, ...: tensor.__all__)
 from .tensor import __all__ as _tensor_all
 from . import nn, optimizer, static, metric, utils, initializer, fluid, tensor  # noqa: F401,E402
+# paddle.nn's decoders are built on static.nn.while_loop (a floor above nn): bound here
+for _name in static.decode.__all__:
+    setattr(nn, _name, getattr(static.decode, _name))
+nn.__all__ += static.decode.__all__
 from .reader import batch  # noqa: F401,E402  (also binds the paddle.reader module)
 from .static.program_state import load_state as load, save_state as save  # noqa: F401,E402
 from . import io  # noqa: F401,E402  (paddle.io: Dataset, DataLoader, ...)

@@ -217,4 +217,6 @@ def all_cases():
     cases += model_cases()
     from .fusion import fusion_cases
     cases += fusion_cases()
+    from .loop_cases import while_loop_case
+    cases.append(while_loop_case())
     return cases

@@ -57,7 +57,7 @@ BUSY_TARGET = 2.0       # the budget with one core busy / the quiet 1-thread ste
 ONNX_TARGET = {"models/resnet20_infer_b1": 2.0, "models/resnet20_infer_b32": 1.2}
 # the models the torch and JAX workers implement (peer_models.py); Paddle builds every model;
 # the inference rows (models.INFER) run onnxruntime from the torch interpreter instead
-PEER_MODELS = ("cnn", "gpt", "mlp", "conv", "resnet20", "gpt_medium")
+PEER_MODELS = ("cnn", "gpt", "mlp", "conv", "resnet20", "gpt_medium", "lstm")
 PEER_FRAMEWORKS = ("jax", "torch", "paddle")
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -281,4 +281,4 @@ def model_cases():
     """models/cnn, models/gpt, models/mlp, models/conv (the CNN's convolutions alone), and
     the real sizes: models/resnet20, models/gpt_medium, and ResNet-20's inference rows."""
     return [model_case(m) for m in ("cnn", "gpt", "mlp", "conv", "resnet20", "gpt_medium",
-                                    *models.INFER)]
+                                    "lstm", *models.INFER)]

@@ -27,6 +27,8 @@ MLP = {"batch": 128, "sizes": (784, 512, 512, 10), "lr": 0.1}
 RESNET20 = {"batch": 64, "image": 32, "classes": 10, "widths": (16, 32, 64), "blocks": 3,
             "lr": 0.1, "momentum": 0.9, "weight_decay": 1e-4}
 GPT_MEDIUM = dict(GPT, batch=8, ctx=256, d_model=512, heads=8, layers=4)
+# issue 29: an LSTM language model (the recurrent layers' row)
+LSTM = {"batch": 32, "ctx": 64, "vocab": 65, "hidden": 256, "layers": 2, "lr": 0.5}
 # inference rows (issue 27): the model whose `test` program runs, at this batch size
 INFER = {"resnet20_infer_b1": ("resnet20", 1), "resnet20_infer_b32": ("resnet20", 32)}
 
@@ -37,6 +39,8 @@ WHAT = {
     "resnet20": "CIFAR ResNet-20 3x32x32 b64: 3 stages x 3 basic blocks (16/32/64), "
                 "batch_norm, 1x1 projection shortcuts, global avg pool, Momentum + L2Decay",
     "gpt_medium": "GPT 4 layers d512 8 heads ctx256 b8, layer_norm, GELU, AdamW+warmup",
+    "lstm": "char LSTM language model: embedding 256, nn.LSTM 2 layers hidden 256, seq 64 "
+            "b32, fc to 65, softmax cross-entropy, SGD",
     "conv": "the CNN's convolutions, forward + backward: conv5x5(6, pad 2) -> max_pool2 -> "
             "conv5x5(16) on 28x28 b64, loss = mean(out^2), Momentum",
     **{name: f"ResNet-20 for_test inference, batch {n}: the logits (onnxruntime runs "
@@ -244,6 +248,32 @@ PROGRAMS = {"cnn": cnn_program, "gpt": gpt_program, "mlp": mlp_program, "conv": 
             **{name: resnet20_program for name in INFER}}
 
 
+def lstm_program(pd, g=LSTM):
+    """Char LSTM language model: embedding (the hidden width) -> `layers` single-layer
+    nn.LSTMs (one per layer, so each parameter has its own name: l<i>.w_ih, ...; the same
+    math as nn.LSTM(num_layers=layers)) -> fc to the vocabulary; cross-entropy over every
+    position; SGD."""
+    F = pd.nn.functional
+    t, h, v = g["ctx"], g["hidden"], g["vocab"]
+    main, startup = pd.static.Program(), pd.static.Program()
+    with _guard(pd), pd.static.program_guard(main, startup):
+        tokens = pd.static.data(name="tokens", shape=[None, t], dtype="int64")
+        target = pd.static.data(name="target", shape=[None, t, 1], dtype="int64")
+        x = pd.static.nn.embedding(tokens, size=[v, h], param_attr=_attr(pd, "emb"))
+        for i in range(g["layers"]):
+            x, _ = pd.nn.LSTM(h, h, **{f"{k}_attr": _attr(pd, f"l{i}.{k}")
+                                       for k in ("weight_ih", "weight_hh", "bias_ih",
+                                                 "bias_hh")})(x)
+        logits = pd.static.nn.fc(x, v, num_flatten_dims=2, weight_attr=_attr(pd, "head.w"),
+                                 bias_attr=_attr(pd, "head.b"))
+        loss = F.cross_entropy(pd.reshape(logits, [-1, v]), pd.reshape(target, [-1, 1]))
+        pd.optimizer.SGD(learning_rate=g["lr"]).minimize(loss)
+    return Built(main, startup, loss)
+
+
+PROGRAMS["lstm"] = lstm_program
+
+
 def causal_mask(t):
     """[t, t] float32: 0 on and below the diagonal, MASK_VALUE above."""
     return np.triu(np.full((t, t), MASK_VALUE, np.float32), 1)
@@ -268,8 +298,8 @@ def batch(name, seed=0, batch_size=None):
         n, s = batch_size or RESNET20["batch"], RESNET20["image"]
         return {"image": rng.standard_normal((n, 3, s, s)).astype(np.float32),
                 "label": rng.integers(0, RESNET20["classes"], (n, 1)).astype(np.int64)}
-    if name in ("gpt", "gpt_medium"):
-        g = GPT if name == "gpt" else GPT_MEDIUM
+    if name in ("gpt", "gpt_medium", "lstm"):
+        g = {"gpt": GPT, "gpt_medium": GPT_MEDIUM, "lstm": LSTM}[name]
         n, t, v = batch_size or g["batch"], g["ctx"], g["vocab"]
         seq = rng.integers(0, v, (n, t + 1)).astype(np.int64)
         return {"tokens": seq[:, :-1].copy(), "target": seq[:, 1:, None].copy()}

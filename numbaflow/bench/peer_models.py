@@ -20,7 +20,7 @@ except ImportError:     # imported by worker.py run as a script, beside models.p
     import models
 
 SPECS = {"cnn": models.CNN, "gpt": models.GPT, "mlp": models.MLP, "conv": models.CNN,
-         "resnet20": models.RESNET20, "gpt_medium": models.GPT_MEDIUM}
+         "resnet20": models.RESNET20, "gpt_medium": models.GPT_MEDIUM, "lstm": models.LSTM}
 # the forward each model runs (`_<name>` of TorchStep / JaxStep): a size, not a new model
 FORWARD = {"gpt_medium": "gpt"}
 
@@ -35,6 +35,9 @@ def resnet20_blocks():
     r = models.RESNET20
     return [(f"s{si}b{b}", 2 if si and not b else 1)
             for si in range(len(r["widths"])) for b in range(r["blocks"])]
+
+
+LSTM_WEIGHTS = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
 
 
 def mlp_names():
@@ -130,6 +133,19 @@ class TorchStep:
         h = F.layer_norm(h, (d,), p["ln_f.w"], p["ln_f.b"], 1e-5)
         logits = h @ p["head.w"] + p["head.b"]
         return F.cross_entropy(logits.reshape(-1, g["vocab"]), target.reshape(-1))
+
+    def _lstm(self, p, tokens, target):
+        # torch.nn.LSTM's own kernel (what nn.LSTM calls) on the explicit parameters;
+        # Paddle's gate order i, f, g, o and weight layout [4H, in] are torch's
+        torch, g = self.torch, self.spec
+        x = p["emb"][tokens]
+        zeros = torch.zeros(1, x.shape[0], g["hidden"])
+        for i in range(g["layers"]):
+            x = torch._VF.lstm(x, (zeros, zeros), [p[f"l{i}.{k}"] for k in LSTM_WEIGHTS],
+                               True, 1, 0.0, True, False, True)[0]
+        logits = x @ p["head.w"] + p["head.b"]
+        return self.torch.nn.functional.cross_entropy(logits.reshape(-1, g["vocab"]),
+                                                      target.reshape(-1))
 
     def _mlp(self, p, x, y):
         F = self.torch.nn.functional
@@ -272,6 +288,25 @@ class JaxStep:
         for i in range(0, len(names), 2):
             h = (jax.nn.relu(h) if i else h) @ p[names[i]] + p[names[i + 1]]
         return self._xent(h, y)
+
+    def _lstm(self, p, tokens, target):
+        """lax.scan over time of the LSTM cell (gates i, f, g, o, as Paddle's)."""
+        jax, jnp, g = self.jax, self.jnp, self.spec
+        x = jnp.swapaxes(p["emb"][tokens], 0, 1)             # [time, batch, hidden]
+        for i in range(g["layers"]):
+            w_ih, w_hh, b_ih, b_hh = (p[f"l{i}.{k}"] for k in LSTM_WEIGHTS)
+            xs = x @ w_ih.T + b_ih + b_hh                    # the input projection, one GEMM
+
+            def cell(state, xw, w_hh=w_hh):
+                h, c = state
+                gi, gf, gg, go = jnp.split(xw + h @ w_hh.T, 4, axis=-1)
+                c = jax.nn.sigmoid(gf) * c + jax.nn.sigmoid(gi) * jnp.tanh(gg)
+                h = jax.nn.sigmoid(go) * jnp.tanh(c)
+                return (h, c), h
+            zeros = jnp.zeros((x.shape[1], g["hidden"]), x.dtype)
+            _, x = jax.lax.scan(cell, (zeros, zeros), xs)
+        logits = jnp.swapaxes(x, 0, 1) @ p["head.w"] + p["head.b"]
+        return self._xent(logits.reshape(-1, g["vocab"]), target)
 
     def _update_momentum(self, p, grads, vel, k):
         s = self.spec

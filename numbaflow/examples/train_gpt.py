@@ -10,8 +10,9 @@ The corpus is the source of a few pure-Python standard-library modules (read fro
 interpreter's own files: nothing is downloaded). The model is written as with Paddle 2.6's
 static API (static.nn.fc, paddle.matmul(transpose_y=True), a paddle.triu causal mask,
 F.softmax, F.layer_norm, F.gelu, AdamW with LinearWarmup); generation runs a test clone
-of the program that samples the next character with paddle.multinomial (temperature)
-or takes paddle.topk (temperature 0).
+of the forward, in one static.nn.while_loop over the whole sample (--per-token: one
+program run per character), that samples the next character with paddle.multinomial
+(temperature) or takes paddle.topk (temperature 0).
 """
 import argparse
 import importlib
@@ -51,6 +52,9 @@ def parse_args(argv=None):
     p.add_argument("--places", type=int, default=1, help="devices in this process")
     p.add_argument("--cuda", action="store_true", help="train on CUDA places")
     p.add_argument("--sample", type=int, default=200, help="characters to generate")
+    p.add_argument("--per-token", action="store_true",
+                   help="sample with one program run per character (default: one run of a "
+                        "while_loop for the whole sample)")
     p.add_argument("--temperature", type=float, default=0.8,
                    help="sampling temperature; 0 takes the likeliest character")
     p.add_argument("--plot", metavar="PNG", default=None,
@@ -83,32 +87,54 @@ def load_corpus():
     return text, sorted(set(text))
 
 
+def _named(name):
+    # every parameter named, so the sampling loop's copy of the forward reads the trained ones
+    return paddle.ParamAttr(name="gpt." + name)
+
+
+def gpt_logits(tokens, args, vocab):
+    """The GPT's logits [batch, context, vocab] of `tokens` [batch, context]."""
+    T, C, H = args.context, args.width, args.heads
+
+    def norm(h, name):
+        return static.nn.layer_norm(h, begin_norm_axis=2, param_attr=_named(name + ".w"),
+                                    bias_attr=_named(name + ".b"))
+
+    def fc(h, size, name):
+        return static.nn.fc(h, size, num_flatten_dims=2, weight_attr=_named(name + ".w"),
+                            bias_attr=_named(name + ".b"))
+    x = static.nn.embedding(tokens, size=[vocab, C], param_attr=_named("tok_emb"))
+    x = x + static.create_parameter([T, C], "float32", name="gpt.pos_emb",
+                                    default_initializer=paddle.nn.initializer.Normal(0, 0.02))
+    mask = paddle.triu(paddle.full([T, T], -1e9, "float32"), diagonal=1)
+    for i in range(args.layers):
+        q, k, v = paddle.split(fc(norm(x, f"h{i}.ln1"), 3 * C, f"h{i}.qkv"), 3, axis=-1)
+        q, k, v = (paddle.transpose(paddle.reshape(t, [0, 0, H, C // H]), [0, 2, 1, 3])
+                   for t in (q, k, v))
+        att = paddle.matmul(q, k, transpose_y=True) * (1.0 / np.sqrt(C // H))
+        att = F.softmax(att + mask, axis=-1)
+        y = paddle.reshape(paddle.transpose(paddle.matmul(att, v), [0, 2, 1, 3]), [0, 0, C])
+        x = x + fc(y, C, f"h{i}.proj")
+        h = F.gelu(fc(norm(x, f"h{i}.ln2"), 4 * C, f"h{i}.fc"))
+        x = x + fc(h, C, f"h{i}.out")
+    return fc(norm(x, "ln_f"), vocab, "head")
+
+
+def _next_token(logits, temperature):
+    """[batch, 1] int64: the next character from the last position's logits."""
+    last = logits[:, -1, :]
+    if temperature > 0:
+        return paddle.multinomial(F.softmax(last * (1.0 / temperature), axis=-1), num_samples=1)
+    return paddle.topk(last, k=1)[1]
+
+
 def build_programs(args, vocab):
     """(main, startup, sample_prog, loss, sample, scheduler)."""
-    T, C, H = args.context, args.width, args.heads
     main, startup = static.Program(), static.Program()
     with static.program_guard(main, startup):
-        tokens = static.data("tokens", [None, T], "int64")
-        labels = static.data("labels", [None, T], "int64")
-        x = static.nn.embedding(tokens, size=[vocab, C])
-        x = x + static.create_parameter([T, C], "float32",
-                                        default_initializer=paddle.nn.initializer.Normal(0, 0.02))
-        mask = paddle.triu(paddle.full([T, T], -1e9, "float32"), diagonal=1)
-        for _ in range(args.layers):
-            h = static.nn.layer_norm(x, begin_norm_axis=2)
-            q, k, v = paddle.split(static.nn.fc(h, 3 * C, num_flatten_dims=2), 3, axis=-1)
-            q, k, v = (paddle.transpose(paddle.reshape(t, [0, 0, H, C // H]), [0, 2, 1, 3])
-                       for t in (q, k, v))
-            att = paddle.matmul(q, k, transpose_y=True) * (1.0 / np.sqrt(C // H))
-            att = F.softmax(att + mask, axis=-1)
-            y = paddle.reshape(paddle.transpose(paddle.matmul(att, v), [0, 2, 1, 3]),
-                               [0, 0, C])
-            x = x + static.nn.fc(y, C, num_flatten_dims=2)
-            h = static.nn.layer_norm(x, begin_norm_axis=2)
-            h = F.gelu(static.nn.fc(h, 4 * C, num_flatten_dims=2))
-            x = x + static.nn.fc(h, C, num_flatten_dims=2)
-        logits = static.nn.fc(static.nn.layer_norm(x, begin_norm_axis=2), vocab,
-                              num_flatten_dims=2)
+        tokens = static.data("tokens", [None, args.context], "int64")
+        labels = static.data("labels", [None, args.context], "int64")
+        logits = gpt_logits(tokens, args, vocab)
         loss = F.cross_entropy(paddle.reshape(logits, [-1, vocab]),
                                paddle.reshape(labels, [-1, 1]))
         last = logits[:, -1, :]        # the next character's logits
@@ -119,17 +145,31 @@ def build_programs(args, vocab):
         paddle.optimizer.AdamW(learning_rate=sched, weight_decay=0.01,
                                grad_clip=paddle.nn.ClipGradByGlobalNorm(1.0)).minimize(loss)
     with static.program_guard(sample_prog, startup):
-        last = sample_prog.global_block().var(last.name)
-        if args.temperature > 0:
-            probs = F.softmax(last * (1.0 / args.temperature), axis=-1)
-            sample = paddle.multinomial(probs, num_samples=1)
-        else:
-            sample = paddle.topk(last, k=1)[1]
+        sample = _next_token(sample_prog.global_block().var(logits.name), args.temperature)
     return main, startup, sample_prog, loss, sample, sched
 
 
+def sampling_loop(args, vocab, n):
+    """(program, tokens): one program that extends the fed `prompt` [1, context] by n
+    characters in a static.nn.while_loop (the window slides by one each step); tokens is
+    a tensor array of the n ids. Its forward reads the trained parameters by name."""
+    program = static.Program()
+    with static.program_guard(program, static.Program()):
+        prompt = static.data("prompt", [1, args.context], "int64")
+        out = paddle.tensor.create_array("int64")
+
+        def step(i, window):
+            nxt = _next_token(gpt_logits(window, args, vocab), args.temperature)
+            paddle.tensor.array_write(paddle.reshape(nxt, [1]), i, out)
+            return [i + 1, paddle.concat([window[:, 1:], nxt], axis=1)]
+        stop = paddle.full([1], n, "int64")
+        static.nn.while_loop(lambda i, w: i < stop, step, [paddle.full([1], 0, "int64"), prompt])
+    return program, out
+
+
 def generate(exe, sample_prog, sample, prompt, n, chars):
-    """Extend `prompt` (ids, at least the context long) by n sampled characters."""
+    """Extend `prompt` (ids, at least the context long) by n sampled characters, one
+    program run per character (the reference the sampling loop is tested against)."""
     ids = list(prompt)
     T = len(prompt)
     for _ in range(n):
@@ -138,6 +178,13 @@ def generate(exe, sample_prog, sample, prompt, n, chars):
                          fetch_list=[sample])
         ids.append(int(np.asarray(nxt).reshape(-1)[0]))
     return "".join(chars[i] for i in ids[T:])
+
+
+def generate_in_loop(exe, args, prompt, n, chars):
+    """Extend `prompt` (context ids) by n characters in one run of sampling_loop."""
+    program, out = sampling_loop(args, len(chars), n)
+    (ids,) = exe.run(program, feed={"prompt": np.array([prompt], np.int64)}, fetch_list=[out])
+    return "".join(chars[int(np.asarray(i).reshape(-1)[0])] for i in ids)
 
 
 def plot_losses(history, path):
@@ -224,8 +271,9 @@ def train(args):
             logger.close()
         seconds = time.perf_counter() - t_start
         prompt = data[:T]
-        sample_text = generate(exe, sample_prog, sample, prompt, args.sample, chars) \
-            if args.sample > 0 else ""
+        sample_text = "" if args.sample <= 0 else \
+            generate(exe, sample_prog, sample, prompt, args.sample, chars) if args.per_token \
+            else generate_in_loop(exe, args, prompt, args.sample, chars)
     return {"loss": history[-1]["loss"], "history": history, "rank": rank,
             "seconds": seconds, "prompt": "".join(chars[i] for i in prompt),
             "sample": sample_text}

@@ -13,7 +13,7 @@ from ..graph import (Graph, Operator, Parameter, Program, Variable,  # noqa: F40
                      gradients, program_guard)
 from ..graph.program import default_main_program as _main
 from ..tensor import create_parameter  # noqa: F401  (paddle.static.create_parameter)
-from . import amp, nn  # noqa: F401
+from . import amp, decode, nn  # noqa: F401
 from .ema import ExponentialMovingAverage, InputSpec  # noqa: F401
 from ..compiler import (BuildStrategy, CompiledProgram, ExecutionStrategy,  # noqa: F401,E402
                         ParallelExecutor)

@@ -36,15 +36,22 @@ def _outer_reads(block):
     return list(reads)
 
 
-def _flatten(value, where):
-    """(leaves, rebuild): the Variables of a nest of lists/tuples and a function putting
-    new leaves back in that structure."""
+def flatten_nest(value, where):
+    """(leaves, rebuild): the Variables of a nest of lists/tuples (namedtuples too) and a
+    function putting new leaves back in that structure (`where` names the nest in errors).
+
+    Example:
+        >>> x = paddle.zeros([1])
+        >>> leaves, rebuild = static.control_flow.flatten_nest([x, (x, x)], 'value')
+        >>> len(leaves), type(rebuild(leaves)[1]).__name__
+        (3, 'tuple')
+    """
     if value is None:
         return [], lambda leaves: None
     if isinstance(value, Variable):
         return [value], lambda leaves: leaves[0]
     if isinstance(value, (list, tuple)):
-        parts = [_flatten(v, where) for v in value]
+        parts = [flatten_nest(v, where) for v in value]
         sizes = [len(p[0]) for p in parts]
 
         def rebuild(leaves):
@@ -52,7 +59,8 @@ def _flatten(value, where):
             for (_, rb), n in zip(parts, sizes):
                 out.append(rb(leaves[k:k + n]))
                 k += n
-            return type(value)(out)
+            # a namedtuple (a decoder's states) takes its fields as arguments
+            return type(value)(*out) if hasattr(value, "_fields") else type(value)(out)
         return [x for p in parts for x in p[0]], rebuild
     raise TypeError(f"{where} must return Variables (or a list/tuple of them, or None); "
                     f"got {type(value).__name__}")
@@ -79,7 +87,7 @@ def _build_branch(program, fn, where):
     parent = program.current_block()
     with program.sub_block_guard() as block:
         value = fn() if fn is not None else None
-        leaves, _ = _flatten(value, where)
+        leaves, _ = flatten_nest(value, where)
         outer = []
         for v in leaves:
             o = parent.create_var(unique_name.generate("cond.tmp"), v.shape, v.dtype)
@@ -126,7 +134,7 @@ def cond(pred: Variable, true_fn: Callable | None = None, false_fn: Callable | N
         raise ValueError(f"cond: true_fn and false_fn must return the same structure; "
                          f"true_fn returned {_structure(t_value)}, false_fn "
                          f"{_structure(f_value)}")
-    (t_leaves, rebuild), (f_leaves, _) = _flatten(t_value, ""), _flatten(f_value, "")
+    (t_leaves, rebuild), (f_leaves, _) = flatten_nest(t_value, ""), flatten_nest(f_value, "")
     for k, (t, f) in enumerate(zip(t_leaves, f_leaves)):
         if t.dtype != f.dtype or len(t.shape) != len(f.shape) or any(
                 a != b and -1 not in (a, b) for a, b in zip(t.shape, f.shape)):
@@ -345,7 +353,11 @@ def while_loop(cond: Callable, body: Callable, loop_vars: Sequence[Variable],
               if v.is_tensor_array and block.vars.get(v.name) is not v]
     reads = list(dict.fromkeys(loop_vars + [v for v in _outer_reads(block)
                                             if v is not pre_cond] + arrays))
+    # a loop variable no op of the body reads or writes (returned as it came) keeps its
+    # value and is not an output: the body's plan has nothing that holds it
+    used = {v.name for op in block.ops for v in op.input_vars() + op.output_vars()}
+    changed = [v for v in loop_vars if v.name in used]
     parent.append_op("while", {"X": reads, "Condition": pre_cond},
-                     {"Out": list(dict.fromkeys(loop_vars + arrays + [pre_cond]))},
+                     {"Out": list(dict.fromkeys(changed + arrays + [pre_cond]))},
                      {"sub_block": block, "is_test": is_test})
     return loop_vars

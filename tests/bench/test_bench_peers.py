@@ -86,7 +86,8 @@ def _peer_python(framework):
 @pytest.mark.slow
 @pytest.mark.parametrize("model, framework", [
     ("resnet20", "torch"), ("resnet20", "jax"), ("gpt_medium", "torch"),
-    ("gpt_medium", "jax"), ("resnet20_infer_b1", "onnxruntime")])
+    ("gpt_medium", "jax"), ("resnet20_infer_b1", "onnxruntime"),
+    ("lstm", "torch"), ("lstm", "jax"), ("lstm", "paddle")])
 def test_peer_reproduces_numbaflow(model, framework, tmp_path):
     python = _peer_python(framework)
     import numbaflow
