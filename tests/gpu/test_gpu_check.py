@@ -5,11 +5,11 @@ a CUDAPlace runs on its own device."""
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 from locations import ROOT
+from simulator import run_sim
 
 
 cuda_compiler = pytest.mark.skipif(
@@ -189,14 +189,7 @@ def test_cuda_availability_is_reported():
 @pytest.mark.slow
 @pytest.mark.gpu
 def test_simulator_has_one_device_and_cuda_place_1_raises():
-    code = ("import numbaflow as p\n"
-            "assert p.is_compiled_with_cuda() and p.cuda_available()\n"
-            "p.CUDAPlace(0)\n"
-            "try:\n    p.CUDAPlace(1)\nexcept RuntimeError as e:\n    print(e)\n")
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=str(ROOT))
-    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                       timeout=300)
-    assert r.returncode == 0, r.stderr[-2000:]
+    r = run_sim("cuda_places", timeout=300)
     assert "CUDAPlace(1) cannot be used: device index 1 is out of range" in r.stdout
 
 
