@@ -242,18 +242,15 @@ def test_the_gate_rejects_a_kernel_over_its_register_limit():
                                  log=lambda m: None) == []
 
 
-def test_fresh_seed_counter_restarts_the_op_seeds_and_restores_the_callers(monkeypatch):
+def test_fresh_seed_counter_restarts_the_op_seeds_and_restores_the_callers():
     # the trace builds its programs inside it: the same kernels whatever ran before, and
     # the caller's random stream unchanged afterwards
-    import itertools
-
     from numbaflow.kernels.tensor import creation
-    monkeypatch.setitem(creation._seed, "base", 5)
-    monkeypatch.setitem(creation._seed, "counter", itertools.count(1))
-    first = [creation.next_op_seed() for _ in range(3)]
-    creation.set_global_seed(5)
-    creation.next_op_seed()
-    with creation.fresh_seed_counter():
-        inside = [creation.next_op_seed() for _ in range(3)]
-    assert inside == first
-    assert creation.next_op_seed() == first[1]
+    with creation.seed_guard(5):
+        first = [creation.next_op_seed() for _ in range(3)]
+        creation.set_global_seed(5)
+        creation.next_op_seed()
+        with creation.fresh_seed_counter():
+            inside = [creation.next_op_seed() for _ in range(3)]
+        assert inside == first
+        assert creation.next_op_seed() == first[1]

@@ -13,6 +13,7 @@ from numbaflow.graph import verify
 from numbaflow.graph.passes import Pass, get_pass
 from numbaflow.kernels.fused.fused_elementwise import parse_ops
 from numbaflow.utils import unique_name
+from numbaflow.compiler.compiled_program import passed_programs
 from simulator import run_sim
 
 pytestmark = pytest.mark.usefixtures("fresh_graph_state")
@@ -311,7 +312,7 @@ def test_mlp_training_equals_unfused(opt):
     # fc_0.tmp_1 is an intermediate inside a fused group: fetching it keeps it an output
     want, want_p, _ = train(mlp, make(), feeds, False, ["fc_0.tmp_1"])
     got, got_p, compiled = train(mlp, make(), feeds, True, ["fc_0.tmp_1"])
-    program, = compiled._passed.values()
+    program, = passed_programs(compiled)
     assert collections.Counter(types(program))["fused_elementwise"] == 5
     assert "fc_0.tmp_1" in fused(program)[0].output_arg_names
     for (gl, gh), (wl, wh) in zip(got, want):
@@ -349,7 +350,7 @@ def test_matmul_epilogue_and_reduction_prologue_training():
               "y": rng.standard_normal((5, 1)).astype("float32")} for _ in range(3)]
     want, want_p, _ = train(regression, paddle.optimizer.SGD(0.1), feeds, False)
     got, got_p, compiled = train(regression, paddle.optimizer.SGD(0.1), feeds, True)
-    program, = compiled._passed.values()
+    program, = passed_programs(compiled)
     fwd, bwd = fused(program)
     assert sub_ops(fwd) == ["mul", "elementwise_add", "elementwise_sub", "square",
                             "reduce_mean"]
@@ -374,7 +375,7 @@ def test_ops_the_executor_would_skip_are_not_fused():
     got, = exe.run(compiled, feed={"x": xv}, fetch_list=[pred])
     want, = exe.run(test, feed={"x": xv}, fetch_list=[pred])
     np.testing.assert_allclose(got, want, rtol=1e-6)
-    program, = compiled._passed.values()
+    program, = passed_programs(compiled)
     assert [sub_ops(op) for op in fused(program)] == [["mul", "elementwise_add"]]
     assert any("the executor skips it" in r for _, r in compiled.passes[-1].refusals)
 

@@ -11,6 +11,7 @@ import numbaflow.static as static
 from numbaflow.graph import verify
 from numbaflow.kernels import run_op
 from numbaflow.utils import unique_name
+from numbaflow.compiler.compiled_program import passed_programs
 from simulator import run_sim
 
 pytestmark = pytest.mark.usefixtures("fresh_graph_state")
@@ -178,7 +179,7 @@ def test_fetched_intermediate_is_kept_and_correct():
     compiled = static.CompiledProgram(main, fused_strategy())
     got = run_steps(main, startup, loss, compiled, fetch=[pre])
     assert_same(run_steps(main, startup, loss, fetch=[pre]), got)
-    program, = compiled._passed.values()
+    program, = passed_programs(compiled)
     f = only(program, FUSED)
     assert slots(f)[1] == {"Out": ["fc_0.tmp_2"], "IntermediateOut": ["fc_0.tmp_1"]}
     assert FUSED_GRAD in types(program)
@@ -191,7 +192,7 @@ def test_three_sgd_steps_equal_the_unfused_run(act):
     compiled = static.CompiledProgram(main, fused_strategy())
     assert_same(run_steps(main, startup, loss), run_steps(main, startup, loss, compiled))
     assert (main.version, str(main)) == before          # the user's program is untouched
-    program, = compiled._passed.values()
+    program, = passed_programs(compiled)
     assert FUSED in types(program) and FUSED_GRAD in types(program)
     # (fuse_softmax_mask, on by default, runs too and finds nothing here)
     assert [p.name for p in compiled.passes if p.changed] == [PASS]

@@ -13,6 +13,7 @@ from numbaflow.kernels.fused import fused_optim
 from numbaflow.kernels import get_op_def, run_op
 from numbaflow.kernels.registry import ConcreteOp, VarInfo, build_kernel
 from numbaflow.utils import unique_name
+from numbaflow.compiler.compiled_program import passed_programs
 from simulator import run_sim
 
 pytestmark = pytest.mark.usefixtures("fresh_graph_state")
@@ -108,7 +109,7 @@ def test_fused_training_matches_unfused(name):
     want_losses, want = train(main, startup, loss, main, feeds)
     compiled = static.CompiledProgram(main, build_strategy=fused_options())
     got_losses, got = train(main, startup, loss, compiled, feeds)
-    (passed,) = compiled._passed.values()
+    (passed,) = passed_programs(compiled)
     assert f"fused_{name.split('_')[0]}" in op_types(passed)
     # (SGD: the weights' updates are folded into their gradient GEMMs first)
     assert [p.name for p in compiled.passes if p.changed] == \
@@ -142,7 +143,7 @@ def test_one_kernel_per_type_and_dtype(monkeypatch):
     monkeypatch.setattr(fused_optim, "_cpu_kernels", {})
     compiled = static.CompiledProgram(main, build_strategy=fused_options())
     got_losses, got = train(main, startup, loss, compiled, feeds)
-    (passed,) = compiled._passed.values()
+    (passed,) = passed_programs(compiled)
     fused = [op for op in passed.global_block().ops if op.type == "fused_adam"]
     assert sorted(str(op.inputs["Param"][0].dtype) for op in fused) == ["float32", "float64"]
     assert all(len(op.input("Param")) == 4 for op in fused)

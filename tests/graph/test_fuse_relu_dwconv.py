@@ -11,6 +11,7 @@ import numbaflow.static as static
 from numbaflow.graph import verify
 from numbaflow.nn.functional_conv import static_conv2d
 from numbaflow.utils import unique_name
+from numbaflow.compiler.compiled_program import passed_programs
 from simulator import run_sim
 
 pytestmark = pytest.mark.usefixtures("fresh_graph_state")
@@ -100,7 +101,7 @@ def test_three_sgd_steps_equal_the_unfused_run_and_the_program_is_untouched():
     for k in pa:
         np.testing.assert_allclose(pb[k], pa[k], rtol=1e-5, atol=1e-7, err_msg=k)
     assert (main.version, str(main)) == before
-    program, = compiled._passed.values()
+    program, = passed_programs(compiled)
     assert "relu" not in types(program) and op(program, "depthwise_conv2d").attrs[ATTR]
     assert [p.name for p in compiled.passes if p.changed] == [PASS]
 

@@ -14,6 +14,7 @@ from numbaflow.graph.verify import verify
 from numbaflow.kernels import get_op_def, run_op
 from numbaflow.kernels.registry import ConcreteOp, InferContext, VarInfo
 from numbaflow.utils import unique_name
+from numbaflow.compiler.compiled_program import passed_programs
 from simulator import run_sim
 
 pytestmark = pytest.mark.usefixtures("fresh_graph_state")
@@ -97,7 +98,7 @@ def test_pass_leaves_running_statistics_batch_norm_alone_and_says_why():
 @pytest.mark.parametrize("places,batch_size", [(2, 8), (3, 7)])
 def test_sync_bn_on_d_devices_equals_one_device_on_the_whole_batch(places, batch_size):
     compiled, par, one, state_par, state_one = train_both(places, batch_size, sync=True)
-    ops = {op.type for p in compiled._passed.values() for op in p.global_block().ops}
+    ops = {op.type for p in passed_programs(compiled) for op in p.global_block().ops}
     assert {"sync_batch_norm", "sync_batch_norm_grad", "c_allreduce_start", "c_allreduce_wait"} <= ops
     assert "batch_norm" not in ops
     np.testing.assert_allclose(par, one, rtol=1e-5)

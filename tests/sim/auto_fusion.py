@@ -10,6 +10,7 @@ import numbaflow.static as static
 from numbaflow.kernels import run_op
 from numbaflow.testing.op_test import make_inputs
 from numbaflow.utils import unique_name
+from numbaflow.compiler.compiled_program import passed_programs
 
 def build():
     main, startup = static.Program(), static.Program()
@@ -37,7 +38,7 @@ for place, fuse in ((paddle.CPUPlace(), False), (paddle.CUDAPlace(0), True)):
               for _ in range(2)]
     res.append((losses, scope.get("conv2d_0.w_0"), scope.get("conv2d_0.b_0")))
     if fuse:
-        p, = prog._passed.values()
+        p, = passed_programs(prog)
         n = sum(op.type == "fused_elementwise" for op in p.global_block().ops)
         assert n == 2, [op.type for op in p.global_block().ops]
 (cl, cw, cb), (gl, gw, gb) = res

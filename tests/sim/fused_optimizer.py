@@ -5,6 +5,7 @@ import numbaflow as paddle
 import numbaflow.static as static
 from numbaflow.kernels import fused_optim, run_op
 from numbaflow.utils import unique_name
+from numbaflow.compiler.compiled_program import passed_programs
 
 rng = np.random.default_rng(0)
 shapes = [(3, 4), (5,), (1,), (0,), (2, 3), (7,)]
@@ -67,7 +68,7 @@ for place, fuse in ((paddle.CPUPlace(), False), (paddle.CUDAPlace(0), False),
               for _ in range(2)]
     out[fuse, type(place).__name__] = (losses, {v.name: scope.get(v.name)
                                                 for v in main.list_vars() if v.persistable})
-(passed,) = prog._passed.values()
+(passed,) = passed_programs(prog)
 assert "fused_adam" in [op.type for op in passed.global_block().ops]
 cl, cp = out[False, "CPUPlace"]
 b2 = np.float32(0.999)

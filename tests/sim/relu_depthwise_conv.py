@@ -6,6 +6,7 @@ import numbaflow as paddle
 import numbaflow.static as static
 from numbaflow.nn.functional_conv import static_conv2d
 from numbaflow.utils import unique_name
+from numbaflow.compiler.compiled_program import passed_programs
 
 main, startup = static.Program(), static.Program()
 with static.program_guard(main, startup), unique_name.guard():
@@ -30,7 +31,7 @@ for place, fused in ((paddle.CPUPlace(), False), (paddle.CUDAPlace(0), True)):
     exe = static.Executor(place)
     losses = [exe.run(prog, feed={"x": f}, fetch_list=[loss], scope=scope)[0] for f in feeds]
     if fused:
-        p, = prog._passed.values()
+        p, = passed_programs(prog)
         assert "relu" not in [o.type for o in p.global_block().ops]
     results.append((losses, {p.name: scope.get(p.name) for p in main.all_parameters()}))
 (la, pa), (lb, pb) = results
