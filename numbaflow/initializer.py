@@ -64,7 +64,15 @@ class Uniform(_init.Uniform):
         self.seed = seed
 
 
-class Normal(_init.Normal):
+class _Seeded:
+    """Normal's and TruncatedNormal's fluid arguments: loc, scale and a seed."""
+
+    def __init__(self, loc: float = 0.0, scale: float = 1.0, seed: int = 0) -> None:
+        super().__init__(loc, scale)
+        self.seed = seed
+
+
+class Normal(_Seeded, _init.Normal):
     """Normal with mean `loc` and standard deviation `scale`.
 
     Args:
@@ -79,12 +87,8 @@ class Normal(_init.Normal):
         (-1, 2)
     """
 
-    def __init__(self, loc: float = 0.0, scale: float = 1.0, seed: int = 0) -> None:
-        super().__init__(loc, scale)
-        self.seed = seed
 
-
-class TruncatedNormal(_init.TruncatedNormal):
+class TruncatedNormal(_Seeded, _init.TruncatedNormal):
     """Normal(loc, scale) truncated to loc +- 2 scale.
 
     Args:
@@ -98,10 +102,6 @@ class TruncatedNormal(_init.TruncatedNormal):
         >>> fluid.layers.fc(x, size=2, param_attr=w).shape
         (-1, 2)
     """
-
-    def __init__(self, loc: float = 0.0, scale: float = 1.0, seed: int = 0) -> None:
-        super().__init__(loc, scale)
-        self.seed = seed
 
 
 class Xavier(_init.Initializer):
@@ -126,14 +126,7 @@ class Xavier(_init.Initializer):
 
     def _init_op(self, var, block):
         fi, fo = self._compute_fans(var)
-        fan = (self.fan_in or fi) + (self.fan_out or fo)
-        if self.uniform:
-            limit = math.sqrt(6.0 / fan)
-            inner = _init.Uniform(-limit, limit)
-        else:
-            inner = _init.Normal(0.0, math.sqrt(2.0 / fan))
-        inner.seed = self.seed
-        return inner._init_op(var, block)
+        return _uniform_or_normal(self, (self.fan_in or fi) + (self.fan_out or fo), var, block)
 
 
 class MSRA(_init.Initializer):
@@ -156,14 +149,18 @@ class MSRA(_init.Initializer):
         self.uniform, self.fan_in, self.seed = bool(uniform), fan_in, seed
 
     def _init_op(self, var, block):
-        fan = self.fan_in or self._compute_fans(var)[0]
-        if self.uniform:
-            limit = math.sqrt(6.0 / fan)
-            inner = _init.Uniform(-limit, limit)
-        else:
-            inner = _init.Normal(0.0, math.sqrt(2.0 / fan))
-        inner.seed = self.seed
-        return inner._init_op(var, block)
+        return _uniform_or_normal(self, self.fan_in or self._compute_fans(var)[0], var, block)
+
+
+def _uniform_or_normal(init, fan, var, block):
+    """Xavier's and MSRA's op: U(+-sqrt(6 / fan)) or N(0, sqrt(2 / fan)), with init's seed."""
+    if init.uniform:
+        limit = math.sqrt(6.0 / fan)
+        inner = _init.Uniform(-limit, limit)
+    else:
+        inner = _init.Normal(0.0, math.sqrt(2.0 / fan))
+    inner.seed = init.seed
+    return inner._init_op(var, block)
 
 
 ConstantInitializer, UniformInitializer, NormalInitializer = Constant, Uniform, Normal

@@ -213,14 +213,13 @@ class XavierNormal(Normal):
         return 0.0, math.sqrt(2.0 / ((self.fan_in or fi) + (self.fan_out or fo)))
 
 
-def _gain(nonlinearity, negative_slope):
-    if nonlinearity == "leaky_relu":
-        return math.sqrt(2.0 / (1 + negative_slope ** 2))
-    return {"relu": math.sqrt(2.0), "tanh": 5.0 / 3, "sigmoid": 1.0, "linear": 1.0}[nonlinearity]
+class _Kaiming:
+    """What KaimingNormal and KaimingUniform share: the arguments, the gain and fan_in, and
+    the docstring."""
 
-
-class KaimingNormal(Normal):
-    """N(0, gain / sqrt(fan_in)) (He initialisation).
+    @staticmethod
+    def _doc(summary, name, op):
+        return f"""{summary}
 
     Args:
         fan_in (int, optional): default from the variable's shape.
@@ -229,46 +228,41 @@ class KaimingNormal(Normal):
         name (str, optional): accepted for Paddle compatibility.
 
     Example:
-        >>> w = paddle.ParamAttr(initializer=paddle.nn.initializer.KaimingNormal())
+        >>> w = paddle.ParamAttr(initializer=paddle.nn.initializer.{name}())
         >>> x = static.data('x', [None, 3])
         >>> _ = static.nn.fc(x, size=2, weight_attr=w)
         >>> static.default_startup_program().global_block().ops[0].type
-        'gaussian_random'
+        '{op}'
     """
 
     def __init__(self, fan_in: int | None = None, negative_slope: float = 0.0,
                  nonlinearity: str = "relu", name: str | None = None) -> None:
         self.fan_in, self.slope, self.nl = fan_in, negative_slope, nonlinearity
+
+    def _gain_and_fan_in(self, var):
+        if self.nl == "leaky_relu":
+            gain = math.sqrt(2.0 / (1 + self.slope ** 2))
+        else:
+            gain = {"relu": math.sqrt(2.0), "tanh": 5.0 / 3, "sigmoid": 1.0, "linear": 1.0}[self.nl]
+        return gain, self.fan_in or self._compute_fans(var)[0]
+
+
+class KaimingNormal(_Kaiming, Normal):
+    __doc__ = _Kaiming._doc("N(0, gain / sqrt(fan_in)) (He initialisation).", "KaimingNormal",
+                           "gaussian_random")
 
     def _stats(self, var):
-        fan_in = self.fan_in or self._compute_fans(var)[0]
-        return 0.0, _gain(self.nl, self.slope) / math.sqrt(fan_in)
+        gain, fan_in = self._gain_and_fan_in(var)
+        return 0.0, gain / math.sqrt(fan_in)
 
 
-class KaimingUniform(Uniform):
-    """U(-l, l), l = gain * sqrt(3 / fan_in) (He initialisation, uniform).
-
-    Args:
-        fan_in (int, optional): default from the variable's shape.
-        negative_slope (float): for nonlinearity='leaky_relu'.
-        nonlinearity (str): 'relu', 'leaky_relu', 'tanh', 'sigmoid' or 'linear' (the gain).
-        name (str, optional): accepted for Paddle compatibility.
-
-    Example:
-        >>> w = paddle.ParamAttr(initializer=paddle.nn.initializer.KaimingUniform())
-        >>> x = static.data('x', [None, 3])
-        >>> _ = static.nn.fc(x, size=2, weight_attr=w)
-        >>> static.default_startup_program().global_block().ops[0].type
-        'uniform_random'
-    """
-
-    def __init__(self, fan_in: int | None = None, negative_slope: float = 0.0,
-                 nonlinearity: str = "relu", name: str | None = None) -> None:
-        self.fan_in, self.slope, self.nl = fan_in, negative_slope, nonlinearity
+class KaimingUniform(_Kaiming, Uniform):
+    __doc__ = _Kaiming._doc("U(-l, l), l = gain * sqrt(3 / fan_in) (He initialisation, uniform).",
+                           "KaimingUniform", "uniform_random")
 
     def _limits(self, var):
-        fan_in = self.fan_in or self._compute_fans(var)[0]
-        limit = _gain(self.nl, self.slope) * math.sqrt(3.0 / fan_in)
+        gain, fan_in = self._gain_and_fan_in(var)
+        limit = gain * math.sqrt(3.0 / fan_in)
         return -limit, limit
 
 

@@ -17,19 +17,18 @@ def pytest_sessionfinish(session, exitstatus):
 
 
 # ---------------------------------------------------------------- shared graph-building helpers
-import itertools  # noqa: E402
-
 import pytest  # noqa: E402
 
 
 @pytest.fixture
-def fresh_graph_state(monkeypatch):
-    """Fresh names, scope and seed state for one test (restored afterwards). Modules that
-    want it for every test say `pytestmark = pytest.mark.usefixtures("fresh_graph_state")`."""
+def fresh_graph_state():
+    """Fresh names, scope, seed state and default programs for one test (restored
+    afterwards): a test building into the default main program with fresh names must not
+    meet the variables an earlier test left there. Modules that want it for every test say
+    `pytestmark = pytest.mark.usefixtures("fresh_graph_state")`."""
     import numbaflow.static as static
     from numbaflow.kernels.tensor import creation
     from numbaflow.utils import unique_name
-    monkeypatch.setitem(creation._seed, "base", 2024)
-    monkeypatch.setitem(creation._seed, "counter", itertools.count(1))
-    with static.scope_guard(static.Scope()), unique_name.guard():
+    with creation.seed_guard(2024), static.scope_guard(static.Scope()), unique_name.guard(), \
+            static.program_guard(static.Program(), static.Program()):
         yield

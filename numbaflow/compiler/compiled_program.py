@@ -254,11 +254,6 @@ class CompiledProgram:
         return {k: r for k, r in found.items() if r is not None}
 
     @property
-    def _passed(self):
-        """{key: the program after the passes} of every compiled version."""
-        return {k: lw.program for k, lw in self._lowered.items()}
-
-    @property
     def _cache(self):
         """The PlanCache of the last run's executor for this program (None before the
         first run or for data parallelism)."""

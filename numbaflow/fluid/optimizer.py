@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .. import optimizer as _opt
+from ..tensor.generator import shared_doc as _shared_doc
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -63,16 +64,21 @@ class _FluidNames:
         return super().backward(loss, startup_program, parameter_list, no_grad_set)
 
 
+# the arguments every fluid optimizer takes after its own, documented once
+_COMMON_ARGS = """parameter_list (list of Parameter or str, optional): what to train; default every
+            trainable parameter.
+        regularization (float or L2Decay, optional): L2 regularisation coefficient.
+        grad_clip (ClipGradByGlobalNorm, optional): gradient clipping.
+        name (str, optional): accepted for Paddle compatibility."""
+
+
+@_shared_doc(common=_COMMON_ARGS)
 class SGD(_FluidNames, _opt.SGD):
     """param -= learning_rate * grad (Paddle 1.x argument names).
 
     Args:
         learning_rate (float or Variable): the step size.
-        parameter_list (list of Parameter or str, optional): what to train; default every
-            trainable parameter.
-        regularization (float or L2Decay, optional): L2 regularisation coefficient.
-        grad_clip (ClipGradByGlobalNorm, optional): gradient clipping.
-        name (str, optional): accepted for Paddle compatibility.
+        {common}
 
     Example:
         >>> x = fluid.layers.data('x', [3])
@@ -123,6 +129,7 @@ class Momentum(_FluidNames, _opt.Momentum):
                          grad_clip, name)
 
 
+@_shared_doc(common=_COMMON_ARGS)
 class Adam(_FluidNames, _opt.Adam):
     """Adam with bias correction (Paddle 1.x argument names).
 
@@ -131,11 +138,7 @@ class Adam(_FluidNames, _opt.Adam):
         beta1 (float): the first-moment decay, in [0, 1).
         beta2 (float): the second-moment decay, in [0, 1).
         epsilon (float): added to the denominator.
-        parameter_list (list of Parameter or str, optional): what to train; default every
-            trainable parameter.
-        regularization (float or L2Decay, optional): L2 regularisation coefficient.
-        grad_clip (ClipGradByGlobalNorm, optional): gradient clipping.
-        name (str, optional): accepted for Paddle compatibility.
+        {common}
         lazy_mode (bool): accepted for Paddle compatibility.
 
     Example:
@@ -157,6 +160,7 @@ class Adam(_FluidNames, _opt.Adam):
                          grad_clip, name, lazy_mode)
 
 
+@_shared_doc(common=_COMMON_ARGS)
 class Adagrad(_FluidNames, _opt.Adagrad):
     """moment += grad^2; param -= learning_rate * grad / (sqrt(moment) + epsilon) (Paddle 1.x
     argument names).
@@ -164,11 +168,7 @@ class Adagrad(_FluidNames, _opt.Adagrad):
     Args:
         learning_rate (float or Variable): the step size.
         epsilon (float): added to the denominator.
-        parameter_list (list of Parameter or str, optional): what to train; default every
-            trainable parameter.
-        regularization (float or L2Decay, optional): L2 regularisation coefficient.
-        grad_clip (ClipGradByGlobalNorm, optional): gradient clipping.
-        name (str, optional): accepted for Paddle compatibility.
+        {common}
         initial_accumulator_value (float): the moment's initial value.
 
     Example:
@@ -188,6 +188,7 @@ class Adagrad(_FluidNames, _opt.Adagrad):
                          name, initial_accumulator_value)
 
 
+@_shared_doc(common=_COMMON_ARGS)
 class RMSProp(_FluidNames, _opt.RMSProp):
     """RMSProp as Paddle's rmsprop op, optionally centered and with momentum (Paddle 1.x
     argument names).
@@ -198,11 +199,7 @@ class RMSProp(_FluidNames, _opt.RMSProp):
         epsilon (float): added under the square root.
         momentum (float): the momentum of the update.
         centered (bool): subtract the squared mean gradient.
-        parameter_list (list of Parameter or str, optional): what to train; default every
-            trainable parameter.
-        regularization (float or L2Decay, optional): L2 regularisation coefficient.
-        grad_clip (ClipGradByGlobalNorm, optional): gradient clipping.
-        name (str, optional): accepted for Paddle compatibility.
+        {common}
 
     Example:
         >>> x = fluid.layers.data('x', [3])
@@ -222,6 +219,7 @@ class RMSProp(_FluidNames, _opt.RMSProp):
                          regularization, grad_clip, name)
 
 
+@_shared_doc(common=_COMMON_ARGS)
 class Adamax(_FluidNames, _opt.Adamax):
     """Adam with the infinity norm (Paddle's adamax op; Paddle 1.x argument names).
 
@@ -230,11 +228,7 @@ class Adamax(_FluidNames, _opt.Adamax):
         beta1 (float): the first-moment decay, in [0, 1).
         beta2 (float): the infinity-norm decay, in [0, 1).
         epsilon (float): added to the decayed norm.
-        parameter_list (list of Parameter or str, optional): what to train; default every
-            trainable parameter.
-        regularization (float or L2Decay, optional): L2 regularisation coefficient.
-        grad_clip (ClipGradByGlobalNorm, optional): gradient clipping.
-        name (str, optional): accepted for Paddle compatibility.
+        {common}
 
     Example:
         >>> x = fluid.layers.data('x', [3])

@@ -179,7 +179,28 @@ def _per_sample(preds, labels, owner):
     return preds.reshape(n), labels.reshape(n)
 
 
-class Precision(Metric):
+class _BinaryCounts(Metric):
+    """Precision and Recall: counts over batches of one probability and one label per
+    sample (`_count` adds a batch)."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self.reset()
+
+    def update(self, preds: np.ndarray, labels: np.ndarray) -> None:
+        """Add a batch.
+
+        Args:
+            preds (ndarray): (N,) or (N, 1) probabilities of the positive class.
+            labels (ndarray): (N,) or (N, 1), 1 for positive.
+        """
+        self._count(*_per_sample(preds, labels, type(self).__name__))
+
+    def name(self):
+        return self._name
+
+
+class Precision(_BinaryCounts):
     """Binary precision tp / (tp + fp); a prediction counts as 1 when it rounds to 1
     (floor(p + 0.5), as Paddle).
 
@@ -194,17 +215,9 @@ class Precision(Metric):
     """
 
     def __init__(self, name: str = "precision") -> None:
-        self._name = name
-        self.reset()
+        super().__init__(name)
 
-    def update(self, preds: np.ndarray, labels: np.ndarray) -> None:
-        """Add a batch.
-
-        Args:
-            preds (ndarray): (N,) or (N, 1) probabilities of the positive class.
-            labels (ndarray): (N,) or (N, 1), 1 for positive.
-        """
-        preds, labels = _per_sample(preds, labels, "Precision")
+    def _count(self, preds, labels):
         positive = np.floor(preds + 0.5).astype("int32") == 1
         self.tp += int(np.sum(positive & (labels == 1)))
         self.fp += int(np.sum(positive & (labels != 1)))
@@ -216,11 +229,8 @@ class Precision(Metric):
         ap = self.tp + self.fp
         return float(self.tp) / ap if ap != 0 else 0.0
 
-    def name(self):
-        return self._name
 
-
-class Recall(Metric):
+class Recall(_BinaryCounts):
     """Binary recall tp / (tp + fn); a prediction counts as 1 when np.rint rounds it to
     1 (as Paddle: 0.5 rounds to 0).
 
@@ -235,17 +245,9 @@ class Recall(Metric):
     """
 
     def __init__(self, name: str = "recall") -> None:
-        self._name = name
-        self.reset()
+        super().__init__(name)
 
-    def update(self, preds: np.ndarray, labels: np.ndarray) -> None:
-        """Add a batch.
-
-        Args:
-            preds (ndarray): (N,) or (N, 1) probabilities of the positive class.
-            labels (ndarray): (N,) or (N, 1), 1 for positive.
-        """
-        preds, labels = _per_sample(preds, labels, "Recall")
+    def _count(self, preds, labels):
         actual = labels == 1
         hit = np.rint(preds).astype("int32") == labels
         self.tp += int(np.sum(actual & hit))
@@ -257,9 +259,6 @@ class Recall(Metric):
     def accumulate(self):
         recall = self.tp + self.fn
         return float(self.tp) / recall if recall != 0 else 0.0
-
-    def name(self):
-        return self._name
 
 
 class Auc(Metric):

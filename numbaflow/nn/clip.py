@@ -11,7 +11,24 @@ if TYPE_CHECKING:
     from ..graph.program import Variable
 
 
-class ClipGradByGlobalNorm:
+class _ClipByNorm:
+    """What both norm clips share: clip_norm checked at construction, and the (param,
+    grad) pairs clipped inside the optimize role (`_clip` says how)."""
+
+    def __init__(self, clip_norm: float) -> None:
+        if clip_norm <= 0:
+            raise ValueError(f"{type(self).__name__}: clip_norm must be > 0, got {clip_norm}")
+        self.clip_norm = float(clip_norm)
+
+    def __call__(self, params_grads: list[tuple[Variable, Variable]]
+                 ) -> list[tuple[Variable, Variable]]:
+        if not params_grads:
+            return params_grads
+        with params_grads[0][0].block.program.role_guard(OPTIMIZE):
+            return self._clip(params_grads)
+
+
+class ClipGradByGlobalNorm(_ClipByNorm):
     """Scale all gradients by clip_norm / max(global_norm, clip_norm), where global_norm is
     the L2 norm of every gradient together. Give it to an optimizer as `grad_clip`.
 
@@ -30,31 +47,24 @@ class ClipGradByGlobalNorm:
     """
 
     def __init__(self, clip_norm: float, group_name: str = "default_group") -> None:
-        if clip_norm <= 0:
-            raise ValueError(f"ClipGradByGlobalNorm: clip_norm must be > 0, got {clip_norm}")
-        self.clip_norm = float(clip_norm)
+        super().__init__(clip_norm)
 
-    def __call__(self, params_grads: list[tuple[Variable, Variable]]
-                 ) -> list[tuple[Variable, Variable]]:
-        if not params_grads:
-            return params_grads
-        program = params_grads[0][0].block.program
-        with program.role_guard(OPTIMIZE):
-            # one squared_l2_norm op per dtype reads every gradient in one pass
-            by_dtype = {}
-            for _, g in params_grads:
-                by_dtype.setdefault(g.dtype, []).append(g)
-            sq = [_squared_l2_norm(gs) for gs in by_dtype.values()]
-            sq = [s if s.dtype == sq[0].dtype else M.cast(s, sq[0].dtype) for s in sq]
-            total = sq[0] if len(sq) == 1 else _sum(sq)
-            norm = M.sqrt(total)
-            clip = M.full([], self.clip_norm, dtype=norm.dtype)
-            factor = M.divide(clip, M.maximum(norm, clip))
-            return [(p, M.multiply(g, factor if g.dtype == factor.dtype else M.cast(factor, g.dtype)))
-                    for p, g in params_grads]
+    def _clip(self, params_grads):
+        # one squared_l2_norm op per dtype reads every gradient in one pass
+        by_dtype = {}
+        for _, g in params_grads:
+            by_dtype.setdefault(g.dtype, []).append(g)
+        sq = [_squared_l2_norm(gs) for gs in by_dtype.values()]
+        sq = [s if s.dtype == sq[0].dtype else M.cast(s, sq[0].dtype) for s in sq]
+        total = sq[0] if len(sq) == 1 else _sum(sq)
+        norm = M.sqrt(total)
+        clip = M.full([], self.clip_norm, dtype=norm.dtype)
+        factor = M.divide(clip, M.maximum(norm, clip))
+        return [(p, M.multiply(g, factor if g.dtype == factor.dtype else M.cast(factor, g.dtype)))
+                for p, g in params_grads]
 
 
-class ClipGradByNorm:
+class ClipGradByNorm(_ClipByNorm):
     """Scale each gradient on its own by clip_norm / max(norm(g), clip_norm), its L2 norm
     at most clip_norm afterwards. Give it to an optimizer as `grad_clip`.
 
@@ -71,22 +81,12 @@ class ClipGradByNorm:
         >>> _ = opt.minimize(loss)
     """
 
-    def __init__(self, clip_norm: float) -> None:
-        if clip_norm <= 0:
-            raise ValueError(f"ClipGradByNorm: clip_norm must be > 0, got {clip_norm}")
-        self.clip_norm = float(clip_norm)
-
-    def __call__(self, params_grads: list[tuple[Variable, Variable]]
-                 ) -> list[tuple[Variable, Variable]]:
-        if not params_grads:
-            return params_grads
-        program = params_grads[0][0].block.program
+    def _clip(self, params_grads):
         out = []
-        with program.role_guard(OPTIMIZE):
-            for p, g in params_grads:
-                norm = M.sqrt(_squared_l2_norm([g]))
-                clip = M.full([], self.clip_norm, dtype=g.dtype)
-                out.append((p, M.multiply(g, M.divide(clip, M.maximum(norm, clip)))))
+        for p, g in params_grads:
+            norm = M.sqrt(_squared_l2_norm([g]))
+            clip = M.full([], self.clip_norm, dtype=g.dtype)
+            out.append((p, M.multiply(g, M.divide(clip, M.maximum(norm, clip)))))
         return out
 
 

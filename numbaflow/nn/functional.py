@@ -14,6 +14,8 @@ from .. import tensor as M
 from ..graph.program import Variable
 from ..layer_helper import LayerHelper
 from ..tensor.generator import elementwise as _elementwise, named as _named
+from ..tensor.generator import shared_doc as _shared_doc
+from .functional_loss import REDUCED_DOC as _REDUCED_DOC
 
 if TYPE_CHECKING:
     from numpy.typing import DTypeLike
@@ -259,6 +261,7 @@ def square_error_cost(input: Variable, label: Variable) -> Variable:
     return M.square(M.subtract(input, label))
 
 
+@_shared_doc(reduced=_REDUCED_DOC)
 def mse_loss(input: Variable, label: Variable, reduction: str = "mean",
              name: str | None = None) -> Variable:
     """Mean squared error: (input - label)^2, reduced.
@@ -266,11 +269,7 @@ def mse_loss(input: Variable, label: Variable, reduction: str = "mean",
     Args:
         input (Variable): the prediction.
         label (Variable): the target, of input's shape and dtype.
-        reduction (str): 'mean', 'sum' or 'none'.
-        name (str, optional): accepted for Paddle compatibility.
-
-    Returns:
-        Variable: 0-D, or input's shape with reduction='none'.
+        {reduced}
 
     Example:
         >>> pred = static.data('pred', [None, 1])

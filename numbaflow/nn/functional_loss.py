@@ -11,6 +11,14 @@ from .. import tensor as M
 from ..graph.program import Variable
 from ..layer_helper import LayerHelper
 from ..tensor._helpers import check_variable as _var
+from ..tensor.generator import shared_doc as _shared_doc
+
+# the end of the Args and the Returns of every loss with a `reduction`, written once
+REDUCED_DOC = """reduction (str): 'mean', 'sum' or 'none'.
+        name (str, optional): accepted for Paddle compatibility.
+
+    Returns:
+        Variable: 0-D, or input's shape with reduction='none'."""
 
 __all__ = ["l1_loss", "smooth_l1_loss", "nll_loss", "binary_cross_entropy",
            "binary_cross_entropy_with_logits", "kl_div", "log_loss", "margin_ranking_loss",
@@ -45,6 +53,7 @@ def _act(op, x, **attrs):
     return LayerHelper(op).simple(op, {"X": x}, attrs or None)
 
 
+@_shared_doc(reduced=REDUCED_DOC)
 def l1_loss(input: Variable, label: Variable, reduction: str = "mean",
             name: str | None = None) -> Variable:
     """|input - label|, reduced.
@@ -52,11 +61,7 @@ def l1_loss(input: Variable, label: Variable, reduction: str = "mean",
     Args:
         input (Variable): the prediction.
         label (Variable): the target, of input's shape.
-        reduction (str): 'mean', 'sum' or 'none'.
-        name (str, optional): accepted for Paddle compatibility.
-
-    Returns:
-        Variable: 0-D, or input's shape with reduction='none'.
+        {reduced}
 
     Example:
         >>> x = static.data('x', [None, 3])
@@ -150,6 +155,7 @@ def nll_loss(input: Variable, label: Variable, weight: Variable | None = None,
     return out
 
 
+@_shared_doc(reduced=REDUCED_DOC)
 def binary_cross_entropy(input: Variable, label: Variable, weight: Variable | None = None,
                          reduction: str = "mean", name: str | None = None) -> Variable:
     """-(label * log(input) + (1 - label) * log(1 - input)) with each log clipped at -100
@@ -159,11 +165,7 @@ def binary_cross_entropy(input: Variable, label: Variable, weight: Variable | No
         input (Variable): probabilities in [0, 1].
         label (Variable): targets in [0, 1], of input's shape.
         weight (Variable, optional): broadcast to input, multiplies the loss.
-        reduction (str): 'mean', 'sum' or 'none'.
-        name (str, optional): accepted for Paddle compatibility.
-
-    Returns:
-        Variable: 0-D, or input's shape with reduction='none'.
+        {reduced}
 
     Example:
         >>> p = F.sigmoid(static.data('x', [None, 3]))
@@ -271,6 +273,7 @@ def log_loss(input: Variable, label: Variable, epsilon: float = 1e-4,
     return M.scale(M.add(pos, neg), -1.0)
 
 
+@_shared_doc(reduced=REDUCED_DOC)
 def margin_ranking_loss(input: Variable, other: Variable, label: Variable,
                         margin: float = 0.0, reduction: str = "mean",
                         name: str | None = None) -> Variable:
@@ -281,11 +284,7 @@ def margin_ranking_loss(input: Variable, other: Variable, label: Variable,
         other (Variable): the second scores, of input's shape.
         label (Variable): 1 or -1: which should rank higher.
         margin (float): the margin.
-        reduction (str): 'mean', 'sum' or 'none'.
-        name (str, optional): accepted for Paddle compatibility.
-
-    Returns:
-        Variable: 0-D, or input's shape with reduction='none'.
+        {reduced}
 
     Example:
         >>> a, b = static.data('a', [None]), static.data('b', [None])
@@ -299,6 +298,7 @@ def margin_ranking_loss(input: Variable, other: Variable, label: Variable,
                    "margin_ranking_loss")
 
 
+@_shared_doc(reduced=REDUCED_DOC)
 def soft_margin_loss(input: Variable, label: Variable, reduction: str = "mean",
                      name: str | None = None) -> Variable:
     """log(1 + exp(-label * input)), reduced (labels 1 or -1).
@@ -306,11 +306,7 @@ def soft_margin_loss(input: Variable, label: Variable, reduction: str = "mean",
     Args:
         input (Variable): the scores.
         label (Variable): 1 or -1, of input's shape.
-        reduction (str): 'mean', 'sum' or 'none'.
-        name (str, optional): accepted for Paddle compatibility.
-
-    Returns:
-        Variable: 0-D, or input's shape with reduction='none'.
+        {reduced}
 
     Example:
         >>> x = static.data('x', [None, 3])
@@ -322,6 +318,7 @@ def soft_margin_loss(input: Variable, label: Variable, reduction: str = "mean",
     return _reduce(_act("softplus", z, beta=1.0, threshold=20.0), reduction, "soft_margin_loss")
 
 
+@_shared_doc(reduced=REDUCED_DOC)
 def hinge_embedding_loss(input: Variable, label: Variable, margin: float = 1.0,
                          reduction: str = "mean", name: str | None = None) -> Variable:
     """input where label == 1, relu(margin - input) where label == -1 (0 elsewhere), reduced.
@@ -330,11 +327,7 @@ def hinge_embedding_loss(input: Variable, label: Variable, margin: float = 1.0,
         input (Variable): the distances.
         label (Variable): 1 or -1, of input's shape.
         margin (float): the margin of the dissimilar pairs.
-        reduction (str): 'mean', 'sum' or 'none'.
-        name (str, optional): accepted for Paddle compatibility.
-
-    Returns:
-        Variable: 0-D, or input's shape with reduction='none'.
+        {reduced}
 
     Example:
         >>> x = static.data('x', [None, 3])

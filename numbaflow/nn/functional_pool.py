@@ -11,6 +11,7 @@ from .. import tensor as M
 from ..graph.program import Variable
 from ..layer_helper import LayerHelper
 from ..tensor._helpers import check_variable as _var
+from ..tensor.generator import shared_doc as _shared_doc
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -55,6 +56,20 @@ def _padding(padding, data_format, fn):
     return pads, "EXPLICIT"
 
 
+# the arguments max_pool2d and avg_pool2d share, documented once
+_POOL_ARGS = """x (Variable): (N, C, H, W), or (N, H, W, C) with data_format='NHWC'.
+        kernel_size (int or pair): the window.
+        stride (int or pair, optional): default kernel_size.
+        padding (int, pair, 4 ints, 'SAME' or 'VALID'): the zero padding.
+        ceil_mode (bool): round the output size up."""
+# ... and the end of max_pool1d's and avg_pool1d's
+_POOL1D_END = """ceil_mode (bool): round the output length up.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: (N, C, L_out)."""
+
+
 def _pool(fn, x, pooling_type, kernel_size, stride, padding, ceil_mode, exclusive,
           data_format, global_pooling=False, name=None):
     _var(x, fn)
@@ -74,6 +89,7 @@ def _pool(fn, x, pooling_type, kernel_size, stride, padding, ceil_mode, exclusiv
         "adaptive": False, "data_format": data_format})
 
 
+@_shared_doc(pool_args=_POOL_ARGS)
 def max_pool2d(x: Variable, kernel_size: int | Sequence[int],
                stride: int | Sequence[int] | None = None,
                padding: int | str | Sequence[int] = 0, ceil_mode: bool = False,
@@ -82,11 +98,7 @@ def max_pool2d(x: Variable, kernel_size: int | Sequence[int],
     """2-D max pooling (op `pool2d`, pooling_type 'max').
 
     Args:
-        x (Variable): (N, C, H, W), or (N, H, W, C) with data_format='NHWC'.
-        kernel_size (int or pair): the window.
-        stride (int or pair, optional): default kernel_size.
-        padding (int, pair, 4 ints, 'SAME' or 'VALID'): the zero padding.
-        ceil_mode (bool): round the output size up.
+        {pool_args}
         return_mask (bool): also return the int32 index h * W + w of each maximum
             (op `max_pool2d_with_index`; NCHW, no ceil_mode, symmetric padding).
         data_format (str): 'NCHW' or 'NHWC'.
@@ -107,6 +119,7 @@ def max_pool2d(x: Variable, kernel_size: int | Sequence[int],
                  data_format, name=name)
 
 
+@_shared_doc(pool_args=_POOL_ARGS)
 def avg_pool2d(x: Variable, kernel_size: int | Sequence[int],
                stride: int | Sequence[int] | None = None,
                padding: int | str | Sequence[int] = 0, ceil_mode: bool = False,
@@ -115,11 +128,7 @@ def avg_pool2d(x: Variable, kernel_size: int | Sequence[int],
     """2-D average pooling (op `pool2d`, pooling_type 'avg').
 
     Args:
-        x (Variable): (N, C, H, W), or (N, H, W, C) with data_format='NHWC'.
-        kernel_size (int or pair): the window.
-        stride (int or pair, optional): default kernel_size.
-        padding (int, pair, 4 ints, 'SAME' or 'VALID'): the zero padding.
-        ceil_mode (bool): round the output size up.
+        {pool_args}
         exclusive (bool): leave padded cells out of the divisor.
         divisor_override: not supported (must be None).
         data_format (str): 'NCHW' or 'NHWC'.
@@ -363,6 +372,7 @@ def _pool_1d(fn, x, kernel_size, stride, padding):
             None if stride is None else one(stride, "stride"), pads)
 
 
+@_shared_doc(pool1d_end=_POOL1D_END)
 def max_pool1d(x: Variable, kernel_size: int | Sequence[int],
                stride: int | Sequence[int] | None = None, padding: int | str | Sequence[int] = 0,
                return_mask: bool = False, ceil_mode: bool = False,
@@ -376,11 +386,7 @@ def max_pool1d(x: Variable, kernel_size: int | Sequence[int],
         stride (int or [int], optional): default kernel_size.
         padding (int, [int], [left, right], 'SAME' or 'VALID'): the padding.
         return_mask (bool): not supported (must be False).
-        ceil_mode (bool): round the output length up.
-        name (str, optional): a prefix for the output's name.
-
-    Returns:
-        Variable: (N, C, L_out).
+        {pool1d_end}
 
     Example:
         >>> x = static.data('x', [None, 3, 8])
@@ -395,6 +401,7 @@ def max_pool1d(x: Variable, kernel_size: int | Sequence[int],
     return M.squeeze(y, [2], name=name)
 
 
+@_shared_doc(pool1d_end=_POOL1D_END)
 def avg_pool1d(x: Variable, kernel_size: int | Sequence[int],
                stride: int | Sequence[int] | None = None, padding: int | str | Sequence[int] = 0,
                exclusive: bool = True, ceil_mode: bool = False,
@@ -408,11 +415,7 @@ def avg_pool1d(x: Variable, kernel_size: int | Sequence[int],
         stride (int or [int], optional): default kernel_size.
         padding (int, [int], [left, right], 'SAME' or 'VALID'): the zero padding.
         exclusive (bool): leave padded cells out of the divisor.
-        ceil_mode (bool): round the output length up.
-        name (str, optional): a prefix for the output's name.
-
-    Returns:
-        Variable: (N, C, L_out).
+        {pool1d_end}
 
     Example:
         >>> x = static.data('x', [None, 3, 8])

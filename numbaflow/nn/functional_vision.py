@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from ..graph.program import Variable
 from ..layer_helper import LayerHelper
 from ..tensor._helpers import check_variable as _var
+from ..tensor.generator import shared_doc as _shared_doc
 from .functional_pool import adaptive_avg_pool2d
 
 if TYPE_CHECKING:
@@ -46,6 +47,15 @@ def _scale(scale_factor, fn):
     return [float(v) for v in s]
 
 
+# the end of interpolate's and upsample's docstrings, written once
+_RESIZE_END = """data_format (str): 'NCHW' or 'NHWC'.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: the resized tensor."""
+
+
+@_shared_doc(resize_end=_RESIZE_END)
 def interpolate(x: Variable, size: Sequence[int] | None = None,
                 scale_factor: float | Sequence[float] | None = None, mode: str = "nearest",
                 align_corners: bool = False, align_mode: int = 0, data_format: str = "NCHW",
@@ -61,11 +71,7 @@ def interpolate(x: Variable, size: Sequence[int] | None = None,
         mode (str): 'nearest', 'bilinear' or 'area' (adaptive average pooling to size).
         align_corners (bool): bilinear only: map the corner pixels onto each other.
         align_mode (int): bilinear without align_corners: 0 half-pixel sources, 1 ratio * k.
-        data_format (str): 'NCHW' or 'NHWC'.
-        name (str, optional): a prefix for the output's name.
-
-    Returns:
-        Variable: the resized tensor.
+        {resize_end}
 
     Example:
         >>> x = static.data('x', [None, 3, 4, 5])
@@ -108,6 +114,7 @@ def interpolate(x: Variable, size: Sequence[int] | None = None,
     return LayerHelper(op, name).simple(op, {"X": x}, attrs)
 
 
+@_shared_doc(resize_end=_RESIZE_END)
 def upsample(x: Variable, size: Sequence[int] | None = None,
              scale_factor: float | Sequence[float] | None = None, mode: str = "nearest",
              align_corners: bool = False, align_mode: int = 0, data_format: str = "NCHW",
@@ -121,11 +128,7 @@ def upsample(x: Variable, size: Sequence[int] | None = None,
         mode (str): 'nearest', 'bilinear' or 'area'.
         align_corners (bool): bilinear only: map the corner pixels onto each other.
         align_mode (int): 0 or 1 (see interpolate).
-        data_format (str): 'NCHW' or 'NHWC'.
-        name (str, optional): a prefix for the output's name.
-
-    Returns:
-        Variable: the resized tensor.
+        {resize_end}
 
     Example:
         >>> x = static.data('x', [None, 3, 4, 5])

@@ -32,6 +32,19 @@ def _apply(key, x, name, values):
     return LayerHelper(op, name).simple(op, {"X": x}, attrs or None)
 
 
+def shared_doc(**pieces):
+    """Decorator: fill each `{name}` of a function's or class's docstring with pieces[name],
+    an argument list or a Returns line that several wrappers share, written once (indent a
+    piece's later lines as the docstring's Args lines are)."""
+    def fill(obj):
+        doc = obj.__doc__
+        for key, text in pieces.items():
+            doc = doc.replace("{" + key + "}", text)
+        obj.__doc__ = doc
+        return obj
+    return fill
+
+
 def named(fn, name, module, doc):
     """`fn` as the public function `name` of `module`, documented by `doc`."""
     fn.__name__ = fn.__qualname__ = name

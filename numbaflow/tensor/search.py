@@ -12,6 +12,7 @@ from ..layer_helper import LayerHelper
 from ._helpers import check_variable as _var
 from .creation import full
 from ._helpers import const_like as _const_like
+from .generator import shared_doc as _shared_doc
 
 if TYPE_CHECKING:
     from numpy.typing import DTypeLike
@@ -53,16 +54,21 @@ def _axis_of(x, axis, fn):
     return int(axis) % max(x.ndim, 1)
 
 
+# the arguments argsort and sort share, documented once
+_SORT_ARGS = """x (Variable): the input.
+        axis (int): the axis to sort along.
+        descending (bool): largest first.
+        name (str, optional): a prefix for the output's name."""
+
+
+@_shared_doc(sort_args=_SORT_ARGS)
 def argsort(x: Variable, axis: int = -1, descending: bool = False,
             name: str | None = None) -> Variable:
     """The positions that sort x along `axis` (op `argsort`, stable: equal values keep
     their order).
 
     Args:
-        x (Variable): the input.
-        axis (int): the axis to sort along.
-        descending (bool): largest first.
-        name (str, optional): a prefix for the output's name.
+        {sort_args}
 
     Returns:
         Variable: int64 indices, x's shape.
@@ -75,16 +81,14 @@ def argsort(x: Variable, axis: int = -1, descending: bool = False,
     return _sort(x, axis, descending, "argsort", name)[1]
 
 
+@_shared_doc(sort_args=_SORT_ARGS)
 def sort(x: Variable, axis: int = -1, descending: bool = False,
          name: str | None = None) -> Variable:
     """x sorted along `axis` (op `argsort`); differentiable (the gradient goes back to
     each value's position).
 
     Args:
-        x (Variable): the input.
-        axis (int): the axis to sort along.
-        descending (bool): largest first.
-        name (str, optional): a prefix for the output's name.
+        {sort_args}
 
     Returns:
         Variable: x's shape and dtype.

@@ -1,5 +1,4 @@
 """numbaflow.fluid: Paddle 1.x programs run with only the import changed."""
-import itertools
 
 import numpy as np
 import pytest
@@ -10,11 +9,10 @@ from numbaflow.kernels.tensor import creation
 
 
 @pytest.fixture(autouse=True)
-def fresh(monkeypatch):
+def fresh():
     # deterministic initial parameters (as numbaflow.seed(2024)), restored after the test
-    monkeypatch.setitem(creation._seed, "base", 2024)
-    monkeypatch.setitem(creation._seed, "counter", itertools.count(1))
-    with fluid.scope_guard(fluid.Scope()), fluid.unique_name.guard():
+    with creation.seed_guard(2024), fluid.scope_guard(fluid.Scope()), \
+            fluid.unique_name.guard():
         yield
 
 

@@ -10,6 +10,7 @@ from locations import TESTS
 SUBPROCESS = ("subprocess.", "Popen(")
 SIMULATOR = ('NUMBA_ENABLE_CUDASIM="1"', "NUMBA_ENABLE_CUDASIM='1'")
 MPI_HELPERS = {"run_mpi", "mpirun"}          # tests/mpirun.py's runner, however imported
+SIM_HELPERS = {"run_sim"}                    # tests/simulator.py's runner
 
 
 def _marks(decorators):
@@ -48,7 +49,7 @@ def _needs(path):
         need = set()
         if any(p in src for p in SUBPROCESS) or _calls(fn) & MPI_HELPERS:
             need.add("slow")
-        if any(p in src for p in SIMULATOR):
+        if any(p in src for p in SIMULATOR) or _calls(fn) & SIM_HELPERS:
             need |= {"slow", "gpu"}
         if _calls(fn) & MPI_HELPERS and name not in MPI_HELPERS:
             need |= {"slow", "mpi"}
@@ -84,9 +85,11 @@ def test_the_rule_sees_helpers_and_module_marks(tmp_path):
                  "def test_b():\n    env = dict(NUMBA_ENABLE_CUDASIM=\"1\")\n"
                  "    subprocess.run([])\n"
                  "def test_c():\n    mpirun(['x'])\n"
-                 "def test_d():\n    return 1\n")
+                 "def test_d():\n    return 1\n"
+                 "def test_e():\n    run_sim('x')\n")
     got = _needs(f)
     assert got["test_a"] == ({"mpi"}, {"slow"})
     assert got["test_b"] == ({"mpi", "slow", "gpu"}, {"slow", "gpu"})
     assert got["test_c"] == ({"mpi"}, {"slow", "mpi"})
     assert got["test_d"] == ({"mpi"}, set())
+    assert got["test_e"] == ({"mpi"}, {"slow", "gpu"})

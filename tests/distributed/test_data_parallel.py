@@ -9,6 +9,7 @@ import numbaflow as paddle
 import numbaflow.fluid as fluid
 import numbaflow.static as static
 from numbaflow.utils import unique_name
+from numbaflow.compiler.compiled_program import passed_programs
 
 pytestmark = pytest.mark.usefixtures("fresh_graph_state")
 
@@ -150,7 +151,7 @@ def test_gradient_buckets(fuse, size_mb, expected_ops):
     exe.run(c, feed=f, fetch_list=[loss], scope=s1)
     exe.run(main, feed=f, fetch_list=[loss], scope=s2)
     assert_params_close(params(main, s1), params(main, s2))
-    program = next(iter(c._passed.values()))
+    program = passed_programs(c)[0]
     ops = program.global_block().ops
     n = sum(op.type == "c_allreduce_start" for op in ops)
     assert n == sum(op.type == "c_allreduce_wait" for op in ops)
@@ -422,7 +423,7 @@ def test_buckets_start_as_soon_as_ready_and_are_waited_for_before_their_readers(
     exe.run(c, feed=f, fetch_list=[loss], scope=s1)
     exe.run(main, feed=f, fetch_list=[loss], scope=s2)
     assert_params_close(params(main, s1), params(main, s2))
-    ops = next(iter(c._passed.values())).global_block().ops
+    ops = passed_programs(c)[0].global_block().ops
     types = [op.type for op in ops]
     first_start = types.index("c_allreduce_start")
     # backward compute runs while the first bucket is in flight

@@ -78,14 +78,10 @@ def test_every_example_on_the_pages_runs(setup, code, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     names = {"np": np, "paddle": numbaflow, "static": static, "fluid": numbaflow.fluid,
              "F": numbaflow.nn.functional, "dist": numbaflow.distributed}
-    saved_seed = dict(creation._seed)
-    try:
-        with static.program_guard(static.Program(), static.Program()), \
-                static.scope_guard(static.Scope()), unique_name.guard():
-            exec(compile(setup, "<example-setup>", "exec"), names)
-            exec(compile(code, "<example>", "exec"), names)
-    finally:
-        creation._seed.update(saved_seed)
+    with creation.seed_guard(), static.program_guard(static.Program(), static.Program()), \
+            static.scope_guard(static.Scope()), unique_name.guard():
+        exec(compile(setup, "<example-setup>", "exec"), names)
+        exec(compile(code, "<example>", "exec"), names)
 
 
 @needs_checkout

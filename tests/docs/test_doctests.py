@@ -52,13 +52,9 @@ def test_docstring_example(test):
     test.globs = _globs()
     out = io.StringIO()
     runner = doctest.DocTestRunner(optionflags=FLAGS)
-    saved_seed = dict(creation._seed)
-    try:
-        with static.program_guard(static.Program(), static.Program()), \
-                static.scope_guard(static.Scope()), unique_name.guard():
-            result = runner.run(test, out=out.write)
-    finally:
-        creation._seed.update(saved_seed)
+    with creation.seed_guard(), static.program_guard(static.Program(), static.Program()), \
+            static.scope_guard(static.Scope()), unique_name.guard():
+        result = runner.run(test, out=out.write)
     assert result.failed == 0, out.getvalue()
 
 

@@ -8,6 +8,7 @@ import pytest
 import numbaflow as paddle
 import numbaflow.static as static
 from numbaflow.utils import unique_name
+from numbaflow.executor.executor import cached_plans
 
 
 def seed_net(opt=None):
@@ -65,12 +66,12 @@ def test_plan_is_cached_per_feed_signature(exe):
     x = np.random.rand(4, 1).astype("float32")
     for _ in range(3):
         exe.run(main, feed={"X": x}, fetch_list=[loss], scope=scope)
-    n = len(exe._cache)
+    n = len(cached_plans(exe))
     exe.run(main, feed={"X": x}, fetch_list=[loss], scope=scope)
-    assert len(exe._cache) == n                     # same signature: reused
+    assert len(cached_plans(exe)) == n                     # same signature: reused
     exe.run(main, feed={"X": np.random.rand(7, 1).astype("float32")}, fetch_list=[loss],
             scope=scope)
-    assert len(exe._cache) == n + 1                 # new batch size: one new plan
+    assert len(cached_plans(exe)) == n + 1                 # new batch size: one new plan
 
 
 def test_scope_api_and_persistable_feed(exe):

@@ -13,6 +13,7 @@ import numbaflow.nn.functional as F
 import numbaflow.static as static
 from numbaflow.executor import plan as plan_mod
 from numbaflow.utils import unique_name
+from numbaflow.executor.executor import cached_plans
 
 pytestmark = pytest.mark.usefixtures("fresh_graph_state")
 
@@ -209,13 +210,13 @@ def test_ctrl_c_while_a_compiled_segment_takes_over(monkeypatch):
     recorder = Interrupt()
     exe, scope, target = fresh(net, "program")
     exe.run(target, feed=batches[0], fetch_list=[net[2]], scope=scope)
-    plan = exe._cache.plans()[-1]
+    plan = cached_plans(exe)[-1]
     plan.wait_compiled()
     assert plan.units and any(u.compiled for u in plan.units)
     for at in range(6):
         exe, scope, target = fresh(net, "program")
         exe.run(target, feed=batches[0], fetch_list=[net[2]], scope=scope)  # starts the compile
-        plan = exe._cache.plans()[-1]
+        plan = cached_plans(exe)[-1]
         segments.wait_for_compiles()
         tracer = Interrupt(at)
         sys.settrace(tracer)

@@ -12,6 +12,7 @@ import numbaflow.static as static
 from numbaflow.executor import plan as plan_mod
 from numbaflow.executor.plan import PlanOptions
 from numbaflow.utils import unique_name
+from numbaflow.executor.executor import cached_plans
 
 pytestmark = pytest.mark.usefixtures("fresh_graph_state")
 
@@ -124,7 +125,7 @@ def test_error_inside_a_segment_names_the_op_and_restores_the_parameters():
     exe.run(startup, scope=scope)
     for f in batches:
         exe.run(main, feed=f, fetch_list=[loss], scope=scope)
-    plan = exe._cache.plans()[-1]
+    plan = cached_plans(exe)[-1]
     plan.wait_compiled()
     assert plan.units is not None and any(u.compiled for u in plan.units)
     before = {p.name: scope.get(p.name).copy() for p in main.all_parameters()}
@@ -206,13 +207,13 @@ def test_a_program_changed_while_its_compile_is_in_flight_never_uses_the_stale_s
     test_prog = main.clone(for_test=True)
     for _ in range(plan_mod.HOT_RUNS):
         exe.run(test_prog, feed=f, fetch_list=[loss], scope=scope)
-    old_plan = exe._cache.plans()[-1]
+    old_plan = cached_plans(exe)[-1]
     assert old_plan._compiling is not None or old_plan.units is not None   # started
     scale_op = next(op for op in test_prog.global_block().ops if op.type == "scale")
     scale_op._set_attr("scale", 2.0)
     for _ in range(plan_mod.HOT_RUNS + 4):
         got, = exe.run(test_prog, feed=f, fetch_list=[loss], scope=scope)
-    new_plan = exe._cache.plans()[-1]
+    new_plan = cached_plans(exe)[-1]
     assert new_plan is not old_plan
     new_plan.wait_compiled()
     got, = exe.run(test_prog, feed=f, fetch_list=[loss], scope=scope)
@@ -248,7 +249,7 @@ def test_exit_during_a_background_compile_is_clean():
         exe = static.Executor(); exe.run(startup)
         for _ in range(HOT_RUNS + 1):
             exe.run(main, feed={"x": np.ones((4, 8), np.float32)}, fetch_list=[loss])
-        plan = exe._cache.plans()[-1]
+        plan = cached_plans(exe)[-1]
         assert plan._compiling is not None and not plan._compiling.done.is_set()
         print("exiting", flush=True)
     """)

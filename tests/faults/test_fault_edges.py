@@ -6,9 +6,6 @@ References: numpy (np.max / np.argmax raise over an empty axis, np.sum gives 0, 
 gives nan), a sequential run for thread settings, and the MPI environment for trainers.
 """
 import os
-import subprocess
-import sys
-import textwrap
 import warnings
 
 import numpy as np
@@ -18,6 +15,7 @@ import numbaflow as paddle
 import numbaflow.fluid as fluid
 import numbaflow.static as static
 from numbaflow.kernels import run_op
+from simulator import run_sim
 
 pytestmark = pytest.mark.usefixtures("fresh_graph_state")
 F = paddle.nn.functional
@@ -176,20 +174,7 @@ def test_elementwise_axis_in_range_still_broadcasts_like_paddle():
 @pytest.mark.slow
 def test_empty_sum_on_the_simulated_gpu_is_zero_not_garbage():
     # a wide C (>= 32) takes the one-thread-per-output kernel, which read x[a, 0, c]
-    script = textwrap.dedent("""
-        import numpy as np
-        from numbaflow.kernels import run_op
-        x = np.empty((2, 0, 40), np.float32)
-        for op, want in (("reduce_sum", 0.0), ("reduce_mean", np.nan)):
-            got = run_op(op, {"X": x}, {"dim": [1]}, device="gpu")["Out"]
-            assert got.shape == (2, 40), got.shape
-            np.testing.assert_array_equal(got, np.full((2, 40), want, np.float32))
-        print("ok")
-    """)
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
-    r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
-                       text=True, timeout=300)
-    assert r.returncode == 0 and "ok" in r.stdout, r.stderr[-2000:]
+    assert "ok" in run_sim("empty_sum", timeout=300).stdout
 
 
 

@@ -16,6 +16,7 @@ import numbaflow as paddle
 import numbaflow.nn.functional as F
 import numbaflow.static as static
 from numbaflow.utils import unique_name
+from numbaflow.executor.executor import cached_plans
 
 pytestmark = pytest.mark.usefixtures("fresh_graph_state")
 
@@ -77,7 +78,7 @@ def test_a_signal_in_the_optimizer_phase_lands_after_the_whole_step(sig, handler
     exe, scope = setup(net)
     rng = np.random.default_rng(0)
     exe.run(main, feed=batch(rng), fetch_list=[loss], scope=scope)   # builds the plan
-    plan = exe._cache.plans()[-1]
+    plan = cached_plans(exe)[-1]
     first_opt = next(i for i, op in enumerate(plan.ops) if op.type == "momentum")
     inner = plan.thunks[first_opt]
 
@@ -143,7 +144,7 @@ def test_real_sigint_during_steps_leaves_before_or_after_state(net_fn):
     from numbaflow.executor.segments import wait_for_compiles
     wait_for_compiles()
     exe.run(main, feed=feeds[0], fetch_list=[loss], scope=scope)
-    plan = exe._cache.plans()[-1]
+    plan = cached_plans(exe)[-1]
     if net_fn is seed_model:        # the path without backups is the one under test
         assert plan._indivisible and len(plan.units) == 1 and plan.units[0].compiled
     for f in feeds:     # warm: plans built, segments compiled
@@ -367,7 +368,7 @@ def test_every_plan_cache_is_bounded(monkeypatch):
         exe.run(main, feed=f, fetch_list=[loss], scope=scope)
         exe.run(compiled, feed=f, fetch_list=[loss], scope=scope)
         exe.run(dp, feed=f, fetch_list=[loss], scope=scope)
-    assert len(exe._cache) == 4
+    assert len(cached_plans(exe)) == 4
     assert len(compiled._cache) == 4
     runner, = dp._runners.values()
     assert [len(c) for c in runner.device_caches] == [4, 4]

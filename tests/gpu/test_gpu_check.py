@@ -5,11 +5,11 @@ a CUDAPlace runs on its own device."""
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 from locations import ROOT
+from simulator import run_sim
 
 
 cuda_compiler = pytest.mark.skipif(
@@ -189,14 +189,7 @@ def test_cuda_availability_is_reported():
 @pytest.mark.slow
 @pytest.mark.gpu
 def test_simulator_has_one_device_and_cuda_place_1_raises():
-    code = ("import numbaflow as p\n"
-            "assert p.is_compiled_with_cuda() and p.cuda_available()\n"
-            "p.CUDAPlace(0)\n"
-            "try:\n    p.CUDAPlace(1)\nexcept RuntimeError as e:\n    print(e)\n")
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=str(ROOT))
-    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                       timeout=300)
-    assert r.returncode == 0, r.stderr[-2000:]
+    r = run_sim("cuda_places", timeout=300)
     assert "CUDAPlace(1) cannot be used: device index 1 is out of range" in r.stdout
 
 
@@ -249,18 +242,15 @@ def test_the_gate_rejects_a_kernel_over_its_register_limit():
                                  log=lambda m: None) == []
 
 
-def test_fresh_seed_counter_restarts_the_op_seeds_and_restores_the_callers(monkeypatch):
+def test_fresh_seed_counter_restarts_the_op_seeds_and_restores_the_callers():
     # the trace builds its programs inside it: the same kernels whatever ran before, and
     # the caller's random stream unchanged afterwards
-    import itertools
-
     from numbaflow.kernels.tensor import creation
-    monkeypatch.setitem(creation._seed, "base", 5)
-    monkeypatch.setitem(creation._seed, "counter", itertools.count(1))
-    first = [creation.next_op_seed() for _ in range(3)]
-    creation.set_global_seed(5)
-    creation.next_op_seed()
-    with creation.fresh_seed_counter():
-        inside = [creation.next_op_seed() for _ in range(3)]
-    assert inside == first
-    assert creation.next_op_seed() == first[1]
+    with creation.seed_guard(5):
+        first = [creation.next_op_seed() for _ in range(3)]
+        creation.set_global_seed(5)
+        creation.next_op_seed()
+        with creation.fresh_seed_counter():
+            inside = [creation.next_op_seed() for _ in range(3)]
+        assert inside == first
+        assert creation.next_op_seed() == first[1]

@@ -3,9 +3,6 @@ graphs, the kernels it generates, and that training with it equals training with
 import collections
 import glob
 import os
-import subprocess
-import sys
-import textwrap
 
 import numpy as np
 import pytest
@@ -16,7 +13,8 @@ from numbaflow.graph import verify
 from numbaflow.graph.passes import Pass, get_pass
 from numbaflow.kernels.fused.fused_elementwise import parse_ops
 from numbaflow.utils import unique_name
-from locations import TESTS
+from numbaflow.compiler.compiled_program import passed_programs
+from simulator import run_sim
 
 pytestmark = pytest.mark.usefixtures("fresh_graph_state")
 
@@ -314,7 +312,7 @@ def test_mlp_training_equals_unfused(opt):
     # fc_0.tmp_1 is an intermediate inside a fused group: fetching it keeps it an output
     want, want_p, _ = train(mlp, make(), feeds, False, ["fc_0.tmp_1"])
     got, got_p, compiled = train(mlp, make(), feeds, True, ["fc_0.tmp_1"])
-    program, = compiled._passed.values()
+    program, = passed_programs(compiled)
     assert collections.Counter(types(program))["fused_elementwise"] == 5
     assert "fc_0.tmp_1" in fused(program)[0].output_arg_names
     for (gl, gh), (wl, wh) in zip(got, want):
@@ -352,7 +350,7 @@ def test_matmul_epilogue_and_reduction_prologue_training():
               "y": rng.standard_normal((5, 1)).astype("float32")} for _ in range(3)]
     want, want_p, _ = train(regression, paddle.optimizer.SGD(0.1), feeds, False)
     got, got_p, compiled = train(regression, paddle.optimizer.SGD(0.1), feeds, True)
-    program, = compiled._passed.values()
+    program, = passed_programs(compiled)
     fwd, bwd = fused(program)
     assert sub_ops(fwd) == ["mul", "elementwise_add", "elementwise_sub", "square",
                             "reduce_mean"]
@@ -377,7 +375,7 @@ def test_ops_the_executor_would_skip_are_not_fused():
     got, = exe.run(compiled, feed={"x": xv}, fetch_list=[pred])
     want, = exe.run(test, feed={"x": xv}, fetch_list=[pred])
     np.testing.assert_allclose(got, want, rtol=1e-6)
-    program, = compiled._passed.values()
+    program, = passed_programs(compiled)
     assert [sub_ops(op) for op in fused(program)] == [["mul", "elementwise_add"]]
     assert any("the executor skips it" in r for _, r in compiled.passes[-1].refusals)
 
@@ -471,72 +469,8 @@ def test_generated_kernels_compute_their_chain_in_one_loop(monkeypatch, tmp_path
 
 
 # ---------------------------------------------------------------- GPU (CUDA simulator)
-GPU_SCRIPT = textwrap.dedent("""
-    import sys
-    import numpy as np
-    import numbaflow as paddle
-    import numbaflow.static as static
-    from numbaflow.utils import unique_name
-
-    def build():
-        main, startup = static.Program(), static.Program()
-        with static.program_guard(main, startup), unique_name.guard():
-            x = static.data("x", [None, 2, 3, 3])
-            c = static.nn.conv2d(x, 2, 1, act="relu")
-            loss = paddle.mean(paddle.nn.functional.sigmoid(c * 2.0 + 0.5))
-            paddle.optimizer.SGD(0.5).minimize(loss)
-        return main, startup, loss
-
-    x = np.random.default_rng(0).standard_normal((2, 2, 3, 3)).astype("float32")
-    res = []
-    for place, fuse in ((paddle.CPUPlace(), False), (paddle.CUDAPlace(0), True)):
-        paddle.seed(5)
-        main, startup, loss = build()
-        scope = static.Scope()
-        exe = static.Executor(place)
-        exe.run(startup, scope=scope)
-        prog = main
-        if fuse:
-            bs = static.BuildStrategy()
-            bs.enable_auto_fusion = True
-            prog = static.CompiledProgram(main, build_strategy=bs)
-        losses = [exe.run(prog, feed={{"x": x}}, fetch_list=[loss], scope=scope)[0]
-                  for _ in range(2)]
-        res.append((losses, scope.get("conv2d_0.w_0"), scope.get("conv2d_0.b_0")))
-        if fuse:
-            p, = prog._passed.values()
-            n = sum(op.type == "fused_elementwise" for op in p.global_block().ops)
-            assert n == 2, [op.type for op in p.global_block().ops]
-    (cl, cw, cb), (gl, gw, gb) = res
-    np.testing.assert_allclose(gl, cl, rtol=1e-5)
-    np.testing.assert_allclose(gw, cw, rtol=1e-5, atol=1e-7)
-    np.testing.assert_allclose(gb, cb, rtol=1e-5, atol=1e-7)
-
-    # every fused_elementwise row of the op table (heads, tails, broadcasts, bool outputs)
-    sys.path.insert(0, {tests!r})
-    from op_rows import load_all
-    from numbaflow.kernels import run_op
-    from numbaflow.testing.op_test import make_inputs
-    for case in load_all():
-        if case.op != "fused_elementwise":
-            continue
-        for dt in case.dtypes:
-            arrays = make_inputs(case, dt)
-            cpu = run_op(case.op, arrays, case.attrs)["Out"]
-            gpu = run_op(case.op, arrays, case.attrs, device="gpu")["Out"]
-            for c, g in zip(cpu, gpu):
-                assert c.shape == g.shape and c.dtype == g.dtype, (case.id, c, g)
-                np.testing.assert_allclose(g, c, rtol=1e-5, atol=1e-6, err_msg=case.id)
-    print("ok")
-""")
-
 
 @pytest.mark.gpu
 @pytest.mark.slow
-def test_fused_training_on_simulated_gpu_matches_cpu(tmp_path):
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1",
-               NUMBAFLOW_CACHE_DIR=os.environ.get("NUMBAFLOW_CACHE_DIR", str(tmp_path)))
-    script = GPU_SCRIPT.format(tests=str(TESTS))
-    r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
-                       text=True, timeout=300)
-    assert r.returncode == 0 and "ok" in r.stdout, r.stdout[-3000:] + r.stderr[-3000:]
+def test_fused_training_on_simulated_gpu_matches_cpu():
+    assert "ok" in run_sim("auto_fusion", timeout=300).stdout

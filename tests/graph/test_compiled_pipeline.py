@@ -11,6 +11,7 @@ import numbaflow.static as static
 from numbaflow.executor.plan import HOT_RUNS
 from numbaflow.graph import verify
 from numbaflow.utils import unique_name
+from numbaflow.executor.executor import cached_plans
 
 pytestmark = pytest.mark.usefixtures("fresh_graph_state")
 
@@ -347,7 +348,7 @@ def test_fetched_outputs_are_handed_over_without_a_copy_and_never_overwritten():
     for want_loss, want_h, h in kept:
         np.testing.assert_array_equal(h, want_h)
     assert len({id(h) for _, _, h in kept}) == len(kept)
-    plan = exe._cache.plans()[-1]
+    plan = cached_plans(exe)[-1]
     # a dropped fetch result is reused: the next run writes into the same array
     exe.run(main, feed=fb[0], fetch_list=[loss, hidden], scope=scope)
     a = id(plan.buffers[hidden])
@@ -382,7 +383,7 @@ def test_the_executor_owns_every_plan_and_close_frees_them():
     held = [weakref.ref(p) for r in runners for p in r.plans()]
     assert len(held) == 3                       # compiled: 1, data parallel: one per device
     exe.close()
-    assert not any(r.plans() for r in runners) and not exe._cache.plans()
+    assert not any(r.plans() for r in runners) and not cached_plans(exe)
     import gc
     gc.collect()
     assert all(h() is None for h in held)       # the plans and their buffers are gone

@@ -17,6 +17,7 @@ from numbaflow import static
 from numbaflow.bench import models
 from numbaflow.executor.plan import PlanOptions
 from numbaflow.executor.plan_cache import DEFAULT_OPTIONS
+from numbaflow.compiler.compiled_program import passed_programs
 
 FLAGS = ("fuse_conv_bias", "fold_conv_batch_norm")
 
@@ -40,7 +41,7 @@ def _prog(exe, main, fuse, compiled):
 
 
 def _ops(exe, prog, compiled):
-    ops = next(iter(prog._passed.values())).global_block().ops if compiled else \
+    ops = passed_programs(prog)[0].global_block().ops if compiled else \
         exe._runner.last_plan.ops
     return collections.Counter(op.type for op in ops)
 

@@ -2,10 +2,6 @@
 conv becomes the conv with `fuse_relu_before_depthwise_conv`, forward-only and forward +
 backward, refused (with the reason) when the relu's output is needed elsewhere; the
 numbers equal the unfused run on CPU and on the simulated GPU (Paddle: GPU only)."""
-import os
-import subprocess
-import sys
-import textwrap
 
 import numpy as np
 import pytest
@@ -15,6 +11,8 @@ import numbaflow.static as static
 from numbaflow.graph import verify
 from numbaflow.nn.functional_conv import static_conv2d
 from numbaflow.utils import unique_name
+from numbaflow.compiler.compiled_program import passed_programs
+from simulator import run_sim
 
 pytestmark = pytest.mark.usefixtures("fresh_graph_state")
 
@@ -103,7 +101,7 @@ def test_three_sgd_steps_equal_the_unfused_run_and_the_program_is_untouched():
     for k in pa:
         np.testing.assert_allclose(pb[k], pa[k], rtol=1e-5, atol=1e-7, err_msg=k)
     assert (main.version, str(main)) == before
-    program, = compiled._passed.values()
+    program, = passed_programs(compiled)
     assert "relu" not in types(program) and op(program, "depthwise_conv2d").attrs[ATTR]
     assert [p.name for p in compiled.passes if p.changed] == [PASS]
 
@@ -120,53 +118,7 @@ def test_refused_when_the_relu_output_is_needed_elsewhere():
                                          "conv2d_0.tmp_2 is fed or fetched")]
 
 
-GPU_SCRIPT = textwrap.dedent("""
-    import numpy as np
-    import numbaflow as paddle
-    import numbaflow.static as static
-    from numbaflow.nn.functional_conv import static_conv2d
-    from numbaflow.utils import unique_name
-
-    main, startup = static.Program(), static.Program()
-    with static.program_guard(main, startup), unique_name.guard():
-        x = static.data("x", [None, 2, 4, 4], "float32")
-        h = static_conv2d(x, 2, 3, padding=1, act="relu")
-        out = static_conv2d(h, 2, 3, padding=1, groups=2)
-        loss = paddle.mean(out * out)
-        paddle.optimizer.SGD(learning_rate=0.1).minimize(loss)
-    init = static.Scope()
-    static.Executor(paddle.CPUPlace()).run(startup, scope=init)
-    rng = np.random.default_rng(0)
-    feeds = [rng.standard_normal((2, 2, 4, 4)).astype("float32") for _ in range(2)]
-    results = []
-    for place, fused in ((paddle.CPUPlace(), False), (paddle.CUDAPlace(0), True)):
-        scope = static.Scope()
-        for v in main.list_vars():
-            if v.persistable and init.get(v.name) is not None:
-                scope.set(v.name, init.get(v.name).copy())
-        bs = static.BuildStrategy()
-        bs.fuse_relu_depthwise_conv = fused
-        prog = static.CompiledProgram(main, build_strategy=bs)
-        exe = static.Executor(place)
-        losses = [exe.run(prog, feed={"x": f}, fetch_list=[loss], scope=scope)[0] for f in feeds]
-        if fused:
-            p, = prog._passed.values()
-            assert "relu" not in [o.type for o in p.global_block().ops]
-        results.append((losses, {p.name: scope.get(p.name) for p in main.all_parameters()}))
-    (la, pa), (lb, pb) = results
-    np.testing.assert_allclose(lb, la, rtol=1e-5)
-    for k in pa:
-        np.testing.assert_allclose(pb[k], pa[k], rtol=1e-5, atol=1e-7, err_msg=k)
-    print("ok")
-""")
-
-
 @pytest.mark.gpu
 @pytest.mark.slow
-def test_fused_on_simulated_gpu_equals_unfused_cpu(tmp_path):
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1",
-               NUMBAFLOW_CACHE_DIR=os.environ.get("NUMBAFLOW_CACHE_DIR", str(tmp_path)))
-    r = subprocess.run([sys.executable, "-c", GPU_SCRIPT], env=env, capture_output=True,
-                       text=True, timeout=300)
-    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), \
-        r.stdout[-3000:] + r.stderr[-3000:]
+def test_fused_on_simulated_gpu_equals_unfused_cpu():
+    assert run_sim("relu_depthwise_conv", timeout=300).stdout.strip().endswith("ok")

@@ -9,6 +9,7 @@ import numbaflow.nn.functional as F
 import numbaflow.static as static
 from numbaflow.graph.passes import apply_passes
 from numbaflow.utils import unique_name
+from numbaflow.compiler.compiled_program import passed_programs
 
 pytestmark = pytest.mark.usefixtures("fresh_graph_state")
 
@@ -48,7 +49,7 @@ def test_folded_update_trains_like_the_unfused_program(flag, dtype):
     bs = static.BuildStrategy()
     setattr(bs, flag, True)
     got_losses, got, compiled = train(main, startup, loss, batches, bs)
-    passed, = compiled._passed.values()
+    passed, = passed_programs(compiled)
     types = [op.type for op in passed.global_block().ops]
     assert types.count("mul_grad_sgd") == 3 and "mul_grad" not in types
     rtol = 1e-5 if dtype == "float32" else 1e-12
@@ -90,5 +91,5 @@ def test_not_on_gpu_and_not_across_devices():
     exe, scope = static.Executor(), static.Scope()
     exe.run(startup, scope=scope)
     exe.run(c, feed=feeds(1)[0], fetch_list=[loss], scope=scope)
-    passed, = c._passed.values()
+    passed, = passed_programs(c)
     assert "mul_grad_sgd" not in [op.type for op in passed.global_block().ops]

@@ -12,6 +12,7 @@ import numbaflow as paddle
 from numbaflow import static
 from numbaflow.executor.plan import PlanOptions
 from numbaflow.executor.plan_cache import DEFAULT_OPTIONS
+from numbaflow.compiler.compiled_program import passed_programs
 
 import paddle_gpt
 
@@ -46,7 +47,7 @@ def _train(fuse, compiled, steps=8):
         losses.append(float(v))
         sched.step()
     ops = exe._runner.last_plan.ops if not compiled else \
-        next(iter(prog._passed.values())).global_block().ops
+        passed_programs(prog)[0].global_block().ops
     return np.array(losses), collections.Counter(op.type for op in ops), prog
 
 

@@ -7,6 +7,7 @@ import numbaflow as paddle
 import numbaflow.static as static
 from numbaflow.graph import verify
 from numbaflow.graph.passes import apply_passes, cost, get_pass
+from numbaflow.compiler.compiled_program import passed_programs
 
 pytestmark = pytest.mark.usefixtures("fresh_graph_state")
 
@@ -173,5 +174,5 @@ def test_fused_training_with_the_rule_equals_unfused():
     got, = exe.run(compiled, feed={"x": x}, fetch_list=[out])
     np.testing.assert_allclose(got, np.tanh(np.maximum(2 * x + 1, 0)), rtol=1e-6)
     np.testing.assert_allclose(got, want, rtol=1e-6)
-    program, = compiled._passed.values()
+    program, = passed_programs(compiled)
     assert types(program) == ["fused_elementwise"]

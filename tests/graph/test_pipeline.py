@@ -10,6 +10,7 @@ from numbaflow.compiler.pipeline import Context, Row, passes_for
 from numbaflow.executor.executor import cached_plans
 from numbaflow.graph.passes import Refused, Replacement, Rewrite
 from numbaflow.utils import unique_name
+from numbaflow.compiler.compiled_program import passed_programs
 
 pytestmark = pytest.mark.usefixtures("fresh_graph_state")
 
@@ -77,13 +78,13 @@ def test_the_worked_example_default_on_pass_is_one_file_and_one_row(with_row):
     compiled = static.CompiledProgram(main, build_strategy=bs)
     got, = exe.run(compiled, feed=feed, fetch_list=[out], scope=scope)
     np.testing.assert_allclose(got, want.mean(), rtol=1e-5)
-    passed, = compiled._passed.values()
+    passed, = passed_programs(compiled)
     assert scales(passed.global_block().ops) == [1.0]
     assert [p.name for p in compiled.passes if p.changed] == ["fold_scale_chain"]
     bs.fold_scale_chain = False                         # switched off: both scales run
     off = static.CompiledProgram(main, build_strategy=bs)
     exe.run(off, feed=feed, fetch_list=[out], scope=scope)
-    passed, = off._passed.values()
+    passed, = passed_programs(off)
     assert scales(passed.global_block().ops) == [2.0, 0.5]
     with pytest.raises(AttributeError, match="did you mean 'fold_scale_chain'"):
         bs.fold_scale_chai = True

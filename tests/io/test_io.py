@@ -1,7 +1,6 @@
 """Persistence: static.save/load (checkpoints with optimizer state), inference models,
 and the Program <-> dict serializer. Every check compares against numpy copies taken
 before the round trip."""
-import itertools
 import json
 import os
 
@@ -20,11 +19,9 @@ D, H = 4, 8
 
 
 @pytest.fixture(autouse=True)
-def fresh_scope(monkeypatch):
+def fresh_scope():
     # deterministic initial parameters (as numbaflow.seed(7)), restored after the test
-    monkeypatch.setitem(creation._seed, "base", 7)
-    monkeypatch.setitem(creation._seed, "counter", itertools.count(1))
-    with static.scope_guard(static.Scope()):
+    with creation.seed_guard(7), static.scope_guard(static.Scope()):
         yield
 
 

@@ -4,15 +4,12 @@ The op-table rows (tests/op_rows/attention.py) check it against numpy and finite
 differences; here: rows longer than a GPU block and the GPU kernels under the CUDA
 simulator against numpy, and Paddle's incubate names.
 """
-import os
-import subprocess
-import sys
-import textwrap
 
 import numpy as np
 import pytest
 
 from numbaflow.kernels import run_op
+from simulator import run_sim
 
 
 def softmax_ref(x, scale, mask=None, causal=False):
@@ -50,43 +47,10 @@ def test_mask_that_does_not_broadcast_is_refused():
         run_op("fused_softmax_mask", {"X": x, "Mask": np.zeros((4, 5), np.float64)})
 
 
-SIM = textwrap.dedent("""
-    import numpy as np
-    from numbaflow.kernels import run_op
-    rng = np.random.default_rng(1)
-    worst = 0.0
-    # rows shorter and longer than the simulator's 32-thread row blocks
-    for shape, mshape in (((2, 2, 5, 5), (2, 1, 5, 5)), ((1, 2, 40, 40), (40, 40))):
-        for causal in (False, True):
-            for dt in ("float32", "float64"):
-                x = rng.standard_normal(shape).astype(dt)
-                m = rng.standard_normal(mshape).astype(dt)
-                a = {"scale": 0.3, "causal": causal}
-                y = run_op("fused_softmax_mask", {"X": x, "Mask": m}, a, device="gpu")["Out"]
-                z = 0.3 * x.astype("f8") + m
-                if causal:
-                    z = z + np.triu(np.full(shape[-2:], -np.inf), 1)
-                e = np.exp(z - z.max(-1, keepdims=True))
-                ref = e / e.sum(-1, keepdims=True)
-                worst = max(worst, float(np.abs(y - ref).max()))
-                dy = rng.standard_normal(shape).astype(dt)
-                dx = run_op("fused_softmax_mask_grad", {"Out": y, "Out@GRAD": dy}, a,
-                            device="gpu")["X@GRAD"]
-                yy = y.astype("f8")
-                gref = 0.3 * yy * (dy - (dy * yy).sum(-1, keepdims=True))
-                worst = max(worst, float(np.abs(dx - gref).max()))
-    print("worst", worst)
-""")
-
-
 @pytest.mark.slow
 @pytest.mark.gpu
-def test_gpu_kernels_on_the_simulator_match_numpy(tmp_path):
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1",
-               NUMBAFLOW_CACHE_DIR=os.environ.get("NUMBAFLOW_CACHE_DIR", str(tmp_path)))
-    r = subprocess.run([sys.executable, "-c", SIM], env=env, capture_output=True, text=True,
-                       timeout=600)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+def test_gpu_kernels_on_the_simulator_match_numpy():
+    r = run_sim("softmax_mask")
     worst = float(r.stdout.split("worst")[1])
     assert worst < 1e-6, r.stdout
 

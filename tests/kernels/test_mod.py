@@ -9,7 +9,6 @@ gives NaN as numpy does. Paddle has no gradient for mod: backward stops there.
 """
 import os
 import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -21,6 +20,7 @@ from hypothesis.extra import numpy as hnp
 import numbaflow as paddle
 import numbaflow.fluid as fluid
 import numbaflow.static as static
+from simulator import run_sim
 
 INTS = [np.dtype(d) for d in ("int8", "int16", "int32", "int64", "uint8")]
 FLOATS = [np.dtype("float32"), np.dtype("float64")]
@@ -158,79 +158,10 @@ def test_mismatched_dtypes_are_refused_by_name():
             paddle.remainder(x, y)
 
 
-GPU_SCRIPT = textwrap.dedent("""
-    import numpy as np
-    import numbaflow as paddle
-    import numbaflow.static as static
-    from numbaflow.kernels import run_op
-
-    rng = np.random.default_rng(0)
-    failures, checked = [], 0
-    for dt in ("int8", "int16", "int32", "int64", "uint8", "float32", "float64"):
-        if dt.startswith("float"):
-            x = rng.uniform(-100, 100, (3, 4, 5)).astype(dt)
-            y = (rng.uniform(0.5, 9, (3, 4, 5)) * rng.choice([-1, 1], (3, 4, 5))).astype(dt)
-        else:
-            info = np.iinfo(dt)
-            x = rng.integers(info.min, info.max, (3, 4, 5), dtype=dt, endpoint=True)
-            y = rng.integers(info.min, info.max, (3, 4, 5), dtype=dt, endpoint=True)
-            y[y == 0] = 1
-            x.flat[0], y.flat[0] = info.min, (-1 if info.min < 0 else 1)
-        for ins in ({"X": x, "Y": y}, {"X": x, "Y": y[0, 0]}, {"X": x, "Y": y[:, :1]}):
-            got = run_op("elementwise_mod", ins, {}, device="gpu")["Out"]
-            checked += 1
-            if got.dtype != x.dtype or not np.array_equal(got, np.remainder(ins["X"], ins["Y"])):
-                failures.append(f"{dt} {ins['Y'].shape}: {got.ravel()[:6]}")
-        if dt.startswith("int") or dt == "uint8":
-            y0 = y.copy()
-            y0[1, 2, 3] = 0
-            try:
-                run_op("elementwise_mod", {"X": x, "Y": y0}, {}, device="gpu")
-                failures.append(f"{dt}: no error for a zero divisor")
-            except ZeroDivisionError as e:
-                checked += 1
-                if "integer modulo by zero" not in str(e):
-                    failures.append(f"{dt}: message {e}")
-
-    # through the executor on CUDAPlace, plain and auto-fused: the op is named
-    main, startup = static.Program(), static.Program()
-    with static.program_guard(main, startup):
-        a = static.data("a", [4], "int64")
-        b = static.data("b", [4], "int64")
-        r = (a + 1) % b
-    exe = static.Executor(paddle.CUDAPlace(0))
-    for fuse in (False, True):
-        prog = main
-        if fuse:
-            bs = static.BuildStrategy()
-            bs.enable_auto_fusion = True
-            prog = static.CompiledProgram(main, build_strategy=bs)
-        try:
-            exe.run(prog, feed={"a": np.ones(4, np.int64), "b": np.array([1, 2, 0, 1])},
-                    fetch_list=[r])
-            failures.append(f"executor fuse={fuse}: no error")
-        except ZeroDivisionError as e:
-            checked += 1
-            if "integer modulo by zero" not in str(e) or "'b'" not in str(e):
-                failures.append(f"executor fuse={fuse}: message {e}")
-        out, = exe.run(prog, feed={"a": np.array([6, -8, 9, 2 ** 53 + 1]),
-                                   "b": np.array([4, 3, -4, 2])}, fetch_list=[r])
-        if out.tolist() != [3, 2, -2, 0]:
-            failures.append(f"executor fuse={fuse}: {out}")
-    print("checked", checked)
-    print("\\n".join(failures))
-    raise SystemExit(1 if failures else 0)
-""")
-
-
 @pytest.mark.slow
 @pytest.mark.gpu
-def test_mod_on_simulated_gpu_matches_numpy(tmp_path):
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1",
-               NUMBAFLOW_CACHE_DIR=os.environ.get("NUMBAFLOW_CACHE_DIR", str(tmp_path)))
-    r = subprocess.run([sys.executable, "-c", GPU_SCRIPT], env=env, capture_output=True,
-                       text=True, timeout=900)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+def test_mod_on_simulated_gpu_matches_numpy():
+    r = run_sim("mod", timeout=900)
     assert "checked 28" in r.stdout, r.stdout[-2000:]
 
 

@@ -14,6 +14,7 @@ import numbaflow.static as static
 from numbaflow.nn.functional_rnn import rnn, rnn_parameters
 from numbaflow.testing.rnn_reference import rnn_reference
 from locations import TESTS
+from simulator import run_sim
 
 pytestmark = pytest.mark.usefixtures("fresh_graph_state")
 
@@ -231,46 +232,11 @@ def test_fluid_layers_lstm_is_the_time_major_lstm():
         fluid.layers.lstm(x, h0, c0, 5, 2, 1)
 
 
-GPU_SCRIPT = """
-import sys
-import numpy as np
-sys.path.insert(0, {tests!r})
-from op_rows import load_all
-from numbaflow.kernels import run_op
-from numbaflow.testing.op_test import make_inputs
-n = 0
-for case in load_all():
-    if case.op != "rnn":
-        continue
-    arrays = make_inputs(case, "float64")
-    cpu, gpu = (run_op("rnn", arrays, case.attrs, device=d) for d in ("cpu", "gpu"))
-    rng = np.random.default_rng(0)
-    gins = dict(arrays, Reserve=cpu["Reserve"])
-    gins["Out@GRAD"] = rng.uniform(-1, 1, cpu["Out"].shape)
-    gins["State@GRAD"] = [rng.uniform(-1, 1, s.shape) for s in cpu["State"]]
-    gcpu, ggpu = (run_op("rnn_grad", gins, case.attrs, device=d) for d in ("cpu", "gpu"))
-    for want, got in ((cpu, gpu), (gcpu, ggpu)):
-        for slot, w in want.items():
-            pairs = zip(w, got[slot]) if isinstance(w, list) else [(w, got[slot])]
-            for a, b in pairs:
-                assert np.allclose(a, b, rtol=1e-12, atol=1e-12), (case.id, slot)
-    n += 1
-print("checked", n)
-"""
-
-
 @pytest.mark.slow
 @pytest.mark.gpu
-def test_rnn_on_simulated_gpu_equals_cpu(tmp_path):
+def test_rnn_on_simulated_gpu_equals_cpu():
     """On a GPU the rnn ops run their CPU kernels on host copies (host_staged): same numbers."""
-    import subprocess
-    import sys
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1",
-               NUMBAFLOW_CACHE_DIR=os.environ.get("NUMBAFLOW_CACHE_DIR", str(tmp_path)))
-    r = subprocess.run([sys.executable, "-c", GPU_SCRIPT.format(tests=str(TESTS))],
-                       env=env, capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    assert "checked 8" in r.stdout
+    assert "checked 8" in run_sim("rnn").stdout
 
 
 def test_dropout_between_layers_scales_kept_units_and_its_gradient_agrees():

@@ -4,10 +4,6 @@ on D local devices with batch B/D each equals one device with batch B (losses,
 parameters, running statistics; rtol 1e-5), for even and uneven splits — and without
 the pass it does not. The kernels' communicator path is also checked on its own, with a
 stand-in communicator, on the CPU and on the simulated GPU."""
-import os
-import subprocess
-import sys
-import textwrap
 
 import numpy as np
 import pytest
@@ -18,7 +14,8 @@ from numbaflow.graph.verify import verify
 from numbaflow.kernels import get_op_def, run_op
 from numbaflow.kernels.registry import ConcreteOp, InferContext, VarInfo
 from numbaflow.utils import unique_name
-from locations import TESTS
+from numbaflow.compiler.compiled_program import passed_programs
+from simulator import run_sim
 
 pytestmark = pytest.mark.usefixtures("fresh_graph_state")
 
@@ -101,7 +98,7 @@ def test_pass_leaves_running_statistics_batch_norm_alone_and_says_why():
 @pytest.mark.parametrize("places,batch_size", [(2, 8), (3, 7)])
 def test_sync_bn_on_d_devices_equals_one_device_on_the_whole_batch(places, batch_size):
     compiled, par, one, state_par, state_one = train_both(places, batch_size, sync=True)
-    ops = {op.type for p in compiled._passed.values() for op in p.global_block().ops}
+    ops = {op.type for p in passed_programs(compiled) for op in p.global_block().ops}
     assert {"sync_batch_norm", "sync_batch_norm_grad", "c_allreduce_start", "c_allreduce_wait"} <= ops
     assert "batch_norm" not in ops
     np.testing.assert_allclose(par, one, rtol=1e-5)
@@ -225,41 +222,10 @@ def test_global_statistics_make_no_collective_call():
     np.testing.assert_array_equal(fwd["Y"], run_op("batch_norm", dict(p, X=x0), attrs)["Y"])
 
 
-GPU_SCRIPT = textwrap.dedent("""
-    import sys
-    import numpy as np
-    sys.path[:0] = {tests!r}
-    import test_sync_bn as T
-
-    def run_gpu(op, arrays, attrs, comm):
-        thunk, outs = T.bind_with_comm(op, arrays, attrs, comm, "gpu")
-        thunk()
-        assert not comm.others
-        return {{k: v[0].copy_to_host() for k, v in outs.items()}}
-
-    for dtype in ("float32", "float64"):
-        T.check_first_device(run_gpu, dtype)
-    # one device (no communicator): sync_batch_norm == batch_norm
-    x0, dy0, p, attrs, *_ = T.split_case("float32")
-    thunk, outs = T.bind_with_comm("sync_batch_norm", dict(p, X=x0), attrs, None, "gpu")
-    thunk()
-    want = T.run_op("batch_norm", dict(p, X=x0), attrs)
-    for slot, w in want.items():
-        np.testing.assert_allclose(outs[slot][0].copy_to_host(), w, rtol=1e-5, atol=1e-6)
-    print("gpu ok")
-""")
-
-
 @pytest.mark.gpu
 @pytest.mark.slow
-def test_gpu_kernels_on_the_simulator(tmp_path):
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1",
-               NUMBAFLOW_CACHE_DIR=os.environ.get("NUMBAFLOW_CACHE_DIR", str(tmp_path)))
-    tests = [str(TESTS), os.path.dirname(os.path.abspath(__file__))]   # shared modules, this file
-    r = subprocess.run([sys.executable, "-c", GPU_SCRIPT.format(tests=tests)], env=env,
-                       capture_output=True, text=True, timeout=300, check=False)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    assert "gpu ok" in r.stdout
+def test_gpu_kernels_on_the_simulator():
+    assert "gpu ok" in run_sim("sync_bn", timeout=300).stdout
 
 
 def test_fewer_samples_than_devices_with_sync_bn_is_refused_not_a_hang():

@@ -206,8 +206,7 @@ def test_library_never_prints():
 @pytest.mark.slow
 def test_log_lines_are_rank_tagged_under_mpiexec():
     from mpirun import mpirun
-    code = "import logging, numbaflow; logging.getLogger('numbaflow.x').warning('hello')"
-    p, _ = mpirun(["-c", code], timeout=300)
+    p, _ = mpirun(["tests/mpi/rank_log.py"], timeout=300)
     assert p.returncode == 0, p.stderr
     assert sorted(p.stderr.splitlines()) == ["[rank 0/2] numbaflow.x WARNING: hello",
                                              "[rank 1/2] numbaflow.x WARNING: hello"], p.stderr

@@ -15,12 +15,7 @@ def auc(input: Variable, label: Variable, curve: str = "ROC", num_thresholds: in
     (Paddle 1.8's shapes: the AUCs are float64 of shape (1,)).
 
     Args:
-        input (Variable): (N, 2) class probabilities; column 1 is the positive class.
-        label (Variable): (N, 1) int labels, non-zero = positive.
-        curve (str): only "ROC".
-        num_thresholds (int): buckets of the score.
-        topk (int): accepted for Paddle compatibility.
-        slide_steps (int): only 1 (the batch AUC is the current batch's).
+        input, label, curve, num_thresholds, topk, slide_steps: as `static.auc`'s.
 
     Returns:
         tuple: (auc, batch_auc, [batch_stat_pos, batch_stat_neg, stat_pos, stat_neg]); the

@@ -29,6 +29,19 @@ def set_global_seed(n):
 
 
 @contextlib.contextmanager
+def seed_guard(n=None):
+    """Inside: `numbaflow.seed(n)` when n is given; after: the caller's seed and op-seed
+    stream go on where they were (for tests and examples that must not disturb them)."""
+    saved = dict(_seed)
+    if n is not None:
+        set_global_seed(n)
+    try:
+        yield
+    finally:
+        _seed.update(saved)
+
+
+@contextlib.contextmanager
 def fresh_seed_counter():
     """Inside: op seeds are counted from 1 again (the same seeds whatever ran before);
     after: the caller's stream goes on where it was."""

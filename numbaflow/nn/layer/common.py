@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from ... import tensor as M
 from .. import functional as F
+from ...tensor.generator import shared_doc as _shared_doc
 from .layers import Layer
 
 if TYPE_CHECKING:
@@ -410,14 +411,19 @@ class Upsample(Layer):
         return F.interpolate(x, **self._args)
 
 
+# the arguments of UpsamplingNearest2D and UpsamplingBilinear2D, documented once
+_UPSAMPLING_ARGS = """size (list of int, optional): the output's spatial size.
+        scale_factor (float or list, optional): or the scale.
+        data_format (str): 'NCHW' or 'NHWC'.
+        name (str, optional): a prefix for the output's name."""
+
+
+@_shared_doc(upsampling_args=_UPSAMPLING_ARGS)
 class UpsamplingNearest2D(Upsample):
     """Nearest-neighbour Upsample.
 
     Args:
-        size (list of int, optional): the output's spatial size.
-        scale_factor (float or list, optional): or the scale.
-        data_format (str): 'NCHW' or 'NHWC'.
-        name (str, optional): a prefix for the output's name.
+        {upsampling_args}
 
     Example:
         >>> paddle.nn.UpsamplingNearest2D(size=[6, 6])(static.data('x', [None, 1, 3, 3])).shape
@@ -429,14 +435,12 @@ class UpsamplingNearest2D(Upsample):
         super().__init__(size, scale_factor, "nearest", False, 0, data_format, name)
 
 
+@_shared_doc(upsampling_args=_UPSAMPLING_ARGS)
 class UpsamplingBilinear2D(Upsample):
     """Bilinear Upsample with align_corners=True (as Paddle's).
 
     Args:
-        size (list of int, optional): the output's spatial size.
-        scale_factor (float or list, optional): or the scale.
-        data_format (str): 'NCHW' or 'NHWC'.
-        name (str, optional): a prefix for the output's name.
+        {upsampling_args}
 
     Example:
         >>> paddle.nn.UpsamplingBilinear2D(scale_factor=2)(static.data('x', [None, 1, 3, 3])).shape

@@ -19,6 +19,7 @@ from typing import Any
 from ... import tensor as M
 from ..functional_rnn import rnn as rnn_op
 from ...param_init import Uniform
+from ...tensor.generator import shared_doc as _shared_doc
 from .container import LayerList
 from .layers import Layer
 
@@ -390,20 +391,27 @@ class _RNNBase(LayerList):
         return s
 
 
-class SimpleRNN(_RNNBase):
-    """Multi-layer Elman network (tanh or relu), one rnn op.
-
-    Args:
-        input_size (int): features of the input.
+# the arguments SimpleRNN, LSTM and GRU share, documented once
+_RNN_DOC = dict(
+    rnn_args="""input_size (int): features of the input.
         hidden_size (int): units per direction.
         num_layers (int): stacked layers.
         direction (str): 'forward' or 'bidirect' (or 'bidirectional').
         time_major (bool): inputs are (time, batch, features).
-        dropout (float): dropout between layers in training.
-        activation (str): 'tanh' or 'relu'.
-        weight_ih_attr, weight_hh_attr, bias_ih_attr, bias_hh_attr (ParamAttr, optional):
+        dropout (float): dropout between layers in training.""",
+    rnn_attrs="""weight_ih_attr, weight_hh_attr, bias_ih_attr, bias_hh_attr (ParamAttr, optional):
             the parameters' initializer / learning rate / regularizer.
-        name (str, optional): accepted for Paddle compatibility.
+        name (str, optional): accepted for Paddle compatibility.""")
+
+
+@_shared_doc(**_RNN_DOC)
+class SimpleRNN(_RNNBase):
+    """Multi-layer Elman network (tanh or relu), one rnn op.
+
+    Args:
+        {rnn_args}
+        activation (str): 'tanh' or 'relu'.
+        {rnn_attrs}
 
     Example:
         >>> net = paddle.nn.SimpleRNN(3, 4, num_layers=2)
@@ -425,19 +433,26 @@ class SimpleRNN(_RNNBase):
                          bias_ih_attr, bias_hh_attr, activation)
 
 
-class LSTM(_RNNBase):
+class _Gated(_RNNBase):
+    """LSTM and GRU: the same arguments, the rnn op's mode from the class."""
+    MODE = ""
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
+                 direction: str = "forward", time_major: bool = False, dropout: float = 0.0,
+                 weight_ih_attr: Any = None, weight_hh_attr: Any = None,
+                 bias_ih_attr: Any = None, bias_hh_attr: Any = None,
+                 name: str | None = None) -> None:
+        super().__init__(self.MODE, input_size, hidden_size, num_layers, direction, time_major,
+                         dropout, weight_ih_attr, weight_hh_attr, bias_ih_attr, bias_hh_attr)
+
+
+@_shared_doc(**_RNN_DOC)
+class LSTM(_Gated):
     """Multi-layer (bidirectional) LSTM, one rnn op; returns (outputs, (h, c)).
 
     Args:
-        input_size (int): features of the input.
-        hidden_size (int): units per direction.
-        num_layers (int): stacked layers.
-        direction (str): 'forward' or 'bidirect' (or 'bidirectional').
-        time_major (bool): inputs are (time, batch, features).
-        dropout (float): dropout between layers in training.
-        weight_ih_attr, weight_hh_attr, bias_ih_attr, bias_hh_attr (ParamAttr, optional):
-            the parameters' initializer / learning rate / regularizer.
-        name (str, optional): accepted for Paddle compatibility.
+        {rnn_args}
+        {rnn_attrs}
 
     Example:
         >>> net = paddle.nn.LSTM(3, 4, num_layers=2, direction='bidirect')
@@ -448,28 +463,16 @@ class LSTM(_RNNBase):
         ['weight_ih_l0', 'weight_hh_l0']
     """
 
-    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
-                 direction: str = "forward", time_major: bool = False, dropout: float = 0.0,
-                 weight_ih_attr: Any = None, weight_hh_attr: Any = None,
-                 bias_ih_attr: Any = None, bias_hh_attr: Any = None,
-                 name: str | None = None) -> None:
-        super().__init__("LSTM", input_size, hidden_size, num_layers, direction, time_major,
-                         dropout, weight_ih_attr, weight_hh_attr, bias_ih_attr, bias_hh_attr)
+    MODE = "LSTM"
 
 
-class GRU(_RNNBase):
+@_shared_doc(**_RNN_DOC)
+class GRU(_Gated):
     """Multi-layer (bidirectional) GRU, one rnn op.
 
     Args:
-        input_size (int): features of the input.
-        hidden_size (int): units per direction.
-        num_layers (int): stacked layers.
-        direction (str): 'forward' or 'bidirect' (or 'bidirectional').
-        time_major (bool): inputs are (time, batch, features).
-        dropout (float): dropout between layers in training.
-        weight_ih_attr, weight_hh_attr, bias_ih_attr, bias_hh_attr (ParamAttr, optional):
-            the parameters' initializer / learning rate / regularizer.
-        name (str, optional): accepted for Paddle compatibility.
+        {rnn_args}
+        {rnn_attrs}
 
     Example:
         >>> out, h = paddle.nn.GRU(3, 4)(static.data('x', [None, 5, 3]))
@@ -477,10 +480,4 @@ class GRU(_RNNBase):
         ((-1, 5, 4), (1, -1, 4))
     """
 
-    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
-                 direction: str = "forward", time_major: bool = False, dropout: float = 0.0,
-                 weight_ih_attr: Any = None, weight_hh_attr: Any = None,
-                 bias_ih_attr: Any = None, bias_hh_attr: Any = None,
-                 name: str | None = None) -> None:
-        super().__init__("GRU", input_size, hidden_size, num_layers, direction, time_major,
-                         dropout, weight_ih_attr, weight_hh_attr, bias_ih_attr, bias_hh_attr)
+    MODE = "GRU"

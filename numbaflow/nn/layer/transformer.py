@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ... import tensor as M
+from ...tensor.generator import shared_doc as _shared_doc
 from .. import functional as F
 from .common import Dropout, Linear
 from .container import LayerList
@@ -36,6 +37,35 @@ def _mask(mask, dtype):
     if mask is None or np.dtype(mask.dtype).kind == "f":
         return mask
     return M.scale(M.cast(mask, dtype), 1e9, bias=-1.0, bias_after_scale=False)
+
+
+# the arguments of the decoder layer and the whole Transformer, documented once
+_BLOCK_ARGS = """dim_feedforward (int): the feed-forward width.
+        dropout (float): dropout after each block.
+        activation (str): a paddle.nn.functional name.
+        attn_dropout (float, optional): the attention weights' dropout.
+        act_dropout (float, optional): after the activation.
+        normalize_before (bool): pre-norm.
+        weight_attr (ParamAttr or list, optional): the weights' attrs.
+        bias_attr (ParamAttr or list, optional): the biases' attrs."""
+
+# the arguments of an encoder layer's and the encoder's forward, documented once
+_ENCODER_ARGS = """src (Variable): [batch, len, d_model].
+            src_mask (Variable, optional): the attention mask.
+            cache (None): not supported.
+
+        Returns:
+            Variable: src's shape."""
+
+# the arguments of a decoder layer's and the decoder's forward, documented once
+_DECODER_ARGS = """tgt (Variable): [batch, len_t, d_model].
+            memory (Variable): [batch, len_m, d_model].
+            tgt_mask (Variable, optional): the self-attention mask.
+            memory_mask (Variable, optional): the cross-attention mask.
+            cache (None): not supported.
+
+        Returns:
+            Variable: tgt's shape."""
 
 
 class MultiHeadAttention(Layer):
@@ -177,36 +207,26 @@ class TransformerEncoderLayer(Layer):
     def _feed_forward(self, x):
         return self.linear2(self.dropout(self.activation(self.linear1(x))))
 
+    @_shared_doc(encoder_args=_ENCODER_ARGS)
     def forward(self, src: Variable, src_mask: Variable | None = None,
                 cache: None = None) -> Variable:
         """The encoder layer on src.
 
         Args:
-            src (Variable): [batch, len, d_model].
-            src_mask (Variable, optional): the attention mask.
-            cache (None): not supported.
-
-        Returns:
-            Variable: src's shape.
+            {encoder_args}
         """
         src = self._block(1, src, lambda x: self.self_attn(x, x, x, src_mask, cache))
         return self._block(2, src, self._feed_forward)
 
 
+@_shared_doc(block_args=_BLOCK_ARGS)
 class TransformerDecoderLayer(TransformerEncoderLayer):
     """Self-attention, cross-attention over the memory, then a feed-forward block.
 
     Args:
         d_model (int): the model width.
         nhead (int): attention heads.
-        dim_feedforward (int): the feed-forward width.
-        dropout (float): dropout after each block.
-        activation (str): a paddle.nn.functional name.
-        attn_dropout (float, optional): the attention weights' dropout.
-        act_dropout (float, optional): after the activation.
-        normalize_before (bool): pre-norm.
-        weight_attr (ParamAttr or list, optional): the weights' attrs.
-        bias_attr (ParamAttr or list, optional): the biases' attrs.
+        {block_args}
         layer_norm_eps (float): the layer norms' epsilon.
 
     Example:
@@ -218,19 +238,13 @@ class TransformerDecoderLayer(TransformerEncoderLayer):
 
     _n_attn = 2
 
+    @_shared_doc(decoder_args=_DECODER_ARGS)
     def forward(self, tgt: Variable, memory: Variable, tgt_mask: Variable | None = None,
                 memory_mask: Variable | None = None, cache: None = None) -> Variable:
         """The decoder layer on tgt attending to memory.
 
         Args:
-            tgt (Variable): [batch, len_t, d_model].
-            memory (Variable): [batch, len_m, d_model].
-            tgt_mask (Variable, optional): the self-attention mask.
-            memory_mask (Variable, optional): the cross-attention mask.
-            cache (None): not supported.
-
-        Returns:
-            Variable: tgt's shape.
+            {decoder_args}
         """
         tgt = self._block(1, tgt, lambda x: self.self_attn(x, x, x, tgt_mask, cache))
         tgt = self._block(2, tgt, lambda x: self.cross_attn(x, memory, memory, memory_mask))
@@ -261,17 +275,13 @@ class TransformerEncoder(Layer):
                                  for i in range(num_layers)])
         self.num_layers, self.norm = num_layers, norm
 
+    @_shared_doc(encoder_args=_ENCODER_ARGS)
     def forward(self, src: Variable, src_mask: Variable | None = None,
                 cache: None = None) -> Variable:
         """Each layer in turn, then the norm.
 
         Args:
-            src (Variable): [batch, len, d_model].
-            src_mask (Variable, optional): the attention mask.
-            cache (None): not supported.
-
-        Returns:
-            Variable: src's shape.
+            {encoder_args}
         """
         for layer in self.layers:
             src = layer(src, src_mask=src_mask)
@@ -295,25 +305,20 @@ class TransformerDecoder(TransformerEncoder):
     def __init__(self, decoder_layer: Layer, num_layers: int, norm: Layer | None = None) -> None:
         super().__init__(decoder_layer, num_layers, norm)
 
+    @_shared_doc(decoder_args=_DECODER_ARGS)
     def forward(self, tgt: Variable, memory: Variable, tgt_mask: Variable | None = None,
                 memory_mask: Variable | None = None, cache: None = None) -> Variable:
         """Each layer in turn, then the norm.
 
         Args:
-            tgt (Variable): [batch, len_t, d_model].
-            memory (Variable): [batch, len_m, d_model].
-            tgt_mask (Variable, optional): the self-attention mask.
-            memory_mask (Variable, optional): the cross-attention mask.
-            cache (None): not supported.
-
-        Returns:
-            Variable: tgt's shape.
+            {decoder_args}
         """
         for layer in self.layers:
             tgt = layer(tgt, memory, tgt_mask=tgt_mask, memory_mask=memory_mask)
         return tgt if self.norm is None else self.norm(tgt)
 
 
+@_shared_doc(block_args=_BLOCK_ARGS)
 class Transformer(Layer):
     """An encoder and a decoder stack, each ending in a LayerNorm, as Paddle's.
 
@@ -322,14 +327,7 @@ class Transformer(Layer):
         nhead (int): attention heads.
         num_encoder_layers (int): encoder depth.
         num_decoder_layers (int): decoder depth.
-        dim_feedforward (int): the feed-forward width.
-        dropout (float): dropout after each block.
-        activation (str): a paddle.nn.functional name.
-        attn_dropout (float, optional): the attention weights' dropout.
-        act_dropout (float, optional): after the activation.
-        normalize_before (bool): pre-norm.
-        weight_attr (ParamAttr or list, optional): the weights' attrs.
-        bias_attr (ParamAttr or list, optional): the biases' attrs.
+        {block_args}
         custom_encoder (Layer, optional): used instead of the encoder stack.
         custom_decoder (Layer, optional): used instead of the decoder stack.
 

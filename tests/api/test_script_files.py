@@ -1,0 +1,34 @@
+"""The scripts that tests run in a child process are files, not strings: GPU-simulator
+scripts in tests/sim/ (run by tests/simulator.py's `run_sim`) and MPI rank scripts in
+tests/mpi/ (run by tests/mpirun.py's `mpirun`). Each one parses, says in its docstring
+what it checks, and is run by some test module (or, for a helper, imported by a script;
+the `time_*` MPI scripts are tools, "Not a test")."""
+import ast
+import re
+
+import pytest
+from locations import TESTS
+
+SCRIPTS = sorted((TESTS / "sim").glob("*.py")) + sorted((TESTS / "mpi").glob("*.py"))
+# the text of every test module and shared test module (what could run a script)
+RUNNERS = "\n".join(p.read_text(encoding="utf-8") for p in TESTS.rglob("*.py")
+                    if p.parent.name not in ("sim", "mpi") and "fixtures" not in p.parts)
+
+
+@pytest.mark.parametrize("path", SCRIPTS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_script_parses_and_says_what_it_checks(path):
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    assert ast.get_docstring(tree), f"{path.name}: add a docstring saying what it checks"
+
+
+@pytest.mark.parametrize("path", SCRIPTS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_script_is_run_by_a_test(path):
+    if path.stem.startswith("time_"):
+        assert "Not a test" in path.read_text(encoding="utf-8")
+        return
+    folder = path.parent
+    imported = any(re.search(rf"^(from|import) {path.stem}\b", p.read_text(encoding="utf-8"),
+                             re.M) for p in folder.glob("*.py") if p != path)
+    named = (f'run_sim("{path.stem}"' in RUNNERS if folder.name == "sim"
+             else f"tests/mpi/{path.name}" in RUNNERS or f'mpirun("{path.stem}"' in RUNNERS)
+    assert named or imported, f"{path} is run by no test: delete it or run it"
