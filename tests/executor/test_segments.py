@@ -239,6 +239,7 @@ def test_exit_during_a_background_compile_is_clean():
         import numpy as np
         import numbaflow as paddle, numbaflow.static as static
         from numbaflow.executor.plan import HOT_RUNS
+        from numbaflow.executor.executor import cached_plans
         main, startup = static.Program(), static.Program()
         with static.program_guard(main, startup):
             h = static.data("x", [None, 8], "float32")

@@ -4,59 +4,11 @@ whose gradient is taken trains on CUDAPlace(0) as on the CPU (losses, loop resul
 parameters). The control-flow ops run their CPU kernels on host copies of the device
 arrays (`host_staged`; one host buffer per device array, so the loop's in-place loop
 variables stay one buffer); the ops around them run their CUDA kernels."""
-import os
-import subprocess
-import sys
-import textwrap
-
 import pytest
-
-SCRIPT = textwrap.dedent("""
-    import numpy as np
-    import numbaflow as paddle
-    import numbaflow.static as static
-    from numbaflow.utils import unique_name
-
-    def build():
-        main, startup = static.Program(), static.Program()
-        with static.program_guard(main, startup), unique_name.guard():
-            x = static.data("x", [None, 3], "float32")
-            h = static.nn.fc(x, 4)
-            y = static.nn.cond(paddle.mean(x) > 0, lambda: h * 2.0, lambda: paddle.exp(h * 0.5))
-            z, n = static.nn.while_loop(lambda z, n: n < 3,
-                                        lambda z, n: [paddle.tanh(z) * 0.9 + 0.5, n + 1],
-                                        [y, paddle.full([1], 0, "int64")])
-            loss = paddle.mean(z * z)
-            paddle.optimizer.SGD(learning_rate=0.5).minimize(loss)
-        return main, startup, loss, z, n
-
-    results = {}
-    for place in (paddle.CPUPlace(), paddle.CUDAPlace(0)):
-        paddle.seed(1)
-        main, startup, loss, z, n = build()
-        scope = static.Scope()
-        exe = static.Executor(place)
-        exe.run(startup, scope=scope)
-        outs = []
-        for v in (1.0, -1.0, 0.5):
-            xv = np.full((2, 3), v, "float32") + np.arange(6, dtype="float32").reshape(2, 3) * 0.1
-            outs.append(exe.run(main, feed={"x": xv}, fetch_list=[loss, z, n], scope=scope))
-        results[type(place).__name__] = (outs, scope.get("fc_0.w_0"))
-    (co, cw), (go, gw) = results["CPUPlace"], results["CUDAPlace"]
-    for a, b in zip(co, go):
-        for p, q in zip(a, b):
-            np.testing.assert_allclose(q, p, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(gw, cw, rtol=1e-5, atol=1e-7)
-    print("ok")
-""")
+from simulator import run_sim
 
 
 @pytest.mark.gpu
 @pytest.mark.slow
-def test_cond_and_while_train_on_simulated_cuda_place_as_on_cpu(tmp_path):
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1",
-               NUMBAFLOW_CACHE_DIR=os.environ.get("NUMBAFLOW_CACHE_DIR", str(tmp_path)))
-    r = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True,
-                       timeout=600)
-    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), \
-        r.stdout[-3000:] + r.stderr[-3000:]
+def test_cond_and_while_train_on_simulated_cuda_place_as_on_cpu():
+    assert run_sim("control_flow").stdout.strip().endswith("ok")
