@@ -187,6 +187,7 @@ print("ok")
 """
 
 
+@pytest.mark.slow
 def test_a_program_runs_on_a_full_numba_cache(tmp_path):
     env = dict(os.environ, NUMBAFLOW_CACHE_DIR=str(tmp_path / "kernels"),
                NUMBA_CACHE_DIR=str(tmp_path / "numba"))
