@@ -9,12 +9,11 @@ dp/grad_sync     under `mpiexec -n 2`: the MLP's gradients (w, b of every layer,
                  each call after a barrier; times are rank 0's, as in PERF_ANCHORS W6.
 dp/<m>_scaling   weak scaling of the MLP, CNN, GPT, ResNet-20 and GPT d512 training steps of
                  models.py (batch per rank fixed, 1 thread per rank): one plain process vs
-                 `mpiexec -n 2`, each
-                 running the same `CompiledProgram.with_data_parallel` on one place; the
-                 two alternate for 3 rounds and the spread of the efficiency is reported.
-                 For the MLP a hand-written numpy step (+ one mpi4py Allreduce of the flat
-                 gradient on 2 ranks) in the same children is the baseline of PERF_ANCHORS
-                 W7. Steps are timed one by one after a warm-up; the slower rank's counts.
+                 `mpiexec -n 2`, each running the same `CompiledProgram.with_data_parallel`
+                 on one place; the two alternate for 3 rounds and the spread of the
+                 efficiency is reported. For the MLP a hand-written numpy step (+ one
+                 mpi4py Allreduce of the flat gradient on 2 ranks) in the same children is
+                 the baseline of PERF_ANCHORS W7. Steps are timed one by one after a warm-up; the slower rank's counts.
 
 A child prints one `MARK` + JSON line (rank 0); `report(cfg)` runs the children and turns
 those lines into rows, like compile/mlp_train.
@@ -300,8 +299,8 @@ def scaling_report(name, model, cfg):
     args = {"row": "scaling", "model": model, "sizes": s["sizes"], "batch": s["batch"],
             "warmup": warmup, "steps": n}
     big = model in ("resnet20", "gpt_medium")
-    rounds = [(run_child(args, 1, s["timeout"] * (4 if big else 1)),
-               run_child(args, 2, s["timeout"] * (4 if big else 1)))
+    timeout = s["timeout"] * (4 if big else 1)
+    rounds = [(run_child(args, 1, timeout), run_child(args, 2, timeout))
               for _ in range(min(s["rounds"], 3) if big else s["rounds"])]
     rows = []
     for key in rounds[0][0]:

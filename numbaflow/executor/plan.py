@@ -158,9 +158,9 @@ class Plan:
         self.arrays = [bufs[v] for v in bufs if v.is_tensor_array and v not in self.feed_vars]
         self.thunks = [self._bind_op(i) for i in range(len(self.ops))]
         check = config.check_nan_inf()
-        # every persistable the run writes (fed ones included) is backed up at the start
-        # of the run and restored if it ends by any exception: Ctrl-C can land after the
-        # last op that may fail, in the middle of the optimizer's updates
+        # what the run writes up to its last op that may fail (fed persistables included)
+        # is backed up at the start of the run and restored if it ends by any exception;
+        # the tail after that op runs with signals held back (module docstring)
         host = isinstance(backend, HostBackend)
         self._tail = len(self.ops) if not host or check else tail_start(self.ops)
         self._early = self._backups(self._persistables_written(self._tail))
@@ -369,8 +369,9 @@ class Plan:
             for _ in range(iterations):
                 self.scheduler.run(self.thunks)
         elif self.units is not None:
+            # units hold the ops in program order: the first reaching the tail starts the hold
             hold_at = None if self._defer_at is None else next(
-                n for n, unit in enumerate(self.units) if max(unit.ops) >= self._defer_at)
+                n for n, unit in enumerate(self.units) if unit.ops[-1] >= self._defer_at)
             if len(self.units) == 1:
                 if iterations == 1:
                     if hold_at is not None:

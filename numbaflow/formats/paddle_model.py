@@ -333,16 +333,6 @@ def _declare_vars(block, block_desc, path):
         v.is_tensor_array = array
 
 
-class _Seen:
-    """`name in _Seen(block)`: the variable resolves from `block`."""
-
-    def __init__(self, block):
-        self.block = block
-
-    def __contains__(self, name):
-        return self.block.find_var_recursive(name) is not None
-
-
 class _OpReader:
     """Appends the ops of a ProgramDesc's blocks to `program`: a block's ops in order, a
     control-flow op's sub-block (`sub_block` attribute) read just before that op, so its
@@ -380,7 +370,7 @@ class _OpReader:
                 table[col] = names[0]
                 continue
             op = paddle_xshape.from_paddle(_fold_constants(op, self.constants), self.xshapes,
-                                           _Seen(block), where)
+                                           block, where)
             self.append(block, i, op, where)
         self.state[idx] = "read"
 

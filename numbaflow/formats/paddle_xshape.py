@@ -25,13 +25,12 @@ def _args(slots, parameter):
     return next((list(v.arguments) for v in slots if v.parameter == parameter), [])
 
 
-def from_paddle(op, written_by, declared, where):
-    """`op` (an OpDesc) as numbaflow reads it: a gradient op's XShape input replaced by the
-    X of the op that wrote it (`written_by`: {XShape name: X name}, filled here from the
-    forward ops as they come) or, where Paddle's pruning dropped that output (it keeps the
-    gradient op's XShape), by the variable whose gradient the op writes (Paddle names
-    X's gradient X@GRAD...; `declared`: the block's variable names); transpose2_grad
-    turned into transpose2."""
+def from_paddle(op, written_by, block, where):
+    """`op` (an OpDesc of `block`) as numbaflow reads it: a gradient op's XShape input
+    replaced by the X of the op that wrote it (`written_by`: {XShape name: X name}, filled
+    here from the forward ops as they come) or, where Paddle's pruning dropped that output
+    (it keeps the gradient op's XShape), by the variable whose gradient the op writes
+    (Paddle names X's gradient X@GRAD...); transpose2_grad turned into transpose2."""
     if op.type in OPS:
         xshape, x = _args(op.outputs, "XShape"), _args(op.inputs, "X")
         if xshape and x:
@@ -52,7 +51,7 @@ def from_paddle(op, written_by, declared, where):
         return new
     dx = _args(op.outputs, "X@GRAD")
     x = written_by.get(xshape[0]) or (dx and dx[0].split("@GRAD")[0])
-    if not x or x not in declared:
+    if not x or block.find_var_recursive(x) is None:
         raise FileFormatError(f"{where}: its XShape {xshape[0]!r} is written by no earlier "
                               f"{GRADS[op.type]} op and its X@GRAD {dx} names no variable, "
                               f"so the input's shape is unknown")

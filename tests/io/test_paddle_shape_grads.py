@@ -83,4 +83,4 @@ def test_an_xshape_with_no_known_input_is_refused_by_name():
     op.inputs.add(parameter="Out@GRAD", arguments=["y@GRAD"])
     op.outputs.add(parameter="X@GRAD", arguments=["gone@GRAD"])
     with pytest.raises(FileFormatError, match="lost.xshape.*gone@GRAD"):
-        paddle_xshape.from_paddle(op, {}, {"y@GRAD"}, "op 3")
+        paddle_xshape.from_paddle(op, {}, static.Program().global_block(), "op 3")
