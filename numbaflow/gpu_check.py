@@ -39,26 +39,6 @@ def _rows_dir():
     return d if (d / "op_rows" / "__init__.py").exists() else None
 
 
-def _grad_inputs(gdef, arrays, fwd_out, rng):
-    """A grad op's inputs: the forward's inputs / outputs by slot, random `<out>@GRAD`
-    (the same rule as the simulator tests)."""
-    ins = {}
-    for s in gdef.inputs:
-        if s.name.endswith("@GRAD"):
-            ref = fwd_out.get(s.name[:-5])
-            if ref is None:
-                return None
-            mk = lambda a: rng.uniform(-1, 1, a.shape).astype(a.dtype)  # noqa: E731
-            ins[s.name] = [mk(a) for a in ref] if isinstance(ref, list) else mk(ref)
-        elif s.name in arrays:
-            ins[s.name] = arrays[s.name]
-        elif s.name in fwd_out:
-            ins[s.name] = fwd_out[s.name]
-        elif not s.optional:
-            return None
-    return ins
-
-
 def extra_cases():
     """(op, inputs, attrs) beyond the op table: several tiles and blocks, the big GEMM
     tiles, the SPEC GPU row's shapes and the MLP's products (nothing runs: size is free)."""
@@ -135,6 +115,7 @@ def trace_launches(rows_dir=None):
     untraced ops): launches [(dispatcher, argtypes)], problems ["what: error"]."""
     from .kernels import all_op_types, get_op_def, run_op
     from .kernels.registry import COLLECTIVE, GPU_ON_HOST, GPU_REFUSES, RANDOM
+    from .testing.op_test import grad_inputs
     launches, problems, traced = [], [], set()
     rng = np.random.default_rng(0)
 
@@ -169,7 +150,7 @@ def trace_launches(rows_dir=None):
                             out = attempt(f"{case.id}-{dtype}", lambda: run_op(
                                 case.op, arrays, case.attrs, device="gpu"))
                     traced.add(case.op)
-                    gins = out is not None and gdef and _grad_inputs(gdef, arrays, out, rng)
+                    gins = out is not None and gdef and grad_inputs(gdef, arrays, out, rng)
                     if gins:
                         attempt(f"{case.id}-{dtype} (grad)",
                                 lambda: run_op(gt, gins, case.attrs, device="gpu"))
@@ -178,7 +159,7 @@ def trace_launches(rows_dir=None):
             out = attempt(f"extra {op}", lambda: run_op(op, arrays, attrs, device="gpu"))
             gt = op + "_grad"
             if out is not None and gt in types:
-                gins = _grad_inputs(get_op_def(gt), arrays, out, rng)
+                gins = grad_inputs(get_op_def(gt), arrays, out, rng)
                 if gins:
                     attempt(f"extra {gt}", lambda: run_op(gt, gins, attrs, device="gpu"))
         for op in sorted(types):

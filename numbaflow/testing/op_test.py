@@ -148,6 +148,28 @@ def make_inputs(case, dtype="float64"):
             for slot, mk in case.inputs.items()}
 
 
+def grad_inputs(gdef, arrays, fwd_out, rng):
+    """The inputs of the grad op `gdef` (an OpDef) after a forward run: the forward's
+    inputs `arrays` and outputs `fwd_out` by slot, `<out>@GRAD` uniform in [-1, 1) from
+    `rng` with the output's shape; None when a slot it needs has no value. (The CUDA
+    simulator tests and the compile gate feed grad kernels this way.)"""
+    ins = {}
+    for s in gdef.inputs:
+        if s.name.endswith("@GRAD"):
+            ref = fwd_out.get(s.name[:-5])
+            if ref is None:
+                return None
+            mk = lambda a: rng.uniform(-1, 1, a.shape).astype(a.dtype)  # noqa: E731
+            ins[s.name] = [mk(a) for a in ref] if isinstance(ref, list) else mk(ref)
+        elif s.name in arrays:
+            ins[s.name] = arrays[s.name]
+        elif s.name in fwd_out:
+            ins[s.name] = fwd_out[s.name]
+        elif not s.optional:
+            return None
+    return ins
+
+
 def append_one_op(block, op_type, arrays, attrs, out_counts, grad_slots=()):
     """Append data variables for `arrays` and one `op_type` op to `block`.
 

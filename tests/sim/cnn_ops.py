@@ -10,7 +10,7 @@ from op_rows import load_all
 
 from numbaflow.kernels import get_op_def, run_op
 from numbaflow.kernels.registry import build_kernel
-from numbaflow.testing.op_test import make_inputs
+from numbaflow.testing.op_test import grad_inputs, make_inputs
 
 OPS = tuple(sys.argv[1:])        # the ops of tests/gpu/test_gpu_sim_nn.py's OPS
 checked, failures = [], []
@@ -36,23 +36,10 @@ def compare(label, op, arrays, attrs):
     return cpu
 
 
-def grad_inputs(gdef, arrays, fwd_out):
-    ins = {}
-    for s in gdef.inputs:
-        if s.name.endswith("@GRAD"):
-            ref = fwd_out[s.name[:-5]]
-            ins[s.name] = rng.uniform(-1, 1, ref.shape).astype(ref.dtype)
-        elif s.name in arrays:
-            ins[s.name] = arrays[s.name]
-        elif s.name in fwd_out:
-            ins[s.name] = fwd_out[s.name]
-    return ins
-
-
 def fwd_and_grad(label, op, arrays, attrs):
     out = compare(label, op, arrays, attrs)
     compare(label + " (grad)", op + "_grad", grad_inputs(get_op_def(op + "_grad"), arrays,
-                                                         out), attrs)
+                                                         out, rng), attrs)
 
 
 for case in load_all():

@@ -8,7 +8,7 @@ import numpy as np
 from op_rows import load_all
 
 from numbaflow.kernels import all_op_types, get_op_def, run_op
-from numbaflow.testing.op_test import make_inputs
+from numbaflow.testing.op_test import grad_inputs, make_inputs
 
 
 class OpComparison:
@@ -43,31 +43,12 @@ class OpComparison:
         self.checked += 1
         return cpu
 
-    def grad_inputs(self, grad_op, arrays, fwd_out):
-        """The slots of `grad_op`: the forward's inputs and outputs by name, `<out>@GRAD`
-        random of the output's shape; None when a needed slot has no value."""
-        ins = {}
-        for s in get_op_def(grad_op).inputs:
-            if s.name.endswith("@GRAD"):
-                ref = fwd_out.get(s.name[:-5])
-                if ref is None:
-                    return None
-                mk = lambda a: self.rng.uniform(-1, 1, a.shape).astype(a.dtype)  # noqa: E731
-                ins[s.name] = [mk(a) for a in ref] if isinstance(ref, list) else mk(ref)
-            elif s.name in arrays:
-                ins[s.name] = arrays[s.name]
-            elif s.name in fwd_out:
-                ins[s.name] = fwd_out[s.name]
-            elif not s.optional:
-                return None
-        return ins
-
     def compare_grad(self, label, op, arrays, fwd_out, attrs):
         """Compare `<op>_grad` too, when it exists and has a GPU kernel."""
         grad_op = op + "_grad"
         if grad_op not in self.types or get_op_def(grad_op).gpu is None:
             return
-        ins = self.grad_inputs(grad_op, arrays, fwd_out)
+        ins = grad_inputs(get_op_def(grad_op), arrays, fwd_out, self.rng)
         if ins:
             self.compare(label + " grad", grad_op, ins, attrs)
 
