@@ -91,10 +91,14 @@ def test_three_training_steps_give_paddles_losses(name, paddle_runs):
 #   -6.4e-6, which switches off that element's gradient (1.7e-3, a fifth of the largest).
 #   `tools/vision_rounding.py resnet18` prints every step-1 tensor's two errors and finds it.
 #   Batch norm, SGD and the kernels match (batch_norm_grad and conv2d_grad each equal a
-#   float64 numpy reference to 4e-7 at these shapes). A run with 1 or 2 threads moves the
-#   losses by < 1e-6, so the margins below are 2x-10x what was measured.
+#   float64 numpy reference to 4e-7 at these shapes).
+# - The thread count changes the order of the sums. It moves lenet, resnet18 and
+#   mobilenet_v2 by < 1e-6, but mobilenet_v1's step 3 (float32's own error there is 1e-2)
+#   from 2.2971 (1 thread) to 2.3076 (2), 2.2982 (3), 2.3249 (4): that step can only be
+#   held to float32's error, and the float64 check below is what keeps it honest.
+# The margins below are 2x-10x what was measured.
 STEP_RTOL = {"lenet": [1e-5, 1e-5], "resnet18": [2e-3, 2e-2], "mobilenet_v2": [1e-5, 2e-3],
-             "mobilenet_v1": [5e-5, 5e-4]}
+             "mobilenet_v1": [5e-5, 2e-2]}
 
 
 NAMES_ONLY = {
