@@ -18,6 +18,7 @@ import atexit
 import ctypes
 import fcntl
 import os
+import select
 import signal
 import stat
 import sys
@@ -31,6 +32,7 @@ CLEAN = b"c"       # the child left through Python's exit path
 ABORT = b"a"       # the child is aborting the job and has reported why
 
 FORWARD_BOUND = 10.0   # seconds at most that an abort waits for its report to be read
+ABORT_BOUND = FORWARD_BOUND + 10.0     # from its ABORT mark to the end of a rank
 _SUPERVISED = config.SUPERVISED_VAR     # set in a supervised rank (its supervisor's pid)
 _FORWARD = ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
 _marker_fd = None
@@ -84,18 +86,13 @@ def _die_with_parent():
 def _wait(pid, read_fd, tag):
     for name in _FORWARD:
         signal.signal(getattr(signal, name), lambda signum, frame: _forward(pid, signum))
-    while True:
-        try:
-            _, status = os.waitpid(pid, 0)
-            break
-        except ChildProcessError:
-            os._exit(1)
-    marks = b""
-    try:
-        os.set_blocking(read_fd, False)
-        marks = os.read(read_fd, 64)
-    except OSError:
-        pass
+    marks, status = _marks_until_exit(pid, read_fd)
+    if status is None:      # stuck inside its abort: end it, and the job, from here
+        _say(tag, f"this rank did not end within {ABORT_BOUND:g} s of starting to abort the "
+                  f"job (stuck in MPI_Abort); killed it")
+        _forward(pid, signal.SIGKILL)
+        _abort_job(1)
+        os._exit(1)
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         if ABORT not in marks:
@@ -109,6 +106,39 @@ def _wait(pid, read_fd, tag):
               f"finishing: no Python exit handler ran")
     _abort_job(code or 1)
     os._exit(code or 1)
+
+
+def _marks_until_exit(pid, read_fd):
+    """(the marks the child wrote, its wait status) once it has ended; status None when
+    it marked ABORT and did not end within ABORT_BOUND. MPI_Abort runs holding the GIL
+    and does not always return (it may block in the network layer while tearing down a
+    connection to a host that is gone), so no thread of the rank can bound it: this
+    process, which only waits, does."""
+    marks, deadline, closed = b"", None, False
+    os.set_blocking(read_fd, False)
+    while True:
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            os._exit(1)
+        try:
+            got = os.read(read_fd, 64)
+            marks += got
+            closed = not got
+        except OSError:          # nothing written yet
+            pass
+        if done:
+            return marks, status
+        if deadline is None and ABORT in marks:
+            deadline = time.monotonic() + ABORT_BOUND
+        if deadline is not None and time.monotonic() > deadline:
+            return marks, None
+        # woken by a mark or by the child's exit closing the pipe; a process the rank
+        # forked may hold the pipe open after it, hence the timeout
+        if closed:
+            time.sleep(0.05)
+        else:
+            select.select([read_fd], [], [], 0.5)
 
 
 def _abort_job(code):

@@ -5,6 +5,7 @@ are removed by the fixture's finalizer."""
 import os
 import re
 import signal
+import subprocess
 import threading
 import time
 
@@ -72,8 +73,9 @@ def _wait(p):
     t = time.perf_counter()
     try:
         p.wait(timeout=BOUND)
-    except Exception:
-        pytest.fail(f"the job did not end within {BOUND} s")
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        pytest.fail(f"the job did not end within {BOUND} s; its stderr:\n{p.stderr.read()}")
     return p.returncode, p.stderr.read(), time.perf_counter() - t
 
 

@@ -16,6 +16,7 @@ from mpirun import ROOT
 from mpirun import mpirun as run_mpi
 
 from numbaflow.distributed.faults import DEFAULT_TIMEOUT, collective_timeout, describe
+from numbaflow.distributed.supervisor import ABORT_BOUND
 
 
 MPI_DIR = ROOT / "tests" / "mpi"
@@ -74,6 +75,18 @@ def test_a_failing_rank_ends_the_job_naming_rank_and_cause(monkeypatch, mode):
     for text in says:
         assert any(text in line for line in lines), (text, p.stderr)
     assert any("aborting the MPI job" in line for line in lines), p.stderr
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+def test_a_rank_stuck_in_mpi_abort_is_ended_by_its_supervisor(monkeypatch):
+    p, seconds, _ = run_fault(monkeypatch, "abort_stuck")
+    assert p.returncode != 0, (p.returncode, p.stdout, p.stderr)
+    assert ABORT_BOUND <= seconds < ABORT_BOUND + BOUND, (seconds, p.stderr)
+    said = [line for line in p.stderr.splitlines() if line.startswith("[rank 1/2] ")]
+    assert any("RuntimeError: rank 1 failed at step 3" in line for line in said), p.stderr
+    assert any(f"did not end within {ABORT_BOUND:g} s" in line and "killed it" in line
+               for line in said), p.stderr
 
 
 @pytest.mark.mpi

@@ -4,6 +4,7 @@ with more, the MPI calls run on the group's communication thread) for far more s
 than the test waits, and rank 1 fails as MODE says once it has taken 3 steps:
 
   raise    - an unhandled exception           exit0 / exit3 - sys.exit(0) / sys.exit(3)
+  abort_stuck - an unhandled exception, and the rank's MPI_Abort never returns
   fewer    - stops taking steps; its script ends normally
   hang     - stops taking steps and blocks forever (run with NUMBAFLOW_COLLECTIVE_TIMEOUT)
   os_exit0 / os_exit1 - os._exit(0) / os._exit(1), from a thread, during a step
@@ -93,9 +94,19 @@ for step in range(steps):
         say(f"CAUGHT {rank}: {str(e)[:80]}")
     if rank != 1 or step != 2:
         continue
-    if mode in ("raise", "exit0", "exit3", "fewer", "hang", "sleep"):
+    if mode in ("raise", "abort_stuck", "exit0", "exit3", "fewer", "hang", "sleep"):
         fault_now()
-    if mode == "raise":
+    if mode == "abort_stuck":
+        from mpi4py import MPI
+
+        class StuckWorld:
+            """MPI_Abort blocked in native code (holding the GIL: no thread can help)."""
+            def Abort(self, code):
+                signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM, signal.SIGINT])
+                while True:
+                    time.sleep(1)
+        MPI.COMM_WORLD = StuckWorld()
+    if mode in ("raise", "abort_stuck"):
         raise RuntimeError("rank 1 failed at step 3")
     if mode in ("exit0", "exit3"):
         sys.exit(int(mode[-1]))
