@@ -32,6 +32,7 @@ import numpy as np
 from numba import njit
 
 from ..gpu.host_staged import host_staged
+from ..math.gemm_cpu import blas_scalars, gemm_call
 from ..registry import NO_GRAD, RANDOM, OpDef, Slot, VarInfo, register_op
 
 MODES = {"LSTM": 0, "GRU": 1, "RNN_TANH": 2, "RNN_RELU": 3}
@@ -93,17 +94,19 @@ def _recurrence(xw, w_hh, b_hh, h, c, lens, reverse, mode, y, states, act):
 
 
 @njit(**_JIT)
-def _recurrence_grad(w_hh, states, act, lens, reverse, mode, dy, dh, dc, dxw, dw_hh, db_hh):
+def _recurrence_grad(w_hh, states, act, lens, reverse, mode, dy, dh, dc, dxw, dhw_all):
     """Backpropagation through time for one layer and direction: walks the steps in the
     reverse of the forward's order. dh, dc (B, H) enter as the final state's gradient and
-    leave as the initial state's. Writes dxw (T, B, G*H), the gradient of X W_ih^T + b_ih;
-    accumulates dw_hh (G*H, H) and db_hh (G*H,)."""
+    leave as the initial state's. Writes dxw (T, B, G*H), the gradient of X W_ih^T + b_ih,
+    and (GRU only: the other modes pass dxw itself, the same values) dhw_all (T, B, G*H),
+    that of h' W_hh^T + b_hh, from which the caller forms W_hh's gradient as one GEMM over
+    every step: 64 per-step (G*H, B) x (B, H) products ran at a small GEMM's speed."""
     T, B, GH = dxw.shape
     H = dh.shape[1]
-    dhw = np.zeros((B, GH), dh.dtype)     # gradient of h' W_hh^T + b_hh
     direct = np.empty_like(dh)            # dh' not through W_hh
     for s in range(T):
         t = s if reverse else T - 1 - s
+        dhw = dhw_all[t]
         for b in range(B):
             if t >= lens[b]:              # frozen state: its gradient passes unchanged
                 dxw[t, b] = 0.0
@@ -122,8 +125,6 @@ def _recurrence_grad(w_hh, states, act, lens, reverse, mode, dy, dh, dc, dxw, dw
                     dxw[t, b, H + j] = dct * states[1, t, b, j] * f * (1.0 - f)
                     dxw[t, b, 2 * H + j] = dct * i * (1.0 - g * g)
                     dxw[t, b, 3 * H + j] = d * tc * o * (1.0 - o)
-                    for k in range(4):
-                        dhw[b, k * H + j] = dxw[t, b, k * H + j]
                     dc[b, j] = dct * f
                     direct[b, j] = 0.0
                 elif mode == 1:
@@ -139,13 +140,18 @@ def _recurrence_grad(w_hh, states, act, lens, reverse, mode, dy, dh, dc, dxw, dw
                     hn = act[t, b, j]
                     da = d * (1.0 - hn * hn) if mode == 2 else (d if hn > 0.0 else 0.0)
                     dxw[t, b, j] = da
-                    dhw[b, j] = da
                     direct[b, j] = 0.0
-        dw_hh += np.dot(dhw.T, states[0, t])
-        for b in range(B):
-            for k in range(GH):
-                db_hh[k] += dhw[b, k]
         dh[:, :] = direct + np.dot(dhw, w_hh)
+
+
+def _matmul(a, b, ta=False, tb=False):
+    """op(a) @ op(b) (op(a) = a.T when `ta`) over the op's thread budget: numpy's `@` runs
+    the BLAS at the one thread the process allows it (executor/threads.py), and the
+    input-projection and weight-gradient products are most of this op's work."""
+    out = np.empty((a.shape[1] if ta else a.shape[0], b.shape[0] if tb else b.shape[1]),
+                   np.result_type(a, b))
+    gemm_call(a, b, out, ta, tb, blas_scalars(out.dtype))()
+    return out
 
 
 # ---------------------------------------------------------------- layout
@@ -227,7 +233,9 @@ class _RnnRun:
             y = out if l == lay.L - 1 else np.empty((T, B, D * H), x.dtype)
             for d, (states, act) in enumerate(dirs):
                 w_ih, w_hh, b_ih, b_hh = lay.weights(wl, l, d)
-                xw = (x.reshape(T * B, -1) @ w_ih.T + b_ih).reshape(T, B, -1)
+                xw = _matmul(x.reshape(T * B, -1), w_ih, tb=True)
+                xw += b_ih
+                xw = xw.reshape(T, B, -1)
                 k = l * D + d
                 h = pre[0][k].copy()
                 c = pre[1][k].copy() if lay.mode == "LSTM" else np.zeros_like(h)
@@ -269,15 +277,17 @@ class _RnnGradRun:
                 dh = dstate[0][k].copy()
                 dc = dstate[1][k].copy() if lay.mode == "LSTM" else np.zeros_like(dh)
                 dxw = np.empty((T, B, lay.G * H), x.dtype)
-                dw_hh[...] = 0.0
-                db_hh[...] = 0.0
+                dhw = np.empty_like(dxw) if lay.mode == "GRU" else dxw
                 _recurrence_grad(w_hh, states, act, lens, d == 1, MODES[lay.mode],
                                  np.ascontiguousarray(dy[:, :, d * H:(d + 1) * H]), dh, dc,
-                                 dxw, dw_hh, db_hh)
+                                 dxw, dhw)
+                dhw2 = dhw.reshape(T * B, -1)
+                dw_hh[...] = _matmul(dhw2, states[0].reshape(T * B, H), ta=True)
+                db_hh[...] = dhw2.sum(axis=0)
                 dxw2 = dxw.reshape(T * B, -1)
-                dw_ih[...] = dxw2.T @ x.reshape(T * B, -1)
+                dw_ih[...] = _matmul(dxw2, x.reshape(T * B, -1), ta=True)
                 db_ih[...] = dxw2.sum(axis=0)
-                dx += (dxw2 @ w_ih).reshape(dx.shape)
+                dx += _matmul(dxw2, w_ih).reshape(dx.shape)
                 dpre[0][k] = dh
                 if lay.mode == "LSTM":
                     dpre[1][k] = dc
