@@ -242,25 +242,35 @@ def write_md(path, rows, machine, quick):
 
 # ------------------------------------------------------------------ comparison
 def compare(new_rows, old_rows, threshold):
-    """[(row key, old median, new median, change)] for the rows in both runs, and whether
-    any subject became slower by more than `threshold` (0.1 = 10%)."""
+    """[(row, old row, change, bad)] for the rows in both runs, and whether any subject
+    became slower by more than `threshold` (0.1 = 10%). A row with a baseline measured in
+    the same run compares its ratio to it, since absolute times move with the machine (the
+    development VM's speed varied 2.3x between two days); a row without one, its time."""
     old = {(r.case, r.subject, r.baseline): r for r in old_rows if r.t_subject is not None}
     out, regressed = [], False
     for r in new_rows:
         o = old.get((r.case, r.subject, r.baseline))
         if o is None or r.t_subject is None:
             continue
-        change = r.t_subject.median / o.t_subject.median
+        change = _measure(r) / _measure(o)
         bad = change > 1 + threshold
         regressed |= bad
         out.append((r, o, change, bad))
     return out, regressed
 
 
+def _measure(r):
+    """What `compare` compares: the row's ratio to its baseline, else its median time."""
+    return r.t_subject.median / (r.t_baseline.median if r.t_baseline else 1.0)
+
+
+def _shown(r):
+    return f"{_measure(r):.2f}x" if r.t_baseline else fmt_time(r.t_subject.median)
+
+
 def format_compare(pairs, threshold):
     from tabulate import tabulate
-    body = [[r.case, r.subject, r.baseline, fmt_time(o.t_subject.median),
-             fmt_time(r.t_subject.median), f"{change:.2f}x",
+    body = [[r.case, r.subject, r.baseline, _shown(o), _shown(r), f"{change:.2f}x",
              "REGRESSION" if bad else ("faster" if change < 1 - threshold else "")]
             for r, o, change, bad in pairs]
     return tabulate(body, ["case", "numbaflow", "vs", "old", "new", "new/old", ""],

@@ -103,6 +103,18 @@ def test_compare_flags_a_regression_beyond_the_threshold():
     assert not report.compare(new, old, 0.30)[1]
 
 
+def test_compare_reads_ratios_so_a_slower_machine_is_not_a_regression():
+    old, new = _rows(), _rows()
+    for r in new[:2]:   # everything 2.3x slower, numbaflow and the peer alike (row 3: skipped)
+        r.t_subject = Timing(r.t_subject.median * 2.3, r.t_subject.min * 2.3, 0, 15)
+        r.t_baseline = Timing(r.t_baseline.median * 2.3, r.t_baseline.min * 2.3, 0, 15)
+    pairs, regressed = report.compare(new, old, 0.10)
+    assert not regressed and [round(c, 6) for _, _, c, _ in pairs] == [1.0, 1.0]
+    new[0].t_baseline = Timing(0.008, 0.0075, 0.002, 15)     # only numbaflow got slower
+    assert report.compare(new, old, 0.10)[1]
+    assert "2.88x" in report.format_compare(report.compare(new, old, 0.10)[0], 0.10)
+
+
 @pytest.fixture
 def records(tmp_path):
     met = _rows()[1:]
