@@ -95,3 +95,23 @@ def test_a_run_leaves_the_blas_at_one_thread():
     exe.run(main, feed={"x": np.ones((2, 4), np.float32)}, fetch_list=[out])
     blas = [i for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"]
     assert blas and all(i["num_threads"] == 1 for i in blas), blas
+
+
+@pytest.mark.parametrize("ta,tb", [(True, False), (False, False), (False, True)])
+def test_a_long_inner_dimension_is_summed_in_fixed_chunks(workers, ta, tb):
+    """k >= SPLIT_K_RATIO x the output's sides (a weight gradient over a batch): the sum
+    over k is split into SPLIT_K_CHUNKS claimed slices; the result equals numpy's and is
+    the same to the bit at 1, 2 and 3 workers (the chunks do not depend on them)."""
+    m, n, k = 21, 40, 4099          # k * m * n above GEMM_PARALLEL_MIN
+    assert k >= gemm_cpu.SPLIT_K_RATIO * max(m, n) and m * n * k >= gemm_cpu.GEMM_PARALLEL_MIN
+    a = RNG.standard_normal((k, m) if ta else (m, k)).astype(np.float32)
+    b = RNG.standard_normal((n, k) if tb else (k, n)).astype(np.float32)
+    got = []
+    for T in (1, 2, 3):
+        workers(T)
+        out = np.full((m, n), np.nan, np.float32)
+        gemm_call(a, b, out, ta, tb, blas_scalars(out.dtype))()
+        np.testing.assert_allclose(out, _op(a, ta).astype(np.float64) @ _op(b, tb),
+                                   rtol=1e-4, atol=1e-3)
+        got.append(out)
+    assert all((g == got[0]).all() for g in got[1:])

@@ -15,6 +15,7 @@ import numba
 import numpy as np
 from numba import njit, types
 
+from ..registry import run_calls
 from ..workshare import bind_workers, claim
 
 SMALL_GEMM = 4096     # m*n*k up to which a plain loop beats the BLAS call's fixed cost
@@ -141,11 +142,50 @@ def batched_gemm_worker(x, y, out, ix, iy, tx, ty, ab, counter):
         b = claim(counter)
 
 
+# A product whose inner dimension k is SPLIT_K_RATIO x its largest output side or more (a
+# weight gradient X^T @ dOut over a batch of rows) sums SPLIT_K_CHUNKS partial products over
+# slices of k, each claimed by a worker, instead of splitting its small output: 1.2-2.4x
+# faster on the GPT's fc gradients (2048 and 8192 rows x 65-512 x 128-512; 2 threads). The
+# chunks are fixed, so the order of the sum, hence the result, does not depend on the threads.
+SPLIT_K_RATIO = 4
+SPLIT_K_CHUNKS = 4
+
+
+@njit(nogil=True, cache=True)
+def split_k_worker(a, b, part, ta, tb, ab, counter):
+    """A worker of part[c] = op(a)[:, slice c of k] @ op(b)[slice c of k, :], claiming c."""
+    k = a.shape[0] if ta else a.shape[1]
+    chunks = part.shape[0]
+    size = -(-k // chunks)
+    c = claim(counter)
+    while c < chunks:
+        lo, hi = min(k, c * size), min(k, c * size + size)
+        if hi == lo:
+            part[c][:, :] = 0
+        else:
+            gemm(a[lo:hi] if ta else a[:, lo:hi], b[:, lo:hi] if tb else b[lo:hi], part[c],
+                 ta, tb, ab)
+        c = claim(counter)
+
+
+@njit(nogil=True, cache=True)
+def sum_parts(part, out):
+    """out = part[0] + part[1] + ... in that order."""
+    out[:, :] = part[0]
+    for c in range(1, part.shape[0]):
+        out += part[c]
+
+
 def gemm_call(a, b, out, ta, tb, ab):
     """The call computing out = op(a) @ op(b) (see gemm): over the threads when large."""
     m, n = out.shape
     k = a.shape[0] if ta else a.shape[1]
     T = gemm_threads(m, n, k, 1, numba.get_num_threads())
+    if k >= SPLIT_K_RATIO * max(m, n) and m * n * k >= GEMM_PARALLEL_MIN:
+        part = np.empty((SPLIT_K_CHUNKS, m, n), out.dtype)
+        workers = bind_workers(split_k_worker, (a, b, part, ta, tb, ab),
+                               [()] * min(T, SPLIT_K_CHUNKS))
+        return functools.partial(run_calls, (workers, functools.partial(sum_parts, part, out)))
     if T == 1:
         return functools.partial(gemm, a, b, out, ta, tb, ab)
     return bind_workers(gemm_worker, (a, b, out, ta, tb, ab, block_size(max(m, n), T)), [()] * T)
