@@ -144,12 +144,14 @@ def _recurrence_grad(w_hh, states, act, lens, reverse, mode, dy, dh, dc, dxw, dh
         dh[:, :] = direct + np.dot(dhw, w_hh)
 
 
-def _matmul(a, b, ta=False, tb=False):
-    """op(a) @ op(b) (op(a) = a.T when `ta`) over the op's thread budget: numpy's `@` runs
-    the BLAS at the one thread the process allows it (executor/threads.py), and the
-    input-projection and weight-gradient products are most of this op's work."""
-    out = np.empty((a.shape[1] if ta else a.shape[0], b.shape[0] if tb else b.shape[1]),
-                   np.result_type(a, b))
+def _matmul(a, b, ta=False, tb=False, out=None):
+    """op(a) @ op(b) (op(a) = a.T when `ta`), into `out` when given (C-contiguous), over the
+    op's thread budget: numpy's `@` runs the BLAS at the one thread the process allows it
+    (executor/threads.py), and the input-projection and weight-gradient products are most
+    of this op's work."""
+    if out is None:
+        out = np.empty((a.shape[1] if ta else a.shape[0], b.shape[0] if tb else b.shape[1]),
+                       np.result_type(a, b))
     gemm_call(a, b, out, ta, tb, blas_scalars(out.dtype))()
     return out
 
@@ -282,10 +284,10 @@ class _RnnGradRun:
                                  np.ascontiguousarray(dy[:, :, d * H:(d + 1) * H]), dh, dc,
                                  dxw, dhw)
                 dhw2 = dhw.reshape(T * B, -1)
-                dw_hh[...] = _matmul(dhw2, states[0].reshape(T * B, H), ta=True)
+                _matmul(dhw2, states[0].reshape(T * B, H), ta=True, out=dw_hh)
                 db_hh[...] = dhw2.sum(axis=0)
                 dxw2 = dxw.reshape(T * B, -1)
-                dw_ih[...] = _matmul(dxw2, x.reshape(T * B, -1), ta=True)
+                _matmul(dxw2, x.reshape(T * B, -1), ta=True, out=dw_ih)
                 db_ih[...] = dxw2.sum(axis=0)
                 dx += _matmul(dxw2, w_ih).reshape(dx.shape)
                 dpre[0][k] = dh
