@@ -1,0 +1,47 @@
+"""Paddle 2.6.2's documented examples of every Layer and functional of issue 28 (the layer zoo,
+every activation Layer, the loss layers, conv1d ... silu), run in numbaflow with only the import
+changed, through the static rewrite both frameworks share (tests/paddle_static_rewrite.py),
+against what real Paddle gives for the same rewritten code
+(tests/fixtures/make_paddle_layer_examples.py): every Variable the example binds has Paddle's
+shape and dtype, and Paddle's values (random draws and random initializers are seeded numpy
+draws fed to both), except where a random op of the program itself draws them (dropout)."""
+import json
+
+import numpy as np
+import pytest
+
+import numbaflow
+from locations import TESTS
+from paddle_static_rewrite import run
+
+pytestmark = pytest.mark.usefixtures("fresh_graph_state")
+HERE = TESTS / "fixtures" / "paddle_layer_examples"
+PADDLE = json.loads((HERE / "results.json").read_text(encoding="utf-8"))
+VALUES = np.load(HERE / "values.npz")
+# Variables drawn by a random op of the program (a dropout mask): shape and dtype only
+RANDOM_OPS = {"Dropout_1": {"y_train"}, "Dropout2D_1": {"y_train"}, "RReLU_1": {"out"}}
+SLOW = {"Transformer_1", "TransformerDecoder_1", "TransformerEncoder_1"}
+
+
+def _params():
+    for name in sorted(PADDLE):
+        marks = [pytest.mark.slow] if name in SLOW else []
+        if "skipped" in PADDLE[name]:
+            marks.append(pytest.mark.skip(reason=PADDLE[name]["skipped"]))
+        yield pytest.param(name, marks=marks)
+
+
+@pytest.mark.parametrize("name", _params())
+def test_paddle_layer_example_gives_paddles_results(name):
+    want = PADDLE[name]
+    got = run(numbaflow, (HERE / f"{name}.py").read_text(encoding="utf-8"))
+    assert got["rewrites"] == want["rewrites"]
+    assert "raises" not in got, got["raises"]
+    assert set(got["vars"]) == set(want["vars"])
+    for var, w in want["vars"].items():
+        g = got["vars"][var]
+        assert [list(g.shape), str(g.dtype)] == [w["shape"], w["dtype"]], (var, g.shape, w)
+        key = f"{name}/{var}"
+        if key in VALUES.files and var not in RANDOM_OPS.get(name, ()):
+            tol = 1e-10 if g.dtype == np.float64 else 2e-5
+            np.testing.assert_allclose(g, VALUES[key], rtol=tol, atol=tol, err_msg=var)
