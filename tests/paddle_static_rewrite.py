@@ -10,7 +10,8 @@ idiom into its static spelling and keeps every other call as written:
   an import the rewritten code no longer uses is dropped;
 - "to_tensor": `paddle.to_tensor(data)` / `to_variable(data)` -> a `static.data` fed that value;
 - "random": `paddle.rand/randn/uniform/randint(...)` -> a `static.data` fed one seeded numpy
-  draw, so both frameworks see the same numbers and values can be compared;
+  draw, so both frameworks see the same numbers and values can be compared (numpy's global
+  generator, which some examples draw from, is seeded too);
 - "set_value": `param.set_value(v)` -> set in the scope after the startup program ran;
 - "train_step": `loss.backward()` / `opt.step()` / `opt.clear_grad()` -> `opt.minimize(loss)`
   (of `paddle.sum(loss)` for a non-scalar loss: dygraph seeds its gradient with ones);
@@ -199,6 +200,7 @@ def run(pd, source):
     main, startup = pd.static.Program(), pd.static.Program()
     scope, place = pd.static.Scope(), pd.CPUPlace()
     session = StaticSession(pd)
+    np.random.seed(2024)        # an example's own np.random draws (BatchNorm's) alike too
     namespace = {"__name__": "example", "paddle": pd, "_static": session}
     try:
         with pd.static.program_guard(main, startup), pd.static.scope_guard(scope), \

@@ -58,3 +58,9 @@ __all__ = [
 # Variable's operators (+, -, *, /, %, **, @, unary -, x[...]) call the functions of this
 # package by name (x[...] calls slice_op, which is not Paddle API: not in __all__)
 _Variable._math_functions = sys.modules[__name__]
+# and x.reshape(...), x.sum(), ... call them too: those of Paddle 2.6's tensor_method_func
+# that this package has (Paddle patches the same onto its static Variable)
+_Variable._methods = frozenset(__all__) - {
+    "array_length", "array_read", "array_write", "create_array", "arange", "assign",
+    "full", "full_like", "linspace", "ones", "ones_like", "zeros", "zeros_like", "einsum",
+    "normal", "rand", "randn", "uniform"}
