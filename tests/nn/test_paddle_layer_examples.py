@@ -18,8 +18,12 @@ pytestmark = pytest.mark.usefixtures("fresh_graph_state")
 HERE = TESTS / "fixtures" / "paddle_layer_examples"
 PADDLE = json.loads((HERE / "results.json").read_text(encoding="utf-8"))
 VALUES = np.load(HERE / "values.npz")
-# Variables drawn by a random op of the program (a dropout mask): shape and dtype only
-RANDOM_OPS = {"Dropout_1": {"y_train"}, "Dropout2D_1": {"y_train"}, "RReLU_1": {"out"}}
+# Variables drawn by a random op of the program: shape and dtype only (dropout masks, RReLU's
+# slopes; the Transformer layers' default dropout=0.1 in train mode)
+RANDOM_OPS = {"Dropout_1": {"y_train"}, "Dropout2D_1": {"y_train"}, "RReLU_1": {"out"},
+              "TransformerEncoderLayer_1": {"enc_output"}, "TransformerEncoder_1": {"enc_output"},
+              "TransformerDecoderLayer_1": {"output"}, "TransformerDecoder_1": {"output"},
+              "Transformer_1": {"output"}}
 SLOW = {"Transformer_1", "TransformerDecoder_1", "TransformerEncoder_1"}
 
 
