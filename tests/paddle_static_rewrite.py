@@ -15,7 +15,10 @@ idiom into its static spelling and keeps every other call as written:
 - "set_value": `param.set_value(v)` -> set in the scope after the startup program ran;
 - "train_step": `loss.backward()` / `opt.step()` / `opt.clear_grad()` -> `opt.minimize(loss)`
   (of `paddle.sum(loss)` for a non-scalar loss: dygraph seeds its gradient with ones);
-- "dygraph_only": `paddle.disable_static()` dropped, `with base.dygraph.guard():` unwrapped.
+- "dygraph_only": `paddle.disable_static()` dropped, `with base.dygraph.guard():` unwrapped;
+- "build_time_shape": `paddle.prod(paddle.to_tensor(shape))`, a length computed from a
+  tensor, -> the int itself: a static graph's shapes are fixed when it is built (numbaflow's
+  plans are static-shape; Paddle gives the same result either way).
 
 After the startup program, every parameter a random initializer drew is overwritten with a
 seeded numpy draw (both frameworks alike), so values are comparable there too.
@@ -89,8 +92,12 @@ class _Rewrite(ast.NodeTransformer):
         return self.generic_visit(node)
 
     def visit_Call(self, node):
-        self.generic_visit(node)
         name = _dotted(node.func) or ""
+        if name == "paddle.prod" and node.args and isinstance(node.args[0], ast.Call) \
+                and _dotted(node.args[0].func) == "paddle.to_tensor":
+            self.kinds.add("build_time_shape")
+            return _session_call("numel", node.args[0].args[:1], [])
+        self.generic_visit(node)
         if name in ("paddle.to_tensor", "to_variable"):
             self.kinds.add("to_tensor")
             return _session_call("to_tensor", node.args, node.keywords)
@@ -159,6 +166,10 @@ class StaticSession:
         low, high = (0, low) if high is None else (low, high)
         return self._data(self.rng.integers(low, high, tuple(shape)).astype(
             _dtype_name(dtype) or "int64"))
+
+    @staticmethod
+    def numel(shape):
+        return int(np.prod(shape))
 
     def set_value(self, param, value):
         self.values.append((param, self.feed[value.name] if hasattr(value, "name")
