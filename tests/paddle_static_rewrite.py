@@ -53,8 +53,8 @@ def _session_call(attr, args, keywords):
 
 
 class _Rewrite(ast.NodeTransformer):
-    def __init__(self):
-        self.kinds = set()
+    def __init__(self, random):
+        self.kinds, self.random = set(), random
 
     def visit_Import(self, node):
         out = []
@@ -101,7 +101,7 @@ class _Rewrite(ast.NodeTransformer):
         if name in ("paddle.to_tensor", "to_variable"):
             self.kinds.add("to_tensor")
             return _session_call("to_tensor", node.args, node.keywords)
-        if name.startswith("paddle.") and name[7:] in RANDOM:
+        if self.random and name.startswith("paddle.") and name[7:] in RANDOM:
             self.kinds.add("random")
             return _session_call(name[7:], node.args, node.keywords)
         if isinstance(node.func, ast.Attribute) and node.func.attr in ("set_value",) + TRAIN:
@@ -110,9 +110,10 @@ class _Rewrite(ast.NodeTransformer):
         return node
 
 
-def rewrite(source):
-    """(rewritten source, sorted rewrite kinds) of one example (see the module docstring)."""
-    tree = _Rewrite()
+def rewrite(source, random=True):
+    """(rewritten source, sorted rewrite kinds) of one example (see the module docstring);
+    random=False keeps the random draws as written."""
+    tree = _Rewrite(random)
     module = ast.fix_missing_locations(tree.visit(ast.parse(source)))
     used = {n.id for n in ast.walk(module) if isinstance(n, ast.Name)
             and isinstance(n.ctx, ast.Load)}
@@ -204,9 +205,10 @@ class StaticSession:
         tensor.set(np.asarray(value).astype(np.asarray(tensor).dtype), place)
 
 
-def run(pd, source):
-    """Rewrite `source`, run it in static mode with `pd` as paddle (see the module docstring)."""
-    code, kinds = rewrite(source)
+def run(pd, source, random=True):
+    """Rewrite `source`, run it in static mode with `pd` as paddle (see the module docstring);
+    random=False keeps the example's random draws (its values are then its own)."""
+    code, kinds = rewrite(source, random)
     pd.enable_static()
     main, startup = pd.static.Program(), pd.static.Program()
     scope, place = pd.static.Scope(), pd.CPUPlace()

@@ -24,15 +24,12 @@ RANDOM_OPS = {"Dropout_1": {"y_train"}, "Dropout2D_1": {"y_train"}, "RReLU_1": {
               "TransformerEncoderLayer_1": {"enc_output"}, "TransformerEncoder_1": {"enc_output"},
               "TransformerDecoderLayer_1": {"output"}, "TransformerDecoder_1": {"output"},
               "Transformer_1": {"output"}}
-SLOW = {"Transformer_1", "TransformerDecoder_1", "TransformerEncoder_1"}
 
 
 def _params():
     for name in sorted(PADDLE):
-        marks = [pytest.mark.slow] if name in SLOW else []
-        if "skipped" in PADDLE[name]:
-            marks.append(pytest.mark.skip(reason=PADDLE[name]["skipped"]))
-        yield pytest.param(name, marks=marks)
+        skip = PADDLE[name].get("skipped")
+        yield pytest.param(name, marks=[pytest.mark.skip(reason=skip)] if skip else [])
 
 
 @pytest.mark.parametrize("name", _params())
@@ -49,3 +46,16 @@ def test_paddle_layer_example_gives_paddles_results(name):
         if key in VALUES.files and var not in RANDOM_OPS.get(name, ()):
             tol = 1e-10 if g.dtype == np.float64 else 2e-5
             np.testing.assert_allclose(g, VALUES[key], rtol=tol, atol=tol, err_msg=var)
+
+
+AS_IS = sorted(n for n, e in PADDLE.items() if set(e.get("rewrites", ["-"])) <= {"random"})
+
+
+@pytest.mark.parametrize("name", AS_IS)
+def test_example_runs_as_is_with_its_own_random_draws(name):
+    # only the import changed: numbaflow's own rand / randn / uniform / randint ops draw
+    # (so values are not Paddle's; shapes and dtypes are)
+    got = run(numbaflow, (HERE / f"{name}.py").read_text(encoding="utf-8"), random=False)
+    assert got["rewrites"] == [] and "raises" not in got, got.get("raises")
+    assert {v: [list(a.shape), str(a.dtype)] for v, a in got["vars"].items()} == \
+        {v: [w["shape"], w["dtype"]] for v, w in PADDLE[name]["vars"].items()}
