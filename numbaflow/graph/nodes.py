@@ -133,6 +133,12 @@ class Variable:
     def astype(self, dtype: DTypeLike) -> Variable:
         """This Variable cast to `dtype` (a `cast` op), as Paddle's Variable.astype.
 
+        Args:
+            dtype (str or numpy dtype): the new element type.
+
+        Returns:
+            Variable: x's shape, `dtype`.
+
         Example:
             >>> x = static.data('x', [None, 3], 'int64')
             >>> str(x.astype('float32').dtype)

@@ -36,7 +36,7 @@ def _params():
         yield pytest.param(name, marks=[pytest.mark.skip(reason=skip)] if skip else [])
 
 
-@pytest.mark.parametrize("name", _params())
+@pytest.mark.parametrize("name", list(_params()))
 def test_paddle_layer_example_gives_paddles_results(name):
     want = PADDLE[name]
     got = run(numbaflow, (HERE / f"{name}.py").read_text(encoding="utf-8"))
