@@ -32,6 +32,10 @@ class LayerHelper:
         return self.block.create_var(unique_name.generate(f"{self.name}.tmp"), (), dtype,
                                      stop_gradient=stop_gradient)
 
+    # Paddle's spelling of create_tmp (code written against Paddle's LayerHelper uses it)
+    def create_variable_for_type_inference(self, dtype, stop_gradient=False):
+        return self.create_tmp(dtype, stop_gradient)
+
     def append_op(self, type, inputs=None, outputs=None, attrs=None):
         return self.block.append_op(type, inputs, outputs, attrs)
 

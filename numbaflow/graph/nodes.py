@@ -3,6 +3,8 @@ which own them). Split from program.py only to keep files short; import them fro
 `numbaflow.graph.program` or `numbaflow.graph` as before."""
 from __future__ import annotations
 
+import functools
+
 from typing import TYPE_CHECKING, Any
 
 from .. import dtypes
@@ -63,6 +65,8 @@ class Variable:
         # are told what the static API does instead
         if name in ("backward", "numpy", "item"):
             raise dygraph_attribute("Variable", name)
+        if name in Variable._methods:       # x.reshape(...), x.sum(), as Paddle's Variable
+            return functools.partial(self._math, name, self)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @property
@@ -96,6 +100,9 @@ class Variable:
     # which live above the graph layer: numbaflow.tensor hands them in when it is
     # imported (`use_math_functions`), so this layer never imports upward
     _math_functions = None
+    # the tensor functions Paddle's static Variable also has as methods (its
+    # tensor_method_func) that numbaflow.tensor implements: x.reshape(s) is reshape(x, s)
+    _methods = frozenset()
 
     def _math(self, name, *args, **kw):
         return getattr(Variable._math_functions, name)(*args, **kw)
@@ -122,6 +129,22 @@ class Variable:
     def __gt__(self, o): return self._math("greater_than", self, o)
     def __ge__(self, o): return self._math("greater_equal", self, o)
     __hash__ = object.__hash__
+
+    def astype(self, dtype: DTypeLike) -> Variable:
+        """This Variable cast to `dtype` (a `cast` op), as Paddle's Variable.astype.
+
+        Args:
+            dtype (str or numpy dtype): the new element type.
+
+        Returns:
+            Variable: x's shape, `dtype`.
+
+        Example:
+            >>> x = static.data('x', [None, 3], 'int64')
+            >>> str(x.astype('float32').dtype)
+            'float32'
+        """
+        return self._math("cast", self, dtype)
 
     def __getitem__(self, item: Any) -> Variable:
         """Basic indexing as a `slice` op (`strided_slice` when a step is not 1), both

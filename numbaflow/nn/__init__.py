@@ -11,6 +11,7 @@ from . import functional, initializer, layer  # noqa: F401
 from .clip import ClipGradByGlobalNorm, ClipGradByNorm  # noqa: F401
 from .layer import *  # noqa: F401,F403
 from .layer import __all__ as _layers
+from .layer import loss  # noqa: F401  (paddle.nn.loss.CrossEntropyLoss, as Paddle spells it)
 
 __all__ = ["ClipGradByGlobalNorm", "ClipGradByNorm", "functional", "initializer"] + _layers
 

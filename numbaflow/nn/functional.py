@@ -198,21 +198,43 @@ def _reduce_loss(loss, reduction, label=None, ignore_index=-100, fn="loss"):
     return M.divide(M.sum(loss), count)
 
 
-def cross_entropy(input: Variable, label: Variable, weight: None = None,
+def _class_weights(input, label, weight, soft_label, ignore_index, axis):
+    """Paddle's per-sample weights of the per-class `weight` (shaped like the loss, class
+    axis kept at 1): weight[label] (0 where ignored), or sum_c label_c * weight_c."""
+    _var(weight, "cross_entropy", "weight")
+    ax = axis % input.ndim
+    if weight.ndim != 1 or weight.shape[0] != input.shape[ax]:
+        raise ValueError(f"cross_entropy: weight must be 1-D with one entry per class "
+                         f"({input.shape[ax]}), got shape {weight.shape}")
+    if soft_label:
+        per_class = M.reshape(weight, [-1] + [1] * (input.ndim - 1 - ax))
+        return M.sum(M.multiply(M.cast(label, weight.dtype), per_class), axis=ax, keepdim=True)
+    kept = M.not_equal(label, M.full([1], ignore_index, dtype=label.dtype))
+    valid = M.multiply(label, M.cast(kept, label.dtype))
+    gathered = M.reshape(M.gather(weight, M.reshape(valid, [-1])), list(label.shape))
+    return M.multiply(gathered, M.cast(kept, weight.dtype))
+
+
+def cross_entropy(input: Variable, label: Variable, weight: Variable | None = None,
                   ignore_index: int = -100, reduction: str = "mean", soft_label: bool = False,
-                  axis: int = -1, use_softmax: bool = True, name: str | None = None) -> Variable:
+                  axis: int = -1, use_softmax: bool = True, label_smoothing: float = 0.0,
+                  name: str | None = None) -> Variable:
     """Softmax cross-entropy of logits `input` (or of probabilities with use_softmax=False).
 
     Args:
         input (Variable): logits (or probabilities), e.g. (N, C).
         label (Variable): int64 class indices (N, 1) or (N,), or with soft_label=True
             distributions shaped like input.
-        weight: per-class weights are not supported (must be None).
+        weight (Variable, optional): (C,) per-class weights: each sample's loss is scaled
+            by its class's weight (by sum_c label_c * weight_c for soft labels), and 'mean'
+            divides by the sum of those weights, as Paddle.
         ignore_index (int): samples with this label are left out.
         reduction (str): 'mean' (over non-ignored samples), 'sum' or 'none'.
         soft_label (bool): labels are distributions.
         axis (int): the class axis.
         use_softmax (bool): input holds logits (True) or probabilities.
+        label_smoothing (float): in [0, 1): the labels (one-hot encoded when hard) are
+            mixed with the uniform distribution, then used as soft labels.
         name (str, optional): a prefix for the output's name.
 
     Returns:
@@ -226,19 +248,35 @@ def cross_entropy(input: Variable, label: Variable, weight: None = None,
         >>> F.cross_entropy(logits, label, reduction='none').shape
         (-1, 1)
     """
-    if weight is not None:
-        raise ValueError("cross_entropy: per-class `weight` is not supported; scale the "
-                         "per-sample losses (reduction='none') instead")
+    if not 0.0 <= label_smoothing < 1.0:
+        raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1), got "
+                         f"{label_smoothing}")
+    if label_smoothing > 0.0:     # Paddle's order: one-hot, smooth, cast to input's dtype
+        _var(input, "cross_entropy", "input"), _var(label, "cross_entropy", "label")
+        if label.ndim == input.ndim - 1:
+            label = one_hot(label, input.shape[axis])
+        label = M.cast(label_smooth(label, epsilon=label_smoothing), input.dtype)
+        soft_label = True
+    label = _check_label(input, label, soft_label, axis, "cross_entropy")
     if use_softmax:
         loss = softmax_with_cross_entropy(input, label, soft_label, ignore_index, axis=axis)
     else:
-        label = _check_label(input, label, soft_label, axis, "cross_entropy")
         loss = LayerHelper("cross_entropy", name).simple(
             "cross_entropy", {"X": input, "Label": label},
             {"soft_label": bool(soft_label), "ignore_index": int(ignore_index)}, out_slot="Y")
     hard_label = None if soft_label else label
-    return _reduce_loss(loss, reduction, hard_label if use_softmax or not soft_label else None,
-                        ignore_index, "cross_entropy")
+    if weight is None:
+        return _reduce_loss(loss, reduction,
+                            hard_label if use_softmax or not soft_label else None,
+                            ignore_index, "cross_entropy")
+    per_sample = _class_weights(input, label, weight, soft_label, ignore_index, axis)
+    loss = M.multiply(loss, per_sample)
+    if reduction != "mean":
+        return _reduce_loss(loss, reduction, fn="cross_entropy")
+    total = M.sum(per_sample)       # / the total weight (1 where it is 0), as Paddle
+    return M.divide(M.sum(loss), M.add(total, M.cast(M.equal(total, M.full([], 0.0,
+                                                                            dtype=total.dtype)),
+                                                     total.dtype)))
 
 
 def square_error_cost(input: Variable, label: Variable) -> Variable:

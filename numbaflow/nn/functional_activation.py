@@ -75,6 +75,42 @@ def glu(x: Variable, axis: int = -1, name: str | None = None) -> Variable:
 __all__.append("glu")
 
 
+def maxout(x: Variable, groups: int, axis: int = 1, name: str | None = None) -> Variable:
+    """The maximum of each `groups` consecutive channels: out channel i is the max of x's
+    channels i * groups .. i * groups + groups - 1 (Paddle's maxout; here a reshape to
+    (..., C / groups, groups, ...) and a reduce_max, not Paddle's `maxout` op).
+
+    Args:
+        x (Variable): 4-D, NCHW (axis 1) or NHWC (axis -1 or 3).
+        groups (int): channels per group; divides C.
+        axis (int): the channel dim: 1, 3 or -1.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: x's shape with C / groups channels.
+
+    Example:
+        >>> x = static.data('x', [None, 4, 3, 3])
+        >>> F.maxout(x, groups=2).shape
+        (-1, 2, 3, 3)
+    """
+    _var(x, "maxout")
+    if x.ndim != 4 or axis not in (1, 3, -1):
+        raise ValueError(f"maxout: x must be 4-D with the channels at axis 1, 3 or -1, got "
+                         f"x {x.name} of shape {x.shape} and axis {axis}")
+    ax = axis % 4
+    channels = x.shape[ax]
+    if not isinstance(groups, int) or groups < 1 or channels % groups:
+        raise ValueError(f"maxout: groups must be a positive int dividing the {channels} "
+                         f"channels of x {x.name}, got {groups!r}")
+    # 0 copies x's dims before the channels (the batch dim may be unknown)
+    split = [0] * ax + [channels // groups, groups] + list(x.shape[ax + 1:])
+    return M.max(M.reshape(x, split), axis=ax + 1, name=name)
+
+
+__all__.append("maxout")
+
+
 _PRELU_FORMATS = ("NC", "NCL", "NCHW", "NCDHW", "NLC", "NHWC", "NDHWC")
 
 

@@ -333,11 +333,11 @@ def adaptive_max_pool1d(x: Variable, output_size: int, return_mask: bool = False
     Args:
         x (Variable): (N, C, L).
         output_size (int): the output length.
-        return_mask (bool): not supported (must be False).
+        return_mask (bool): also return the int32 index along L of each maximum.
         name (str, optional): a prefix for the output's name.
 
     Returns:
-        Variable: (N, C, output_size).
+        Variable: (N, C, output_size) (and the mask, with return_mask).
 
     Example:
         >>> x = static.data('x', [None, 4, 10])
@@ -345,8 +345,10 @@ def adaptive_max_pool1d(x: Variable, output_size: int, return_mask: bool = False
         (-1, 4, 4)
     """
     if return_mask:
-        raise ValueError("adaptive_max_pool1d: return_mask=True is not supported; use "
-                         "adaptive_max_pool2d on an unsqueezed x")
+        _adaptive_1d("adaptive_max_pool1d", x, output_size, "max", name)   # checks x, size
+        out = _with_index("adaptive_max_pool1d", M.unsqueeze(x, [2]), [1, int(output_size)],
+                          None, 0, False, "NCHW", None, adaptive=True)
+        return tuple(M.squeeze(v, [2]) for v in out)
     return _adaptive_1d("adaptive_max_pool1d", x, output_size, "max", name)
 
 
@@ -385,7 +387,8 @@ def max_pool1d(x: Variable, kernel_size: int | Sequence[int],
         kernel_size (int or [int]): the window.
         stride (int or [int], optional): default kernel_size.
         padding (int, [int], [left, right], 'SAME' or 'VALID'): the padding.
-        return_mask (bool): not supported (must be False).
+        return_mask (bool): also return the int32 index along L of each maximum (op
+            `max_pool2d_with_index` on the unsqueezed x, as Paddle).
         {pool1d_end}
 
     Example:
@@ -393,10 +396,10 @@ def max_pool1d(x: Variable, kernel_size: int | Sequence[int],
         >>> F.max_pool1d(x, kernel_size=2, stride=2).shape
         (-1, 3, 4)
     """
-    if return_mask:
-        raise ValueError("max_pool1d: return_mask=True is not supported; use max_pool2d on "
-                         "an unsqueezed x")
     x4, k, s, p = _pool_1d("max_pool1d", x, kernel_size, stride, padding)
+    if return_mask:     # the mask indexes L: the (1, L) plane's h * L + w with h = 0
+        out = _with_index("max_pool1d", x4, k, s, p, ceil_mode, "NCHW", None)
+        return tuple(M.squeeze(v, [2]) for v in out)
     y = _pool("max_pool1d", x4, "max", k, s, p, ceil_mode, True, "NCHW")
     return M.squeeze(y, [2], name=name)
 

@@ -25,7 +25,7 @@ from .manipulation import (cast, concat, expand, expand_as, flatten, gather,  # 
 from .math import (abs, add, clip, cos, cumsum, divide, erf, exp, floor_divide,  # noqa: F401
                    floor_mod, increment, log, max, maximum, mean, min, minimum, mod, multiply,
                    pow, remainder, rsqrt, scale, sin, sqrt, sign, square, subtract, sum, tanh)
-from .random import multinomial, normal, rand, randn, uniform  # noqa: F401
+from .random import multinomial, normal, rand, randint, randn, uniform  # noqa: F401
 from .search import argmax, argsort, masked_fill, sort, topk, where  # noqa: F401
 
 __all__ = [
@@ -50,7 +50,7 @@ __all__ = [
     "maximum", "mean", "min", "minimum", "mod", "multiply", "pow", "remainder", "rsqrt",
     "scale", "sign", "sqrt", "square", "subtract", "sum", "tanh",
     # random
-    "multinomial", "normal", "rand", "randn", "uniform",
+    "multinomial", "normal", "rand", "randint", "randn", "uniform",
     # search
     "argmax", "argsort", "masked_fill", "sort", "topk", "where",
 ]
@@ -58,3 +58,9 @@ __all__ = [
 # Variable's operators (+, -, *, /, %, **, @, unary -, x[...]) call the functions of this
 # package by name (x[...] calls slice_op, which is not Paddle API: not in __all__)
 _Variable._math_functions = sys.modules[__name__]
+# and x.reshape(...), x.sum(), ... call them too: those of Paddle 2.6's tensor_method_func
+# that this package has (Paddle patches the same onto its static Variable)
+_Variable._methods = frozenset(__all__) - {
+    "array_length", "array_read", "array_write", "create_array", "arange", "assign",
+    "full", "full_like", "linspace", "ones", "ones_like", "zeros", "zeros_like", "einsum",
+    "normal", "rand", "randint", "randn", "uniform"}

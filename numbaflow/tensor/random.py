@@ -99,6 +99,39 @@ rand = _standard("rand", "uniform_random", {"min": 0.0, "max": 1.0}, "Uniform [0
 randn = _standard("randn", "gaussian_random", {"mean": 0.0, "std": 1.0}, "Standard normal")
 
 
+def randint(low: int = 0, high: int | None = None, shape: Sequence[int] = (1,),
+            dtype: DTypeLike | None = None, name: str | None = None) -> Variable:
+    """Integers uniform in [low, high) (op `randint`); with high None, in [0, low).
+
+    Args:
+        low (int): the least value (the bound when high is None).
+        high (int, optional): the bound, not included.
+        shape (list of int): fully known.
+        dtype (str, optional): int64 (default) or int32.
+        name (str, optional): a prefix for the output's name.
+
+    Returns:
+        Variable: the draws, stop_gradient=True.
+
+    Example:
+        >>> x = paddle.randint(0, 10, [2, 3])
+        >>> x.shape, str(x.dtype)
+        ((2, 3), 'int64')
+    """
+    low, high = (0, low) if high is None else (low, high)
+    if not all(isinstance(v, numbers.Integral) for v in (low, high)) or not low < high:
+        raise ValueError(f"randint: needs ints low < high, got low={low!r}, high={high!r}")
+    dt = dtypes.convert_dtype(dtype or "int64")
+    if dt not in (dtypes.convert_dtype("int32"), dtypes.convert_dtype("int64")):
+        raise TypeError(f"randint: dtype must be int32 or int64, got {dt}")
+    helper = LayerHelper("randint", name)
+    out = helper.create_tmp(dt, stop_gradient=True)
+    helper.append_op("randint", outputs={"Out": out},
+                     attrs={"low": int(low), "high": int(high), "shape": _shape(shape, "randint"),
+                            "dtype": str(dt), "seed": next_op_seed()})
+    return out
+
+
 def normal(mean: float = 0.0, std: float = 1.0, shape: Sequence[int] | None = None,
            name: str | None = None) -> Variable:
     """Normal(mean, std) floats (op `gaussian_random`), float32.

@@ -56,6 +56,7 @@ STATISTICS_TESTED = {   # op: the test that covers it
     "uniform_random": "test_uniform_random_statistics",
     "gaussian_random": "test_gaussian_random_statistics",
     "truncated_gaussian_random": "test_truncated_gaussian_random_statistics",
+    "randint": "test_randint_statistics",
 }
 # ops that only run inside a program with sub-blocks (a table row runs one op alone):
 # tested where cond / while_loop build them
@@ -106,6 +107,14 @@ def test_truncated_gaussian_random_statistics(dtype):
     # a standard normal truncated to +-2 has std sqrt(1 - 4 phi(2) / (Phi(2) - Phi(-2)))
     phi2 = math.exp(-2.0) / math.sqrt(2 * math.pi)
     _check_moments(x, 0.5, 2.0 * math.sqrt(1 - 4 * phi2 / math.erf(2 / math.sqrt(2))), dtype)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_randint_statistics(dtype):
+    x = draw("randint", dtype, low=-2, high=6, seed=14)
+    assert x.dtype == np.dtype(dtype) and x.min() == -2 and x.max() == 5
+    counts = np.bincount(x.ravel() + 2) / x.size        # each of the 8 values about 1/8
+    np.testing.assert_allclose(counts, 1 / 8, atol=0.01)
 
 
 @pytest.mark.parametrize("op", sorted(STATISTICS_TESTED))

@@ -15,8 +15,8 @@ from locations import TESTS
 
 RECORD = json.loads((TESTS / "fixtures" / "paddle_nn_names.json")
                     .read_text(encoding="utf-8"))
-MODULES = {"paddle.nn": (nn, paddle_names.PADDLE_NN, 103),
-           "paddle.nn.functional": (F, paddle_names.PADDLE_NN_FUNCTIONAL, 82)}
+MODULES = {"paddle.nn": (nn, paddle_names.PADDLE_NN, 106),
+           "paddle.nn.functional": (F, paddle_names.PADDLE_NN_FUNCTIONAL, 83)}
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))

@@ -136,6 +136,9 @@ def _truncated_normal(rng, a, shape):
 
 
 _random_op("truncated_gaussian_random", _truncated_normal, {"mean": 0.0, "std": 1.0})
+# Paddle's randint: integers uniform in [low, high)
+_random_op("randint", lambda rng, a, shape: rng.integers(a["low"], a["high"], shape),
+           {"low": 0, "high": 2})
 
 
 def _assign_value(cop, out):

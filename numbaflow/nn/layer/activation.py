@@ -38,6 +38,7 @@ ACTIVATIONS = [
     ("Hardshrink", "hardshrink", "threshold: float = 0.5"),
     ("ThresholdedReLU", "thresholded_relu", "threshold: float = 1.0"),
     ("GLU", "glu", "axis: int = -1"),
+    ("Maxout", "maxout", "groups: int, axis: int = 1"),
 ]
 # Paddle's swish is x * sigmoid(x), the same op as silu
 ALIASES = {"Swish": "Silu"}
@@ -94,6 +95,9 @@ for _cls, _fn, _sig in ACTIVATIONS:
         _d = _doc(_cls, _fn, _args)
         if _cls == "GLU":       # halves the last dim
             _d = _d.replace("[None, 3]", "[None, 4]").replace("(-1, 3)", "(-1, 2)")
+        if _cls == "Maxout":    # 4-D, groups of channels
+            _d = _d.replace("Maxout()", "Maxout(groups=2)").replace(
+                "[None, 3]", "[None, 4, 2, 2]").replace("(-1, 3)", "(-1, 2, 2, 2)")
         globals()[_cls] = make_layer(_cls, _fn, _sig, doc=_d)
         __all__.append(_cls)
 for _alias, _target in ALIASES.items():

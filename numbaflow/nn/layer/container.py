@@ -27,6 +27,9 @@ class Sequential(Layer):
         (-1, 2)
         >>> list(net.state_dict(keys_only=True))
         ['0.weight', '0.bias', '2.weight', '2.bias']
+        >>> named = paddle.nn.Sequential(('l1', paddle.nn.Linear(4, 2)))
+        >>> named['l1'] is named[0]
+        True
     """
 
     def __init__(self, *layers: Any) -> None:
@@ -40,6 +43,8 @@ class Sequential(Layer):
                 self.add_sublayer(str(i), layer)
 
     def __getitem__(self, index):
+        if isinstance(index, str):      # a layer added as a (name, Layer) pair
+            return self._sub_layers[index]
         layers = list(self._sub_layers.values())
         if isinstance(index, slice):
             return Sequential(*layers[index])

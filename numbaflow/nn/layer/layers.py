@@ -212,6 +212,12 @@ class Layer(LayerWalk, LayerState):
         """
         return self._full_name
 
+    @property
+    def _helper(self) -> LayerHelper:
+        # Paddle's Layer._helper: what a forward written with raw ops (Paddle's own
+        # ParameterList example) appends them through
+        return LayerHelper(self._full_name, self._full_name)
+
     def create_parameter(self, shape: list[int], attr: Any = None, dtype: str | None = None,
                          is_bias: bool = False, default_initializer: Any = None
                          ) -> Parameter | None:
@@ -240,8 +246,7 @@ class Layer(LayerWalk, LayerState):
             return None
         if isinstance(attr, str) and attr == "":
             attr = None
-        helper = LayerHelper(self._full_name, self._full_name)
-        return helper.create_parameter(attr, list(shape), dtype or self._dtype, is_bias,
+        return self._helper.create_parameter(attr, list(shape), dtype or self._dtype, is_bias,
                                        default_initializer)
 
     def add_parameter(self, name: str, parameter: Parameter | None) -> Parameter | None:

@@ -10,7 +10,8 @@ from .activation import make_layer
 LOSSES = [
     ("CrossEntropyLoss", "cross_entropy",
      "weight: None = None, ignore_index: int = -100, reduction: str = 'mean', "
-     "soft_label: bool = False, axis: int = -1, use_softmax: bool = True"),
+     "soft_label: bool = False, axis: int = -1, use_softmax: bool = True, "
+     "label_smoothing: float = 0.0"),
     ("MSELoss", "mse_loss", "reduction: str = 'mean'"),
     ("L1Loss", "l1_loss", "reduction: str = 'mean'"),
     ("SmoothL1Loss", "smooth_l1_loss", "reduction: str = 'mean', delta: float = 1.0"),

@@ -22,7 +22,7 @@ class MaxPool2D(Layer):
         kernel_size (int or list of 2 int): the window.
         stride (int or list, optional): default kernel_size.
         padding (int, str or list): as in F.max_pool2d.
-        return_mask (bool): False only.
+        return_mask (bool): also return the int32 indices of the maxima.
         ceil_mode (bool): round the output size up.
         data_format (str): 'NCHW' or 'NHWC'.
         name (str, optional): a prefix for the output's name.
@@ -143,7 +143,7 @@ class AdaptiveMaxPool2D(Layer):
 
     Args:
         output_size (int or list of 2 int): the output's H, W.
-        return_mask (bool): False only.
+        return_mask (bool): also return the int32 indices of the maxima.
         name (str, optional): a prefix for the output's name.
 
     Example:
@@ -183,7 +183,7 @@ class AdaptiveMaxPool1D(AdaptiveMaxPool2D):
 
     Args:
         output_size (int): the output's length.
-        return_mask (bool): False only.
+        return_mask (bool): also return the int32 indices of the maxima.
         name (str, optional): a prefix for the output's name.
 
     Example:
@@ -243,7 +243,7 @@ def _pool1d_doc(cls, fn, extra):
 POOLS_1D = [
     ("MaxPool1D", "max_pool1d", "kernel_size: int, stride: int | None = None, "
      "padding: int = 0, return_mask: bool = False, ceil_mode: bool = False",
-     "        return_mask (bool): False only.\n"),
+     "        return_mask (bool): also return the int32 indices of the maxima.\n"),
     ("AvgPool1D", "avg_pool1d", "kernel_size: int, stride: int | None = None, "
      "padding: int = 0, exclusive: bool = True, ceil_mode: bool = False",
      "        exclusive (bool): average over the unpadded elements only.\n"),
