@@ -26,126 +26,160 @@ per layer and direction the states before each step and the gate activations; pe
 above the first its (dropped-out) input and dropout scale.
 """
 import functools
-import math
 
 import numpy as np
 from numba import njit
 
+from ..fastmath import sigmoid, tanh
 from ..gpu.host_staged import host_staged
+from ..math.gemm_cpu import blas_scalars, gemm, gemm_call
 from ..registry import NO_GRAD, RANDOM, OpDef, Slot, VarInfo, register_op
+from ..workshare import bind_workers, claim, parallel_threads
 
 MODES = {"LSTM": 0, "GRU": 1, "RNN_TANH": 2, "RNN_RELU": 3}
 GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
 # Saved activations per step and unit: LSTM i, f, g, o; GRU r, z, c and W_hc h' + b_hc.
 SAVED = {"LSTM": 4, "GRU": 4, "RNN_TANH": 1, "RNN_RELU": 1}
 
-_JIT = dict(nogil=True, cache=True)
+# error_model="numpy": the gate loops divide (sigmoid, tanh) and must still vectorize
+_JIT = dict(nogil=True, cache=True, error_model="numpy")
 
 
 @njit(**_JIT)
-def _sigmoid(a):
-    return 1.0 / (1.0 + math.exp(-a))
+def _cell_forward(mode, x, hw, b_ih, b_hh, h, c, a):
+    """One step of one batch row: x (G*H,) = its X W_ih^T, hw (G*H,) = h' W_hh^T. Updates h
+    and c (H,) in place and writes the gate activations a (S*H,). One plain loop per gate
+    kind, so that each vectorizes (fastmath's float32 sigmoid and tanh are arithmetic)."""
+    H = h.shape[0]
+    if mode == 0:
+        for k in range(2 * H):
+            a[k] = sigmoid(x[k] + b_ih[k] + hw[k] + b_hh[k])
+        for k in range(2 * H, 3 * H):
+            a[k] = tanh(x[k] + b_ih[k] + hw[k] + b_hh[k])
+        for k in range(3 * H, 4 * H):
+            a[k] = sigmoid(x[k] + b_ih[k] + hw[k] + b_hh[k])
+        for j in range(H):
+            cn = a[H + j] * c[j] + a[j] * a[2 * H + j]
+            c[j] = cn
+            h[j] = a[3 * H + j] * tanh(cn)
+    elif mode == 1:
+        for k in range(2 * H):
+            a[k] = sigmoid(x[k] + b_ih[k] + hw[k] + b_hh[k])
+        for j in range(H):
+            hc = hw[2 * H + j] + b_hh[2 * H + j]
+            cc = tanh(x[2 * H + j] + b_ih[2 * H + j] + a[j] * hc)
+            a[2 * H + j], a[3 * H + j] = cc, hc
+            h[j] = (h[j] - cc) * a[H + j] + cc
+    else:
+        for j in range(H):
+            v = x[j] + b_ih[j] + hw[j] + b_hh[j]
+            h[j] = tanh(v) if mode == 2 else max(v, 0.0)
+            a[j] = h[j]
 
 
 @njit(**_JIT)
-def _recurrence(xw, w_hh, b_hh, h, c, lens, reverse, mode, y, states, act):
-    """One layer, one direction. xw (T, B, G*H) holds X W_ih^T + b_ih; h, c (B, H) enter as
-    the initial state and leave as the final one. Writes y (T, B, H), the states before
-    each step into states (2, T, B, H) and the gate activations into act (T, B, S*H)."""
-    T, B, _ = xw.shape
-    H = h.shape[1]
-    w_t = np.ascontiguousarray(w_hh.T)
-    for s in range(T):
-        t = T - 1 - s if reverse else s
-        states[0, t] = h
-        states[1, t] = c
-        hw = np.dot(h, w_t)
-        for b in range(B):
-            if t >= lens[b]:
-                y[t, b] = 0.0
-                act[t, b] = 0.0
-                continue
-            for j in range(H):
-                if mode == 0:
-                    i = _sigmoid(xw[t, b, j] + hw[b, j] + b_hh[j])
-                    f = _sigmoid(xw[t, b, H + j] + hw[b, H + j] + b_hh[H + j])
-                    g = math.tanh(xw[t, b, 2 * H + j] + hw[b, 2 * H + j] + b_hh[2 * H + j])
-                    o = _sigmoid(xw[t, b, 3 * H + j] + hw[b, 3 * H + j] + b_hh[3 * H + j])
-                    cn = f * c[b, j] + i * g
-                    hn = o * math.tanh(cn)
-                    c[b, j] = cn
-                    act[t, b, j], act[t, b, H + j] = i, f
-                    act[t, b, 2 * H + j], act[t, b, 3 * H + j] = g, o
-                elif mode == 1:
-                    r = _sigmoid(xw[t, b, j] + hw[b, j] + b_hh[j])
-                    z = _sigmoid(xw[t, b, H + j] + hw[b, H + j] + b_hh[H + j])
-                    hc = hw[b, 2 * H + j] + b_hh[2 * H + j]
-                    cc = math.tanh(xw[t, b, 2 * H + j] + r * hc)
-                    hn = (h[b, j] - cc) * z + cc
-                    act[t, b, j], act[t, b, H + j] = r, z
-                    act[t, b, 2 * H + j], act[t, b, 3 * H + j] = cc, hc
-                else:
-                    a = xw[t, b, j] + hw[b, j] + b_hh[j]
-                    hn = math.tanh(a) if mode == 2 else max(a, 0.0)
-                    act[t, b, j] = hn
-                h[b, j] = hn
-                y[t, b, j] = hn
+def _recurrence(xw, w_ih_b, w_hh, b_hh, h, c, lens, reverse, mode, y, states, act, ab,
+                block, counter):
+    """One layer, one direction, over blocks of `block` batch rows claimed from `counter`
+    (rows are independent through the whole sequence: no thread waits for another). xw
+    (T, B, G*H) holds X W_ih^T (w_ih_b = b_ih is added here); h, c (B, H) enter as the
+    initial state and leave as the final one. Writes y (T, B, H), the states before each
+    step into states (2, T, B, H) and the gate activations into act (T, B, S*H). Each
+    step is one (rows x H) @ (H x G*H) product, then the gates in one pass."""
+    T, B, GH = xw.shape
+    hw = np.empty((block, GH), xw.dtype)
+    blk = claim(counter)
+    while blk * block < B:
+        lo, hi = blk * block, min(B, blk * block + block)
+        for s in range(T):
+            t = T - 1 - s if reverse else s
+            states[0, t, lo:hi] = h[lo:hi]
+            states[1, t, lo:hi] = c[lo:hi]
+            gemm(h[lo:hi], w_hh, hw[:hi - lo], False, True, ab)
+            for b in range(lo, hi):
+                if t >= lens[b]:
+                    y[t, b] = 0.0
+                    act[t, b] = 0.0
+                    continue
+                _cell_forward(mode, xw[t, b], hw[b - lo], w_ih_b, b_hh, h[b], c[b], act[t, b])
+                y[t, b] = h[b]
+        blk = claim(counter)
 
 
 @njit(**_JIT)
-def _recurrence_grad(w_hh, states, act, lens, reverse, mode, dy, dh, dc, dxw, dw_hh, db_hh):
-    """Backpropagation through time for one layer and direction: walks the steps in the
-    reverse of the forward's order. dh, dc (B, H) enter as the final state's gradient and
-    leave as the initial state's. Writes dxw (T, B, G*H), the gradient of X W_ih^T + b_ih;
-    accumulates dw_hh (G*H, H) and db_hh (G*H,)."""
+def _cell_backward(mode, a, h0, c0, dh, dy, dc, dxw, dhw, direct):
+    """The gradient through one step of one batch row: dh + dy is the gradient of its h,
+    dc of its c (updated in place to the previous c's). Writes dxw (G*H,), the gradient of
+    X W_ih^T + b_ih; dhw, that of h' W_hh^T + b_hh (GRU only: the other modes' is dxw);
+    direct, the previous h's gradient not through W_hh."""
+    H = dh.shape[0]
+    if mode == 0:
+        for j in range(H):
+            d = dh[j] + dy[j]
+            i, f, g, o = a[j], a[H + j], a[2 * H + j], a[3 * H + j]
+            tc = tanh(f * c0[j] + i * g)
+            dct = dc[j] + d * o * (1.0 - tc * tc)
+            dxw[j] = dct * g * i * (1.0 - i)
+            dxw[H + j] = dct * c0[j] * f * (1.0 - f)
+            dxw[2 * H + j] = dct * i * (1.0 - g * g)
+            dxw[3 * H + j] = d * tc * o * (1.0 - o)
+            dc[j] = dct * f
+            direct[j] = 0.0
+    elif mode == 1:
+        for j in range(H):
+            d = dh[j] + dy[j]
+            r, z, cc, hc = a[j], a[H + j], a[2 * H + j], a[3 * H + j]
+            dac = d * (1.0 - z) * (1.0 - cc * cc)
+            dar = dac * hc * r * (1.0 - r)
+            daz = d * (h0[j] - cc) * z * (1.0 - z)
+            dxw[j], dxw[H + j], dxw[2 * H + j] = dar, daz, dac
+            dhw[j], dhw[H + j], dhw[2 * H + j] = dar, daz, dac * r
+            direct[j] = d * z
+    else:
+        for j in range(H):
+            d = dh[j] + dy[j]
+            hn = a[j]
+            dxw[j] = d * (1.0 - hn * hn) if mode == 2 else (d if hn > 0.0 else 0.0)
+            direct[j] = 0.0
+
+
+@njit(**_JIT)
+def _recurrence_grad(w_hh, states, act, lens, reverse, mode, dy, dh, dc, dxw, dhw, ab,
+                     block, counter):
+    """Backpropagation through time for one layer and direction over blocks of `block`
+    batch rows claimed from `counter`: walks the steps in the reverse of the forward's
+    order. dh, dc (B, H) enter as the final state's gradient and leave as the initial
+    state's. Writes dxw (T, B, G*H), the gradient of X W_ih^T + b_ih, and dhw, that of
+    h' W_hh^T + b_hh (dxw itself but for GRU); the weight gradients are products over all
+    steps at once, after this (`_RnnGradRun`)."""
     T, B, GH = dxw.shape
     H = dh.shape[1]
-    dhw = np.zeros((B, GH), dh.dtype)     # gradient of h' W_hh^T + b_hh
-    direct = np.empty_like(dh)            # dh' not through W_hh
-    for s in range(T):
-        t = s if reverse else T - 1 - s
-        for b in range(B):
-            if t >= lens[b]:              # frozen state: its gradient passes unchanged
-                dxw[t, b] = 0.0
-                dhw[b] = 0.0
-                for j in range(H):
-                    direct[b, j] = dh[b, j]
-                continue
-            for j in range(H):
-                d = dh[b, j] + dy[t, b, j]
-                if mode == 0:
-                    i, f = act[t, b, j], act[t, b, H + j]
-                    g, o = act[t, b, 2 * H + j], act[t, b, 3 * H + j]
-                    tc = math.tanh(f * states[1, t, b, j] + i * g)
-                    dct = dc[b, j] + d * o * (1.0 - tc * tc)
-                    dxw[t, b, j] = dct * g * i * (1.0 - i)
-                    dxw[t, b, H + j] = dct * states[1, t, b, j] * f * (1.0 - f)
-                    dxw[t, b, 2 * H + j] = dct * i * (1.0 - g * g)
-                    dxw[t, b, 3 * H + j] = d * tc * o * (1.0 - o)
-                    for k in range(4):
-                        dhw[b, k * H + j] = dxw[t, b, k * H + j]
-                    dc[b, j] = dct * f
-                    direct[b, j] = 0.0
-                elif mode == 1:
-                    r, z = act[t, b, j], act[t, b, H + j]
-                    cc, hc = act[t, b, 2 * H + j], act[t, b, 3 * H + j]
-                    dac = d * (1.0 - z) * (1.0 - cc * cc)
-                    dar = dac * hc * r * (1.0 - r)
-                    daz = d * (states[0, t, b, j] - cc) * z * (1.0 - z)
-                    dxw[t, b, j], dxw[t, b, H + j], dxw[t, b, 2 * H + j] = dar, daz, dac
-                    dhw[b, j], dhw[b, H + j], dhw[b, 2 * H + j] = dar, daz, dac * r
-                    direct[b, j] = d * z
-                else:
-                    hn = act[t, b, j]
-                    da = d * (1.0 - hn * hn) if mode == 2 else (d if hn > 0.0 else 0.0)
-                    dxw[t, b, j] = da
-                    dhw[b, j] = da
-                    direct[b, j] = 0.0
-        dw_hh += np.dot(dhw.T, states[0, t])
-        for b in range(B):
-            for k in range(GH):
-                db_hh[k] += dhw[b, k]
-        dh[:, :] = direct + np.dot(dhw, w_hh)
+    direct = np.empty((block, H), dh.dtype)       # dh' not through W_hh
+    back = np.empty((block, H), dh.dtype)         # dh' through W_hh
+    blk = claim(counter)
+    while blk * block < B:
+        lo, hi = blk * block, min(B, blk * block + block)
+        for s in range(T):
+            t = s if reverse else T - 1 - s
+            for b in range(lo, hi):
+                if t >= lens[b]:              # frozen state: its gradient passes unchanged
+                    dxw[t, b] = 0.0
+                    dhw[t, b] = 0.0
+                    direct[b - lo] = dh[b]
+                    continue
+                _cell_backward(mode, act[t, b], states[0, t, b], states[1, t, b], dh[b],
+                               dy[t, b], dc[b], dxw[t, b], dhw[t, b], direct[b - lo])
+            gemm(dhw[t, lo:hi], w_hh, back[:hi - lo], False, False, ab)
+            dh[lo:hi] = back[:hi - lo] + direct[:hi - lo]
+        blk = claim(counter)
+
+
+def _rows_call(kernel, args, B, work):
+    """The call running `kernel(*args, block, counter)` over blocks of batch rows: one
+    block per thread of the budget (a product of fewer rows runs no faster per row), all B
+    rows on this thread when the work is small."""
+    threads = parallel_threads(work, B)
+    return bind_workers(kernel, args + (-(-B // threads),), [()] * threads)
 
 
 # ---------------------------------------------------------------- layout
@@ -214,6 +248,7 @@ class _RnnRun:
         p = float(self.attrs["dropout_prob"])
         train_drop = p > 0.0 and not self.attrs["is_test"]
         out, state = outs["Out"][0], outs["State"]
+        ab = blas_scalars(x.dtype)
         for a in outs.get("DropoutState") or ():
             a[...] = 0      # Paddle's cuDNN dropout descriptor: nothing to keep on a CPU
         for l, (dirs, xin, scale) in enumerate(reserve):
@@ -225,16 +260,20 @@ class _RnnRun:
                 np.multiply(y, scale, out=xin)
                 x = xin
             y = out if l == lay.L - 1 else np.empty((T, B, D * H), x.dtype)
+            x2 = x.reshape(T * B, -1)
             for d, (states, act) in enumerate(dirs):
                 w_ih, w_hh, b_ih, b_hh = lay.weights(wl, l, d)
-                xw = (x.reshape(T * B, -1) @ w_ih.T + b_ih).reshape(T, B, -1)
+                xw = np.empty((T, B, lay.G * H), x.dtype)
+                gemm_call(x2, w_ih, xw.reshape(T * B, -1), False, True, ab)()
                 k = l * D + d
                 h = pre[0][k].copy()
                 c = pre[1][k].copy() if lay.mode == "LSTM" else np.zeros_like(h)
-                yd = np.empty((T, B, H), x.dtype)
-                _recurrence(xw, w_hh, b_hh, h, c, lens, d == 1, MODES[lay.mode], yd,
-                            states, act)
-                y[:, :, d * H:(d + 1) * H] = yd
+                yd = y if D == 1 else np.empty((T, B, H), x.dtype)
+                _rows_call(_recurrence, (xw, b_ih, w_hh, b_hh, h, c, lens, d == 1,
+                                         MODES[lay.mode], yd, states, act, ab),
+                           B, T * B * H * lay.G * H)()
+                if D > 1:
+                    y[:, :, d * H:(d + 1) * H] = yd
                 state[0][k] = h
                 if lay.mode == "LSTM":
                     state[1][k] = c
@@ -258,10 +297,12 @@ class _RnnGradRun:
         dwl = outs.get("WeightList@GRAD") or [np.empty_like(w) for w in wl]
         dpre = outs.get("PreState@GRAD") or [np.empty_like(s) for s in ins["PreState"]]
         dy = ins["Out@GRAD"][0]
+        ab = blas_scalars(x0.dtype)
         for l in range(lay.L - 1, -1, -1):
             dirs, xin, scale = reserve[l]
             x = x0 if l == 0 else xin
-            dx = np.zeros(x.shape, x.dtype)
+            x2 = x.reshape(T * B, -1)
+            dx = np.empty((T * B, x2.shape[1]), x.dtype)
             for d, (states, act) in enumerate(dirs):
                 w_ih, w_hh, _, _ = lay.weights(wl, l, d)
                 dw_ih, dw_hh, db_ih, db_hh = lay.weights(dwl, l, d)
@@ -269,18 +310,25 @@ class _RnnGradRun:
                 dh = dstate[0][k].copy()
                 dc = dstate[1][k].copy() if lay.mode == "LSTM" else np.zeros_like(dh)
                 dxw = np.empty((T, B, lay.G * H), x.dtype)
-                dw_hh[...] = 0.0
-                db_hh[...] = 0.0
-                _recurrence_grad(w_hh, states, act, lens, d == 1, MODES[lay.mode],
-                                 np.ascontiguousarray(dy[:, :, d * H:(d + 1) * H]), dh, dc,
-                                 dxw, dw_hh, db_hh)
-                dxw2 = dxw.reshape(T * B, -1)
-                dw_ih[...] = dxw2.T @ x.reshape(T * B, -1)
+                dhw = np.empty_like(dxw) if lay.mode == "GRU" else dxw
+                _rows_call(_recurrence_grad,
+                           (w_hh, states, act, lens, d == 1, MODES[lay.mode],
+                            np.ascontiguousarray(dy[:, :, d * H:(d + 1) * H]), dh, dc, dxw,
+                            dhw, ab), B, T * B * H * lay.G * H)()
+                # the weight gradients: one product over every step and row each
+                dxw2, dhw2 = dxw.reshape(T * B, -1), dhw.reshape(T * B, -1)
+                gemm_call(dhw2, states[0].reshape(T * B, H), dw_hh, True, False, ab)()
+                db_hh[...] = dhw2.sum(axis=0)
+                gemm_call(dxw2, x2, dw_ih, True, False, ab)()
                 db_ih[...] = dxw2.sum(axis=0)
-                dx += (dxw2 @ w_ih).reshape(dx.shape)
+                dxd = dx if d == 0 else np.empty_like(dx)
+                gemm_call(dxw2, w_ih, dxd, False, False, ab)()
+                if d:
+                    dx += dxd
                 dpre[0][k] = dh
                 if lay.mode == "LSTM":
                     dpre[1][k] = dc
+            dx = dx.reshape(x.shape)
             dy = dx * scale if l else dx
         if outs.get("Input@GRAD"):
             outs["Input@GRAD"][0][...] = dy
