@@ -126,14 +126,15 @@ def _tanh_overload(x):
         return lambda x: math.tanh(x)
     a0, a1, a2, a3, a4, a5, a6 = _f32(_TANH_P)
     b0, b1, b2, b3 = _f32(_TANH_Q)
-    lo, hi = _f32((-9.0, 9.0))
+    lo, hi, one = _f32((-9.0, 9.0, 1.0))
 
     def tanh32(x):
         v = min(max(x, lo), hi)
         x2 = v * v
         p = (((((a0 * x2 + a1) * x2 + a2) * x2 + a3) * x2 + a4) * x2 + a5) * x2 + a6
         q = ((b0 * x2 + b1) * x2 + b2) * x2 + b3
-        return x if x != x else v * p / q
+        # (the quotient overshoots 1 by an ulp near the clamp: 1 - tanh^2 stays >= 0)
+        return x if x != x else min(max(v * p / q, -one), one)
     return tanh32
 
 
