@@ -33,7 +33,7 @@ from ..utils.log import compile_notice, first_run
 from ..kernels.registry import COLLECTIVE, get_op_def, may_fail
 from .atomic import SignalsDeferred, backup_call, nothing, persistables_written, tail_start
 from .backend import HostBackend
-from .lowering import lower
+from .lowering import boxed, lower
 from .memory import nbytes
 from .precompile import precompile
 from .profiled import run_profiled
@@ -139,8 +139,8 @@ class Plan:
             for v in op_vars:
                 if v in bufs:
                     continue
-                if v.is_tensor_array:     # a list in a 0-d object array (tensor_array.py)
-                    bufs[v] = np.empty((), object)
+                if boxed(v):      # a tensor array's list (tensor_array.py), a run-time
+                    bufs[v] = np.empty((), object)      # shaped value's array
                 elif v.persistable:
                     bufs[v] = self._persistable_buffer(v)
                 elif v in self.assignment.buffer_of:

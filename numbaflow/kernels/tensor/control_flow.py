@@ -148,18 +148,25 @@ register_op(OpDef(
 
 
 def _infer_select_input(ctx):
+    """Paddle's declared Out: the last X's dtype (a cond's true branch), its dims where the
+    inputs agree and -1 where they differ (the last X's shape when the ranks differ).
+    Inputs that differ need an Out marked `runtime_shape` (static.nn.cond marks it)."""
     xs = ctx.inputs("X")
     if not xs:
         raise ctx.error("needs at least one X")
-    first = xs[0]
+    first, last = xs[0], xs[-1]
+    op = getattr(ctx, "op", None)
+    runtime = op is not None and op.outputs["Out"][0].runtime_shape
     for i, x in enumerate(xs[1:], 1):
-        if x.dtype != first.dtype or len(x.shape) != len(first.shape) or any(
-                a != b and a != -1 and b != -1 for a, b in zip(x.shape, first.shape)):
+        if not runtime and (x.dtype != first.dtype or len(x.shape) != len(first.shape) or any(
+                a != b and a != -1 and b != -1 for a, b in zip(x.shape, first.shape))):
             raise ctx.error(f"the inputs must agree: {ctx.name('X', 0)} is "
                             f"{tuple(first.shape)} {first.dtype} but {ctx.name('X', i)} is "
-                            f"{tuple(x.shape)} {x.dtype}")
-    shape = tuple(a if a == b else -1 for a, b in zip(first.shape, xs[-1].shape))
-    return {"Out": VarInfo(shape, first.dtype)}
+                            f"{tuple(x.shape)} {x.dtype} (static.nn.cond gives such an "
+                            f"output a run-time shape)")
+    shape = last.shape if len(first.shape) != len(last.shape) else tuple(
+        a if a == b else -1 for a, b in zip(first.shape, last.shape))
+    return {"Out": VarInfo(shape, last.dtype)}
 
 
 def _mask_index(mask, n, what):
@@ -175,6 +182,9 @@ def _select_input_cpu(cop):
 
         def run():
             x = xs[_mask_index(mask, len(xs), "select_input")]
+            if out.dtype == object:     # a run-time-shaped Out: a 0-d box (plan.py)
+                out[()] = np.array(x[()] if x.dtype == object else x)   # (a copy)
+                return
             if x.shape != out.shape:
                 raise ValueError(f"select_input: the selected input has shape {x.shape}, "
                                  f"the output {out.shape}")
@@ -184,6 +194,10 @@ def _select_input_cpu(cop):
 
 
 def _select_input_grad(g):
+    if g.fwd("Out").runtime_shape and g.dout("Out") is not None:
+        raise ValueError(f"select_input: no gradient flows through {g.fwd('Out').name!r}, "
+                         f"a cond output whose branches give different shapes; make the "
+                         f"branches give one shape and dtype (cast, pad or reshape one)")
     xs = g.fwd_list("X")
     dxs = [g.dx("X", i) for i in range(len(xs))]
     if all(d is None for d in dxs):
