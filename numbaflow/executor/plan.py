@@ -172,7 +172,9 @@ class Plan:
                              and not any(may_fail(op) for op in self.ops))
         # fetched arrays handed over as they are (host temporaries) or copied out
         in_place = set(self.zero_copy) if self.options.feed_in_place else set()
-        self._fetch_out = [(v, host and (v in self.handoff or v in in_place))
+        # (a boxed value's 0-d object array is a host object on every place: the executor
+        # copies what it holds)
+        self._fetch_out = [(v, boxed(v) or host and (v in self.handoff or v in in_place))
                            for v in self.fetch_vars]
         threads = 1 if self.options.sequential else self.options.num_threads
         if threads > 1 and self.scheduler is None:

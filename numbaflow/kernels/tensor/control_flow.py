@@ -9,11 +9,11 @@ layer (executor/control_flow.py), which this layer may not import: it installs i
 with `set_block_runner`. The gradient of `conditional_block` is another
 conditional_block over a gradient sub-block (graph/backward.py builds it).
 """
-import functools
 
 import numpy as np
 
-from ..gpu.host_staged import host_staged
+# (on a GPU a sub-block runs as a host plan: a CUDA sub-plan is still to be written)
+from ..gpu.host_staged import on_host as _on_host
 from ..registry import GPU_ON_HOST, NO_GRAD, OpDef, Slot, VarInfo, get_op_def, register_op
 
 _RUNNER = None      # executor/control_flow.py: .conditional(cop) and .loop(cop) binders
@@ -86,12 +86,6 @@ def _conditional_cpu(cop):
 
 def _while_cpu(cop):
     return _runner().loop(cop)
-
-
-def _on_host(cpu):
-    """The GPU factory of a control-flow op: its CPU kernel on host copies of the device
-    arrays (the sub-block runs as a host plan; a CUDA sub-plan is still to be written)."""
-    return lambda cop: functools.partial(host_staged, cpu(cop))
 
 
 def _conditional_grad(g):
