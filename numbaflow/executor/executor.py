@@ -14,6 +14,8 @@ from __future__ import annotations
 import weakref
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ..graph.program import Program, Variable, default_main_program
 from .backend import backend_for
 from .feed import check_feed, feed_array, feed_var, resolve_fetch  # noqa: F401 (their old home)
@@ -163,11 +165,19 @@ class Executor:
                 results = runner.run(runnable, feeds[0], fetch_list, scope, k, return_merged)
             else:
                 results = runner.run_feeds(runnable, feeds, fetch_list, scope, return_merged)
-        # a fetched tensor array is a list of numpy arrays, as Paddle gives it
-        results = [[a.copy() for a in r[()] or []] if getattr(r, "dtype", None) == object
-                   and r.ndim == 0 else r for r in results]
+        results = [_unboxed(r) if getattr(r, "dtype", None) == object and r.ndim == 0 else r
+                   for r in results]
         return results if return_numpy else [r if isinstance(r, list) else _Fetched(r)
                                               for r in results]
+
+
+def _unboxed(box):
+    """What a plan's 0-d object array holds, fetched: a tensor array's list of numpy arrays
+    (as Paddle gives it), or a run-time-shaped value's array (lowering.boxed)."""
+    item = box[()]
+    if item is None or isinstance(item, list):
+        return [a.copy() for a in item or []]
+    return np.array(item)
 
 
 def cached_plans(exe):

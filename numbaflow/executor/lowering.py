@@ -117,6 +117,7 @@ def lower(program, feed, fetch_vars, scope, options, host):
     fed = set(feed)
     shapes = {v: _fed_info(v, a) for v, a in feed.items()}
     _check_reads(ops, fed, fetch_vars, scope, shapes)
+    _check_runtime_shapes(ops)
     concrete = [_concrete(op, shapes, options) for op in ops]
     read, defines = set(fed), set()
     for op in ops:
@@ -133,11 +134,11 @@ def lower(program, feed, fetch_vars, scope, options, host):
     # them into their own array, which the next run reuses unless the caller still
     # holds it (then a new one is allocated and its ops rebound)
     handoff = list(dict.fromkeys(v for v in fetch_vars if host and not v.persistable
-                                 and v not in fed and not v.is_tensor_array))
+                                 and v not in fed and not boxed(v)))
     users = {v: [i for i, op in enumerate(ops) if v in op.input_vars() or v in op.output_vars()]
              for v in zero_copy + handoff}
     pooled = {v for v in shapes if not v.persistable and v not in fed and v not in handoff
-              and not v.is_tensor_array}
+              and not boxed(v)}
     # each gradient bucket's inputs back to back: one flat array per MPI call
     buckets = [[v for v in op.inputs["X"] if v in pooled] for op in ops
                if get_op_def(op.type).has(FLAT_INPUTS)]
@@ -146,6 +147,29 @@ def lower(program, feed, fetch_vars, scope, options, host):
                                 options.memory_optimize, options.enable_inplace, buckets)
     return Lowering(ops, concrete, shapes, defines, feed_vars, fetch_vars, written, zero_copy,
                     handoff, users, assignment)
+
+
+def boxed(v):
+    """Does `v` live in a plan as a 0-d object array (a tensor array's list, a run-time
+    shaped value's array) rather than a buffer of its own shape?"""
+    return v.is_tensor_array or v.runtime_shape
+
+
+def _check_runtime_shapes(ops):
+    """A value whose shape is known only at run time (a cond whose branches give different
+    shapes) is read by select_input alone (a cond returning it); any other op would need
+    its buffer's shape when the plan is built."""
+    for op in ops:
+        if op.type == "select_input":
+            continue
+        for v in op.input_vars():
+            if v.runtime_shape:
+                raise ValueError(
+                    f"op {op.type} reads {v.name!r}, a cond output whose branches give "
+                    f"different shapes or dtypes: its shape is known only when the program "
+                    f"runs, and numbaflow's plans are static-shape, so it can only be "
+                    f"fetched (or returned from an enclosing cond). Make the branches give "
+                    f"one shape and dtype (cast, pad or reshape one of them) to use it here")
 
 
 def _check_reads(ops, fed, fetch_vars, scope, shapes):

@@ -33,7 +33,7 @@ from ..utils.log import compile_notice, first_run
 from ..kernels.registry import COLLECTIVE, get_op_def, may_fail
 from .atomic import SignalsDeferred, backup_call, nothing, persistables_written, tail_start
 from .backend import HostBackend
-from .lowering import lower
+from .lowering import boxed, lower
 from .memory import nbytes
 from .precompile import precompile
 from .profiled import run_profiled
@@ -139,8 +139,8 @@ class Plan:
             for v in op_vars:
                 if v in bufs:
                     continue
-                if v.is_tensor_array:     # a list in a 0-d object array (tensor_array.py)
-                    bufs[v] = np.empty((), object)
+                if boxed(v):      # a tensor array's list (tensor_array.py), a run-time
+                    bufs[v] = np.empty((), object)      # shaped value's array
                 elif v.persistable:
                     bufs[v] = self._persistable_buffer(v)
                 elif v in self.assignment.buffer_of:
@@ -172,7 +172,9 @@ class Plan:
                              and not any(may_fail(op) for op in self.ops))
         # fetched arrays handed over as they are (host temporaries) or copied out
         in_place = set(self.zero_copy) if self.options.feed_in_place else set()
-        self._fetch_out = [(v, host and (v in self.handoff or v in in_place))
+        # (a boxed value's 0-d object array is a host object on every place: the executor
+        # copies what it holds)
+        self._fetch_out = [(v, boxed(v) or host and (v in self.handoff or v in in_place))
                            for v in self.fetch_vars]
         threads = 1 if self.options.sequential else self.options.num_threads
         if threads > 1 and self.scheduler is None:

@@ -48,6 +48,11 @@ class Variable:
     # a tensor array (Paddle's LoDTensorArray, made by paddle.tensor.create_array): a
     # run-time list of tensors; shape and dtype are those of its elements
     is_tensor_array = False
+    # a value whose shape and dtype are known only when the program runs: the output of a
+    # cond whose branches give different shapes (Paddle's select_input of any shapes); its
+    # declared shape has -1 where the branches differ. It can be fetched or returned from
+    # an enclosing cond, not read by other ops (plans are static-shape)
+    runtime_shape = False
 
     def __init__(self, block: Block, name: str, shape: Sequence[int], dtype: DTypeLike,
                  persistable: bool = False, stop_gradient: bool = False,

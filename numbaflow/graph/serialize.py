@@ -73,6 +73,8 @@ def _var_to_dict(v):
          "stop_gradient": bool(v.stop_gradient), "parameter": isinstance(v, Parameter)}
     if v.is_tensor_array:
         d["tensor_array"] = True
+    if v.runtime_shape:
+        d["runtime_shape"] = True
     if isinstance(v, Parameter):
         d["trainable"] = bool(v.trainable)
         d["learning_rate"] = float(v.optimize_attr.get("learning_rate", 1.0))
@@ -145,6 +147,7 @@ def _read_vars(block, var_dicts):
                                  persistable=vd["persistable"],
                                  stop_gradient=vd["stop_gradient"], is_data=vd["is_data"])
             v.is_tensor_array = bool(vd.get("tensor_array", False))
+            v.runtime_shape = bool(vd.get("runtime_shape", False))
 
 
 def _read_ops(program, block, op_dicts):

@@ -10,7 +10,11 @@ arithmetic, so the loops around them vectorize:
   of the exact value; 0.3 ms for 1M elements against 17 ms for libm;
 * `exp`: Cephes' `expf` (x = n ln2 + r, |r| <= ln2/2, degree-6 polynomial in r, 2**n
   built from exponent bits), within 1e-7 relative; 0.9 ms for GELU's gradient over
-  1M elements against 3.5 ms.
+  1M elements against 3.5 ms;
+* `tanh`: Eigen's `generic_fast_tanh_float` (odd degree-13 numerator over an even degree-6
+  denominator, input clamped to [-9, 9] where float32 tanh is +-1), within 4e-7;
+  `sigmoid` is 1 / (1 + exp(-x)) over the `exp` above. The rnn op's LSTM gates took 44 ms
+  per layer through libm's tanhf / expf and 4.6 ms through these.
 
 Both keep libm's results at the edges (NaN in -> NaN out, exp under/overflow to 0/inf).
 float64 keeps libm (exact to float64 rounding): these approximations are float32-grade.
@@ -32,6 +36,12 @@ _BETA = (-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03,
 _EXP_P = (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2,
           1.6666665459e-1, 5.0000001201e-1)
 _LN2_HI, _LN2_LO = 0.693359375, -2.12194440e-4
+# tanh: numerator (odd, highest power first) and denominator (even) coefficients
+_TANH_P = (-2.76076847742355e-16, 2.00018790482477e-13, -8.60467152213735e-11,
+           5.12229709037114e-08, 1.48572235717979e-05, 6.37261928875436e-04,
+           4.89352455891786e-03)
+_TANH_Q = (1.19825839466702e-06, 1.18534705686654e-04, 2.26843463243900e-03,
+           4.89352518554385e-03)
 _EXP_LO, _EXP_HI = -103.97208, 88.72284    # below: 0 (past the subnormals); above: inf
 
 
@@ -43,6 +53,21 @@ def erf(x):
 def exp(x):
     """exp(x) in generated kernels (the numba overload picks the implementation by type)."""
     return math.exp(x)
+
+
+def tanh(x):
+    """tanh(x) in compiled kernels (the numba overload picks the implementation by type)."""
+    return math.tanh(x)
+
+
+def sigmoid(x):
+    """1 / (1 + exp(-x)) in compiled kernels, in x's own float type.
+
+    >>> from numba import njit
+    >>> round(float(njit(lambda v: sigmoid(v))(np.float32(0.5))), 6)
+    0.622459
+    """
+    return 1.0 / (1.0 + math.exp(-x))
 
 
 @intrinsic
@@ -93,6 +118,32 @@ def _exp_overload(x):
             * _float32_from_bits((b + np.int32(127)) << np.int32(23))
         return x if x != x else (zero if x < lo else (inf if x > hi else y))
     return exp32
+
+
+@overload(tanh)
+def _tanh_overload(x):
+    if x != types.float32:
+        return lambda x: math.tanh(x)
+    a0, a1, a2, a3, a4, a5, a6 = _f32(_TANH_P)
+    b0, b1, b2, b3 = _f32(_TANH_Q)
+    lo, hi, one = _f32((-9.0, 9.0, 1.0))
+
+    def tanh32(x):
+        v = min(max(x, lo), hi)
+        x2 = v * v
+        p = (((((a0 * x2 + a1) * x2 + a2) * x2 + a3) * x2 + a4) * x2 + a5) * x2 + a6
+        q = ((b0 * x2 + b1) * x2 + b2) * x2 + b3
+        # (the quotient overshoots 1 by an ulp near the clamp: 1 - tanh^2 stays >= 0)
+        return x if x != x else min(max(v * p / q, -one), one)
+    return tanh32
+
+
+@overload(sigmoid)
+def _sigmoid_overload(x):
+    if x != types.float32:
+        return lambda x: 1.0 / (1.0 + math.exp(-x))
+    one = np.float32(1.0)
+    return lambda x: one / (one + exp(-x))
 
 
 def erf_float32(x):

@@ -7,8 +7,10 @@ branch's block when `pred` holds, another the false branch's when it does not, a
 the body (and the condition recomputed after it) into a sub-block run by a `while` op
 while the condition holds. `case` and `switch_case` are nested conds.
 
-Limits: the branches of a cond must give outputs of the same shape and dtype (Paddle
-lets them differ: our plans are static-shape), and a loop variable keeps its shape and
+Where the branches of a cond give an output different shapes or dtypes (Paddle's
+select_input takes any), that output is a run-time value (`Variable.runtime_shape`): it
+can be fetched (or returned from an enclosing cond, as `case` and `switch_case` do) but
+no other op can read it (plans are static-shape). A loop variable keeps its shape and
 dtype. Both are differentiable (graph/backward.py).
 """
 from __future__ import annotations
@@ -84,6 +86,7 @@ def _check_pred(pred, what):
 def _build_branch(program, fn, where):
     """Build `fn()` into a new sub-block whose results it copies into new variables of the
     enclosing block: (sub-block, result as returned, those variables)."""
+    from ..tensor import full
     parent = program.current_block()
     with program.sub_block_guard() as block:
         value = fn() if fn is not None else None
@@ -91,7 +94,12 @@ def _build_branch(program, fn, where):
         outer = []
         for v in leaves:
             o = parent.create_var(unique_name.generate("cond.tmp"), v.shape, v.dtype)
-            block.append_op("assign", {"X": v}, {"Out": o})
+            if v.runtime_shape:     # a nested cond's run-time value leaves as it is
+                o.runtime_shape = True
+                block.append_op("select_input", {"X": [v], "Mask": full([1], 0, "int32")},
+                                {"Out": o})
+            else:
+                block.append_op("assign", {"X": v}, {"Out": o})
             outer.append(o)
     return block, value, outer
 
@@ -113,10 +121,14 @@ def cond(pred: Variable, true_fn: Callable | None = None, false_fn: Callable | N
     Returns:
         what the branches return (the same structure), or None.
 
+    An output the branches give with different shapes or dtypes (allowed, as in Paddle)
+    has Paddle's declared dtype and shape (the true branch's dtype, -1 where the dims
+    differ) and its real ones at run time: it can be fetched, or returned from an
+    enclosing cond, but other ops cannot read it (ValueError when the program runs).
+
     Raises:
         TypeError: pred is not a one-element bool Variable.
-        ValueError: the branches return different structures, or outputs of different
-            shapes or dtypes (both are named).
+        ValueError: the branches return different structures (both are named).
 
     Example:
         >>> x = static.data('x', [1], 'float32')
@@ -134,17 +146,7 @@ def cond(pred: Variable, true_fn: Callable | None = None, false_fn: Callable | N
         raise ValueError(f"cond: true_fn and false_fn must return the same structure; "
                          f"true_fn returned {_structure(t_value)}, false_fn "
                          f"{_structure(f_value)}")
-    (t_leaves, rebuild), (f_leaves, _) = flatten_nest(t_value, ""), flatten_nest(f_value, "")
-    for k, (t, f) in enumerate(zip(t_leaves, f_leaves)):
-        if t.dtype != f.dtype or len(t.shape) != len(f.shape) or any(
-                a != b and -1 not in (a, b) for a, b in zip(t.shape, f.shape)):
-            raise ValueError(
-                f"cond: output {k} differs between the branches: true_fn gives {t.name!r} "
-                f"{t.shape} {t.dtype}, false_fn gives {f.name!r} {f.shape} {f.dtype}. "
-                f"numbaflow's plans are static-shape, so unlike Paddle (select_input of "
-                f"differing shapes) both branches must give the same dtype, the same rank and "
-                f"equal dims (a -1 dim such as the batch is allowed when both branches give it "
-                f"the same size at run time); cast, pad or reshape one of them")
+    _, rebuild = flatten_nest(t_value, "")
     helper = LayerHelper("cond", name)
     mask = helper.simple("cast", {"X": pred}, {"in_dtype": pred.dtype, "out_dtype": "int32"},
                          dtype="int32")
@@ -156,6 +158,10 @@ def cond(pred: Variable, true_fn: Callable | None = None, false_fn: Callable | N
     results = []
     for t, f in zip(t_outs, f_outs):
         out = helper.create_tmp(t.dtype)
+        # a -1 dim (the batch) may differ from a fixed one: equal at run time
+        out.runtime_shape = t.runtime_shape or f.runtime_shape or t.dtype != f.dtype or \
+            len(t.shape) != len(f.shape) or any(a != b and -1 not in (a, b)
+                                                for a, b in zip(t.shape, f.shape))
         helper.append_op("select_input", {"X": [f, t], "Mask": mask}, {"Out": out})
         out.stop_gradient = t.stop_gradient and f.stop_gradient
         results.append(out)

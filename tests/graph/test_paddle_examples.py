@@ -16,9 +16,6 @@ from paddle_examples_runner import run
 pytestmark = pytest.mark.usefixtures("fresh_graph_state")
 HERE = TESTS / "fixtures" / "paddle_examples"
 PADDLE = json.loads((HERE / "results.json").read_text(encoding="utf-8"))
-# branches of different shapes: numbaflow's plans are static-shape (the documented limit of
-# docs/control-flow-and-rnn.md), so these three examples stop with a ValueError naming it
-DIFFERENT_SHAPES = {"cond_2", "case_1", "switch_case_1"}
 SLOW = {"LSTM_1", "GRU_1", "SimpleRNN_1", "RNN_1", "BiRNN_1"}
 
 
@@ -27,9 +24,6 @@ SLOW = {"LSTM_1", "GRU_1", "SimpleRNN_1", "RNN_1", "BiRNN_1"}
 def test_paddle_example_gives_paddles_results(name):
     source = (HERE / f"{name}.py").read_text(encoding="utf-8")
     got = run(numbaflow, source)
-    if name in DIFFERENT_SHAPES:
-        assert got["raises"].startswith("ValueError") and "static-shape" in got["raises"], got
-        return
     assert "raises" not in got, got["raises"]
     want = PADDLE[name]
     assert set(want) <= set(got)

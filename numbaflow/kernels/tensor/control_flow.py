@@ -9,11 +9,11 @@ layer (executor/control_flow.py), which this layer may not import: it installs i
 with `set_block_runner`. The gradient of `conditional_block` is another
 conditional_block over a gradient sub-block (graph/backward.py builds it).
 """
-import functools
 
 import numpy as np
 
-from ..gpu.host_staged import host_staged
+# (on a GPU a sub-block runs as a host plan: a CUDA sub-plan is still to be written)
+from ..gpu.host_staged import on_host as _on_host
 from ..registry import GPU_ON_HOST, NO_GRAD, OpDef, Slot, VarInfo, get_op_def, register_op
 
 _RUNNER = None      # executor/control_flow.py: .conditional(cop) and .loop(cop) binders
@@ -88,12 +88,6 @@ def _while_cpu(cop):
     return _runner().loop(cop)
 
 
-def _on_host(cpu):
-    """The GPU factory of a control-flow op: its CPU kernel on host copies of the device
-    arrays (the sub-block runs as a host plan; a CUDA sub-plan is still to be written)."""
-    return lambda cop: functools.partial(host_staged, cpu(cop))
-
-
 def _conditional_grad(g):
     g.engine.conditional_block_grad(g)
 
@@ -148,18 +142,25 @@ register_op(OpDef(
 
 
 def _infer_select_input(ctx):
+    """Paddle's declared Out: the last X's dtype (a cond's true branch), its dims where the
+    inputs agree and -1 where they differ (the last X's shape when the ranks differ).
+    Inputs that differ need an Out marked `runtime_shape` (static.nn.cond marks it)."""
     xs = ctx.inputs("X")
     if not xs:
         raise ctx.error("needs at least one X")
-    first = xs[0]
+    first, last = xs[0], xs[-1]
+    op = getattr(ctx, "op", None)
+    runtime = op is not None and op.outputs["Out"][0].runtime_shape
     for i, x in enumerate(xs[1:], 1):
-        if x.dtype != first.dtype or len(x.shape) != len(first.shape) or any(
-                a != b and a != -1 and b != -1 for a, b in zip(x.shape, first.shape)):
+        if not runtime and (x.dtype != first.dtype or len(x.shape) != len(first.shape) or any(
+                a != b and a != -1 and b != -1 for a, b in zip(x.shape, first.shape))):
             raise ctx.error(f"the inputs must agree: {ctx.name('X', 0)} is "
                             f"{tuple(first.shape)} {first.dtype} but {ctx.name('X', i)} is "
-                            f"{tuple(x.shape)} {x.dtype}")
-    shape = tuple(a if a == b else -1 for a, b in zip(first.shape, xs[-1].shape))
-    return {"Out": VarInfo(shape, first.dtype)}
+                            f"{tuple(x.shape)} {x.dtype} (static.nn.cond gives such an "
+                            f"output a run-time shape)")
+    shape = last.shape if len(first.shape) != len(last.shape) else tuple(
+        a if a == b else -1 for a, b in zip(first.shape, last.shape))
+    return {"Out": VarInfo(shape, last.dtype)}
 
 
 def _mask_index(mask, n, what):
@@ -175,6 +176,9 @@ def _select_input_cpu(cop):
 
         def run():
             x = xs[_mask_index(mask, len(xs), "select_input")]
+            if out.dtype == object:     # a run-time-shaped Out: a 0-d box (plan.py)
+                out[()] = np.array(x[()] if x.dtype == object else x)   # (a copy)
+                return
             if x.shape != out.shape:
                 raise ValueError(f"select_input: the selected input has shape {x.shape}, "
                                  f"the output {out.shape}")
@@ -184,6 +188,10 @@ def _select_input_cpu(cop):
 
 
 def _select_input_grad(g):
+    if g.fwd("Out").runtime_shape and g.dout("Out") is not None:
+        raise ValueError(f"select_input: no gradient flows through {g.fwd('Out').name!r}, "
+                         f"a cond output whose branches give different shapes; make the "
+                         f"branches give one shape and dtype (cast, pad or reshape one)")
     xs = g.fwd_list("X")
     dxs = [g.dx("X", i) for i in range(len(xs))]
     if all(d is None for d in dxs):

@@ -15,7 +15,8 @@ docs/control-flow-and-rnn.md): `read_from_array_grad` adds into element I,
 """
 import numpy as np
 
-from ..registry import GPU_REFUSES, MAY_FAIL, NO_GRAD, OpDef, Slot, VarInfo, register_op
+from ..gpu.host_staged import on_host
+from ..registry import GPU_ON_HOST, MAY_FAIL, NO_GRAD, OpDef, Slot, VarInfo, register_op
 
 
 def array_list(holder):
@@ -31,12 +32,6 @@ def _index(i, op):
     if k < 0:
         raise IndexError(f"{op}: the index I is {k}; a tensor array index must be >= 0")
     return k
-
-
-def _no_gpu(cop):
-    raise NotImplementedError(
-        f"{cop.type}: tensor arrays on a GPU place are not supported yet; run the program "
-        f"on paddle.CPUPlace()")
 
 
 def _write_grad(g):
@@ -154,28 +149,30 @@ def _infer_length(ctx):
 _I = Slot("I", no_grad=True)
 register_op(OpDef(
     "write_to_array", inputs=(Slot("X"), _I), outputs=(Slot("Out"),), infer=_infer_write,
-    cpu=_write_cpu, gpu=_no_gpu, grad=_write_grad, traits=frozenset({GPU_REFUSES, MAY_FAIL}),
+    cpu=_write_cpu, gpu=on_host(_write_cpu), grad=_write_grad,
+    traits=frozenset({GPU_ON_HOST, MAY_FAIL}),
     doc="Out[I] = X (a copy) in the tensor array Out, which grows to hold index I."))
 register_op(OpDef(
     "read_from_array", inputs=(Slot("X"), _I), outputs=(Slot("Out"),), infer=_infer_read,
-    cpu=_read_cpu, gpu=_no_gpu, grad=_read_grad, traits=frozenset({GPU_REFUSES, MAY_FAIL}),
+    cpu=_read_cpu, gpu=on_host(_read_cpu), grad=_read_grad,
+    traits=frozenset({GPU_ON_HOST, MAY_FAIL}),
     doc="Out = X[I], the element I of the tensor array X."))
 register_op(OpDef(
     "write_to_array_grad",
     inputs=(Slot("Grad", no_grad=True), _I, Slot("X", no_grad=True)),
     outputs=(Slot("DX"), Slot("GradOut")), infer=_infer_write_grad, cpu=_write_grad_cpu,
-    gpu=_no_gpu, traits=frozenset({NO_GRAD, GPU_REFUSES, MAY_FAIL}),
+    gpu=on_host(_write_grad_cpu), traits=frozenset({NO_GRAD, GPU_ON_HOST, MAY_FAIL}),
     doc="DX = Grad[I] (zeros when empty), then Grad[I] emptied (GradOut is Grad, updated "
         "in place; X, the value written, gives DX's shape): the gradient of "
         "write_to_array."))
 register_op(OpDef(
     "read_from_array_grad", inputs=(Slot("DOut"), _I), outputs=(Slot("Grad"),),
-    infer=_infer_read_grad, cpu=_read_grad_cpu, gpu=_no_gpu,
-    traits=frozenset({NO_GRAD, GPU_REFUSES, MAY_FAIL}),
+    infer=_infer_read_grad, cpu=_read_grad_cpu, gpu=on_host(_read_grad_cpu),
+    traits=frozenset({NO_GRAD, GPU_ON_HOST, MAY_FAIL}),
     doc="Grad[I] += DOut in the gradient array Grad (which grows to hold I): the "
         "gradient of read_from_array."))
 register_op(OpDef(
     "lod_array_length", inputs=(Slot("X", no_grad=True),), outputs=(Slot("Out"),),
-    infer=_infer_length, cpu=_length_cpu, gpu=_no_gpu,
-    traits=frozenset({NO_GRAD, GPU_REFUSES}),
+    infer=_infer_length, cpu=_length_cpu, gpu=on_host(_length_cpu),
+    traits=frozenset({NO_GRAD, GPU_ON_HOST}),
     doc="Out = the number of elements of the tensor array X (int64, shape [1])."))
