@@ -6,7 +6,7 @@ numbaflow's own ONNX export of the ResNet-20, all in one process, interleaved ro
     PYTHONPATH=. python tools/conv_blas_ab.py            # thunks, then the model at batch 1, 32
 
 Readings: CPU time of the calling thread (time.thread_time: robust to a shared machine) at
-1 thread, and the wall time at 2 threads for the thunks; min over 5 rounds.
+1 thread, and the wall time at 2 threads; min over 5 rounds.
 """
 import time
 import types
@@ -91,12 +91,13 @@ def thunks(n, threads, grad, clock, reps):
           f"A {a * 1e3:.2f} ms, B {b * 1e3:.2f} ms, A/B {a / b:.2f}", flush=True)
 
 
-def model(batch, reps):
+def model(batch, reps, threads=1):
     import onnxruntime as ort
     from numbaflow.bench import models
     nf.enable_static()
-    numba.set_num_threads(1)
-    ci.parallel_threads = lambda work, units: 1    # all of the work on the timed thread
+    numba.set_num_threads(threads)
+    if threads == 1:
+        ci.parallel_threads = lambda work, units: 1    # all of the work on the timed thread
     built = models.PROGRAMS["resnet20"](nf)
     scope = nf.static.Scope()
     feed = {"image": np.random.default_rng(0).standard_normal((batch, 3, 32, 32))
@@ -114,12 +115,15 @@ def model(batch, reps):
     nf.onnx.export(built.test, [built.test.global_block().var("image")], [built.output], path,
                    scope=scope)
     so = ort.SessionOptions()
-    so.intra_op_num_threads = so.inter_op_num_threads = 1
+    so.intra_op_num_threads, so.inter_op_num_threads = threads, 1
     sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
     runs["onnxruntime"] = lambda: sess.run(None, feed)
-    best = _interleaved(runs, reps, time.thread_time)
+    clock = time.thread_time if threads == 1 else time.perf_counter
+    best = _interleaved(runs, reps, clock)
+    ci.parallel_threads = PARALLEL_THREADS
     for key, v in best.items():
-        print(f"ResNet-20 for_test batch {batch}: {key:12s} {v * 1e3:7.2f} ms CPU, "
+        print(f"ResNet-20 for_test batch {batch}, {threads} thread(s): {key:12s} {v * 1e3:7.2f} ms "
+              f"{'CPU' if threads == 1 else 'wall'}, "
               f"{v / best['onnxruntime']:.2f}x onnxruntime", flush=True)
 
 
@@ -135,5 +139,6 @@ if __name__ == "__main__":
         thunks(n, 1, True, time.thread_time, reps)
         thunks(n, 2, False, time.perf_counter, reps)
         thunks(n, 2, True, time.perf_counter, reps)
-    model(1, 100)
-    model(32, 4)
+    for threads in (1, 2):
+        model(1, 100, threads)
+        model(32, 4, threads)
