@@ -132,8 +132,8 @@ def _step(exe, built, feed, scope):
 
 
 if __name__ == "__main__":
-    from numbaflow.executor import threads
-    threads.limit_blas(1)
+    from numbaflow.executor.threads import limit_blas
+    limit_blas(1)
     for n, reps in ((1, 30), (32, 2)):
         thunks(n, 1, False, time.thread_time, reps)
         thunks(n, 1, True, time.thread_time, reps)
