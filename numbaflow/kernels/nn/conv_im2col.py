@@ -16,6 +16,7 @@ import numpy as np
 from numba import njit
 
 from ..fused.conv_epilogue import dout_epilogue, epilogue
+from ..math.blas_numpy import matmul
 from ..workshare import PARALLEL_MIN_WORK, bind_workers, claim, parallel_threads  # noqa: F401
 
 # reassoc lets LLVM vectorise the dFilter dot products; contract allows FMAs.
@@ -121,10 +122,10 @@ def conv_fwd(x5, w3, out4, mul2, add2, epi, act, kh, kw, sh, sw, dh, dw, pt, pl,
                 im2col(x5[c0 + j, g], xp, cg, j * P, kh, kw, sh, sw, dh, dw, pt, pl, OH, OW,
                        Wp)
             if s == 1:
-                np.dot(w3[g], cg, out4[c0, g])
+                matmul(w3[g], cg, out4[c0, g], False, False)
             else:
                 o = _chunk(tmp, Mg, s, P)
-                np.dot(w3[g], cg, o)
+                matmul(w3[g], cg, o, False, False)
                 for j in range(s):
                     dst = out4[c0 + j, g]
                     for r in range(Mg):
@@ -142,7 +143,7 @@ def conv1x1_fwd(x4, w3, out4, mul2, add2, epi, act, counter):
     n = claim(counter)
     while n < x4.shape[0]:
         for g in range(x4.shape[1]):
-            np.dot(w3[g], x4[n, g], out4[n, g])
+            matmul(w3[g], x4[n, g], out4[n, g], False, False)
             epilogue(out4[n, g], mul2[g], add2[g], epi, act)
         n = claim(counter)
 
@@ -151,7 +152,7 @@ def conv1x1_fwd(x4, w3, out4, mul2, add2, epi, act, counter):
 def _add_dfilter(d, cols, tmpw, dwg):
     """dwg += d @ cols.T (tmpw: scratch). A loop, not `dwg += tmpw`: numba compiles that
     array expression for ~3 s of CPU on a cold cache, the rest of conv_bwd in ~1.3 s."""
-    np.dot(d, cols.T, tmpw)
+    matmul(d, cols, tmpw, False, True)
     for i in range(tmpw.shape[0]):
         for j in range(tmpw.shape[1]):
             dwg[i, j] += tmpw[i, j]
@@ -200,7 +201,7 @@ def conv_bwd(x5, w3, d4, dx5, o4, need_dx, need_dw, need_db, act, kh, kw, sh, sw
                 _add_dfilter(d, cg, tmpw, dw3[g])
             if need_dx:
                 dc = _chunk(dcols, K, s, P)
-                np.dot(w3[g].T, d, dc)
+                matmul(w3[g], d, dc, True, False)
                 for j in range(s):
                     col2im(dc, j * P, gp, dx5[c0 + j, g], kh, kw, sh, sw, dh, dw, pt, pl,
                            OH, OW, Wp)
@@ -218,5 +219,5 @@ def conv1x1_bwd(x4, w3, d4, dx4, o4, need_dx, need_dw, need_db, act, dw3, db2, t
             if need_dw:
                 _add_dfilter(d, x4[n, g], tmpw, dw3[g])
             if need_dx:
-                np.dot(w3[g].T, d, dx4[n, g])
+                matmul(w3[g], d, dx4[n, g], True, False)
         n = claim(counter)
