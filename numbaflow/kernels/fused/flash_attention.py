@@ -1,0 +1,258 @@
+"""flash_attention: softmax(scale * Q K^T + Mask) V in tiles, without the score matrix.
+
+Q [.., Tq, D], K [.., Tk, D], V [.., Tk, Dv] (the leading dims, batch and heads, equal),
+Mask optional (broadcast over the leading dims, last dim Tk; no gradient), `causal` keeping
+the positions j <= i of each [Tq, Tk] score matrix (fused_softmax_mask's rule). Out is
+[.., Tq, Dv]; LSE [.., Tq] is each score row's log-sum-exp, kept for the backward.
+
+The unfused chain (matmul -> scale -> + mask -> softmax -> matmul) writes the [B, H, Tq, Tk]
+scores and probabilities and reads them back, forward and backward: at the GPT d512's
+b16 that is 32 MB per layer kept from the forward to the backward. Here each worker claims
+a block of BLOCK_Q query rows of one (batch, head) item and walks the key blocks with an
+online softmax (FlashAttention: the running row max m and sum l; the output accumulator
+rescaled by exp(m_old - m_new) when the max grows), so a [BLOCK_Q, BLOCK_K] tile is all
+that exists of the scores; under `causal` the key blocks right of the query block are
+skipped. The tiles' products are BLAS calls (gemm_cpu.gemm).
+
+The backward recomputes each tile's probabilities P = exp(S - LSE) instead of reading them
+(FlashAttention-2): with dO's row dots delta = rowsum(dO * Out), dV += P^T dO,
+dS = P * (dO V^T - delta), dQ += scale * dS K, dK += scale * dS^T Q. A worker claims a
+whole (batch, head) item (dK and dV sum over its query blocks). Both kernels share the
+work over the op's threads by claiming (workshare.py).
+"""
+import functools
+import math
+
+import numpy as np
+from numba import njit
+
+from ..fastmath import exp as _fast_exp
+from ..math.gemm_cpu import blas_scalars, gemm
+from ..registry import NO_GRAD, OpDef, Slot, VarInfo, numel, register_op
+from ..workshare import bind_workers, claim, parallel_threads
+from .softmax_mask import mask_rows
+
+BLOCK_Q = 64     # query rows per claimed block
+BLOCK_K = 128    # key columns per score tile: a 64 x 128 float32 tile (32 KB) stays in L2
+
+_JIT = dict(nogil=True, cache=True, error_model="numpy", fastmath={"reassoc", "contract"})
+
+
+@njit(**_JIT)
+def _scores(st, mask2, mrow, row0, j0, scale, has_mask, causal, bh_row):
+    """Scale and mask the tile st (rows row0.., columns j0..) in place; the number of
+    valid columns of each row is returned through the causal rule (the rest are -inf)."""
+    bq, bk = st.shape
+    for r in range(bq):
+        lim = min(bk, row0 + r + 1 - j0) if causal else bk
+        row = st[r]
+        if has_mask:
+            mr = mask2[mrow[bh_row + row0 + r]]
+            for c in range(max(lim, 0)):
+                row[c] = scale * row[c] + mr[j0 + c]
+        else:
+            for c in range(max(lim, 0)):
+                row[c] = scale * row[c]
+        for c in range(max(lim, 0), bk):
+            row[c] = -np.inf
+
+
+@njit(**_JIT)
+def attention_forward_worker(q3, k3, v3, mask2, mrow, out3, lse2, scale, has_mask, causal, ab,
+                             counter):
+    """Claim (item, query block) pieces: out3/lse2 of those rows by the online softmax."""
+    BH, Tq, D = q3.shape
+    Tk, Dv = v3.shape[1], v3.shape[2]
+    nq = -(-Tq // BLOCK_Q)
+    s = np.empty((BLOCK_Q, BLOCK_K), q3.dtype)
+    pv = np.empty((BLOCK_Q, Dv), q3.dtype)
+    acc = np.empty((BLOCK_Q, Dv), q3.dtype)
+    m = np.empty(BLOCK_Q, q3.dtype)
+    lsum = np.empty(BLOCK_Q, np.float64)
+    piece = claim(counter)
+    while piece < BH * nq:
+        bh, i0 = piece // nq, (piece % nq) * BLOCK_Q
+        i1 = min(Tq, i0 + BLOCK_Q)
+        bq = i1 - i0
+        kend = min(Tk, i1) if causal else Tk
+        acc[:bq] = 0
+        m[:bq] = -np.inf
+        lsum[:bq] = 0.0
+        for j0 in range(0, kend, BLOCK_K):
+            j1 = min(kend, j0 + BLOCK_K)
+            st = s[:bq, :j1 - j0]
+            gemm(q3[bh, i0:i1], k3[bh, j0:j1], st, False, True, ab)
+            _scores(st, mask2, mrow, i0, j0, scale, has_mask, causal, bh * Tq)
+            for r in range(bq):
+                row = st[r]
+                mnew = m[r]
+                for c in range(j1 - j0):
+                    mnew = max(mnew, row[c])
+                if mnew == -np.inf:        # nothing valid in this row yet
+                    row[:] = 0
+                    continue
+                total = 0.0
+                for c in range(j1 - j0):
+                    e = _fast_exp(row[c] - mnew)
+                    row[c] = e
+                    total += e
+                if mnew != m[r]:           # the max grew: rescale what was summed
+                    alpha = _fast_exp(m[r] - mnew)
+                    lsum[r] *= alpha
+                    for c in range(Dv):
+                        acc[r, c] *= alpha
+                    m[r] = mnew
+                lsum[r] += total
+            gemm(st, v3[bh, j0:j1], pv[:bq], False, False, ab)
+            acc[:bq] += pv[:bq]
+        for r in range(bq):
+            inv = q3.dtype.type(1.0 / lsum[r]) if lsum[r] > 0 else q3.dtype.type(0.0)
+            for c in range(Dv):
+                out3[bh, i0 + r, c] = acc[r, c] * inv
+            lse2[bh, i0 + r] = m[r] + math.log(lsum[r]) if lsum[r] > 0 else -np.inf
+        piece = claim(counter)
+
+
+@njit(**_JIT)
+def attention_backward_worker(q3, k3, v3, mask2, mrow, out3, lse2, dout3, dq3, dk3, dv3,
+                              scale, has_mask, causal, ab, counter):
+    """Claim (batch, head) items: their dQ, dK, dV, recomputing P tile by tile."""
+    BH, Tq, D = q3.shape
+    Tk, Dv = v3.shape[1], v3.shape[2]
+    s = np.empty((BLOCK_Q, BLOCK_K), q3.dtype)
+    dp = np.empty((BLOCK_Q, BLOCK_K), q3.dtype)
+    tq = np.empty((BLOCK_Q, D), q3.dtype)
+    tk = np.empty((BLOCK_K, max(D, Dv)), q3.dtype)
+    delta = np.empty(BLOCK_Q, np.float64)
+    bh = claim(counter)
+    while bh < BH:
+        dq3[bh] = 0
+        dk3[bh] = 0
+        dv3[bh] = 0
+        for i0 in range(0, Tq, BLOCK_Q):
+            i1 = min(Tq, i0 + BLOCK_Q)
+            bq = i1 - i0
+            qi, doi = q3[bh, i0:i1], dout3[bh, i0:i1]
+            for r in range(bq):
+                acc = 0.0
+                for c in range(Dv):
+                    acc += doi[r, c] * out3[bh, i0 + r, c]
+                delta[r] = acc
+            for j0 in range(0, min(Tk, i1) if causal else Tk, BLOCK_K):
+                j1 = min(min(Tk, i1) if causal else Tk, j0 + BLOCK_K)
+                bk = j1 - j0
+                kj, vj = k3[bh, j0:j1], v3[bh, j0:j1]
+                st, dpt = s[:bq, :bk], dp[:bq, :bk]
+                gemm(qi, kj, st, False, True, ab)
+                _scores(st, mask2, mrow, i0, j0, scale, has_mask, causal, bh * Tq)
+                for r in range(bq):
+                    lse = lse2[bh, i0 + r]
+                    for c in range(bk):
+                        st[r, c] = _fast_exp(st[r, c] - lse)
+                gemm(st, doi, tk[:bk, :Dv], True, False, ab)       # dV_j += P^T dO_i
+                dv3[bh, j0:j1] += tk[:bk, :Dv]
+                gemm(doi, vj, dpt, False, True, ab)                # dP = dO_i V_j^T
+                for r in range(bq):
+                    for c in range(bk):
+                        dpt[r, c] = scale * st[r, c] * (dpt[r, c] - delta[r])
+                gemm(dpt, kj, tq[:bq], False, False, ab)           # dQ_i += dS K_j
+                dq3[bh, i0:i1] += tq[:bq]
+                gemm(dpt, qi, tk[:bk, :D], True, False, ab)        # dK_j += dS^T Q_i
+                dk3[bh, j0:j1] += tk[:bk, :D]
+        bh = claim(counter)
+
+
+# ---------------------------------------------------------------- shapes and binding
+def _infer(ctx):
+    q, k, v, m = (ctx.input(s) for s in ("Q", "K", "V", "Mask"))
+    if np.dtype(q.dtype).kind != "f" or not (q.dtype == k.dtype == v.dtype):
+        raise ctx.error(f"Q, K, V must share one float dtype, got {q.dtype}, {k.dtype}, "
+                        f"{v.dtype}")
+    lead = tuple(q.shape[:-2])
+    if len(q.shape) < 3 or tuple(k.shape[:-2]) != lead or tuple(v.shape[:-2]) != lead or \
+            q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
+        raise ctx.error(f"expected Q [.., Tq, D], K [.., Tk, D], V [.., Tk, Dv] with the same "
+                        f"leading dims, got {tuple(q.shape)}, {tuple(k.shape)}, "
+                        f"{tuple(v.shape)}")
+    if m is not None and (np.dtype(m.dtype) != np.dtype(q.dtype) or
+                          len(m.shape) > len(q.shape) or m.shape[-1] not in (k.shape[-2], -1)):
+        raise ctx.error(f"Mask {ctx.name('Mask')} {tuple(m.shape)} {m.dtype} must have Q's "
+                        f"dtype and broadcast to the scores {lead + (q.shape[-2], k.shape[-2])}")
+    return {"Out": VarInfo(lead + (q.shape[-2], v.shape[-1]), q.dtype),
+            "LSE": VarInfo(lead + (q.shape[-2],), q.dtype)}
+
+
+def _operands(cop, ins):
+    """(q3, k3, v3, mask2, mrow, scale, has_mask, causal, ab) of a bound op."""
+    q, k, v = ins["Q"][0], ins["K"][0], ins["V"][0]
+    lead = q.shape[:-2]
+    BH = numel(lead)
+    q3, k3, v3 = (np.ascontiguousarray(a).reshape(BH, a.shape[-2], a.shape[-1])
+                  for a in (q, k, v))
+    if ins.get("Mask"):
+        mask = ins["Mask"][0]
+        mrow = mask_rows(lead + (q.shape[-2], k.shape[-2]), mask.shape)
+        mask2 = np.ascontiguousarray(mask).reshape(-1, k.shape[-2])
+    else:
+        mrow, mask2 = np.zeros(1, np.int64), np.zeros((1, 1), q.dtype)
+    dt = q.dtype.type
+    return (q3, k3, v3, mask2, mrow, dt(cop.attrs["scale"]), bool(ins.get("Mask")),
+            bool(cop.attrs["causal"]), blas_scalars(q.dtype))
+
+
+def _threads(q3, k3, v3, units):
+    work = q3.shape[0] * q3.shape[1] * k3.shape[1] * (q3.shape[2] + v3.shape[2])
+    return parallel_threads(work, units)
+
+
+def _cpu(cop):
+    def bind(ins, outs):
+        q3, k3, v3, mask2, mrow, scale, has_mask, causal, ab = _operands(cop, ins)
+        out3 = outs["Out"][0].reshape(q3.shape[0], q3.shape[1], v3.shape[2])
+        lse2 = outs["LSE"][0].reshape(q3.shape[0], q3.shape[1])
+        T = _threads(q3, k3, v3, q3.shape[0] * -(-q3.shape[1] // BLOCK_Q))
+        return bind_workers(attention_forward_worker, (q3, k3, v3, mask2, mrow, out3, lse2,
+                                                       scale, has_mask, causal, ab), [()] * T)
+    return bind
+
+
+def _grad_cpu(cop):
+    def bind(ins, outs):
+        q3, k3, v3, mask2, mrow, scale, has_mask, causal, ab = _operands(cop, ins)
+        BH = q3.shape[0]
+        out3 = ins["Out"][0].reshape(BH, q3.shape[1], v3.shape[2])
+        dout3 = np.ascontiguousarray(ins["Out@GRAD"][0]).reshape(out3.shape)
+        lse2 = ins["LSE"][0].reshape(BH, q3.shape[1])
+        grads = [outs[s][0].reshape(a.shape) if outs.get(s) else np.empty_like(a)
+                 for s, a in (("Q@GRAD", q3), ("K@GRAD", k3), ("V@GRAD", v3))]
+        T = _threads(q3, k3, v3, BH)
+        return bind_workers(attention_backward_worker,
+                            (q3, k3, v3, mask2, mrow, out3, lse2, dout3, *grads, scale,
+                             has_mask, causal, ab), [()] * T)
+    return bind
+
+
+def _rule(g):
+    ins = {s: [g.fwd(s)] for s in ("Q", "K", "V", "Out", "LSE")}
+    if g.fwd("Mask") is not None:
+        ins["Mask"] = [g.fwd("Mask")]
+    ins["Out@GRAD"] = [g.dout("Out")]
+    g.append("flash_attention_grad", ins,
+             {"Q@GRAD": g.dx("Q"), "K@GRAD": g.dx("K"), "V@GRAD": g.dx("V")}, dict(g.attrs))
+
+
+_ATTRS = {"scale": 1.0, "causal": False}
+_QKV = (Slot("Q"), Slot("K"), Slot("V"), Slot("Mask", optional=True, no_grad=True))
+
+register_op(OpDef(
+    "flash_attention", _QKV, (Slot("Out"), Slot("LSE")), _infer, _cpu, attrs=dict(_ATTRS),
+    grad=_rule,
+    doc="Out = softmax(scale * Q K^T + Mask) V over [.., Tq, Tk] score tiles (causal: keys "
+        "j <= i), never holding the scores; LSE = each score row's log-sum-exp"))
+register_op(OpDef(
+    "flash_attention_grad", _QKV + (Slot("Out"), Slot("LSE"), Slot("Out@GRAD")),
+    (Slot("Q@GRAD", optional=True), Slot("K@GRAD", optional=True),
+     Slot("V@GRAD", optional=True)),
+    lambda ctx: {"Q@GRAD": ctx.input("Q"), "K@GRAD": ctx.input("K"), "V@GRAD": ctx.input("V")},
+    _grad_cpu, attrs=dict(_ATTRS), traits=frozenset((NO_GRAD,)),
+    doc="dQ, dK, dV of flash_attention, recomputing each tile's probabilities from LSE"))
