@@ -3,7 +3,7 @@
 Q [.., Tq, D], K [.., Tk, D], V [.., Tk, Dv] (the leading dims, batch and heads, equal),
 Mask optional (broadcast over the leading dims, last dim Tk; no gradient), `causal` keeping
 the positions j <= i of each [Tq, Tk] score matrix (fused_softmax_mask's rule). Out is
-[.., Tq, Dv]; LSE [.., Tq] is each score row's log-sum-exp, kept for the backward.
+[.., Tq, Dv].
 
 The unfused chain (matmul -> scale -> + mask -> softmax -> matmul) writes the [B, H, Tq, Tk]
 scores and probabilities and reads them back, forward and backward: at the GPT d512's
@@ -15,7 +15,8 @@ that exists of the scores; under `causal` the key blocks right of the query bloc
 skipped. The tiles' products are BLAS calls (gemm_cpu.gemm).
 
 The backward recomputes each tile's probabilities P = exp(S - LSE) instead of reading them
-(FlashAttention-2): with dO's row dots delta = rowsum(dO * Out), dV += P^T dO,
+(FlashAttention-2; the rows' log-sum-exp LSE too, by one more score product per tile: a
+rewrite may not add the variable that would carry it from the forward): with dO's row dots delta = rowsum(dO * Out), dV += P^T dO,
 dS = P * (dO V^T - delta), dQ += scale * dS K, dK += scale * dS^T Q. A worker claims a
 whole (batch, head) item (dK and dV sum over its query blocks). Both kernels share the
 work over the op's threads by claiming (workshare.py).
@@ -58,11 +59,53 @@ def _scores(st, mask2, mrow, row0, j0, scale, has_mask, causal, bh_row):
 
 
 @njit(**_JIT)
-def attention_forward_worker(q3, k3, v3, mask2, mrow, out3, lse2, scale, has_mask, causal, ab,
+def _online_softmax(q3, k3, v3, mask2, mrow, bh, i0, i1, scale, has_mask, causal, ab, s, pv,
+                    acc, m, lsum, with_values):
+    """Rows i0:i1 of item bh over the key tiles: the running max m and sum lsum of each
+    score row, and (with_values) acc = the rows' unnormalised sum_j exp(s_ij - m_i) V_j."""
+    Tq, Tk = q3.shape[1], k3.shape[1]
+    bq = i1 - i0
+    kend = min(Tk, i1) if causal else Tk
+    acc[:bq] = 0
+    m[:bq] = -np.inf
+    lsum[:bq] = 0.0
+    for j0 in range(0, kend, BLOCK_K):
+        j1 = min(kend, j0 + BLOCK_K)
+        st = s[:bq, :j1 - j0]
+        gemm(q3[bh, i0:i1], k3[bh, j0:j1], st, False, True, ab)
+        _scores(st, mask2, mrow, i0, j0, scale, has_mask, causal, bh * Tq)
+        for r in range(bq):
+            row = st[r]
+            mnew = m[r]
+            for c in range(j1 - j0):
+                mnew = max(mnew, row[c])
+            if mnew == -np.inf:        # nothing valid in this row yet
+                row[:] = 0
+                continue
+            total = 0.0
+            for c in range(j1 - j0):
+                e = _fast_exp(row[c] - mnew)
+                row[c] = e
+                total += e
+            if mnew != m[r]:           # the max grew: rescale what was summed
+                alpha = _fast_exp(m[r] - mnew)
+                lsum[r] *= alpha
+                if with_values:
+                    for c in range(acc.shape[1]):
+                        acc[r, c] *= alpha
+                m[r] = mnew
+            lsum[r] += total
+        if with_values:
+            gemm(st, v3[bh, j0:j1], pv[:bq], False, False, ab)
+            acc[:bq] += pv[:bq]
+
+
+@njit(**_JIT)
+def attention_forward_worker(q3, k3, v3, mask2, mrow, out3, scale, has_mask, causal, ab,
                              counter):
-    """Claim (item, query block) pieces: out3/lse2 of those rows by the online softmax."""
+    """Claim (item, query block) pieces: their rows of out3 by the online softmax."""
     BH, Tq, D = q3.shape
-    Tk, Dv = v3.shape[1], v3.shape[2]
+    Dv = v3.shape[2]
     nq = -(-Tq // BLOCK_Q)
     s = np.empty((BLOCK_Q, BLOCK_K), q3.dtype)
     pv = np.empty((BLOCK_Q, Dv), q3.dtype)
@@ -73,53 +116,25 @@ def attention_forward_worker(q3, k3, v3, mask2, mrow, out3, lse2, scale, has_mas
     while piece < BH * nq:
         bh, i0 = piece // nq, (piece % nq) * BLOCK_Q
         i1 = min(Tq, i0 + BLOCK_Q)
-        bq = i1 - i0
-        kend = min(Tk, i1) if causal else Tk
-        acc[:bq] = 0
-        m[:bq] = -np.inf
-        lsum[:bq] = 0.0
-        for j0 in range(0, kend, BLOCK_K):
-            j1 = min(kend, j0 + BLOCK_K)
-            st = s[:bq, :j1 - j0]
-            gemm(q3[bh, i0:i1], k3[bh, j0:j1], st, False, True, ab)
-            _scores(st, mask2, mrow, i0, j0, scale, has_mask, causal, bh * Tq)
-            for r in range(bq):
-                row = st[r]
-                mnew = m[r]
-                for c in range(j1 - j0):
-                    mnew = max(mnew, row[c])
-                if mnew == -np.inf:        # nothing valid in this row yet
-                    row[:] = 0
-                    continue
-                total = 0.0
-                for c in range(j1 - j0):
-                    e = _fast_exp(row[c] - mnew)
-                    row[c] = e
-                    total += e
-                if mnew != m[r]:           # the max grew: rescale what was summed
-                    alpha = _fast_exp(m[r] - mnew)
-                    lsum[r] *= alpha
-                    for c in range(Dv):
-                        acc[r, c] *= alpha
-                    m[r] = mnew
-                lsum[r] += total
-            gemm(st, v3[bh, j0:j1], pv[:bq], False, False, ab)
-            acc[:bq] += pv[:bq]
-        for r in range(bq):
+        _online_softmax(q3, k3, v3, mask2, mrow, bh, i0, i1, scale, has_mask, causal, ab, s,
+                        pv, acc, m, lsum, True)
+        for r in range(i1 - i0):
             inv = q3.dtype.type(1.0 / lsum[r]) if lsum[r] > 0 else q3.dtype.type(0.0)
             for c in range(Dv):
                 out3[bh, i0 + r, c] = acc[r, c] * inv
-            lse2[bh, i0 + r] = m[r] + math.log(lsum[r]) if lsum[r] > 0 else -np.inf
         piece = claim(counter)
 
 
 @njit(**_JIT)
-def attention_backward_worker(q3, k3, v3, mask2, mrow, out3, lse2, dout3, dq3, dk3, dv3,
+def attention_backward_worker(q3, k3, v3, mask2, mrow, out3, dout3, dq3, dk3, dv3,
                               scale, has_mask, causal, ab, counter):
     """Claim (batch, head) items: their dQ, dK, dV, recomputing P tile by tile."""
     BH, Tq, D = q3.shape
     Tk, Dv = v3.shape[1], v3.shape[2]
     s = np.empty((BLOCK_Q, BLOCK_K), q3.dtype)
+    m = np.empty(BLOCK_Q, q3.dtype)
+    lsum = np.empty(BLOCK_Q, np.float64)
+    lse = np.empty(BLOCK_Q, np.float64)
     dp = np.empty((BLOCK_Q, BLOCK_K), q3.dtype)
     tq = np.empty((BLOCK_Q, D), q3.dtype)
     tk = np.empty((BLOCK_K, max(D, Dv)), q3.dtype)
@@ -133,6 +148,12 @@ def attention_backward_worker(q3, k3, v3, mask2, mrow, out3, lse2, dout3, dq3, d
             i1 = min(Tq, i0 + BLOCK_Q)
             bq = i1 - i0
             qi, doi = q3[bh, i0:i1], dout3[bh, i0:i1]
+            # the rows' log-sum-exp, recomputed (one score product per tile; keeping it
+            # from the forward would need a variable the rewrite cannot add)
+            _online_softmax(q3, k3, v3, mask2, mrow, bh, i0, i1, scale, has_mask, causal, ab,
+                            s, tq, tq, m, lsum, False)
+            for r in range(bq):
+                lse[r] = m[r] + math.log(lsum[r]) if lsum[r] > 0 else np.inf
             for r in range(bq):
                 acc = 0.0
                 for c in range(Dv):
@@ -146,9 +167,8 @@ def attention_backward_worker(q3, k3, v3, mask2, mrow, out3, lse2, dout3, dq3, d
                 gemm(qi, kj, st, False, True, ab)
                 _scores(st, mask2, mrow, i0, j0, scale, has_mask, causal, bh * Tq)
                 for r in range(bq):
-                    lse = lse2[bh, i0 + r]
                     for c in range(bk):
-                        st[r, c] = _fast_exp(st[r, c] - lse)
+                        st[r, c] = _fast_exp(st[r, c] - lse[r])
                 gemm(st, doi, tk[:bk, :Dv], True, False, ab)       # dV_j += P^T dO_i
                 dv3[bh, j0:j1] += tk[:bk, :Dv]
                 gemm(doi, vj, dpt, False, True, ab)                # dP = dO_i V_j^T
@@ -179,7 +199,7 @@ def _infer(ctx):
         raise ctx.error(f"Mask {ctx.name('Mask')} {tuple(m.shape)} {m.dtype} must have Q's "
                         f"dtype and broadcast to the scores {lead + (q.shape[-2], k.shape[-2])}")
     return {"Out": VarInfo(lead + (q.shape[-2], v.shape[-1]), q.dtype),
-            "LSE": VarInfo(lead + (q.shape[-2],), q.dtype)}
+}
 
 
 def _operands(cop, ins):
@@ -209,10 +229,8 @@ def _cpu(cop):
     def bind(ins, outs):
         q3, k3, v3, mask2, mrow, scale, has_mask, causal, ab = _operands(cop, ins)
         out3 = outs["Out"][0].reshape(q3.shape[0], q3.shape[1], v3.shape[2])
-        lse2 = outs["LSE"][0].reshape(q3.shape[0], q3.shape[1])
         T = _threads(q3, k3, v3, q3.shape[0] * -(-q3.shape[1] // BLOCK_Q))
-        return bind_workers(attention_forward_worker, (q3, k3, v3, mask2, mrow, out3, lse2,
-                                                       scale, has_mask, causal, ab), [()] * T)
+        return bind_workers(attention_forward_worker, (q3, k3, v3, mask2, mrow, out3, scale, has_mask, causal, ab), [()] * T)
     return bind
 
 
@@ -222,18 +240,17 @@ def _grad_cpu(cop):
         BH = q3.shape[0]
         out3 = ins["Out"][0].reshape(BH, q3.shape[1], v3.shape[2])
         dout3 = np.ascontiguousarray(ins["Out@GRAD"][0]).reshape(out3.shape)
-        lse2 = ins["LSE"][0].reshape(BH, q3.shape[1])
         grads = [outs[s][0].reshape(a.shape) if outs.get(s) else np.empty_like(a)
                  for s, a in (("Q@GRAD", q3), ("K@GRAD", k3), ("V@GRAD", v3))]
         T = _threads(q3, k3, v3, BH)
         return bind_workers(attention_backward_worker,
-                            (q3, k3, v3, mask2, mrow, out3, lse2, dout3, *grads, scale,
+                            (q3, k3, v3, mask2, mrow, out3, dout3, *grads, scale,
                              has_mask, causal, ab), [()] * T)
     return bind
 
 
 def _rule(g):
-    ins = {s: [g.fwd(s)] for s in ("Q", "K", "V", "Out", "LSE")}
+    ins = {s: [g.fwd(s)] for s in ("Q", "K", "V", "Out")}
     if g.fwd("Mask") is not None:
         ins["Mask"] = [g.fwd("Mask")]
     ins["Out@GRAD"] = [g.dout("Out")]
@@ -245,14 +262,14 @@ _ATTRS = {"scale": 1.0, "causal": False}
 _QKV = (Slot("Q"), Slot("K"), Slot("V"), Slot("Mask", optional=True, no_grad=True))
 
 register_op(OpDef(
-    "flash_attention", _QKV, (Slot("Out"), Slot("LSE")), _infer, _cpu, attrs=dict(_ATTRS),
+    "flash_attention", _QKV, (Slot("Out"),), _infer, _cpu, attrs=dict(_ATTRS),
     grad=_rule,
     doc="Out = softmax(scale * Q K^T + Mask) V over [.., Tq, Tk] score tiles (causal: keys "
-        "j <= i), never holding the scores; LSE = each score row's log-sum-exp"))
+        "j <= i), never holding the scores"))
 register_op(OpDef(
-    "flash_attention_grad", _QKV + (Slot("Out"), Slot("LSE"), Slot("Out@GRAD")),
+    "flash_attention_grad", _QKV + (Slot("Out"), Slot("Out@GRAD")),
     (Slot("Q@GRAD", optional=True), Slot("K@GRAD", optional=True),
      Slot("V@GRAD", optional=True)),
     lambda ctx: {"Q@GRAD": ctx.input("Q"), "K@GRAD": ctx.input("K"), "V@GRAD": ctx.input("V")},
     _grad_cpu, attrs=dict(_ATTRS), traits=frozenset((NO_GRAD,)),
-    doc="dQ, dK, dV of flash_attention, recomputing each tile's probabilities from LSE"))
+    doc="dQ, dK, dV of flash_attention, recomputing each tile's probabilities"))
