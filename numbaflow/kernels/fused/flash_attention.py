@@ -25,9 +25,10 @@ import functools
 import math
 
 import numpy as np
-from numba import njit
+from numba import float64, njit
 
 from ..fastmath import exp as _fast_exp
+from ..gpu import gpu_util
 from ..math.gemm_cpu import blas_scalars, gemm
 from ..registry import NO_GRAD, OpDef, Slot, VarInfo, numel, register_op
 from ..workshare import bind_workers, claim, parallel_threads
@@ -35,6 +36,8 @@ from .softmax_mask import mask_rows
 
 BLOCK_Q = 64     # query rows per claimed block
 BLOCK_K = 128    # key columns per score tile: a 64 x 128 float32 tile (32 KB) stays in L2
+
+cuda = None   # numba.cuda, bound by _gpu_kernels on first use (gpu_util's convention)
 
 _JIT = dict(nogil=True, cache=True, error_model="numpy", fastmath={"reassoc", "contract"})
 
@@ -182,6 +185,136 @@ def attention_backward_worker(q3, k3, v3, mask2, mrow, out3, dout3, dq3, dk3, dv
         bh = claim(counter)
 
 
+# ---------------------------------------------------------------- GPU
+# The plain form: grid-stride kernels with one thread per output element, each
+# recomputing the scores it needs from Q and K (the row statistics, log-sum-exp and
+# delta = rowsum(dO * Out), first, one thread per score row). Correct, not tiled: the
+# pass does not choose this op on a GPU (fuse_flash_attention's refusal).
+@gpu_util.lazy
+def _gpu_kernels():
+    global cuda
+    from numba import cuda
+
+    @cuda.jit(device=True)
+    def score(q3, k3, mask2, mrow, bh, i, j, scale, has_mask, causal):
+        if causal and j > i:
+            return -math.inf
+        acc = 0.0
+        for d in range(q3.shape[2]):
+            acc += float64(q3[bh, i, d]) * float64(k3[bh, j, d])
+        acc *= scale
+        if has_mask:
+            acc += float64(mask2[mrow[bh * q3.shape[1] + i], j])
+        return acc
+
+    @cuda.jit(device=True)
+    def dscore(q3, k3, v3, mask2, mrow, dout3, lse, delta, bh, i, j, scale, has_mask, causal):
+        """dS_ij / scale = P_ij * (dO_i . V_j - delta_i)."""
+        p = math.exp(score(q3, k3, mask2, mrow, bh, i, j, scale, has_mask, causal) -
+                     lse[bh * q3.shape[1] + i])
+        dp = 0.0
+        for c in range(v3.shape[2]):
+            dp += float64(dout3[bh, i, c]) * float64(v3[bh, j, c])
+        return p * (dp - delta[bh * q3.shape[1] + i])
+
+    @cuda.jit(cache=True)
+    def stats(q3, k3, mask2, mrow, out3, dout3, lse, delta, scale, has_mask, causal, with_delta):
+        BH, Tq, Tk = q3.shape[0], q3.shape[1], k3.shape[1]
+        for n in range(cuda.grid(1), BH * Tq, cuda.gridsize(1)):
+            bh, i = n // Tq, n % Tq
+            m = -math.inf
+            for j in range(Tk):
+                m = max(m, score(q3, k3, mask2, mrow, bh, i, j, scale, has_mask, causal))
+            total = 0.0
+            for j in range(Tk):
+                total += math.exp(score(q3, k3, mask2, mrow, bh, i, j, scale, has_mask,
+                                        causal) - m)
+            lse[n] = m + math.log(total) if total > 0.0 else math.inf
+            if with_delta:
+                acc = 0.0
+                for c in range(out3.shape[2]):
+                    acc += float64(dout3[bh, i, c]) * float64(out3[bh, i, c])
+                delta[n] = acc
+
+    @cuda.jit(cache=True)
+    def forward(q3, k3, v3, mask2, mrow, lse, out3, scale, has_mask, causal):
+        BH, Tq, Tk, Dv = q3.shape[0], q3.shape[1], k3.shape[1], v3.shape[2]
+        for n in range(cuda.grid(1), BH * Tq * Dv, cuda.gridsize(1)):
+            bh, i, c = n // (Tq * Dv), (n // Dv) % Tq, n % Dv
+            acc = 0.0
+            for j in range(Tk):
+                acc += math.exp(score(q3, k3, mask2, mrow, bh, i, j, scale, has_mask, causal)
+                                - lse[bh * Tq + i]) * float64(v3[bh, j, c])
+            out3[bh, i, c] = acc
+
+    @cuda.jit(cache=True)
+    def grad_v(q3, k3, mask2, mrow, dout3, lse, dv3, scale, has_mask, causal):
+        BH, Tq, Tk, Dv = q3.shape[0], q3.shape[1], k3.shape[1], dv3.shape[2]
+        for n in range(cuda.grid(1), BH * Tk * Dv, cuda.gridsize(1)):
+            bh, j, c = n // (Tk * Dv), (n // Dv) % Tk, n % Dv
+            acc = 0.0
+            for i in range(Tq):
+                acc += math.exp(score(q3, k3, mask2, mrow, bh, i, j, scale, has_mask, causal)
+                                - lse[bh * Tq + i]) * float64(dout3[bh, i, c])
+            dv3[bh, j, c] = acc
+
+    @cuda.jit(cache=True)
+    def grad_qk(q3, k3, v3, mask2, mrow, dout3, lse, delta, dx3, scale, has_mask, causal,
+                for_k):
+        """dQ (for_k False: sum over keys of dS K) or dK (sum over queries of dS^T Q)."""
+        BH, Tq, Tk, D = q3.shape[0], q3.shape[1], k3.shape[1], q3.shape[2]
+        rows, other = (Tk, Tq) if for_k else (Tq, Tk)
+        for n in range(cuda.grid(1), BH * rows * D, cuda.gridsize(1)):
+            bh, a, d = n // (rows * D), (n // D) % rows, n % D
+            acc = 0.0
+            for b in range(other):
+                i, j = (b, a) if for_k else (a, b)
+                ds = dscore(q3, k3, v3, mask2, mrow, dout3, lse, delta, bh, i, j, scale,
+                            has_mask, causal)
+                acc += ds * (float64(q3[bh, i, d]) if for_k else float64(k3[bh, j, d]))
+            dx3[bh, a, d] = scale * acc
+
+    return gpu_util.Kernels(stats=stats, forward=forward, grad_v=grad_v, grad_qk=grad_qk)
+
+
+def _gpu(cop):
+    def bind(ins, outs):
+        q3, k3, v3, mask2, mrow, scale, has_mask, causal = _operands(cop, ins, "gpu")
+        kern, rows = _gpu_kernels(), q3.shape[0] * q3.shape[1]
+        out3 = outs["Out"][0].reshape(rows // q3.shape[1], q3.shape[1], v3.shape[2])
+        lse = cuda.device_array(max(rows, 1), np.float64)
+        return gpu_util.sequence((
+            gpu_util.launch_flat(kern.stats, rows, q3, k3, mask2, mrow, out3, out3, lse, lse,
+                                 scale, has_mask, causal, False),
+            gpu_util.launch_flat(kern.forward, out3.size, q3, k3, v3, mask2, mrow, lse, out3,
+                                 scale, has_mask, causal)))
+    return bind
+
+
+def _grad_gpu(cop):
+    def bind(ins, outs):
+        q3, k3, v3, mask2, mrow, scale, has_mask, causal = _operands(cop, ins, "gpu")
+        kern, rows = _gpu_kernels(), q3.shape[0] * q3.shape[1]
+        out3 = ins["Out"][0].reshape(q3.shape[0], q3.shape[1], v3.shape[2])
+        dout3 = ins["Out@GRAD"][0].reshape(out3.shape)
+        lse, delta = (cuda.device_array(max(rows, 1), np.float64) for _ in range(2))
+        args = (mask2, mrow)
+        calls = [gpu_util.launch_flat(kern.stats, rows, q3, k3, *args, out3, dout3, lse,
+                                      delta, scale, has_mask, causal, True)]
+        if outs.get("V@GRAD"):
+            dv3 = outs["V@GRAD"][0].reshape(v3.shape)
+            calls.append(gpu_util.launch_flat(kern.grad_v, dv3.size, q3, k3, *args, dout3,
+                                              lse, dv3, scale, has_mask, causal))
+        for slot, like, for_k in (("Q@GRAD", q3, False), ("K@GRAD", k3, True)):
+            if outs.get(slot):
+                dx3 = outs[slot][0].reshape(like.shape)
+                calls.append(gpu_util.launch_flat(kern.grad_qk, dx3.size, q3, k3, v3, *args,
+                                                  dout3, lse, delta, dx3, scale, has_mask,
+                                                  causal, for_k))
+        return gpu_util.sequence(calls)
+    return bind
+
+
 # ---------------------------------------------------------------- shapes and binding
 def _infer(ctx):
     q, k, v, m = (ctx.input(s) for s in ("Q", "K", "V", "Mask"))
@@ -202,22 +335,26 @@ def _infer(ctx):
 }
 
 
-def _operands(cop, ins):
-    """(q3, k3, v3, mask2, mrow, scale, has_mask, causal, ab) of a bound op."""
+def _operands(cop, ins, device="cpu"):
+    """(q3, k3, v3, mask2, mrow, scale, has_mask, causal) of a bound op: the operands as
+    [items, rows, cols], the mask as rows and each score row's mask row."""
     q, k, v = ins["Q"][0], ins["K"][0], ins["V"][0]
     lead = q.shape[:-2]
     BH = numel(lead)
-    q3, k3, v3 = (np.ascontiguousarray(a).reshape(BH, a.shape[-2], a.shape[-1])
-                  for a in (q, k, v))
+    flat = (lambda a: a) if device == "gpu" else np.ascontiguousarray
+    q3, k3, v3 = (flat(a).reshape(BH, a.shape[-2], a.shape[-1]) for a in (q, k, v))
     if ins.get("Mask"):
         mask = ins["Mask"][0]
         mrow = mask_rows(lead + (q.shape[-2], k.shape[-2]), mask.shape)
-        mask2 = np.ascontiguousarray(mask).reshape(-1, k.shape[-2])
+        mask2 = flat(mask).reshape(-1, k.shape[-2])
     else:
         mrow, mask2 = np.zeros(1, np.int64), np.zeros((1, 1), q.dtype)
-    dt = q.dtype.type
-    return (q3, k3, v3, mask2, mrow, dt(cop.attrs["scale"]), bool(ins.get("Mask")),
-            bool(cop.attrs["causal"]), blas_scalars(q.dtype))
+        if device == "gpu":
+            mask2 = gpu_util.to_device(mask2)
+    if device == "gpu":
+        mrow = gpu_util.to_device(mrow)
+    return (q3, k3, v3, mask2, mrow, q.dtype.type(cop.attrs["scale"]), bool(ins.get("Mask")),
+            bool(cop.attrs["causal"]))
 
 
 def _threads(q3, k3, v3, units):
@@ -227,7 +364,8 @@ def _threads(q3, k3, v3, units):
 
 def _cpu(cop):
     def bind(ins, outs):
-        q3, k3, v3, mask2, mrow, scale, has_mask, causal, ab = _operands(cop, ins)
+        q3, k3, v3, mask2, mrow, scale, has_mask, causal = _operands(cop, ins)
+        ab = blas_scalars(q3.dtype)
         out3 = outs["Out"][0].reshape(q3.shape[0], q3.shape[1], v3.shape[2])
         T = _threads(q3, k3, v3, q3.shape[0] * -(-q3.shape[1] // BLOCK_Q))
         return bind_workers(attention_forward_worker, (q3, k3, v3, mask2, mrow, out3, scale, has_mask, causal, ab), [()] * T)
@@ -236,8 +374,8 @@ def _cpu(cop):
 
 def _grad_cpu(cop):
     def bind(ins, outs):
-        q3, k3, v3, mask2, mrow, scale, has_mask, causal, ab = _operands(cop, ins)
-        BH = q3.shape[0]
+        q3, k3, v3, mask2, mrow, scale, has_mask, causal = _operands(cop, ins)
+        ab, BH = blas_scalars(q3.dtype), q3.shape[0]
         out3 = ins["Out"][0].reshape(BH, q3.shape[1], v3.shape[2])
         dout3 = np.ascontiguousarray(ins["Out@GRAD"][0]).reshape(out3.shape)
         grads = [outs[s][0].reshape(a.shape) if outs.get(s) else np.empty_like(a)
@@ -262,7 +400,7 @@ _ATTRS = {"scale": 1.0, "causal": False}
 _QKV = (Slot("Q"), Slot("K"), Slot("V"), Slot("Mask", optional=True, no_grad=True))
 
 register_op(OpDef(
-    "flash_attention", _QKV, (Slot("Out"),), _infer, _cpu, attrs=dict(_ATTRS),
+    "flash_attention", _QKV, (Slot("Out"),), _infer, _cpu, gpu=_gpu, attrs=dict(_ATTRS),
     grad=_rule,
     doc="Out = softmax(scale * Q K^T + Mask) V over [.., Tq, Tk] score tiles (causal: keys "
         "j <= i), never holding the scores"))
@@ -271,5 +409,5 @@ register_op(OpDef(
     (Slot("Q@GRAD", optional=True), Slot("K@GRAD", optional=True),
      Slot("V@GRAD", optional=True)),
     lambda ctx: {"Q@GRAD": ctx.input("Q"), "K@GRAD": ctx.input("K"), "V@GRAD": ctx.input("V")},
-    _grad_cpu, attrs=dict(_ATTRS), traits=frozenset((NO_GRAD,)),
+    _grad_cpu, gpu=_grad_gpu, attrs=dict(_ATTRS), traits=frozenset((NO_GRAD,)),
     doc="dQ, dK, dV of flash_attention, recomputing each tile's probabilities"))
