@@ -277,6 +277,10 @@ def _gpu_kernels():
     return gpu_util.Kernels(stats=stats, forward=forward, grad_v=grad_v, grad_qk=grad_qk)
 
 
+def _numel3(a):
+    return a.shape[0] * a.shape[1] * a.shape[2]
+
+
 def _gpu(cop):
     def bind(ins, outs):
         q3, k3, v3, mask2, mrow, scale, has_mask, causal = _operands(cop, ins, "gpu")
@@ -286,7 +290,7 @@ def _gpu(cop):
         return gpu_util.sequence((
             gpu_util.launch_flat(kern.stats, rows, q3, k3, mask2, mrow, out3, out3, lse, lse,
                                  scale, has_mask, causal, False),
-            gpu_util.launch_flat(kern.forward, out3.size, q3, k3, v3, mask2, mrow, lse, out3,
+            gpu_util.launch_flat(kern.forward, rows * v3.shape[2], q3, k3, v3, mask2, mrow, lse, out3,
                                  scale, has_mask, causal)))
     return bind
 
@@ -296,19 +300,19 @@ def _grad_gpu(cop):
         q3, k3, v3, mask2, mrow, scale, has_mask, causal = _operands(cop, ins, "gpu")
         kern, rows = _gpu_kernels(), q3.shape[0] * q3.shape[1]
         out3 = ins["Out"][0].reshape(q3.shape[0], q3.shape[1], v3.shape[2])
-        dout3 = ins["Out@GRAD"][0].reshape(out3.shape)
+        dout3 = ins["Out@GRAD"][0].reshape(q3.shape[0], q3.shape[1], v3.shape[2])
         lse, delta = (cuda.device_array(max(rows, 1), np.float64) for _ in range(2))
         args = (mask2, mrow)
         calls = [gpu_util.launch_flat(kern.stats, rows, q3, k3, *args, out3, dout3, lse,
                                       delta, scale, has_mask, causal, True)]
         if outs.get("V@GRAD"):
-            dv3 = outs["V@GRAD"][0].reshape(v3.shape)
-            calls.append(gpu_util.launch_flat(kern.grad_v, dv3.size, q3, k3, *args, dout3,
+            dv3 = outs["V@GRAD"][0].reshape(*v3.shape)
+            calls.append(gpu_util.launch_flat(kern.grad_v, _numel3(v3), q3, k3, *args, dout3,
                                               lse, dv3, scale, has_mask, causal))
         for slot, like, for_k in (("Q@GRAD", q3, False), ("K@GRAD", k3, True)):
             if outs.get(slot):
-                dx3 = outs[slot][0].reshape(like.shape)
-                calls.append(gpu_util.launch_flat(kern.grad_qk, dx3.size, q3, k3, v3, *args,
+                dx3 = outs[slot][0].reshape(*like.shape)
+                calls.append(gpu_util.launch_flat(kern.grad_qk, _numel3(like), q3, k3, v3, *args,
                                                   dout3, lse, delta, dx3, scale, has_mask,
                                                   causal, for_k))
         return gpu_util.sequence(calls)
@@ -338,22 +342,22 @@ def _infer(ctx):
 def _operands(cop, ins, device="cpu"):
     """(q3, k3, v3, mask2, mrow, scale, has_mask, causal) of a bound op: the operands as
     [items, rows, cols], the mask as rows and each score row's mask row."""
-    q, k, v = ins["Q"][0], ins["K"][0], ins["V"][0]
-    lead = q.shape[:-2]
+    (qs, ks, vs), dt = (tuple(cop.input(s).shape) for s in "QKV"), np.dtype(cop.input("Q").dtype)
+    lead = qs[:-2]
     BH = numel(lead)
     flat = (lambda a: a) if device == "gpu" else np.ascontiguousarray
-    q3, k3, v3 = (flat(a).reshape(BH, a.shape[-2], a.shape[-1]) for a in (q, k, v))
+    q3, k3, v3 = (flat(ins[s][0]).reshape(BH, shape[-2], shape[-1])
+                  for s, shape in (("Q", qs), ("K", ks), ("V", vs)))
     if ins.get("Mask"):
-        mask = ins["Mask"][0]
-        mrow = mask_rows(lead + (q.shape[-2], k.shape[-2]), mask.shape)
-        mask2 = flat(mask).reshape(-1, k.shape[-2])
+        mrow = mask_rows(lead + (qs[-2], ks[-2]), tuple(cop.input("Mask").shape))
+        mask2 = flat(ins["Mask"][0]).reshape(-1, ks[-2])
     else:
-        mrow, mask2 = np.zeros(1, np.int64), np.zeros((1, 1), q.dtype)
+        mrow, mask2 = np.zeros(1, np.int64), np.zeros((1, 1), dt)
         if device == "gpu":
             mask2 = gpu_util.to_device(mask2)
     if device == "gpu":
         mrow = gpu_util.to_device(mrow)
-    return (q3, k3, v3, mask2, mrow, q.dtype.type(cop.attrs["scale"]), bool(ins.get("Mask")),
+    return (q3, k3, v3, mask2, mrow, dt.type(cop.attrs["scale"]), bool(ins.get("Mask")),
             bool(cop.attrs["causal"]))
 
 
