@@ -34,8 +34,7 @@ from ..registry import NO_GRAD, OpDef, Slot, VarInfo, numel, register_op
 from ..workshare import bind_workers, claim, parallel_threads
 from .softmax_mask import mask_rows
 
-BLOCK_Q = 64     # query rows per claimed block
-BLOCK_K = 128    # key columns per score tile: a 64 x 128 float32 tile (32 KB) stays in L2
+BLOCK_Q = 64     # query rows per claimed block: a [64, Tk] float32 score block is 64 KB at Tk 256
 
 cuda = None   # numba.cuda, bound by _gpu_kernels on first use (gpu_util's convention)
 
@@ -43,145 +42,88 @@ _JIT = dict(nogil=True, cache=True, error_model="numpy", fastmath={"reassoc", "c
 
 
 @njit(**_JIT)
-def _scores(st, mask2, mrow, row0, j0, scale, has_mask, causal, bh_row):
-    """Scale and mask the tile st (rows row0.., columns j0..) in place; the number of
-    valid columns of each row is returned through the causal rule (the rest are -inf)."""
-    bq, bk = st.shape
-    for r in range(bq):
-        lim = min(bk, row0 + r + 1 - j0) if causal else bk
-        row = st[r]
-        if has_mask:
-            mr = mask2[mrow[bh_row + row0 + r]]
-            for c in range(max(lim, 0)):
-                row[c] = scale * row[c] + mr[j0 + c]
-        else:
-            for c in range(max(lim, 0)):
-                row[c] = scale * row[c]
-        for c in range(max(lim, 0), bk):
-            row[c] = -np.inf
-
-
-@njit(**_JIT)
-def _online_softmax(q3, k3, v3, mask2, mrow, bh, i0, i1, scale, has_mask, causal, ab, s, pv,
-                    acc, m, lsum, with_values):
-    """Rows i0:i1 of item bh over the key tiles: the running max m and sum lsum of each
-    score row, and (with_values) acc = the rows' unnormalised sum_j exp(s_ij - m_i) V_j."""
+def _probabilities(q3, k3, mask2, mrow, bh, i0, i1, scale, has_mask, causal, ab, s):
+    """s[:bq, :kend] = the probabilities of query rows i0:i1 of item bh over the keys they
+    see (kend: all, or up to i1 under the causal rule, whose masked entries are 0); one
+    product, then one pass over each row while the block is in cache."""
     Tq, Tk = q3.shape[1], k3.shape[1]
-    bq = i1 - i0
     kend = min(Tk, i1) if causal else Tk
-    acc[:bq] = 0
-    m[:bq] = -np.inf
-    lsum[:bq] = 0.0
-    for j0 in range(0, kend, BLOCK_K):
-        j1 = min(kend, j0 + BLOCK_K)
-        st = s[:bq, :j1 - j0]
-        gemm(q3[bh, i0:i1], k3[bh, j0:j1], st, False, True, ab)
-        _scores(st, mask2, mrow, i0, j0, scale, has_mask, causal, bh * Tq)
-        for r in range(bq):
-            row = st[r]
-            mnew = m[r]
-            for c in range(j1 - j0):
-                mnew = max(mnew, row[c])
-            if mnew == -np.inf:        # nothing valid in this row yet
-                row[:] = 0
-                continue
-            total = 0.0
-            for c in range(j1 - j0):
-                e = _fast_exp(row[c] - mnew)
-                row[c] = e
-                total += e
-            if mnew != m[r]:           # the max grew: rescale what was summed
-                alpha = _fast_exp(m[r] - mnew)
-                lsum[r] *= alpha
-                if with_values:
-                    for c in range(acc.shape[1]):
-                        acc[r, c] *= alpha
-                m[r] = mnew
-            lsum[r] += total
-        if with_values:
-            gemm(st, v3[bh, j0:j1], pv[:bq], False, False, ab)
-            acc[:bq] += pv[:bq]
+    st = s[:i1 - i0, :kend]
+    gemm(q3[bh, i0:i1], k3[bh, :kend], st, False, True, ab)
+    for r in range(i1 - i0):
+        row = st[r]
+        valid = min(kend, i0 + r + 1) if causal else kend
+        if has_mask:
+            mr = mask2[mrow[bh * Tq + i0 + r]]
+            for c in range(valid):
+                row[c] = scale * row[c] + mr[c]
+        else:
+            for c in range(valid):
+                row[c] = scale * row[c]
+        m = row[0]
+        for c in range(valid):
+            m = max(m, row[c])
+        total = 0.0
+        for c in range(valid):
+            e = _fast_exp(row[c] - m)
+            row[c] = e
+            total += e
+        inv = q3.dtype.type(1.0 / total)
+        for c in range(valid):
+            row[c] = row[c] * inv
+        for c in range(valid, kend):
+            row[c] = 0.0
+    return kend
 
 
 @njit(**_JIT)
 def attention_forward_worker(q3, k3, v3, mask2, mrow, out3, scale, has_mask, causal, ab,
                              counter):
-    """Claim (item, query block) pieces: their rows of out3 by the online softmax."""
-    BH, Tq, D = q3.shape
-    Dv = v3.shape[2]
+    """Claim (item, query block) pieces: their rows of out3 = P V."""
+    BH, Tq = q3.shape[0], q3.shape[1]
     nq = -(-Tq // BLOCK_Q)
-    s = np.empty((BLOCK_Q, BLOCK_K), q3.dtype)
-    pv = np.empty((BLOCK_Q, Dv), q3.dtype)
-    acc = np.empty((BLOCK_Q, Dv), q3.dtype)
-    m = np.empty(BLOCK_Q, q3.dtype)
-    lsum = np.empty(BLOCK_Q, np.float64)
+    s = np.empty((BLOCK_Q, k3.shape[1]), q3.dtype)
     piece = claim(counter)
     while piece < BH * nq:
         bh, i0 = piece // nq, (piece % nq) * BLOCK_Q
         i1 = min(Tq, i0 + BLOCK_Q)
-        _online_softmax(q3, k3, v3, mask2, mrow, bh, i0, i1, scale, has_mask, causal, ab, s,
-                        pv, acc, m, lsum, True)
-        for r in range(i1 - i0):
-            inv = q3.dtype.type(1.0 / lsum[r]) if lsum[r] > 0 else q3.dtype.type(0.0)
-            for c in range(Dv):
-                out3[bh, i0 + r, c] = acc[r, c] * inv
+        kend = _probabilities(q3, k3, mask2, mrow, bh, i0, i1, scale, has_mask, causal, ab, s)
+        gemm(s[:i1 - i0, :kend], v3[bh, :kend], out3[bh, i0:i1], False, False, ab)
         piece = claim(counter)
 
 
 @njit(**_JIT)
 def attention_backward_worker(q3, k3, v3, mask2, mrow, out3, dout3, dq3, dk3, dv3,
                               scale, has_mask, causal, ab, counter):
-    """Claim (batch, head) items: their dQ, dK, dV, recomputing P tile by tile."""
+    """Claim (batch, head) items: their dQ, dK, dV, recomputing P block by block."""
     BH, Tq, D = q3.shape
-    Tk, Dv = v3.shape[1], v3.shape[2]
-    s = np.empty((BLOCK_Q, BLOCK_K), q3.dtype)
-    m = np.empty(BLOCK_Q, q3.dtype)
-    lsum = np.empty(BLOCK_Q, np.float64)
-    lse = np.empty(BLOCK_Q, np.float64)
-    dp = np.empty((BLOCK_Q, BLOCK_K), q3.dtype)
-    tq = np.empty((BLOCK_Q, D), q3.dtype)
-    tk = np.empty((BLOCK_K, max(D, Dv)), q3.dtype)
-    delta = np.empty(BLOCK_Q, np.float64)
+    Tk, Dv = k3.shape[1], v3.shape[2]
+    s = np.empty((BLOCK_Q, Tk), q3.dtype)
+    dp = np.empty((BLOCK_Q, Tk), q3.dtype)
+    tk = np.empty((Tk, max(D, Dv)), q3.dtype)
     bh = claim(counter)
     while bh < BH:
-        dq3[bh] = 0
         dk3[bh] = 0
         dv3[bh] = 0
         for i0 in range(0, Tq, BLOCK_Q):
             i1 = min(Tq, i0 + BLOCK_Q)
             bq = i1 - i0
             qi, doi = q3[bh, i0:i1], dout3[bh, i0:i1]
-            # the rows' log-sum-exp, recomputed (one score product per tile; keeping it
-            # from the forward would need a variable the rewrite cannot add)
-            _online_softmax(q3, k3, v3, mask2, mrow, bh, i0, i1, scale, has_mask, causal, ab,
-                            s, tq, tq, m, lsum, False)
+            kend = _probabilities(q3, k3, mask2, mrow, bh, i0, i1, scale, has_mask, causal,
+                                  ab, s)
+            st, dpt = s[:bq, :kend], dp[:bq, :kend]
+            gemm(st, doi, tk[:kend, :Dv], True, False, ab)       # dV += P^T dO_i
+            dv3[bh, :kend] += tk[:kend, :Dv]
+            gemm(doi, v3[bh, :kend], dpt, False, True, ab)       # dP = dO_i V^T
             for r in range(bq):
-                lse[r] = m[r] + math.log(lsum[r]) if lsum[r] > 0 else np.inf
-            for r in range(bq):
-                acc = 0.0
+                delta = q3.dtype.type(0.0)                         # rowsum(dO * Out)
                 for c in range(Dv):
-                    acc += doi[r, c] * out3[bh, i0 + r, c]
-                delta[r] = acc
-            for j0 in range(0, min(Tk, i1) if causal else Tk, BLOCK_K):
-                j1 = min(min(Tk, i1) if causal else Tk, j0 + BLOCK_K)
-                bk = j1 - j0
-                kj, vj = k3[bh, j0:j1], v3[bh, j0:j1]
-                st, dpt = s[:bq, :bk], dp[:bq, :bk]
-                gemm(qi, kj, st, False, True, ab)
-                _scores(st, mask2, mrow, i0, j0, scale, has_mask, causal, bh * Tq)
-                for r in range(bq):
-                    for c in range(bk):
-                        st[r, c] = _fast_exp(st[r, c] - lse[r])
-                gemm(st, doi, tk[:bk, :Dv], True, False, ab)       # dV_j += P^T dO_i
-                dv3[bh, j0:j1] += tk[:bk, :Dv]
-                gemm(doi, vj, dpt, False, True, ab)                # dP = dO_i V_j^T
-                for r in range(bq):
-                    for c in range(bk):
-                        dpt[r, c] = scale * st[r, c] * (dpt[r, c] - delta[r])
-                gemm(dpt, kj, tq[:bq], False, False, ab)           # dQ_i += dS K_j
-                dq3[bh, i0:i1] += tq[:bq]
-                gemm(dpt, qi, tk[:bk, :D], True, False, ab)        # dK_j += dS^T Q_i
-                dk3[bh, j0:j1] += tk[:bk, :D]
+                    delta += doi[r, c] * out3[bh, i0 + r, c]
+                for c in range(kend):
+                    dpt[r, c] = scale * st[r, c] * (dpt[r, c] - delta)
+            gemm(dpt, k3[bh, :kend], dq3[bh, i0:i1], False, False, ab)   # dQ_i = dS K
+            gemm(dpt, qi, tk[:kend, :D], True, False, ab)         # dK += dS^T Q_i
+            dk3[bh, :kend] += tk[:kend, :D]
         bh = claim(counter)
 
 
