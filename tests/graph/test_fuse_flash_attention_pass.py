@@ -1,9 +1,10 @@
 """The fuse_flash_attention pass (graph/passes/fuse_flash_attention.py): hand-written
 attention (tests/paddle_gpt.py: matmul -> scale -> + mask -> softmax -> matmul) and
-F.scaled_dot_product_attention run as one flash_attention forward and one backward, through
-a plain Executor.run and a CompiledProgram (default on); the GPT's losses equal the unfused
-program's; a fetched probability matrix, dropout on the weights and a GPU device are
-refused with their reasons."""
+F.scaled_dot_product_attention run as one flash_attention forward and one backward in a
+CompiledProgram with BuildStrategy.fuse_flash_attention (off by default: a plain
+Executor.run does not fuse); the GPT's losses equal the unfused program's; a fetched
+probability matrix, dropout on the weights and a GPU device are refused with their
+reasons."""
 import collections
 
 import numpy as np
@@ -12,8 +13,6 @@ import pytest
 import numbaflow as paddle
 from numbaflow import static
 from numbaflow.compiler.compiled_program import passed_programs
-from numbaflow.executor.plan import PlanOptions
-from numbaflow.executor.plan_cache import DEFAULT_OPTIONS
 from numbaflow.graph.passes import get_pass
 
 import paddle_gpt
@@ -21,44 +20,40 @@ import paddle_gpt
 pytestmark = pytest.mark.usefixtures("fresh_graph_state")
 
 
-def _train(fuse, compiled, steps=4):
-    """Losses of `steps` AdamW steps of tests/paddle_gpt.py's GPT and the op counts run;
-    unfused: the pass's flag off (compiled) or no default rewrites (plain)."""
+def _compiled(program, fuse):
+    bs = static.BuildStrategy()
+    bs.fuse_flash_attention = fuse
+    return static.CompiledProgram(program, build_strategy=bs)
+
+
+def _train(fuse, steps=4):
+    """Losses of `steps` AdamW steps of tests/paddle_gpt.py's GPT and the op counts run."""
     paddle.enable_static()
     main, startup, _, loss, _, sched = paddle_gpt.build(paddle, np.random.default_rng(0))
     exe, scope = static.Executor(paddle.CPUPlace()), static.Scope()
     exe.run(startup, scope=scope)
-    if compiled:
-        bs = static.BuildStrategy()
-        bs.fuse_flash_attention = fuse
-        prog = static.CompiledProgram(main, build_strategy=bs)
-    else:
-        exe._runner.options = DEFAULT_OPTIONS if fuse else PlanOptions()
-        prog = main
+    prog = _compiled(main, fuse)
     losses = []
     for tokens, labels in paddle_gpt.batches(steps):
         (v,) = exe.run(prog, feed={"tokens": tokens, "labels": labels}, fetch_list=[loss],
                        scope=scope)
         losses.append(float(v))
         sched.step()
-    ops = passed_programs(prog)[0].global_block().ops if compiled else \
-        exe._runner.last_plan.ops
+    ops = passed_programs(prog)[0].global_block().ops
     return np.array(losses), collections.Counter(op.type for op in ops), prog
 
 
-@pytest.mark.parametrize("compiled", [False, True], ids=["plain", "compiled"])
-def test_hand_written_gpt_attention_is_one_op_each_way_and_trains_the_same(compiled):
-    ref, before, _ = _train(False, compiled)
-    got, after, prog = _train(True, compiled)
+def test_hand_written_gpt_attention_is_one_op_each_way_and_trains_the_same():
+    ref, before, _ = _train(False)
+    got, after, prog = _train(True)
     layers = paddle_gpt.LAYERS
     assert after["flash_attention"] == after["flash_attention_grad"] == layers
     assert after["softmax"] == after["fused_softmax_mask"] == 0
     assert after["matmul_v2"] == before["matmul_v2"] - 2 * layers
     assert after["matmul_v2_grad"] == before["matmul_v2_grad"] - 2 * layers
     np.testing.assert_allclose(got, ref, rtol=1e-5)
-    if compiled:
-        row = [p for p in prog.passes if p.name == "fuse_flash_attention"][0]
-        assert row.changed and not row.refusals
+    row = [p for p in prog.passes if p.name == "fuse_flash_attention"][0]
+    assert row.changed and not row.refusals
 
 
 def _sdpa_program(dropout_p=0.0, fetch_weights=False):
@@ -87,13 +82,13 @@ def test_scaled_dot_product_attention_is_fused_and_equals_numpy():
     q = np.random.default_rng(1).standard_normal((2, 5, 2, 3)).astype("float32")
     exe = static.Executor(paddle.CPUPlace())
     exe.run(startup)
-    got, g = exe.run(main, feed={"q": q}, fetch_list=[out, dq])
-    types = [op.type for op in exe._runner.last_plan.ops]
+    compiled = _compiled(main, True)
+    got, g = exe.run(compiled, feed={"q": q}, fetch_list=[out, dq])
+    types = [op.type for op in passed_programs(compiled)[0].global_block().ops]
     assert "flash_attention" in types and "flash_attention_grad" in types
     assert "fused_softmax_mask" not in types and types.count("matmul_v2") == 0
     np.testing.assert_allclose(got, _numpy_sdpa(q), rtol=1e-5, atol=1e-6)
-    exe._runner.options = PlanOptions()        # the unfused program's gradient
-    g_ref, = exe.run(main, feed={"q": q}, fetch_list=[dq])
+    g_ref, = exe.run(_compiled(main, False), feed={"q": q}, fetch_list=[dq])
     np.testing.assert_allclose(g, g_ref, rtol=1e-4, atol=1e-6)
 
 
