@@ -27,7 +27,7 @@ backward costs more time than the saved traffic gives back (5-7% per step, one t
 what it saves is memory (the GPT d512 at batch 16: 11% of the plan's peak).
 """
 from . import register_pass
-from .fuse_softmax_mask import _match_one
+from .fuse_softmax_mask import match_softmax_chain
 from .rewrite import Refused, Replacement, Rewrite
 
 
@@ -42,7 +42,7 @@ def _softmax_core(block, op, protected):
         mask = (op.inputs.get("Mask") or [None])[0]
         fsm, gop, old = op, (grads[0] if grads else None), [op] + grads
     else:
-        found = _match_one(block, op, protected)
+        found = match_softmax_chain(block, op, protected)
         if found is None:          # a plain softmax over the last axis, or another axis
             z = op.inputs["X"][0]
             if op.attrs["axis"] not in (-1, len(z.shape) - 1) or not z.shape:
