@@ -2,7 +2,8 @@
 attention (tests/paddle_gpt.py: matmul -> scale -> + mask -> softmax -> matmul) and
 F.scaled_dot_product_attention run as one flash_attention forward and one backward in a
 CompiledProgram with BuildStrategy.fuse_flash_attention (off by default: a plain
-Executor.run does not fuse); the GPT's losses equal the unfused program's; a fetched
+Executor.run does not fuse); the GPT's losses equal the unfused program's; an inference
+program fuses its forward alone; a fetched
 probability matrix, dropout on the weights and a GPU device are refused with their
 reasons."""
 import collections
@@ -102,3 +103,17 @@ def test_refusals_say_why(case):
     reason = {"fetched-weights": f"{weights.name} is fetched",
               "dropout": "products reading the probabilities", "gpu": "on a GPU"}[case]
     assert any(reason in r for _, r in p.refusals), p.refusals
+
+
+def test_an_inference_program_fuses_the_forward_alone():
+    main, startup = static.Program(), static.Program()
+    with static.program_guard(main, startup):
+        q = static.data("q", [None, 5, 2, 3])
+        out = paddle.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True)
+    q_val = np.random.default_rng(2).standard_normal((3, 5, 2, 3)).astype("float32")
+    exe = static.Executor(paddle.CPUPlace())
+    compiled = _compiled(main, True)
+    got, = exe.run(compiled, feed={"q": q_val}, fetch_list=[out])
+    types = [op.type for op in passed_programs(compiled)[0].global_block().ops]
+    assert types.count("flash_attention") == 1 and "matmul_v2" not in types
+    np.testing.assert_allclose(got, _numpy_sdpa(q_val), rtol=1e-5, atol=1e-6)
