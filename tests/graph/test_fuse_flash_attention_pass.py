@@ -3,9 +3,8 @@ attention (tests/paddle_gpt.py: matmul -> scale -> + mask -> softmax -> matmul) 
 F.scaled_dot_product_attention run as one flash_attention forward and one backward in a
 CompiledProgram with BuildStrategy.fuse_flash_attention (off by default: a plain
 Executor.run does not fuse); the GPT's losses equal the unfused program's; an inference
-program fuses its forward alone; a fetched
-probability matrix, dropout on the weights and a GPU device are refused with their
-reasons."""
+program fuses its forward alone; a fetched probability matrix, dropout on the weights
+and a GPU device are refused with their reasons."""
 import collections
 
 import numpy as np
