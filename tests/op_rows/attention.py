@@ -40,7 +40,7 @@ def flash_attention_ref(ins, a):
     return {"Out": (p @ v).astype(ins["Q"].dtype)}
 
 
-# tiles: 70 query rows are two blocks of 64; 150 keys are two tiles of 128
+# blocks: 70 query rows are two blocks of 64 (the second of 6 rows, causal up to key 70)
 for _id, _ins, _attrs in [
         ("mask-bcast-heads", {"Q": uniform((2, 3, 4, 5), -1, 1), "K": uniform((2, 3, 6, 5), -1, 1),
                               "V": uniform((2, 3, 6, 2), -1, 1), "Mask": uniform((2, 1, 4, 6))},

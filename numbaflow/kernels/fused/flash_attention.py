@@ -2,26 +2,25 @@
 
 Q [.., Tq, D], K [.., Tk, D], V [.., Tk, Dv] (the leading dims, batch and heads, equal),
 Mask optional (broadcast over the leading dims, last dim Tk; no gradient), `causal` keeping
-the positions j <= i of each [Tq, Tk] score matrix (fused_softmax_mask's rule). Out is
-[.., Tq, Dv].
+the positions j <= i of each [Tq, Tk] score matrix (fused_softmax_mask's rule); Out [.., Tq, Dv].
 
 The unfused chain (matmul -> scale -> + mask -> softmax -> matmul) writes the [B, H, Tq, Tk]
 scores and probabilities and reads them back, forward and backward: at the GPT d512's
 b16 that is 32 MB per layer kept from the forward to the backward. Here each worker claims
-a block of BLOCK_Q query rows of one (batch, head) item and walks the key blocks with an
-online softmax (FlashAttention: the running row max m and sum l; the output accumulator
-rescaled by exp(m_old - m_new) when the max grows), so a [BLOCK_Q, BLOCK_K] tile is all
-that exists of the scores; under `causal` the key blocks right of the query block are
-skipped. The tiles' products are BLAS calls (gemm_cpu.gemm).
+a block of BLOCK_Q query rows of one (batch, head) item, computes its [BLOCK_Q, Tk]
+probabilities with one BLAS product (gemm_cpu.gemm; under `causal` only up to the block's
+last key) and one pass per row, and writes its output rows with a second product: one
+such block per worker is all that exists of the scores. FlashAttention's online softmax
+over key tiles (running max and sum, a rescaled accumulator) was measured first and
+dropped: on a CPU the whole row block stays in L2, and the rescaling and extra calls
+only cost (docs/architecture.md, "Attention without the score matrix").
 
-The backward recomputes each tile's probabilities P = exp(S - LSE) instead of reading them
-(FlashAttention-2; the rows' log-sum-exp LSE too, by one more score product per tile: a
-rewrite may not add the variable that would carry it from the forward): with dO's row dots delta = rowsum(dO * Out), dV += P^T dO,
-dS = P * (dO V^T - delta), dQ += scale * dS K, dK += scale * dS^T Q. A worker claims a
-whole (batch, head) item (dK and dV sum over its query blocks). Both kernels share the
-work over the op's threads by claiming (workshare.py).
+The backward recomputes each block's probabilities instead of reading them (its rows are
+whole, so no log-sum-exp has to be carried from the forward, which a rewrite could not
+add a variable for): with delta = rowsum(dO * Out), dV += P^T dO, dS = scale * P *
+(dO V^T - delta), dQ = dS K, dK += dS^T Q. A worker claims a whole (batch, head) item
+(dK and dV sum over its query blocks). The work is shared over the threads by claiming.
 """
-import functools
 import math
 
 import numpy as np
@@ -232,8 +231,8 @@ def _gpu(cop):
         return gpu_util.sequence((
             gpu_util.launch_flat(kern.stats, rows, q3, k3, mask2, mrow, out3, out3, lse, lse,
                                  scale, has_mask, causal, False),
-            gpu_util.launch_flat(kern.forward, rows * v3.shape[2], q3, k3, v3, mask2, mrow, lse, out3,
-                                 scale, has_mask, causal)))
+            gpu_util.launch_flat(kern.forward, rows * v3.shape[2], q3, k3, v3, mask2, mrow,
+                                 lse, out3, scale, has_mask, causal)))
     return bind
 
 
@@ -311,10 +310,10 @@ def _threads(q3, k3, v3, units):
 def _cpu(cop):
     def bind(ins, outs):
         q3, k3, v3, mask2, mrow, scale, has_mask, causal = _operands(cop, ins)
-        ab = blas_scalars(q3.dtype)
         out3 = outs["Out"][0].reshape(q3.shape[0], q3.shape[1], v3.shape[2])
         T = _threads(q3, k3, v3, q3.shape[0] * -(-q3.shape[1] // BLOCK_Q))
-        return bind_workers(attention_forward_worker, (q3, k3, v3, mask2, mrow, out3, scale, has_mask, causal, ab), [()] * T)
+        return bind_workers(attention_forward_worker, (q3, k3, v3, mask2, mrow, out3, scale,
+                            has_mask, causal, blas_scalars(q3.dtype)), [()] * T)
     return bind
 
 
