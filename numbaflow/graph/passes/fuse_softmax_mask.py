@@ -50,8 +50,9 @@ def _only_readers(block, var, allowed):
     return all(any(op is a for a in allowed) for op in block.consumers(var))
 
 
-def _match_one(block, sm, protected):
-    """The Replacement for softmax op `sm`, None, or Refused."""
+def match_softmax_chain(block, sm, protected):
+    """The Replacement for softmax op `sm`, None, or Refused (fuse_flash_attention starts
+    from this match: it takes the chain in with the products around it)."""
     z, y = sm.inputs["X"][0], sm.outputs["Out"][0]
     if sm.attrs["axis"] not in (-1, len(z.shape) - 1) or not z.shape:
         return None           # not over the last axis: not attention's softmax
@@ -140,4 +141,4 @@ class FuseSoftmaxMask(Rewrite):
     anchors = ("softmax",)
 
     def match(self, block, op):
-        return _match_one(block, op, self.protected)
+        return match_softmax_chain(block, op, self.protected)
