@@ -53,19 +53,26 @@ HAVE_NUMPY_BLAS, _sgemm, _dgemm = _externals()
 
 
 @njit(nogil=True, cache=True)
+def cblas_gemm(ta, tb, m, n, k, a, lda, b, ldb, out, ldc):
+    """Row-major out (m x n, leading dimension ldc) = op(a) @ op(b), a and b row-major in
+    memory with leading dimensions lda and ldb, through numpy's CBLAS (HAVE_NUMPY_BLAS)."""
+    t_a, t_b = _TRANS if ta else _NO_TRANS, _TRANS if tb else _NO_TRANS
+    if out.itemsize == 4:
+        _sgemm(_ROW_MAJOR, t_a, t_b, m, n, k, 1.0, a.ctypes, lda, b.ctypes, ldb, 0.0,
+               out.ctypes, ldc)
+    else:
+        _dgemm(_ROW_MAJOR, t_a, t_b, m, n, k, 1.0, a.ctypes, lda, b.ctypes, ldb, 0.0,
+               out.ctypes, ldc)
+
+
+@njit(nogil=True, cache=True)
 def _matmul_cblas(a, b, out, ta, tb):
     m, n = out.shape
     k = a.shape[0] if ta else a.shape[1]
     if m == 0 or n == 0 or k == 0:
         out[...] = 0
         return
-    t_a, t_b = _TRANS if ta else _NO_TRANS, _TRANS if tb else _NO_TRANS
-    if out.itemsize == 4:
-        _sgemm(_ROW_MAJOR, t_a, t_b, m, n, k, 1.0, a.ctypes, a.shape[1], b.ctypes, b.shape[1],
-               0.0, out.ctypes, n)
-    else:
-        _dgemm(_ROW_MAJOR, t_a, t_b, m, n, k, 1.0, a.ctypes, a.shape[1], b.ctypes, b.shape[1],
-               0.0, out.ctypes, n)
+    cblas_gemm(ta, tb, m, n, k, a, a.shape[1], b, b.shape[1], out, n)
 
 
 @njit(nogil=True, cache=True)

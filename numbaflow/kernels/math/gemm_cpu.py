@@ -1,4 +1,5 @@
-"""Matrix products on the CPU: BLAS ?gemm called from njit (`gemm`, `batched_gemm`), and
+"""Matrix products on the CPU: BLAS ?gemm called from njit (`gemm`, `batched_gemm`: numpy's
+OpenBLAS where its wheel carries one, blas_numpy.py, else scipy's through numba), and
 the same over the op's threads: one large product split into blocks of output rows (or
 columns), a batch of products split over its items, each worker claiming the next block
 or item (workshare.py) and calling the BLAS on it.
@@ -17,6 +18,7 @@ from numba import njit, types
 
 from ..registry import run_calls
 from ..workshare import bind_workers, claim
+from .blas_numpy import HAVE_NUMPY_BLAS, cblas_gemm
 
 SMALL_GEMM = 4096     # m*n*k up to which a plain loop beats the BLAS call's fixed cost
 
@@ -71,12 +73,15 @@ def gemm(a, b, out, ta, tb, ab):
         return
     if n > 1 and out.strides[1] != out.itemsize:
         raise ValueError("gemm: the output must be row-major (C order)")
-    # row-major out = op(a) @ op(b) is column-major out.T = op(b).T @ op(a).T: BLAS gets
-    # b's memory first (each row-major matrix is its transpose, column-major)
     ta, lda = _row_major(a, ta)
     tb, ldb = _row_major(b, tb)
     ldc = out.strides[0] // out.itemsize if m > 1 else n
-    # (numba's helper imports scipy's BLAS at its first call; < 0: scipy is missing)
+    if HAVE_NUMPY_BLAS:     # (frozen at compile time: a kernel cache follows numpy's wheel)
+        cblas_gemm(ta, tb, m, n, k, a, lda, b, ldb, out, ldc)
+        return
+    # scipy's Fortran BLAS: row-major out = op(a) @ op(b) is column-major out.T =
+    # op(b).T @ op(a).T, so it gets b's memory first (a row-major matrix is its transpose,
+    # column-major). (numba's helper imports scipy's BLAS at its first call; < 0: scipy is missing)
     if _xxgemm(_S if ab.itemsize == 4 else _D, _T if tb else _N, _T if ta else _N, n, m, k,
                ab[0:].ctypes, b.ctypes, ldb, a.ctypes, lda, ab[1:].ctypes, out.ctypes,
                ldc) < 0:
