@@ -7,67 +7,30 @@ pass over W disappears (about 3 passes over W's bytes per layer; the pass
 graph/passes/fuse_sgd_gemm.py decides where it is exact). dX is computed first, from W
 before the update.
 
-The BLAS is the one numba's np.dot uses (scipy's), called through its Fortran `?gemm`
-entry point from njit code; Fortran is column-major, so the row-major update
-W (k, n) += alpha * X^T (k, b) @ dOut (b, n) is the column-major W^T = dOut^T X + W^T:
-gemm('N', 'T', n, k, b, alpha, dOut, n, X, k, 1, W, n).
+The BLAS is numpy's OpenBLAS (math/blas_numpy.py) with alpha = -lr, beta = 1:
+W (k, n) += alpha * X^T (k, b) @ dOut (b, n).
 """
-import ctypes
 import functools
 
 import numpy as np
 from numba import njit
 
 from ..gpu import gpu_util
+from ..math.blas_numpy import HAVE_NUMPY_BLAS, cblas_gemm
 from ..math.gemm_cpu import blas_scalars, gemm
 from ..math.linalg import flat2
 from ..registry import FUSED, NO_GRAD, OPTIMIZER, OpDef, Slot, register_op, run_calls
 
 
-def _blas(name):
-    """scipy's Fortran BLAS routine `name` (13 pointer arguments) as a numba external
-    function: its address is registered with LLVM under a name of ours, so the compiled
-    kernels reference it by name and stay cacheable on disk."""
-    import llvmlite.binding as ll
-    from numba import types
-    from scipy.linalg import cython_blas
-    capsule = cython_blas.__pyx_capi__[name]
-    api = ctypes.pythonapi
-    api.PyCapsule_GetName.restype = ctypes.c_char_p
-    api.PyCapsule_GetName.argtypes = [ctypes.py_object]
-    api.PyCapsule_GetPointer.restype = ctypes.c_void_p
-    api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-    symbol = f"numbaflow_scipy_{name}"
-    ll.add_symbol(symbol, api.PyCapsule_GetPointer(capsule, api.PyCapsule_GetName(capsule)))
-    return types.ExternalFunction(symbol, types.void(*([types.voidptr] * 13)))
-
-
-_sgemm = _blas("sgemm")
-_dgemm = _blas("dgemm")
-_TRANS = np.frombuffer(b"NT", dtype=np.uint8).copy()     # Fortran's 'N' and 'T'
-
-
 @njit(nogil=True, cache=True)
-def _update_f32(x, d, w, lr, ints, scalars, trans):
-    """w (k, n) -= lr[0] * x.T @ d, x (b, k), d (b, n): C-contiguous float32."""
+def _update(x, d, w, lr):
+    """w (k, n) -= lr[0] * x.T @ d, x (b, k), d (b, n): C-contiguous, one dtype."""
     b, k = x.shape
     n = d.shape[1]
-    ints[0], ints[1], ints[2] = n, k, b
-    scalars[0], scalars[1] = -lr[0], 1.0
-    _sgemm(trans[0:].ctypes, trans[1:].ctypes, ints[0:].ctypes, ints[1:].ctypes,
-           ints[2:].ctypes, scalars[0:].ctypes, d.ctypes, ints[0:].ctypes, x.ctypes,
-           ints[1:].ctypes, scalars[1:].ctypes, w.ctypes, ints[0:].ctypes)
-
-
-@njit(nogil=True, cache=True)
-def _update_f64(x, d, w, lr, ints, scalars, trans):
-    b, k = x.shape
-    n = d.shape[1]
-    ints[0], ints[1], ints[2] = n, k, b
-    scalars[0], scalars[1] = -lr[0], 1.0
-    _dgemm(trans[0:].ctypes, trans[1:].ctypes, ints[0:].ctypes, ints[1:].ctypes,
-           ints[2:].ctypes, scalars[0:].ctypes, d.ctypes, ints[0:].ctypes, x.ctypes,
-           ints[1:].ctypes, scalars[1:].ctypes, w.ctypes, ints[0:].ctypes)
+    if HAVE_NUMPY_BLAS:
+        cblas_gemm(True, False, k, n, b, -lr[0], x, k, d, n, 1.0, w, n)
+    else:           # (numpy built on another BLAS: a product, then the update)
+        w -= lr[0] * np.dot(x.T, d)
 
 
 @njit(nogil=True, cache=True)
@@ -86,7 +49,6 @@ def _cpu(cop):
         x, y, d, lr = ins["X"][0], ins["Y"][0], ins["Out@GRAD"][0], ins["LearningRate"][0]
         x2, y2 = x.reshape(flat2(x.shape, xn)), y.reshape(flat2(y.shape, yn))
         d2 = d.reshape(x2.shape[0], y2.shape[1])
-        update = _update_f32 if y.dtype == np.float32 else _update_f64
         calls = []
         if outs.get("X@GRAD"):   # dX = dOut @ W^T, from W before its update
             calls.append(functools.partial(gemm, d2, y2, outs["X@GRAD"][0].reshape(x2.shape),
@@ -94,8 +56,7 @@ def _cpu(cop):
         p = outs["ParamOut"][0].reshape(y2.shape)
         if p.ctypes.data != y2.ctypes.data:   # not run in place: ParamOut starts as Y
             calls.append(functools.partial(_copy, y2, p))
-        calls.append(functools.partial(update, x2, d2, p, lr.reshape(lr.size),
-                                       np.zeros(3, np.int32), np.zeros(2, y.dtype), _TRANS))
+        calls.append(functools.partial(_update, x2, d2, p, lr.reshape(lr.size)))
         return calls[0] if len(calls) == 1 else functools.partial(run_calls, tuple(calls))
     return bind
 

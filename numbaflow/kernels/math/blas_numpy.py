@@ -53,15 +53,16 @@ HAVE_NUMPY_BLAS, _sgemm, _dgemm = _externals()
 
 
 @njit(nogil=True, cache=True)
-def cblas_gemm(ta, tb, m, n, k, a, lda, b, ldb, out, ldc):
-    """Row-major out (m x n, leading dimension ldc) = op(a) @ op(b), a and b row-major in
-    memory with leading dimensions lda and ldb, through numpy's CBLAS (HAVE_NUMPY_BLAS)."""
+def cblas_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, out, ldc):
+    """Row-major out (m x n, leading dimension ldc) = alpha op(a) @ op(b) + beta out, a and
+    b row-major in memory with leading dimensions lda and ldb, through numpy's CBLAS
+    (only where HAVE_NUMPY_BLAS)."""
     t_a, t_b = _TRANS if ta else _NO_TRANS, _TRANS if tb else _NO_TRANS
     if out.itemsize == 4:
-        _sgemm(_ROW_MAJOR, t_a, t_b, m, n, k, 1.0, a.ctypes, lda, b.ctypes, ldb, 0.0,
+        _sgemm(_ROW_MAJOR, t_a, t_b, m, n, k, alpha, a.ctypes, lda, b.ctypes, ldb, beta,
                out.ctypes, ldc)
     else:
-        _dgemm(_ROW_MAJOR, t_a, t_b, m, n, k, 1.0, a.ctypes, lda, b.ctypes, ldb, 0.0,
+        _dgemm(_ROW_MAJOR, t_a, t_b, m, n, k, alpha, a.ctypes, lda, b.ctypes, ldb, beta,
                out.ctypes, ldc)
 
 
@@ -72,7 +73,7 @@ def _matmul_cblas(a, b, out, ta, tb):
     if m == 0 or n == 0 or k == 0:
         out[...] = 0
         return
-    cblas_gemm(ta, tb, m, n, k, a, a.shape[1], b, b.shape[1], out, n)
+    cblas_gemm(ta, tb, m, n, k, 1.0, a, a.shape[1], b, b.shape[1], 0.0, out, n)
 
 
 @njit(nogil=True, cache=True)

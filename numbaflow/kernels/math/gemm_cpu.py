@@ -77,7 +77,7 @@ def gemm(a, b, out, ta, tb, ab):
     tb, ldb = _row_major(b, tb)
     ldc = out.strides[0] // out.itemsize if m > 1 else n
     if HAVE_NUMPY_BLAS:     # (frozen at compile time: a kernel cache follows numpy's wheel)
-        cblas_gemm(ta, tb, m, n, k, a, lda, b, ldb, out, ldc)
+        cblas_gemm(ta, tb, m, n, k, 1.0, a, lda, b, ldb, 0.0, out, ldc)
         return
     # scipy's Fortran BLAS: row-major out = op(a) @ op(b) is column-major out.T =
     # op(b).T @ op(a).T, so it gets b's memory first (a row-major matrix is its transpose,
