@@ -7,9 +7,9 @@ scipy's is up to 1.8x slower. One thread, time.thread_time, same run: (16 x 144)
 (144 x 1024) (a 3x3 conv, 16 channels, 32x32) 161 us in njit's np.dot, 102 us here;
 (32 x 288) @ (288 x 256) 127 -> 86 us; (64 x 576) @ (576 x 64) 102 -> 80 us.
 
-The CBLAS address is registered with LLVM under a name of ours (as fused/gemm_sgd.py does
-for scipy's), so kernels calling it stay cacheable on disk. Where numpy's wheel has no such
-library (numpy built on another BLAS), `HAVE_NUMPY_BLAS` is False and `matmul` is np.dot.
+The CBLAS address is registered with LLVM under a name of ours, so kernels calling it stay cacheable on disk. Where numpy's wheel has no such
+library (numpy built on another BLAS), `HAVE_NUMPY_BLAS` is False, `matmul` is np.dot
+and `cblas_gemm` must not be called (gemm_cpu.gemm then takes scipy's through numba).
 """
 import ctypes
 import glob
