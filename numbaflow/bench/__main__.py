@@ -19,7 +19,7 @@ import sys
 import traceback
 
 from . import report
-from .harness import Row, Skip, measure, rows_for
+from .harness import Row, Skip, measure, plans_stay_cold, rows_for
 from .progress import ProgressLines
 
 EXIT_FAILED, EXIT_USAGE, EXIT_MISSED, EXIT_REGRESSED = 1, 2, 3, 4
@@ -120,6 +120,11 @@ def _config(args):
 
 def run_case(case, cfg):
     """Build, check and time one case; return its report rows and whether it failed."""
+    with plans_stay_cold(cfg.quick):
+        return _run_case(case, cfg)
+
+
+def _run_case(case, cfg):
     what = case.what.format(**vars(cfg))
     try:
         if case.report is not None:     # the case measures itself (fresh processes)
@@ -134,7 +139,7 @@ def run_case(case, cfg):
         traceback.print_exc(file=sys.stderr)
         message = str(e).splitlines()[0] if str(e) else ""
         return [Row(case.name, what, note=f"ERROR {type(e).__name__}: {message}"[:160])], True
-    timings = measure(candidates, cfg.repeat, cfg.min_time)
+    timings = measure(candidates, cfg.repeat, cfg.min_time, hot=not cfg.quick)
     rows = rows_for(case, candidates, timings)
     for row in rows:
         row.what = what

@@ -98,7 +98,7 @@ def bias_relu_loop(x, b, out):
             out[i, j] = v if v > 0 else 0
 
 
-@prange_loop
+@njit(parallel=True, **LOOP_FLAGS)
 def depthwise3x3_relu_fwd(x, w, out):
     """out = relu(depthwise 3x3 conv of x, stride 1, padding 1): the zero-padded-plane loop
     of PERF_ANCHORS W5. x (N, C, H, W), w (C, 1, 3, 3)."""
@@ -117,7 +117,7 @@ def depthwise3x3_relu_fwd(x, w, out):
                 out[n, c, h, j] = v if v > 0 else 0
 
 
-@prange_loop
+@njit(parallel=True, **LOOP_FLAGS)
 def depthwise3x3_relu_bwd(x, w, out, g, dx, dw):
     """Backward of depthwise3x3_relu_fwd for the cotangent g: dy = g * (out > 0), then
     dx (a 3x3 correlation of the zero-padded dy plane with the flipped kernel) and dw
@@ -157,7 +157,7 @@ def depthwise3x3_relu_bwd(x, w, out, g, dx, dw):
         dw[c, 0, 2, 0], dw[c, 0, 2, 1], dw[c, 0, 2, 2] = s20, s21, s22
 
 
-@prange_loop
+@njit(parallel=True, **LOOP_FLAGS)
 def relu_depthwise3x3_fwd(x, w, out):
     """out = depthwise 3x3 conv of relu(x), stride 1, padding 1: the relu is applied while
     filling the zero-padded plane (what fuse_relu_depthwise_conv computes)."""
@@ -179,7 +179,7 @@ def relu_depthwise3x3_fwd(x, w, out):
                                    k[2, 2] * pad[h + 2, j + 2])
 
 
-@prange_loop
+@njit(parallel=True, **LOOP_FLAGS)
 def relu_depthwise3x3_bwd(x, w, g, dx, dw):
     """Backward of relu_depthwise3x3_fwd for the cotangent g: dw from relu(x) and g, dx
     the flipped-kernel correlation of the zero-padded g plane masked by x > 0."""
@@ -219,24 +219,37 @@ def relu_depthwise3x3_bwd(x, w, g, dx, dw):
         dw[c, 0, 2, 0], dw[c, 0, 2, 1], dw[c, 0, 2, 2] = s20, s21, s22
 
 
-def relu_depthwise_step(x, w, g, out, dx, dw, serial=False):
-    """Forward then backward of depthwise3x3(relu(x), w) into preallocated out, dx, dw
-    (`serial`: the loops' serial twins, for --quick)."""
-    fwd, bwd = relu_depthwise3x3_fwd, relu_depthwise3x3_bwd
-    if serial:
-        fwd, bwd = fwd.serial, bwd.serial
-    fwd(x, w, out)
-    bwd(x, w, g, dx, dw)
+def relu_depthwise_step(x, w, g, out, dx, dw):
+    """Forward then backward of depthwise3x3(relu(x), w) into preallocated out, dx, dw."""
+    relu_depthwise3x3_fwd(x, w, out)
+    relu_depthwise3x3_bwd(x, w, g, dx, dw)
 
 
-def depthwise_relu_step(x, w, g, out, dx, dw, serial=False):
-    """Forward then backward of relu(depthwise3x3(x, w)) into preallocated out, dx, dw
-    (`serial`: the loops' serial twins, for --quick)."""
-    fwd, bwd = depthwise3x3_relu_fwd, depthwise3x3_relu_bwd
-    if serial:
-        fwd, bwd = fwd.serial, bwd.serial
-    fwd(x, w, out)
-    bwd(x, w, out, g, dx, dw)
+def depthwise_relu_step(x, w, g, out, dx, dw):
+    """Forward then backward of relu(depthwise3x3(x, w)) into preallocated out, dx, dw."""
+    depthwise3x3_relu_fwd(x, w, out)
+    depthwise3x3_relu_bwd(x, w, out, g, dx, dw)
+
+
+def numpy_depthwise_step(x, w, g, out, dx, dw, relu_first):
+    """The two steps above in numpy (--quick: no loop to compile, ~10 s of CPU cold): the 3x3
+    taps as 9 shifted views of the zero-padded planes. relu_first: depthwise3x3(relu(x)),
+    else relu(depthwise3x3(x))."""
+    H, W = x.shape[2:]
+    taps = [(a, b) for a in range(3) for b in range(3)]
+    k = w[:, 0, :, :, None, None]
+    xin = np.maximum(x, 0) if relu_first else x
+    xp = np.pad(xin, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    out[...] = sum(k[:, a, b] * xp[:, :, a:a + H, b:b + W] for a, b in taps)
+    d = g if relu_first else g * (out > 0)
+    if not relu_first:
+        np.maximum(out, 0, out=out)
+    dp = np.pad(d, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    for a, b in taps:
+        dw[:, 0, a, b] = np.einsum("nchw,nchw->c", d, xp[:, :, a:a + H, b:b + W])
+    dx[...] = sum(k[:, a, b] * dp[:, :, 2 - a:2 - a + H, 2 - b:2 - b + W] for a, b in taps)
+    if relu_first:
+        dx *= x > 0
 
 
 def numpy_conv2d_im2col(x, w, pad):

@@ -16,6 +16,8 @@ import sys
 import tempfile
 import time
 
+from . import steps
+from .config import Config
 from .harness import Case, Row, Timing, fmt_time
 
 WARM_TARGET = 0.6    # seconds, SPEC section 7
@@ -36,10 +38,9 @@ def child(model, t_import):
     import numpy as np
 
     import numbaflow as nf
-    from . import cases
-    build, batch = {"mlp": (cases.mlp_program, cases.mlp_batch),
-                    "seed": (cases.seed_program, cases.seed_batch)}[model]
-    feed = batch(cases.Config())[2]
+    build, batch = {"mlp": (steps.mlp_program, steps.mlp_batch),
+                    "seed": (steps.seed_program, steps.seed_batch)}[model]
+    feed = batch(Config())[2]
     t0 = time.perf_counter()
     main, startup, loss = build(nf)
     t1 = time.perf_counter()

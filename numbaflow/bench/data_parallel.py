@@ -38,11 +38,12 @@ ONE_THREAD = {"NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_TH
 
 
 def settings(cfg):
-    """Sizes and sample counts of both rows; --quick shrinks the MLP and the counts
-    (the warm-up stays >= 10 steps: plans compile their segments after 8 runs)."""
+    """Sizes and sample counts of both rows; --quick shrinks the MLP and the counts. A full
+    run warms up >= 10 steps (plans compile their segments after 8 runs); --quick's 7 runs
+    of a child's plan stay op by op: no rank pays a segment compile (the other rows' quick)."""
     if cfg.quick:
         return {"sizes": [64, 64, 64, 10], "batch": cfg.mlp_batch, "sync_reps": 30,
-                "warmup": 12, "steps": 20, "timeout": 120, "rounds": 1}
+                "warmup": 1, "steps": 2, "timeout": 120, "rounds": 1}
     return {"sizes": [784, 512, 512, 10], "batch": cfg.mlp_batch, "sync_reps": 400,
             "warmup": 30, "steps": 300, "timeout": 600, "rounds": 5}
 
@@ -57,7 +58,7 @@ def grad_shapes(sizes):
 
 # ---------------------------------------------------------------- children
 def grad_sync_worker(sizes, reps, warmup=20):
-    """Under mpiexec -n 2: time (a), (b), (c) alternately; rank 0 prints the result."""
+    """Under mpiexec -n 2: time (a), (b), (c) alternately; rank 0 returns the result."""
     from mpi4py import MPI
 
     import numbaflow.distributed as dist
@@ -116,7 +117,7 @@ def grad_sync_worker(sizes, reps, warmup=20):
     if world.rank == 0:
         out = {k: vars(Timing.of(v)) for k, v in times.items()}
         out.update(bytes=int(flat.nbytes), arrays=len(grads), reps=reps)
-        print(MARK + json.dumps(out), flush=True)
+        return out
 
 
 class NumpyDPStep:
@@ -162,7 +163,7 @@ def scaling_worker(model, sizes, batch, warmup, steps):
     """One rank of dp/<model>_scaling (plain process: 1 rank; mpiexec -n 2: 2 ranks).
 
     The MLP alternates numbaflow and numpy steps in blocks of 10 (the CNN and GPT have no
-    numpy twin: numbaflow only), each step timed alone; rank 0 prints the slower rank's
+    numpy twin: numbaflow only), each step timed alone; rank 0 returns the slower rank's
     median, min, IQR and count per step of each."""
     import numbaflow as nf
     import numbaflow.distributed as dist
@@ -225,7 +226,7 @@ def scaling_worker(model, sizes, batch, warmup, steps):
     if rank == 0:
         slow = {k: max((m[k] for m in every), key=lambda t: t["median"]) for k in mine}
         slow.update(ranks=size, steps=steps, loss=last)
-        print(MARK + json.dumps(slow), flush=True)
+        return slow
 
 
 # ---------------------------------------------------------------- parent
@@ -263,11 +264,28 @@ def run_child(args, ranks, timeout, threads_one=True):
     return json.loads(lines[-1][len(MARK):])
 
 
+_QUICK_JOB = {}     # --quick: one mpiexec job measures dp/grad_sync and dp/mlp_scaling's 2 ranks
+
+
+def _sync_args(s):
+    return {"row": "grad_sync", "sizes": s["sizes"], "reps": s["sync_reps"]}
+
+
+def _quick_job(cfg):
+    """{"grad_sync": ..., "scaling": ...} of one `mpiexec -n 2` for both quick dp rows: a
+    job's two ranks cost ~5 s of CPU to start (numba, numbaflow, MPI), more than its work."""
+    s = settings(cfg)
+    key = json.dumps(s)
+    if key not in _QUICK_JOB:
+        _QUICK_JOB[key] = run_child({"row": "both", "grad_sync": _sync_args(s),
+                                     "scaling": _scaling_args("mlp", s)}, 2, s["timeout"])
+    return _QUICK_JOB[key]
+
+
 def grad_sync_report(name, cfg):
     """Rows (a) vs (c) and (b) vs (a)."""
     s = settings(cfg)
-    r = run_child({"row": "grad_sync", "sizes": s["sizes"], "reps": s["sync_reps"]}, 2,
-                  s["timeout"])
+    r = _quick_job(cfg)["grad_sync"] if cfg.quick else run_child(_sync_args(s), 2, s["timeout"])
     a, b, c = (Timing(**r[k]) for k in ("bucketed", "per_gradient", "raw"))
     ratio = a.median / c.median
     size = f"{r['arrays']} gradients, {r['bytes'] / 1e6:.2f} MB f32, {r['reps']} reps each"
@@ -279,6 +297,20 @@ def grad_sync_report(name, cfg):
                 f"bucketing gain {b.median / a.median:.2f}x (anchor 3.8x: 100 x 4 KiB)")]
 
 
+def _scaling_args(model, s):
+    """A scaling child's JSON argument."""
+    # the GPT's step takes ~17x the MLP's: fewer of them (still >= 10 steps after the 8
+    # runs that compile a plan's segments); the CNN's ~1 s of steps per child, as the MLP's
+    # (30 steps, 0.15 s, let one hiccup of the machine move a round by 10%)
+    # issue 27's real sizes take 0.6 s (ResNet-20) and 3 s (GPT d512) a step at 1 thread:
+    # a few steps after the 9 runs that compile the segments, in 3 rounds
+    steps = {"mlp": (s["warmup"], s["steps"]), "cnn": (s["warmup"], s["steps"] * 2 // 3),
+             "gpt": (12, 30), "resnet20": (10, 8), "gpt_medium": (9, 4)}
+    warmup, n = steps[model]
+    return {"row": "scaling", "model": model, "sizes": s["sizes"], "batch": s["batch"],
+            "warmup": warmup, "steps": n}
+
+
 def scaling_report(name, model, cfg):
     """Rows: numbaflow 2 ranks vs 1 rank (and for the MLP numpy + 1 Allreduce, 2 ranks vs 1);
     ratio = t2 / t1 per step, the efficiency t1 / t2 in the note. The 1-rank and 2-rank
@@ -288,20 +320,14 @@ def scaling_report(name, model, cfg):
     if cfg.quick and model != "mlp":
         raise Skip("--quick runs dp/mlp_scaling only (drop --quick for the CNN and GPT)")
     s = settings(cfg)
-    # the GPT's step takes ~17x the MLP's: fewer of them (still >= 10 steps after the 8
-    # runs that compile a plan's segments); the CNN's ~1 s of steps per child, as the MLP's
-    # (30 steps, 0.15 s, let one hiccup of the machine move a round by 10%)
-    # issue 27's real sizes take 0.6 s (ResNet-20) and 3 s (GPT d512) a step at 1 thread:
-    # a few steps after the 9 runs that compile the segments, in 3 rounds
-    steps = {"mlp": (s["warmup"], s["steps"]), "cnn": (s["warmup"], s["steps"] * 2 // 3),
-             "gpt": (12, 30), "resnet20": (10, 8), "gpt_medium": (9, 4)}
-    warmup, n = steps[model]
-    args = {"row": "scaling", "model": model, "sizes": s["sizes"], "batch": s["batch"],
-            "warmup": warmup, "steps": n}
+    args = _scaling_args(model, s)
     big = model in ("resnet20", "gpt_medium")
     timeout = s["timeout"] * (4 if big else 1)
-    rounds = [(run_child(args, 1, timeout), run_child(args, 2, timeout))
-              for _ in range(min(s["rounds"], 3) if big else s["rounds"])]
+    if cfg.quick:   # one round; its 2 ranks ran in dp/grad_sync's job
+        rounds = [(run_child(args, 1, timeout), _quick_job(cfg)["scaling"])]
+    else:
+        rounds = [(run_child(args, 1, timeout), run_child(args, 2, timeout))
+                  for _ in range(min(s["rounds"], 3) if big else s["rounds"])]
     rows = []
     for key in rounds[0][0]:
         if key not in ("numbaflow", "numpy"):
@@ -344,14 +370,19 @@ def dp_cases():
 def main(argv):
     """Child entry point: one JSON argument naming the row and its settings."""
     args = json.loads(argv[0])
-    if args["row"] == "grad_sync":
-        grad_sync_worker(args["sizes"], args["reps"])
-    elif args["row"] == "scaling":
-        scaling_worker(args["model"], args["sizes"], args["batch"], args["warmup"],
-                       args["steps"])
+    rows = {"grad_sync": lambda a: grad_sync_worker(a["sizes"], a["reps"]),
+            "scaling": lambda a: scaling_worker(a["model"], a["sizes"], a["batch"],
+                                                a["warmup"], a["steps"])}
+    if args["row"] == "both":       # --quick: both rows in one job, one after the other
+        out = {row: rows[row](args[row]) for row in rows}
+        out = None if None in out.values() else out
+    elif args["row"] in rows:
+        out = rows[args["row"]](args)
     else:
-        raise ValueError(f"unknown dp bench row {args['row']!r}; expected grad_sync or "
-                         f"scaling")
+        raise ValueError(f"unknown dp bench row {args['row']!r}; expected grad_sync, "
+                         f"scaling or both")
+    if out is not None:     # rank 0
+        print(MARK + json.dumps(out), flush=True)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ side: warmed up, calibrated so one sample lasts about `min_time`, and sampled in
 A case that cannot be repeated in one process (compile time in fresh processes) has a
 `report(cfg)` that measures and returns its rows itself.
 """
+import contextlib
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -88,13 +89,14 @@ class Row:
         return self.note.startswith("ERROR")
 
 
-def measure(candidates, repeat, min_time, warmup=2):
+def measure(candidates, repeat, min_time, warmup=2, hot=True):
     """Time the candidates side by side; return {label: Timing}. The warm-up makes every
-    plan hot and waits for its background segment compile, so the steady state is timed."""
-    from ..executor.plan import HOT_RUNS
+    plan hot and waits for its background segment compile, so the steady state is timed;
+    `hot=False` (--quick, inside `plans_stay_cold`) times the op-by-op path."""
+    from ..executor import plan
     from ..executor.segments import wait_for_compiles
     for c in candidates:
-        for _ in range(max(warmup, HOT_RUNS + 1)):
+        for _ in range(max(warmup, plan.HOT_RUNS + 1) if hot else warmup):
             c.fn()
     wait_for_compiles()
     for c in candidates:
@@ -114,6 +116,20 @@ def measure(candidates, repeat, min_time, warmup=2):
                 fn()
             samples[c.label].append((time.perf_counter() - t0) / (n * c.iterations))
     return {k: Timing.of(v) for k, v in samples.items()}
+
+
+@contextlib.contextmanager
+def plans_stay_cold(cold=True):
+    """--quick: no plan turns hot (its HOT_RUNS out of reach), so no row compiles the segments
+    of a steady state it does not time (~0.1 s of CPU per kernel call, cold). A run of K > 1
+    iterations (seed_step_x100, a while_loop) still compiles its loop at once."""
+    from ..executor import plan
+    saved = plan.HOT_RUNS
+    plan.HOT_RUNS = 1 << 30 if cold else saved
+    try:
+        yield
+    finally:
+        plan.HOT_RUNS = saved
 
 
 def rows_for(case, candidates, timings):

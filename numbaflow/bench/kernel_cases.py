@@ -1,5 +1,7 @@
 """The kernel-level benchmark cases: elementwise ops (kernel and Executor.run), the fused
 bias + relu, matmul, depthwise and conv2d."""
+import functools
+
 import numpy as np
 
 from . import baselines
@@ -94,6 +96,17 @@ def serial_note(cfg):
     """A hand-written loop's note: with --quick it runs serial (its parallel compile costs
     a cold --quick run seconds of CPU; --quick judges no ratio)."""
     return "loops serial with --quick" if cfg.quick else ""
+
+
+def _depthwise_baseline(cfg, x, k, g, relu_first):
+    """(label, step, o, dx, dw): the padded-plane numba loops, or with --quick (which judges
+    no ratio) the same planes in numpy, whose compile-free run saves a cold --quick ~10 s."""
+    o, dx, dw = np.empty_like(x), np.empty_like(x), np.empty_like(k)
+    if cfg.quick:
+        return "numpy padded planes", functools.partial(
+            baselines.numpy_depthwise_step, x, k, g, o, dx, dw, relu_first), o, dx, dw
+    step = baselines.relu_depthwise_step if relu_first else baselines.depthwise_relu_step
+    return "numba padded-plane loops", functools.partial(step, x, k, g, o, dx, dw), o, dx, dw
 
 
 def bias_relu_case():
@@ -195,16 +208,12 @@ def depthwise_relu_case():
                                                   relu_first=False)
         assert "depthwise_conv2d" in [op.type for op in main.global_block().ops]
         run = executor_runner(nf, main, {"x": x, "w": k, "g": g}, grads, nf.static.Scope())
-        o, dx, dw = np.empty_like(x), np.empty_like(x), np.empty_like(k)
-
-        def step():
-            baselines.depthwise_relu_step(x, k, g, o, dx, dw, serial=cfg.quick)
-
+        label, step, _, dx, dw = _depthwise_baseline(cfg, x, k, g, relu_first=False)
         step()
         got_dx, got_dw = run()
         check_close("depthwise dx", got_dx, dx, rtol=1e-4, atol=1e-4)
         check_close("depthwise dw", got_dw, dw, rtol=1e-3, atol=1e-3 * np.abs(dw).max())
-        return [Candidate("Executor.run", run), Candidate("numba padded-plane loops", step, note=serial_note(cfg))]
+        return [Candidate("Executor.run", run), Candidate(label, step)]
 
     return Case("conv/depthwise_relu_fwd_bwd",
                 "relu(depthwise3x3(x)) fwd+bwd, x {depthwise_shape} f32", build,
@@ -228,11 +237,7 @@ def fused_depthwise_case():
         feed = {"x": x, "w": k, "g": g}
         run_fused = executor_runner(nf, fused, feed, grads, nf.static.Scope())
         run_plain = executor_runner(nf, plain, feed, grads, nf.static.Scope())
-        o, dx, dw = np.empty_like(x), np.empty_like(x), np.empty_like(k)
-
-        def step():
-            baselines.relu_depthwise_step(x, k, g, o, dx, dw, serial=cfg.quick)
-
+        base, step, _, dx, dw = _depthwise_baseline(cfg, x, k, g, relu_first=True)
         step()
         for label, run in (("fused", run_fused), ("unfused", run_plain)):
             got_dx, got_dw = run()
@@ -246,7 +251,7 @@ def fused_depthwise_case():
         return [Candidate("CompiledProgram fused", run_fused,
                           note="relu inside depthwise_conv2d(+_grad); dx, dw fetched"),
                 Candidate("CompiledProgram unfused", run_plain, note="relu, relu_grad separate"),
-                Candidate("numba padded-plane loops", step, note=serial_note(cfg))]
+                Candidate(base, step)]
 
     return Case("fused/depthwise_relu",
                 "depthwise3x3(relu(x)) fwd+bwd, x {depthwise_shape} f32", build,
