@@ -33,7 +33,7 @@ from numba import njit
 
 from ..fastmath import sigmoid, tanh
 from ..gpu.host_staged import host_staged
-from ..math.gemm_cpu import batched_call, blas_scalars, gemm_call, gemm_threads
+from ..math.gemm_cpu import batched_call, blas_scalars, gemm, gemm_call, gemm_threads
 from ..registry import NO_GRAD, RANDOM, OpDef, Slot, VarInfo, register_op
 from ..workshare import parallel_threads, run_workers
 
@@ -99,19 +99,20 @@ def _step(t, lo, hi, xw, hw, bias, b_ih, b_hh, h, c, lens, mode, y, states, act)
         y[t, b] = h[b]
 
 
-def _recurrence(xw, b_ih, w_hh, b_hh, h, c, lens, reverse, mode, y, states, act, lo, hi):
+@njit(**_JIT)
+def _recurrence(xw, b_ih, w_hh, b_hh, h, c, lens, reverse, mode, y, states, act, ab, lo, hi):
     """One layer, one direction, batch rows lo:hi (rows are independent through the whole
     sequence, so threads taking blocks of rows never wait for each other). h, c (B, H)
     enter as the initial state and leave as the final one; writes y (T, B, H), the states
     and the gate activations act (T, B, S*H). Each step is one (rows x H) @ (H x G*H)
-    product, numpy's (its BLAS ran these skinny products 1.5-2x faster than the one
-    numba's compiled products reach, scipy's), then the gates in one compiled pass."""
+    product (numpy's BLAS, gemm_cpu.gemm), then the gates; compiled whole, so a thread runs
+    its rows' whole sequence without the GIL."""
     T = xw.shape[0]
     hw = np.empty((hi - lo, xw.shape[2]), xw.dtype)
-    rows, w_t, bias = h[lo:hi], w_hh.T, b_ih + b_hh
+    rows, bias = h[lo:hi], b_ih + b_hh
     for s in range(T):
         t = T - 1 - s if reverse else s
-        np.matmul(rows, w_t, out=hw)
+        gemm(rows, w_hh, hw, False, True, ab)
         _step(t, lo, hi, xw, hw, bias, b_ih, b_hh, h, c, lens, mode, y, states, act)
 
 
@@ -175,7 +176,8 @@ def _step_grad(t, lo, hi, first, one, states, act, lens, mode, dy, dh, dc, dxw, 
                        dy[t, b], dc[b], dxw[t, b], dhw[t, b], direct[b - lo])
 
 
-def _recurrence_grad(w_hh, states, act, lens, reverse, mode, dy, dh, dc, dxw, dhw, lo, hi):
+@njit(**_JIT)
+def _recurrence_grad(w_hh, states, act, lens, reverse, mode, dy, dh, dc, dxw, dhw, ab, lo, hi):
     """Backpropagation through time for one layer and direction, batch rows lo:hi: walks
     the steps in the reverse of the forward's order. dh, dc (B, H) enter as the final
     state's gradient and leave as the initial state's. Writes dxw (T, B, G*H), the gradient
@@ -184,12 +186,12 @@ def _recurrence_grad(w_hh, states, act, lens, reverse, mode, dy, dh, dc, dxw, dh
     T = dxw.shape[0]
     back = np.empty((hi - lo, dh.shape[1]), dh.dtype)     # dh' through W_hh
     direct = np.empty_like(back)                           # dh' not through W_hh
-    one = dh.dtype.type(1)
+    one = ab[0]
     for s in range(T):
         t = s if reverse else T - 1 - s
         _step_grad(t, lo, hi, s == 0, one, states, act, lens, mode, dy, dh, dc, dxw, dhw,
                    back, direct)
-        np.matmul(dhw[t, lo:hi], w_hh, out=back)
+        gemm(dhw[t, lo:hi], w_hh, back, False, False, ab)
     if T:
         dh[lo:hi] = back + direct
 
@@ -312,7 +314,7 @@ class _RnnRun:
                 c = pre[1][k].copy() if lay.mode == "LSTM" else np.zeros_like(h)
                 yd = y if D == 1 else np.empty((T, B, H), x.dtype)
                 _over_rows(_recurrence, (xw, b_ih, w_hh, b_hh, h, c, lens, d == 1,
-                                         MODES[lay.mode], yd, states, act),
+                                         MODES[lay.mode], yd, states, act, ab),
                            B, T * B * H * lay.G * H)
                 if D > 1:
                     y[:, :, d * H:(d + 1) * H] = yd
@@ -356,7 +358,7 @@ class _RnnGradRun:
                 _over_rows(_recurrence_grad,
                            (w_hh, states, act, lens, d == 1, MODES[lay.mode],
                             np.ascontiguousarray(dy[:, :, d * H:(d + 1) * H]), dh, dc, dxw,
-                            dhw), B, T * B * H * lay.G * H)
+                            dhw, ab), B, T * B * H * lay.G * H)
                 # the weight gradients: one product over every step and row each
                 dxw2, dhw2 = dxw.reshape(T * B, -1), dhw.reshape(T * B, -1)
                 _over_steps(dhw, states[0], dw_hh, ab)
