@@ -91,3 +91,38 @@ _ROWS = [   # id, X shape, attrs
 ]
 for _id, _shape, _attrs in _ROWS:
     row("pool3d", {"X": distinct(_shape)}, pool3d_ref, f"pool3d-{_id}", attrs=_attrs)
+
+
+# ---------------------------------------------------------------- max_pool3d_with_index
+def pool3d_index_ref(ins, a):
+    """Max and its flat index (d * H + h) * W + w per window (adaptive bins or windows
+    [o*s - p, o*s - p + k) clipped to the input)."""
+    x = f64(ins["X"])
+    N, C, D, H, W = x.shape
+    axes = []
+    for i, n in enumerate((D, H, W)):
+        k = a["ksize"][i]
+        if a["adaptive"]:
+            axes.append([(math.floor(o * n / k), math.ceil((o + 1) * n / k)) for o in range(k)])
+        else:
+            s, p = a["strides"][i], a["paddings"][i]
+            axes.append([(max(o * s - p, 0), min(o * s - p + k, n))
+                         for o in range((n + 2 * p - k) // s + 1)])
+    shape = (N, C) + tuple(len(ax) for ax in axes)
+    out, mask = np.zeros(shape), np.zeros(shape, np.int32)
+    for idx in np.ndindex(*shape[2:]):
+        (d0, d1), (h0, h1), (w0, w1) = (axes[i][idx[i]] for i in range(3))
+        win = x[:, :, d0:d1, h0:h1, w0:w1]
+        k = win.reshape(N, C, -1).argmax(-1)
+        z, y, u = np.unravel_index(k, win.shape[2:])
+        out[(slice(None), slice(None)) + idx] = win.reshape(N, C, -1).max(-1)
+        mask[(slice(None), slice(None)) + idx] = ((d0 + z) * H + h0 + y) * W + w0 + u
+    return {"Out": out.astype(ins["X"].dtype), "Mask": mask}
+
+
+row("max_pool3d_with_index", {"X": distinct((2, 2, 5, 4, 6))}, pool3d_index_ref,
+    "max_pool3d_with_index-adaptive", attrs={"ksize": [2, 3, 4], "adaptive": True},
+    outputs_for_grad=("Out",))
+row("max_pool3d_with_index", {"X": distinct((1, 2, 5, 5, 4))}, pool3d_index_ref,
+    "max_pool3d_with_index-k3s2p1", attrs={"ksize": [3, 3, 2], "strides": [2, 2, 1],
+                                            "paddings": [1, 1, 0]}, outputs_for_grad=("Out",))

@@ -5,7 +5,7 @@ from op_compare import OpComparison
 
 from numbaflow.kernels import get_op_def
 
-OPS = ("conv3d", "pool3d")
+OPS = ("conv3d", "pool3d", "max_pool3d_with_index")
 
 
 def extra_shapes(check):
