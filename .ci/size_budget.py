@@ -26,16 +26,17 @@ TOP = "(top-level modules)"
 # lifetime-packed memory plan and on-demand segment loops, +50 for its backups of only what is
 # written before the last op that may fail, with signals held back over the rest; onnx +60 for
 # issue 28's adaptive pooling to any size, prelu, unfold and relu6 mappings; kernels +100 for
-# issue 28's rrelu op)
+# issue 28's rrelu op; kernels +860, nn +390 for issue 28's 3-D ops conv3d, pool3d,
+# max_pool3d_with_index (CPU + CUDA + grads), F.conv3d / *_pool3d, nn.Conv3D / *Pool3D)
 # area: the most lines it may have (numbaflow/<area>/**, or numbaflow/*.py for TOP)
 AREA_CAPS = {
-    "kernels": 14850, "nn": 7300, "graph": 4200, "executor": 4000, "bench": 3650,
+    "kernels": 15710, "nn": 7690, "graph": 4200, "executor": 4000, "bench": 3650,
     "fluid": 3000, TOP: 3050, "distributed": 2200, "tensor": 2300, "persistence": 1500,
     "static": 1650, "io": 1200, "optimizer": 1100, "utils": 1000, "compiler": 1000,
     "examples": 800, "profiler": 800, "vision": 1000, "hapi": 950, "onnx": 1010,
     "formats": 800, "testing": 600, "metric": 500, "incubate": 100,
 }
-TOTAL_CAP = 56520   # +170: issue 29 the rnn op over the thread budget (batch-row blocks, vectorized fastmath gates), cond outputs of run-time shape, GPU tensor arrays; +150: issue 28 Paddle's docstring examples (Variable methods, cross_entropy weight / label_smoothing, maxout, randint, 1-D return_mask); +50: split-K products (the fc weight gradients); +50: the supervisor's abort deadline, rnn's products over the thread budget; +150: bench dp rows of ResNet-20 / GPT d512 (issue 27); +450: issue 29 BeamSearchDecoder + dynamic_decode, bench rows models/lstm and control/while_loop; +140: --quick serial baselines (issue 32), F.rrelu; +160: issue 28 onnx mappings, rrelu; +550: issue 28 Paddle ops huber/bce/kldiv/nll_loss, prelu, unfold (kernels + F + layers)
+TOTAL_CAP = 57770   # +1250: issue 28 the 3-D ops conv3d / pool3d / max_pool3d_with_index with F and nn layers; +170: issue 29 the rnn op over the thread budget (batch-row blocks, vectorized fastmath gates), cond outputs of run-time shape, GPU tensor arrays; +150: issue 28 Paddle's docstring examples (Variable methods, cross_entropy weight / label_smoothing, maxout, randint, 1-D return_mask); +50: split-K products (the fc weight gradients); +50: the supervisor's abort deadline, rnn's products over the thread budget; +150: bench dp rows of ResNet-20 / GPT d512 (issue 27); +450: issue 29 BeamSearchDecoder + dynamic_decode, bench rows models/lstm and control/while_loop; +140: --quick serial baselines (issue 32), F.rrelu; +160: issue 28 onnx mappings, rrelu; +550: issue 28 Paddle ops huber/bce/kldiv/nll_loss, prelu, unfold (kernels + F + layers)
 # (+100: formats 700 -> 800, issue 29 multi-block ProgramDesc and Paddle's XShape of gradient ops)
 # +250: issue 29 ONNX If / Loop / tensor arrays as sequences (onnx/_control_flow.py: SSA renaming)
 

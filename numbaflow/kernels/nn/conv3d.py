@@ -130,8 +130,9 @@ def geometry(cop):
 
 # ---------------------------------------------------------------- CPU kernels
 @njit(nogil=True, cache=True)
-def vol2col(x, cols, od, oh, ow, kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw):
-    """cols[(c, i, j, l), (a, b, e)] = x[c, a*sd - pd + i*dd, ...] (0 outside x)."""
+def vol2col(x, cols, fold, od, oh, ow, kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw):
+    """cols[(c, i, j, l), (a, b, e)] = x[c, a*sd - pd + i*dd, ...] (0 outside x); with
+    `fold` the adjoint, col2vol: x[c, z, y, u] += every cols entry that reads it."""
     C, D, H, W = x.shape
     for c in range(C):
         for i in range(kd):
@@ -146,32 +147,12 @@ def vol2col(x, cols, od, oh, ow, kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw)
                             inside = z >= 0 and z < D and y >= 0 and y < H
                             for e in range(ow):
                                 u = e * sw - pw + l * dw
-                                cols[r, base + e] = x[c, z, y, u] if inside and u >= 0 \
-                                    and u < W else 0.0
-
-
-@njit(nogil=True, cache=True)
-def col2vol(cols, dx, od, oh, ow, kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw):
-    """dx[c, z, y, u] += every cols entry vol2col reads it into (dx zeroed before)."""
-    C, D, H, W = dx.shape
-    for c in range(C):
-        for i in range(kd):
-            for j in range(kh):
-                for l in range(kw):
-                    r = ((c * kd + i) * kh + j) * kw + l
-                    for a in range(od):
-                        z = a * sd - pd + i * dd
-                        if z < 0 or z >= D:
-                            continue
-                        for b in range(oh):
-                            y = b * sh - ph + j * dh
-                            if y < 0 or y >= H:
-                                continue
-                            base = (a * oh + b) * ow
-                            for e in range(ow):
-                                u = e * sw - pw + l * dw
-                                if u >= 0 and u < W:
-                                    dx[c, z, y, u] += cols[r, base + e]
+                                ok = inside and u >= 0 and u < W
+                                if fold:
+                                    if ok:
+                                        x[c, z, y, u] += cols[r, base + e]
+                                else:
+                                    cols[r, base + e] = x[c, z, y, u] if ok else 0.0
 
 
 def _ncdhw(a, last):
@@ -193,7 +174,7 @@ def conv3d_forward(x, w, out, last, groups, geo):
     cols = np.empty((w3.shape[2], int(np.prod(osp))), x.dtype)
     for n in range(x.shape[0]):
         for g in range(groups):
-            vol2col(x[n, g * cg:(g + 1) * cg], cols, *osp, *geo)
+            vol2col(x[n, g * cg:(g + 1) * cg], cols, False, *osp, *geo)
             o[n, g * mg:(g + 1) * mg] = np.dot(w3[g], cols).reshape((mg,) + osp)
 
 
@@ -208,10 +189,11 @@ def conv3d_backward(x, w, d, dx, dw, last, groups, geo):
     for n in range(x.shape[0]):
         for g in range(groups):
             if dw3 is not None:
-                vol2col(x[n, g * cg:(g + 1) * cg], cols, *osp, *geo)
+                vol2col(x[n, g * cg:(g + 1) * cg], cols, False, *osp, *geo)
                 dw3[g] += np.dot(d4[n, g], cols.T)
             if dxc is not None:
-                col2vol(np.dot(w3[g].T, d4[n, g]), dxc[n, g * cg:(g + 1) * cg], *osp, *geo)
+                vol2col(dxc[n, g * cg:(g + 1) * cg], np.dot(w3[g].T, d4[n, g]), True, *osp,
+                        *geo)
     if dxc is not None:
         _ncdhw(dx, last)[...] = dxc
     if dw3 is not None:

@@ -31,7 +31,8 @@ cuda = None   # numba.cuda, bound by `kernels()` on first use
 
 
 # ---------------------------------------------------------------- geometry
-def _triple(v, what, err):
+def triple(v, what, err):
+    """[d, h, w] from an int or 1 or 3 ints; `err(msg)` otherwise."""
     v = [int(d) for d in (v if isinstance(v, (list, tuple)) else [v])]
     v = v * 3 if len(v) == 1 else v
     if len(v) != 3:
@@ -53,7 +54,7 @@ def windows(attrs, shape, err=ValueError, x_name="X"):
     if attrs["pooling_type"] not in ("max", "avg"):
         raise err(f"pooling_type must be 'max' or 'avg', got {attrs['pooling_type']!r}")
     sizes = _spatial(attrs, shape, err, x_name)
-    k = _triple(attrs["ksize"], "ksize", err)
+    k = triple(attrs["ksize"], "ksize", err)
     if attrs["global_pooling"]:
         return [(n, n, 1, 0, 0, 1, False) for n in sizes]
     if attrs["adaptive"]:
@@ -61,7 +62,7 @@ def windows(attrs, shape, err=ValueError, x_name="X"):
             raise err(f"adaptive pooling's ksize is the output size and must be positive, "
                       f"got {k}")
         return [(n, o, 1, 0, 0, o, True) for n, o in zip(sizes, k)]
-    s = _triple(attrs["strides"], "strides", err)
+    s = triple(attrs["strides"], "strides", err)
     p = [int(v) for v in attrs["paddings"]]
     p = p * 6 if len(p) == 1 else [p[0], p[0], p[1], p[1], p[2], p[2]] if len(p) == 3 else p
     if len(p) != 6:
@@ -112,56 +113,43 @@ def _ncdhw(a, last):
 
 
 # ---------------------------------------------------------------- CPU kernels
+@njit(nogil=True, cache=True, inline="always")
+def _cell(td, th, tw, a, b, e, exclusive):
+    """Out cell (a, b, e)'s window (d0, d1, h0, h1, w0, w1) and its avg divisor."""
+    d0, d1, h0, h1, w0, w1 = td[0, a], td[1, a], th[0, b], th[1, b], tw[0, e], tw[1, e]
+    size = (d1 - d0) * (h1 - h0) * (w1 - w0) if exclusive else td[2, a] * th[2, b] * tw[2, e]
+    return d0, d1, h0, h1, w0, w1, size
+
+
 @njit(nogil=True, cache=True, error_model="numpy")
 def pool3d_fwd(x, out, td, th, tw, is_max, exclusive):
-    for n in range(out.shape[0]):
-        for c in range(out.shape[1]):
-            for a in range(out.shape[2]):
-                for b in range(out.shape[3]):
-                    for e in range(out.shape[4]):
-                        d0, d1, h0, h1, w0, w1 = td[0, a], td[1, a], th[0, b], th[1, b], \
-                            tw[0, e], tw[1, e]
-                        if d1 <= d0 or h1 <= h0 or w1 <= w0:
-                            out[n, c, a, b, e] = 0.0
-                            continue
-                        m = x[n, c, d0, h0, w0]
-                        acc = 0.0
-                        for z in range(d0, d1):
-                            for y in range(h0, h1):
-                                for u in range(w0, w1):
-                                    v = x[n, c, z, y, u]
-                                    m = max(m, v)
-                                    acc += v
-                        size = (d1 - d0) * (h1 - h0) * (w1 - w0) if exclusive else \
-                            td[2, a] * th[2, b] * tw[2, e]
-                        out[n, c, a, b, e] = m if is_max else acc / size
+    for n, c, a, b, e in np.ndindex(out.shape):
+        d0, d1, h0, h1, w0, w1, size = _cell(td, th, tw, a, b, e, exclusive)
+        if d1 <= d0 or h1 <= h0 or w1 <= w0:      # a window wholly in the padding
+            out[n, c, a, b, e] = 0.0
+            continue
+        win = x[n, c, d0:d1, h0:h1, w0:w1]
+        m, acc = win[0, 0, 0], 0.0
+        for v in win.flat:
+            m = max(m, v)
+            acc += v
+        out[n, c, a, b, e] = m if is_max else acc / size
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
 def pool3d_bwd(x, out, dout, dx, td, th, tw, is_max, exclusive):
     dx[...] = 0.0
-    for n in range(out.shape[0]):
-        for c in range(out.shape[1]):
-            for a in range(out.shape[2]):
-                for b in range(out.shape[3]):
-                    for e in range(out.shape[4]):
-                        d0, d1, h0, h1, w0, w1 = td[0, a], td[1, a], th[0, b], th[1, b], \
-                            tw[0, e], tw[1, e]
-                        if d1 <= d0 or h1 <= h0 or w1 <= w0:
-                            continue
-                        g, m, done = dout[n, c, a, b, e], out[n, c, a, b, e], False
-                        if not is_max:
-                            size = (d1 - d0) * (h1 - h0) * (w1 - w0) if exclusive else \
-                                td[2, a] * th[2, b] * tw[2, e]
-                            g = g / size
-                        for z in range(d0, d1):
-                            for y in range(h0, h1):
-                                for u in range(w0, w1):
-                                    if not is_max:
-                                        dx[n, c, z, y, u] += g
-                                    elif not done and x[n, c, z, y, u] == m:
-                                        dx[n, c, z, y, u] += g
-                                        done = True
+    for n, c, a, b, e in np.ndindex(out.shape):
+        d0, d1, h0, h1, w0, w1, size = _cell(td, th, tw, a, b, e, exclusive)
+        g, m, done = dout[n, c, a, b, e], out[n, c, a, b, e], False
+        for z in range(d0, d1):
+            for y in range(h0, h1):
+                for u in range(w0, w1):
+                    if not is_max:
+                        dx[n, c, z, y, u] += g / size
+                    elif not done and x[n, c, z, y, u] == m:   # the first maximum
+                        dx[n, c, z, y, u] += g
+                        done = True
 
 
 def _flags(cop):
@@ -275,13 +263,11 @@ def _infer(ctx):
     x = ctx.input("X")
     if x.dtype.kind != "f":
         raise ctx.error(f"X {ctx.name('X')} must be float32 or float64, got {x.dtype}")
-    out = [w[5] for w in windows(ctx.attrs, tuple(x.shape), ctx.error, f"X {ctx.name('X')}")]
-    s = list(x.shape)
-    if ctx.attr("data_format") == "NCDHW":
-        s[2:] = out
-    else:
-        s[1:4] = out
-    return {"Out": VarInfo(tuple(s), x.dtype)}
+    out = tuple(w[5] for w in windows(ctx.attrs, tuple(x.shape), ctx.error,
+                                      f"X {ctx.name('X')}"))
+    n, c = x.shape[0], x.shape[1 if ctx.attr("data_format") == "NCDHW" else 4]
+    shape = (n, c) + out if ctx.attr("data_format") == "NCDHW" else (n,) + out + (c,)
+    return {"Out": VarInfo(shape, x.dtype)}
 
 
 def _grad_rule(g):

@@ -5,7 +5,8 @@ d * H * W + h * W + w within the sample's channel volume).
 Windows as Paddle's MaxPool3dWithIndexFunctor: [o*s - p, min(o*s - p + k, n)) clipped at
 0 (symmetric paddings [pd, ph, pw], no ceil_mode), or the adaptive bins; pool3d.py's
 window tables with no padding after. The first maximum in (d, h, w) row-major order wins.
-The gradient adds Out@GRAD at Mask (CUDA: atomics into a zeroed X@GRAD).
+The gradient adds Out@GRAD at Mask with pool_index.py's kernels (a volume is a plane of
+D * H rows).
 """
 import functools
 
@@ -13,19 +14,12 @@ import numpy as np
 from numba import njit
 
 from ..gpu import gpu_util
+from . import pool_index
 from .conv_gpu import launch
-from .pool3d import axis_table
+from .pool3d import axis_table, triple
 from ..registry import NO_GRAD, OpDef, Slot, VarInfo, register_op, run_calls
 
 cuda = None   # numba.cuda, bound by `kernels()` on first use
-
-
-def _triple(v, what, err):
-    v = [int(d) for d in (v if isinstance(v, (list, tuple)) else [v])]
-    v = v * 3 if len(v) == 1 else v
-    if len(v) != 3:
-        raise err(f"{what} must have 1 or 3 elements [d, h, w], got {v}")
-    return v
 
 
 def windows(attrs, shape, err=ValueError):
@@ -33,14 +27,14 @@ def windows(attrs, shape, err=ValueError):
     if len(shape) != 5:
         raise err(f"X must be 5-D (NCDHW), got shape {tuple(shape)}")
     sizes = list(shape[2:])
-    k = _triple(attrs["ksize"], "ksize", err)
+    k = triple(attrs["ksize"], "ksize", err)
     if attrs["global_pooling"]:
         return [(n, n, 1, 0, 1, False) for n in sizes]
     if attrs["adaptive"]:
         if min(k) <= 0:
             raise err(f"adaptive pooling's ksize is the output size, positive; got {k}")
         return [(n, o, 1, 0, o, True) for n, o in zip(sizes, k)]
-    s, p = _triple(attrs["strides"], "strides", err), _triple(attrs["paddings"], "paddings", err)
+    s, p = triple(attrs["strides"], "strides", err), triple(attrs["paddings"], "paddings", err)
     if min(k) <= 0 or min(s) <= 0 or min(p) < 0:
         raise err(f"ksize {k} and strides {s} must be positive and paddings {p} >= 0")
     out = [-1 if n < 0 else (n + 2 * pp - kk) // ss + 1 for n, kk, ss, pp in zip(sizes, k, s, p)]
@@ -73,18 +67,10 @@ def fwd(x, out, mask, td, th, tw):
                         mask[n, c, a, b, e] = idx
 
 
-@njit(nogil=True, cache=True)
-def bwd(mask, d, dx):
-    """mask, d: (planes, OD*OH*OW); dx: (planes, D*H*W)."""
-    dx[...] = 0.0
-    for i in range(mask.shape[0]):
-        for o in range(mask.shape[1]):
-            if mask[i, o] >= 0:
-                dx[i, mask[i, o]] += d[i, o]
-
-
-def _planes(a):
-    return a.reshape(a.shape[0] * a.shape[1], -1)
+def _as_2d(a, rows):
+    """A (N, C, *spatial) buffer as (N, C, rows, -1): a 3-D flat index d*H*W + h*W + w is
+    then pool_index's 2-D h' * W + w with rows D * H (Out, Mask: rows 1)."""
+    return a.reshape(a.shape[0], a.shape[1], rows, -1)
 
 
 def _cpu(cop):
@@ -96,9 +82,11 @@ def _cpu(cop):
 
 
 def _grad_cpu(cop):
-    def bind(ins, outs):
-        return functools.partial(bwd, _planes(ins["Mask"][0]), _planes(ins["Out@GRAD"][0]),
-                                 _planes(outs["X@GRAD"][0]))
+    rows = cop.input("X").shape[2] * cop.input("X").shape[3]
+
+    def bind(ins, outs):     # pool_index's scatter of Out@GRAD at Mask
+        return functools.partial(pool_index.bwd, _as_2d(ins["Mask"][0], 1),
+                                 _as_2d(ins["Out@GRAD"][0], 1), _as_2d(outs["X@GRAD"][0], rows))
     return bind
 
 
@@ -127,15 +115,7 @@ def kernels():
             out[o] = best if idx >= 0 else 0.0
             mask[o] = idx
 
-    @cuda.jit(cache=True)
-    def bwd_k(mask, d, dx, plane):
-        # plane: (D * H * W, OD * OH * OW); element o belongs to volume o // plane[1]
-        for o in range(cuda.grid(1), d.size, cuda.gridsize(1)):
-            i = mask[o]
-            if i >= 0:
-                cuda.atomic.add(dx, (o // plane[1]) * plane[0] + i, d[o])
-
-    return gpu_util.Kernels(fwd=fwd_k, bwd=bwd_k)
+    return gpu_util.Kernels(fwd=fwd_k)
 
 
 def _gpu(cop):
@@ -150,14 +130,14 @@ def _gpu(cop):
 
 
 def _grad_gpu(cop):
-    x, m = cop.input("X").shape, cop.input("Mask").shape
-    plane = (int(np.prod(x[2:])), int(np.prod(m[2:])))
+    """pool_index's CUDA scatter, over volumes of (D*H*W, OD*OH*OW) elements."""
+    vol = tuple(int(np.prod(cop.input(s).shape[2:])) for s in ("X", "Mask"))
 
     def bind(ins, outs):
-        d, dx, f = ins["Out@GRAD"][0], outs["X@GRAD"][0], gpu_util.flat
-        return functools.partial(run_calls, (
-            gpu_util.fill_thunk(dx, 0.0),
-            launch(kernels().bwd, d.size, f(ins["Mask"][0]), f(d), f(dx), plane)))
+        g, f = outs["X@GRAD"][0], gpu_util.flat
+        scatter = pool_index.kernels().bwd
+        return functools.partial(run_calls, (gpu_util.fill_thunk(g, 0.0), launch(
+            scatter, ins["Out@GRAD"][0].size, f(ins["Mask"][0]), f(ins["Out@GRAD"][0]), f(g), vol)))
     return bind
 
 
