@@ -87,3 +87,22 @@ def test_conv3d_layer_has_paddles_parameters_and_refuses_misuse():
     w = np.asarray(scope.find_var(big.weight.name).get_tensor())
     # Paddle's Conv3D weight: Normal(0, sqrt(2 / (kd * kh * kw * in_channels)))
     assert abs(w.std() - (2.0 / (27 * 16)) ** 0.5) < 0.005 and abs(w.mean()) < 0.005
+
+
+def test_a_3d_program_saved_in_paddles_format_loads_back_with_equal_outputs(tmp_path):
+    main, startup = static.Program(), static.Program()
+    with static.program_guard(main, startup):
+        x = static.data("x", [None, 4, 5, 6, 5], "float32")
+        h = paddle.nn.Conv3D(4, 6, 3, padding="SAME", groups=2)(x)
+        h = F.max_pool3d(h, 2, stride=[1, 2, 2], padding=[1, 0, 1], ceil_mode=True)
+        v = F.avg_pool3d(paddle.transpose(h, [0, 2, 3, 4, 1]), 2, data_format="NDHWC",
+                         exclusive=False, padding=1)
+        out = [v, F.adaptive_max_pool3d(h, [2, 3, 2], return_mask=True)[1]]
+    exe = static.Executor(paddle.CPUPlace())
+    exe.run(startup)
+    want = exe.run(main, feed={"x": DATA["x"]}, fetch_list=out)
+    prefix = str(tmp_path / "m")
+    static.save_inference_model(prefix, [x], out, exe, program=main, format="paddle")
+    program, feeds, fetches = static.load_inference_model(prefix, exe)
+    for g, w in zip(exe.run(program, feed={feeds[0]: DATA["x"]}, fetch_list=fetches), want):
+        np.testing.assert_array_equal(g, w)
