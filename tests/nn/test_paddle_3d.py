@@ -2,7 +2,8 @@
 real Paddle 2.6.2 (tests/fixtures/paddle_3d/, written by tests/fixtures/make_paddle_3d.py):
 numbaflow's functionals give Paddle's values, masks and gradients; the program Paddle saved
 with them loads with `load_inference_model` and gives Paddle's outputs; nn.Conv3D has
-Paddle's parameter names, shapes and initial spread; misuse is refused when built."""
+Paddle's parameter names, shapes and initial spread; misuse is refused when built;
+paddle.flops counts a 3-D network as Paddle."""
 import json
 import os
 import sys
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.usefixtures("fresh_graph_state")
 
 HERE = os.path.join(str(TESTS), "fixtures")
 sys.path.insert(0, HERE)
-from make_paddle_3d import FETCHES, build, feeds  # noqa: E402
+from make_paddle_3d import FETCHES, FLOPS_INPUT, build, feeds, flops_net  # noqa: E402
 
 DATA = np.load(os.path.join(HERE, "paddle_3d", "data.npz"))
 OPS = {"conv3d", "pool3d", "max_pool3d_with_index"}
@@ -106,3 +107,9 @@ def test_a_3d_program_saved_in_paddles_format_loads_back_with_equal_outputs(tmp_
     program, feeds, fetches = static.load_inference_model(prefix, exe)
     for g, w in zip(exe.run(program, feed={feeds[0]: DATA["x"]}, fetch_list=fetches), want):
         np.testing.assert_array_equal(g, w)
+
+
+def test_flops_of_a_3d_network_are_paddles():
+    with open(os.path.join(HERE, "paddle_3d", "ops.json"), encoding="utf-8") as f:
+        want = json.load(f)["flops"]
+    assert paddle.flops(flops_net(paddle), FLOPS_INPUT, print_detail=False) == want
