@@ -54,6 +54,8 @@ _NEUTRAL_ATTRS = {
     "str_value": None,       # fill_constant's value as text: read into `value` (_translate)
     "in_dtype": {-1}, "out_dtype": {-1},     # paddle.sum's reduce_sum: -1 = no cast
     "Scale_x": {1.0}, "Scale_y": {1.0}, "Scale_out": {1.0},   # oneDNN int8 scales, unused
+    "fuse_activation": {""}, "fuse_alpha": {0.0}, "fuse_beta": {0.0},   # oneDNN fusions, off
+    "fuse_residual_connection": {False},
 }
 # Inputs that carry an attribute's value as a one-element tensor; when a fill_constant of
 # the program makes that tensor, its value is folded into the attribute (numbaflow fixes

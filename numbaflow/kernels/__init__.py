@@ -13,7 +13,8 @@ from .tensor import (creation, shape, indexing, gather_ops, tensor_ops, sampling
                      control_flow, tensor_array)
 from .nn import (loss, logistic_loss, pool, pool_index, adaptive_pool, batch_norm,  # noqa: F401
                  dropout, embedding, conv, depthwise, conv_transpose, interp, group_norm,
-                 layer_norm, pad3d, rnn, unfold, nll_loss, elementwise_loss, rrelu)
+                 layer_norm, pad3d, rnn, unfold, nll_loss, elementwise_loss, rrelu, conv3d, pool3d,
+                 pool3d_index)
 from .optim import optim, optim_extra, lamb, squared_l2_norm  # noqa: F401
 from .metric import accuracy, auc  # noqa: F401
 from .fused import (conv_fused, fused_elementwise, fused_optim, fused_add_act, gemm_sgd,  # noqa: F401

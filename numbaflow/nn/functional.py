@@ -390,6 +390,8 @@ from .functional_vision import (  # noqa: E402,F401
     channel_shuffle, interpolate, pixel_shuffle, pixel_unshuffle, unfold, upsample, zeropad2d)
 from .functional_norm import group_norm, instance_norm  # noqa: E402,F401
 from .functional_conv import conv1d, conv1d_transpose, conv2d, conv2d_transpose  # noqa: E402,F401
+from .functional_3d import *  # noqa: E402,F401,F403
+from .functional_3d import __all__ as _volumetric  # noqa: E402
 from .functional_transformer import (  # noqa: E402,F401
     label_smooth, layer_norm, linear, normalize, one_hot, pad, scaled_dot_product_attention)
 
@@ -407,7 +409,7 @@ from .functional_activation import *  # noqa: E402,F401,F403
 from .functional_activation import INPLACE as _INPLACE  # noqa: E402
 from .functional_activation import __all__ as _activations  # noqa: E402
 
-__all__ += _activations
+__all__ += _activations + _volumetric
 for _name, _target in _INPLACE.items():
     globals()[_name] = globals()[_target]
     __all__.append(_name)

@@ -200,7 +200,7 @@ def adaptive_bins(g, op, x, hw, outs, is_max):
         bins = [g.node(reduce, [g.node("Slice", [x, g.ints([i * n // o]),
                                                  g.ints([-(-(i + 1) * n // o)]), g.ints([axis])])],
                        axes=[axis], keepdims=1) for i in range(o)]
-        x = g.node("Concat", bins, [op_out(op)] if axis == 3 else None, axis=axis)
+        x = g.node("Concat", bins, [op_out(op)] if axis == len(hw) + 1 else None, axis=axis)
 
 
 def _prelu(g, op):

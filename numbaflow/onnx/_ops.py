@@ -155,19 +155,20 @@ def _matmul_v2(g, op):
 
 
 def _pads(op):
-    p = list(op.attrs["paddings"])
+    """ONNX pads (every dim's start, then every end) of a 2-D or 3-D conv / pool."""
+    p, n = list(op.attrs["paddings"]), len(op.attrs["strides"])
     if op.attrs.get("padding_algorithm", "EXPLICIT") == "VALID":
-        return [0, 0, 0, 0]
+        return [0] * 2 * n
     if op.attrs.get("padding_algorithm", "EXPLICIT") != "EXPLICIT":
         raise Unsupported(f"padding_algorithm {op.attrs['padding_algorithm']!r}")
-    if len(p) == 2:
-        return [p[0], p[1], p[0], p[1]]
-    return [p[0], p[2], p[1], p[3]]       # Paddle [top, bottom, left, right]
+    if len(p) == n:
+        return p + p
+    return p[0::2] + p[1::2]       # Paddle [before, after] per dim ([top, bottom, left, right])
 
 
 def _check_nchw(op, key):
-    if op.attrs.get(key, "NCHW") not in ("NCHW", "AnyLayout"):
-        raise Unsupported(f"{key} {op.attrs[key]!r} (only NCHW)")
+    if op.attrs.get(key, "NCHW") not in ("NCHW", "NCDHW", "AnyLayout"):
+        raise Unsupported(f"{key} {op.attrs[key]!r} (only NCHW / NCDHW)")
 
 
 def _conv2d(g, op):
@@ -181,7 +182,7 @@ def _pool2d(g, op):
     _check_nchw(op, "data_format")
     is_max = op.attrs["pooling_type"] == "max"
     x = _in(op, "X").name
-    if op.attrs["global_pooling"] or op.attrs["adaptive"] and list(op.attrs["ksize"]) == [1, 1]:
+    if op.attrs["global_pooling"] or op.attrs["adaptive"] and set(op.attrs["ksize"]) == {1}:
         g.node("GlobalMaxPool" if is_max else "GlobalAveragePool", [x], [_out(op)])
         return
     if op.attrs["adaptive"]:
@@ -353,6 +354,7 @@ _MAP = {**{k: _elementwise for k in _ELEMENTWISE}, **{k: _unary for k in _UNARY}
         "fused_softmax_mask": _fused_softmax_mask,
         "mul": _mul, "matmul_v2": _matmul_v2, "conv2d": _conv2d, "depthwise_conv2d": _conv2d,
         "pool2d": _pool2d, "batch_norm": _batch_norm, "layer_norm": _layer_norm,
+        "conv3d": _conv2d, "pool3d": _pool2d,       # ONNX Conv / *Pool are N-d
         "reshape2": _reshape2, "transpose2": _transpose2, "flatten_contiguous_range": _flatten,
         "slice": _slice, "squeeze2": lambda g, op: _squeeze(g, op, "Squeeze"),
         "unsqueeze2": lambda g, op: _squeeze(g, op, "Unsqueeze"), "concat": _concat,

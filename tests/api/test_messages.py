@@ -56,8 +56,8 @@ def to_tensor(*_):
     paddle.to_tensor(np.ones(3))
 
 
-def nn_conv3d(*_):
-    paddle.nn.Conv3D(3, 4, 3)
+def nn_conv3d_transpose(*_):
+    paddle.nn.Conv3DTranspose(3, 4, 3)
 
 
 def loss_backward(main, exe, scope, loss):
@@ -83,8 +83,8 @@ ROWS = [
      "return_list=False"),
     (to_tensor, StaticGraphOnlyError, "numbaflow.to_tensor does not exist",
      "static-graph only", "static.data(name='x'"),
-    (nn_conv3d, AttributeError, "numbaflow.nn.Conv3D is Paddle 2.6's",
-     "not implemented in numbaflow yet", "the closest supported layer: Conv2D"),
+    (nn_conv3d_transpose, AttributeError, "numbaflow.nn.Conv3DTranspose is Paddle 2.6's",
+     "not implemented in numbaflow yet", "the closest supported layer: Conv2DTranspose"),
     (loss_backward, StaticGraphOnlyError, "Variable.backward does not exist",
      "static-graph only", "optimizer.minimize(loss)"),
     (var_numpy, StaticGraphOnlyError, "Variable.numpy does not exist", "static-graph only",
@@ -114,7 +114,7 @@ def test_a_one_element_list_of_feed_dicts_runs_as_paddle_runs_it():
 
 
 def test_dygraph_names_are_attribute_errors_so_hasattr_stays_false():
-    assert not hasattr(paddle, "to_tensor") and not hasattr(paddle.nn, "Conv3D")
+    assert not hasattr(paddle, "to_tensor") and not hasattr(paddle.nn, "Conv3DTranspose")
     with pytest.raises(AttributeError, match="module 'numbaflow' has no attribute 'nope'"):
         paddle.nope
     _, _, _, loss = _net()

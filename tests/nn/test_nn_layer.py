@@ -287,12 +287,12 @@ def test_misuse_errors_name_the_layer_and_both_sizes():
 
 
 def test_missing_nn_names_name_the_closest_supported_spelling():
-    with pytest.raises(AttributeError, match="Conv3D is Paddle 2.6's but not implemented.*"
-                                             "Conv2D"):
-        paddle.nn.Conv3D
+    with pytest.raises(AttributeError, match="Conv3DTranspose is Paddle 2.6's but not "
+                                             "implemented.*Conv2DTranspose"):
+        paddle.nn.Conv3DTranspose
     with pytest.raises(AttributeError, match="did you mean Linear"):
         paddle.nn.Linaer
-    assert not hasattr(paddle.nn, "Conv3D")
+    assert not hasattr(paddle.nn, "Conv3DTranspose")
 
 
 @pytest.mark.slow

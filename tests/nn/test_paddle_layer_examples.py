@@ -1,5 +1,5 @@
 """Paddle 2.6.2's documented examples of every Layer and functional of issue 28 (the layer zoo,
-every activation Layer, the loss layers, conv1d ... silu), run in numbaflow with only the import
+every activation Layer, the loss layers, conv1d ... silu, the 3-D ops), run in numbaflow with only the import
 changed, through the static rewrite both frameworks share (tests/paddle_static_rewrite.py),
 against what real Paddle gives for the same rewritten code
 (tests/fixtures/make_paddle_layer_examples.py): every Variable the example binds has Paddle's
@@ -25,9 +25,7 @@ RANDOM_OPS = {"Dropout_1": {"y_train"}, "Dropout2D_1": {"y_train"}, "RReLU_1": {
               "TransformerDecoderLayer_1": {"output"}, "TransformerDecoder_1": {"output"},
               "Transformer_1": {"output"}}
 # examples that stop, each with its reason and the clear error it stops with
-EXCUSED = {"LayerDict_1": ("Conv3D is not implemented yet (issue 28's open 3-D ops)",
-                           "AttributeError: numbaflow.nn.Conv3D is Paddle 2.6's but not "
-                           "implemented in numbaflow yet; the closest supported layer: Conv2D")}
+EXCUSED: dict[str, tuple[str, str]] = {}    # none today
 
 
 def _params():

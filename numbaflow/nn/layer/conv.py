@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from ...graph.program import Variable
 
-__all__ = ["Conv2D"] + [n for n, fn in (("Conv1D", "conv1d"),
+__all__ = ["Conv2D", "Conv3D"] + [n for n, fn in (("Conv1D", "conv1d"),
                                         ("Conv2DTranspose", "conv2d_transpose"),
                                         ("Conv1DTranspose", "conv1d_transpose"))
                         if hasattr(F, fn)]
@@ -221,3 +221,39 @@ class Conv1DTranspose(_ConvNd):
         super().__init__()
         self._setup(in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
                     "zeros", weight_attr, bias_attr, data_format, output_padding)
+
+
+class Conv3D(_ConvNd):
+    """3-D convolution (F.conv3d) with weight [out_channels, in_channels / groups, kd, kh,
+    kw] and bias.
+
+    Args:
+        in_channels (int): the input's channels.
+        out_channels (int): the output's channels.
+        kernel_size (int or list of 3 int): the window.
+        stride (int or list of 3 int): the step.
+        padding (int, str or list): as in F.conv3d ('SAME', 'VALID', ints).
+        dilation (int or list of 3 int): the dilation.
+        groups (int): channel groups.
+        padding_mode (str): 'zeros'.
+        weight_attr (ParamAttr, optional): the weight's name / initializer.
+        bias_attr (ParamAttr or False, optional): the bias's; False: no bias.
+        data_format (str): 'NCDHW' or 'NDHWC'.
+
+    Example:
+        >>> conv = paddle.nn.Conv3D(3, 8, 3, padding=1)
+        >>> conv(static.data('vol', [None, 3, 4, 8, 8])).shape
+        (-1, 8, 4, 8, 8)
+        >>> conv.weight.name, conv.weight.shape
+        ('conv3d_0.w_0', (8, 3, 3, 3, 3))
+    """
+
+    _dims, _fn = 3, "conv3d"
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any,
+                 stride: Any = 1, padding: Any = 0, dilation: Any = 1, groups: int = 1,
+                 padding_mode: str = "zeros", weight_attr: Any = None, bias_attr: Any = None,
+                 data_format: str = "NCDHW") -> None:
+        super().__init__()
+        self._setup(in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
+                    padding_mode, weight_attr, bias_attr, data_format)
