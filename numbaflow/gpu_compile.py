@@ -1,11 +1,5 @@
-"""Compiling one GPU kernel for a real GPU without one: PTX from numba-cuda's NVVM for a
-compute capability, and SASS from ptxas. The compile gate (gpu_check.py) and its hot-loop
-counts (gpu_counts.py) both use it.
-
-    >>> from numbaflow.gpu_compile import SAME_LOWERING_FROM
-    >>> SAME_LOWERING_FROM
-    (7, 5)
-"""
+"""Compiling one GPU kernel for a real GPU without one: PTX from numba-cuda's NVVM, SASS
+from ptxas. Used by the compile gate (gpu_check.py) and its hot-loop counts (gpu_counts.py)."""
 import os
 import subprocess
 import tempfile

@@ -1,19 +1,6 @@
-"""The generated kernels that update many parameters in one call (the fused optimizer
-ops, kernels/fused/fused_optim.py) and the one that advances Adam's beta powers after an
-update (the single adam / adamw ops, optim.py, and the fused ones).
-
-* CPU: one `@njit` function per (body, dtypes, slot kinds) whatever the number of
-  parameters: a task table (parameter, first element) over blocks, each parameter's
-  arrays reached through a table of data addresses, `addr[i, slot]`.
-* GPU: one grid-stride `@cuda.jit` launch over the concatenation of the parameters'
-  elements; a launch takes at most `max_params_per_launch` parameters.
-
-Both the optimizer family and the fused family import this file; it imports neither.
-
-    >>> from numbaflow.kernels.optim.multi_update import max_params_per_launch
-    >>> max_params_per_launch(10)      # 10 arrays per parameter, 56 bytes each: 4 KiB
-    7
-"""
+"""The generated kernels that update many parameters in one call (how: fused_optim.py's
+docstring), used by the fused optimizer ops and, for Adam's beta powers, by the single
+adam / adamw ops (optim.py). Both import this file; it imports neither."""
 import functools
 
 import numpy as np
