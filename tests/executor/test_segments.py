@@ -13,6 +13,7 @@ import numbaflow.static as static
 from numbaflow.executor import plan as plan_mod
 from numbaflow.executor.plan import PlanOptions
 from numbaflow.utils import unique_name
+from numbaflow.compiler.compiled_program import last_plan
 from numbaflow.executor.executor import cached_plans
 
 pytestmark = pytest.mark.usefixtures("fresh_graph_state")
@@ -88,12 +89,12 @@ def test_seed_step_is_one_segment_and_k_iterations_loop_inside_it():
     c = static.CompiledProgram(main).with_data_parallel(
         loss_name=loss.name, exec_strategy=es, places=[paddle.CPUPlace()])
     got, = exe.run(c, feed={"X": x}, fetch_list=[loss], scope=s1)   # op by op
-    c._last_plan.wait_compiled()
+    last_plan(c).wait_compiled()
     got, = exe.run(c, feed={"X": x}, fetch_list=[loss], scope=s1)   # in the segment
-    units = c._last_plan.units
+    units = last_plan(c).units
     assert len(units) == 1 and units[0].segment and units[0].compiled
     assert units[0]._loop is not None
-    assert len(units[0].ops) == len(c._last_plan.ops)
+    assert len(units[0].ops) == len(last_plan(c).ops)
     for _ in range(10):
         want, = exe.run(main, feed={"X": x}, fetch_list=[loss], scope=s2)
     np.testing.assert_allclose(got, want, rtol=1e-6)
@@ -151,7 +152,7 @@ def test_segment_source_is_dumped(tmp_path, monkeypatch):
     from numbaflow.kernels.codegen import cache
     monkeypatch.setattr(cache, "_modules", {})        # force a (re)load, hence a dump
     exe.run(c, feed={"X": x}, fetch_list=[loss], scope=scope)
-    c._last_plan.wait_compiled()
+    last_plan(c).wait_compiled()
     dumped = glob.glob(os.path.join(str(tmp_path), "segment_*.py"))
     assert dumped
     text = open(dumped[0], encoding="utf-8").read()
