@@ -32,7 +32,8 @@ def test_script_is_run_by_a_test(path):
     imported = any(re.search(rf"^(from|import) {path.stem}\b", p.read_text(encoding="utf-8"),
                              re.M) for p in folder.glob("*.py") if p != path)
     named = {"sim": f'run_sim("{path.stem}"' in RUNNERS,
-             "scripts": f'run_script("{path.stem}"' in RUNNERS,
+             "scripts": any(f'{runner}("{path.stem}"' in RUNNERS
+                            for runner in ("run_script", "script_command")),
              "mpi": f"tests/mpi/{path.name}" in RUNNERS or f'mpirun("{path.stem}"' in RUNNERS,
              }[folder.name]
     assert named or imported, f"{path} is run by no test: delete it or run it"
