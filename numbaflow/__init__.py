@@ -78,7 +78,7 @@ def _tolerate_numba_cache_errors():
 _tolerate_numba_cache_errors()
 utils.run_check = _run_check         # paddle.utils.run_check (utils is a lower layer)
 
-__version__ = "0.2.0"
+from ._version import __version__  # noqa: E402
 
 __all__ = [
     # places, parameters, dtypes

@@ -15,7 +15,12 @@ from typing import TextIO
 
 import numpy as np
 
-from . import config
+from . import config, optimizer, static
+from ._version import __version__
+from .executor import CPUPlace, CUDAPlace
+from .param_attr import ParamAttr
+from .tensor.math import mean, square, subtract
+from .utils import unique_name
 
 
 def _version(module):
@@ -100,10 +105,6 @@ def _cuda():
 
 def _train(place):
     """Train y = x @ w_true with SGD on `place`; return the last loss (checked against numpy)."""
-    import numbaflow as paddle
-    import numbaflow.static as static
-    from .utils import unique_name
-
     rng = np.random.default_rng(0)
     x = rng.standard_normal((32, 4)).astype(np.float32)
     y = x @ np.array([[1.0], [-2.0], [0.5], [3.0]], np.float32)
@@ -113,9 +114,9 @@ def _train(place):
             static.program_guard(main, startup):
         xv = static.data("x", [None, 4])
         yv = static.data("y", [None, 1])
-        pred = static.nn.fc(xv, size=1, weight_attr=paddle.ParamAttr(name="w"), bias_attr=False)
-        loss = paddle.mean(paddle.square(paddle.subtract(pred, yv)))
-        paddle.optimizer.SGD(learning_rate=0.1).minimize(loss)
+        pred = static.nn.fc(xv, size=1, weight_attr=ParamAttr(name="w"), bias_attr=False)
+        loss = mean(square(subtract(pred, yv)))
+        optimizer.SGD(learning_rate=0.1).minimize(loss)
         exe = static.Executor(place)
         exe.run(startup)
         static.global_scope().set("w", w0)
@@ -162,8 +163,7 @@ def run_check(out: TextIO | None = None) -> bool:
     def say(label, value=""):
         print(f"{label:<16}{value}" if value else label, file=out, flush=True)
 
-    import numbaflow
-    say("numbaflow", f"{numbaflow.__version__} ({os.path.dirname(numbaflow.__file__)})")
+    say("numbaflow", f"{__version__} ({os.path.dirname(os.path.abspath(__file__))})")
     say("python", f"{platform.python_version()} ({sys.executable}) on {platform.platform()}")
     say("packages", ", ".join(f"{m} {_version(m)}" for m in
                               ("numba", "llvmlite", "numpy", "scipy", "mpi4py")))
@@ -175,8 +175,7 @@ def run_check(out: TextIO | None = None) -> bool:
             say(label, f"FAILED: {type(e).__name__}: {e}")
     gpu_ok, gpu_text = _cuda()
     say("CUDA", gpu_text)
-    places = [("CPU", numbaflow.CPUPlace)] + ([("GPU", lambda: numbaflow.CUDAPlace(0))]
-                                             if gpu_ok else [])
+    places = [("CPU", CPUPlace)] + ([("GPU", lambda: CUDAPlace(0))] if gpu_ok else [])
     for name, make in places:
         try:
             last = _train(make())

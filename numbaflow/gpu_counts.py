@@ -5,7 +5,7 @@ import re
 
 import numpy as np
 
-from .gpu_check import assemble, compile_ptx, ptxas_path
+from .gpu_compile import assemble, compile_ptx, ptxas_path
 from .gpu_trace import traced_device
 
 _SKIP = re.compile(r"^(\.|//|\{|\}|\$|@?%?$)")

@@ -261,14 +261,6 @@ class CompiledProgram:
             return None
         return runner_of(self._last[0], self._last[5]).cache
 
-    @property
-    def _last_plan(self):
-        """The plan of the last run (device 0's for data parallelism), or None."""
-        if self._last is None:
-            return None
-        runner = runner_of(self._last[0], self._last[5], make=False)
-        return runner.last_plan if runner is not None else None
-
     def _data_parallel_runner(self, program, world):
         source = None
         if self._share_vars_from is not None:
@@ -320,9 +312,10 @@ class CompiledProgram:
             >>> compiled.memory_stats()['peak_bytes'] > 0
             True
         """
-        if self._last_plan is None:
+        plan = last_plan(self)
+        if plan is None:
             raise RuntimeError("memory_stats: the compiled program has not run yet")
-        return self._last_plan.memory_stats()
+        return plan.memory_stats()
 
     def drop_local_exe_scopes(self) -> None:
         """Release the pooled temporaries now (they are reallocated on the next run);
@@ -351,6 +344,21 @@ def _world():
         return None
     w = mpi.world()
     return w if w is not None and w.size > 1 else None
+
+
+def last_plan(compiled):
+    """The plan of `compiled`'s last run (device 0's for data parallelism), or None before
+    its first run (for tests and tools: Paddle's CompiledProgram shows no plan).
+
+    Example:
+        >>> from numbaflow.compiler.compiled_program import last_plan
+        >>> last_plan(static.CompiledProgram(static.Program())) is None
+        True
+    """
+    if compiled._last is None:
+        return None
+    runner = runner_of(compiled._last[0], compiled._last[5], make=False)
+    return runner.last_plan if runner is not None else None
 
 
 def passed_programs(compiled):

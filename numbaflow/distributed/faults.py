@@ -53,8 +53,11 @@ class Watch:
     """The fault detection of one communicator: its control channel, the count of
     collectives this rank started and completed, and the ranks known to have left."""
 
-    def __init__(self, comm, timeout=None):
+    def __init__(self, comm, abort, timeout=None):
+        """`abort(cause)` ends the whole job (mpi.abort_job: it knows the world and the
+        supervisor, which this module, below mpi.py, does not import)."""
         from mpi4py import MPI
+        self._abort = abort
         self._MPI = MPI
         self.ctl = comm.Dup()
         self.rank, self.size = comm.Get_rank(), comm.Get_size()
@@ -243,6 +246,5 @@ class Watch:
 
     def fail(self, cause):
         """Report `cause` on stderr, tagged with this rank, and abort the whole job."""
-        from .mpi import abort_job
-        abort_job(cause)
+        self._abort(cause)
 

@@ -83,7 +83,7 @@ class World:
         self.size = comm.Get_size()
         # every collective is started nonblocking and polled by the watch, which aborts
         # the job when another rank has left or the timeout passes (faults.py)
-        self.watch = Watch(comm, collective_timeout())
+        self.watch = Watch(comm, abort_job, collective_timeout())
         self._open_step = None       # see step_begins
 
     def _collective(self, what, start):

@@ -1,6 +1,10 @@
 """The IR's nodes: Variable, Parameter and Operator (program.py holds Block and Program,
 which own them). Split from program.py only to keep files short; import them from
-`numbaflow.graph.program` or `numbaflow.graph` as before."""
+`numbaflow.graph.program` or `numbaflow.graph` as before.
+
+The imports run one way: block.py and program.py import the nodes, never back. A node's
+`block` is annotated `Block` as text only (annotations are not evaluated here), so that
+the type costs no import of block.py."""
 from __future__ import annotations
 
 import functools
@@ -14,8 +18,6 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from numpy.typing import DTypeLike
-
-    from .program import Block
 
 
 # Op roles, as in Paddle: which part of a training program an op belongs to.

@@ -18,10 +18,6 @@ import numpy as np
 
 from . import dataset as _dataset
 
-# set in each worker (a worker process's one thread, or a worker thread where there is
-# no fork), so the main thread always sees None (dataset.get_worker_info reads it)
-worker_local = threading.local()
-
 _POLL = 0.1
 _DONE = "__numbaflow_worker_done__"
 
@@ -84,7 +80,7 @@ def _start_worker(ctx, target, args, name):
 
 
 def _setup(wid, num_workers, dataset, seed, init_fn):
-    worker_local.info = _dataset.WorkerInfo(wid, num_workers, dataset, seed + wid)
+    _dataset.worker_local.info = _dataset.WorkerInfo(wid, num_workers, dataset, seed + wid)
     random.seed(seed + wid)
     np.random.seed((seed + wid) % 2 ** 32)
     if init_fn is not None:

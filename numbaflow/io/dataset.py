@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import random
+import threading
 from typing import Any, Iterator, Sequence
 
 import numpy as np
@@ -90,6 +91,11 @@ class TensorDataset(Dataset):
         return len(self.tensors[0])
 
 
+# set in each worker (a worker process's one thread, or a worker thread where there is
+# no fork) by _workers.py, so the main thread always sees None (get_worker_info reads it)
+worker_local = threading.local()
+
+
 class WorkerInfo:
     """What `get_worker_info()` returns inside a worker: id, num_workers, dataset, seed."""
 
@@ -108,7 +114,6 @@ def get_worker_info() -> WorkerInfo | None:
         >>> paddle.io.get_worker_info() is None
         True
     """
-    from ._workers import worker_local      # (late: _workers imports this module)
     return getattr(worker_local, "info", None)
 
 

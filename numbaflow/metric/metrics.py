@@ -17,6 +17,10 @@ from typing import Any
 
 import numpy as np
 
+from ..tensor.logic import equal
+from ..tensor.manipulation import cast, reshape
+from ..tensor.search import argmax, topk
+
 
 def _array(value, what, owner):
     if hasattr(value, "__array__") and not isinstance(value, np.ndarray):
@@ -131,13 +135,12 @@ class Accuracy(Metric):
             elif label.shape[-1] != 1:
                 label = np.argmax(label, axis=-1)[..., None]
             return (top == label).astype("float32")
-        import numbaflow as paddle      # graph ops (the API layer, loaded by now)
-        _, top = paddle.topk(pred, k=self.maxk)
+        _, top = topk(pred, k=self.maxk)
         if len(label.shape) == 1 or (len(label.shape) == 2 and label.shape[-1] == 1):
-            label = paddle.reshape(label, (-1, 1))
+            label = reshape(label, (-1, 1))
         elif label.shape[-1] != 1:
-            label = paddle.argmax(label, axis=-1, keepdim=True)
-        return paddle.cast(paddle.equal(top, paddle.cast(label, top.dtype)), "float32")
+            label = argmax(label, axis=-1, keepdim=True)
+        return cast(equal(top, cast(label, top.dtype)), "float32")
 
     def update(self, correct: Any, *args: Any) -> float | list:
         """Add a batch's `compute` result.

@@ -4,10 +4,23 @@
 per-channel affine), pad3d (Pad), one_hot_v2 (OneHot), prelu (PRelu), unfold (a one-hot
 grouped Conv), adaptive pooling to any size (per-bin Slice + Reduce) and the Paddle 2
 activations.
-Merged into _ops._MAP; the same `fn(g, op)` contract."""
+Merged into _ops._MAP; the same `fn(g, op)` contract. _ops.py imports this file (and
+its `pads_of`), never the other way."""
 import numpy as np
 
-from ._ops import Unsupported, pads_of
+from ._control_flow import Unsupported
+
+
+def pads_of(op):
+    """ONNX pads (every dim's start, then every end) of a 2-D or 3-D conv / pool."""
+    p, n = list(op.attrs["paddings"]), len(op.attrs["strides"])
+    if op.attrs.get("padding_algorithm", "EXPLICIT") == "VALID":
+        return [0] * 2 * n
+    if op.attrs.get("padding_algorithm", "EXPLICIT") != "EXPLICIT":
+        raise Unsupported(f"padding_algorithm {op.attrs['padding_algorithm']!r}")
+    if len(p) == n:
+        return p + p
+    return p[0::2] + p[1::2]       # Paddle [before, after] per dim ([top, bottom, left, right])
 
 
 def op_in(op, slot, i=0):

@@ -7,6 +7,8 @@ import numpy as np
 
 from ._control_flow import CONTROL_FLOW, Unsupported, emit_block, sub_blocks
 from ._control_flow import MAP as _CONTROL_FLOW_HELPERS
+# the mappings of issue 28's ops (transposed conv, resize, norms, pad3d, one_hot_v2, ...)
+from ._model_ops import MAP as _MODEL_OPS, adaptive_bins as _adaptive_bins, pads_of
 
 _ELEMENTWISE = {"elementwise_add": "Add", "elementwise_sub": "Sub", "elementwise_mul": "Mul",
                 "elementwise_div": "Div", "elementwise_max": "Max", "elementwise_min": "Min",
@@ -154,18 +156,6 @@ def _matmul_v2(g, op):
     g.node("MatMul", names, [_out(op)])
 
 
-def _pads(op):
-    """ONNX pads (every dim's start, then every end) of a 2-D or 3-D conv / pool."""
-    p, n = list(op.attrs["paddings"]), len(op.attrs["strides"])
-    if op.attrs.get("padding_algorithm", "EXPLICIT") == "VALID":
-        return [0] * 2 * n
-    if op.attrs.get("padding_algorithm", "EXPLICIT") != "EXPLICIT":
-        raise Unsupported(f"padding_algorithm {op.attrs['padding_algorithm']!r}")
-    if len(p) == n:
-        return p + p
-    return p[0::2] + p[1::2]       # Paddle [before, after] per dim ([top, bottom, left, right])
-
-
 def _check_nchw(op, key):
     if op.attrs.get(key, "NCHW") not in ("NCHW", "NCDHW", "AnyLayout"):
         raise Unsupported(f"{key} {op.attrs[key]!r} (only NCHW / NCDHW)")
@@ -175,7 +165,7 @@ def _conv2d(g, op):
     _check_nchw(op, "data_format")
     g.node("Conv", [_in(op, "Input").name, _in(op, "Filter").name], [_out(op, "Output")],
            strides=list(op.attrs["strides"]), dilations=list(op.attrs["dilations"]),
-           group=int(op.attrs["groups"]), pads=_pads(op))
+           group=int(op.attrs["groups"]), pads=pads_of(op))
 
 
 def _pool2d(g, op):
@@ -199,7 +189,7 @@ def _pool2d(g, op):
                strides=k)
         return
     kw = dict(kernel_shape=list(op.attrs["ksize"]), strides=list(op.attrs["strides"]),
-              pads=_pads(op), ceil_mode=int(bool(op.attrs["ceil_mode"])))
+              pads=pads_of(op), ceil_mode=int(bool(op.attrs["ceil_mode"])))
     if not is_max:
         kw["count_include_pad"] = int(not op.attrs["exclusive"])
     g.node("MaxPool" if is_max else "AveragePool", [x], [_out(op)], **kw)
@@ -362,13 +352,6 @@ _MAP = {**{k: _elementwise for k in _ELEMENTWISE}, **{k: _unary for k in _UNARY}
         "clip": _clip, "pow": _pow, "arg_max": _arg_max, "split": _split}
 
 
-def pads_of(op):
-    """ONNX pads [top, left, bottom, right] of a conv / pool op's paddings."""
-    return _pads(op)
-
-
-# the mappings of issue 28's ops (transposed conv, resize, norms, pad3d, one_hot_v2, ...)
-from ._model_ops import MAP as _MODEL_OPS, adaptive_bins as _adaptive_bins  # noqa: E402,E501
 _MAP.update(_MODEL_OPS)
 _MAP.update(_CONTROL_FLOW_HELPERS)
 

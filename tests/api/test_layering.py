@@ -329,3 +329,59 @@ def test_param_attr_regularizer_and_clipping_form_no_circle():
                 "numbaflow.layer_helper"):
         assert cycle_through(graph, mod) is None, cycle_through(graph, mod)
     assert graph["numbaflow.regularizer"] == set()      # the low module imports nothing
+
+
+# ---------------------------------------------------------------- no circle between files
+# Issue 31's Done-when: drawn from the imports (every import: TYPE_CHECKING ones and those
+# inside functions too), no two files import each other, directly or round a loop. A
+# package face (__init__.py) only hands names on, so it is no node here.
+# Above the package face: what runs numbaflow as a user would (`import numbaflow`).
+ABOVE_THE_FACE = ("numbaflow.__main__", "numbaflow._warmup", "numbaflow.bench",
+                  "numbaflow.examples", "numbaflow.gpu_check")
+
+
+def file_circles(graph):
+    """Each set of files that import each other round a loop (package faces left out)."""
+    faces = {m for m in graph if (PACKAGE.parent / m.replace(".", "/") / "__init__.py").exists()}
+    files = {m: ts - faces for m, ts in graph.items() if m not in faces}
+    reach = {m: _reach(files, m) for m in files}
+    circles = []
+    for m in sorted(files):
+        members = {n for n in reach[m] if m in reach[n]}
+        if members and members not in circles:
+            circles.append(members)
+    return circles
+
+
+def _reach(graph, start):
+    seen, todo = set(), [start]
+    while todo:
+        for n in graph.get(todo.pop(), ()):
+            if n not in seen:
+                seen.add(n)
+                todo.append(n)
+    return seen
+
+
+def test_no_circle_between_files():
+    circles = file_circles(import_graph())
+    assert not circles, ("files that import each other (move the shared piece down to a file "
+                         "both import):\n" + "\n".join(str(sorted(c)) for c in circles))
+
+
+def test_the_circle_check_sees_a_type_only_circle(tmp_path, monkeypatch):
+    pkg = tmp_path / "numbaflow"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from . import a\n", encoding="utf-8")
+    (pkg / "a.py").write_text("from .b import B\n", encoding="utf-8")
+    (pkg / "b.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                              "    from .a import A\nclass B: pass\n", encoding="utf-8")
+    monkeypatch.setattr(__import__(__name__), "PACKAGE", pkg)
+    assert file_circles(import_graph()) == [{"numbaflow.a", "numbaflow.b"}]
+
+
+def test_only_what_stands_above_the_package_face_imports_it():
+    # `import numbaflow` inside the library is an arrow back up to the face that imports it
+    bad = sorted(m for m, ts in import_graph().items() if "numbaflow" in ts
+                 and not m.startswith(ABOVE_THE_FACE) and m != "numbaflow")
+    assert not bad, "import the layer you need, not the package face:\n" + "\n".join(bad)

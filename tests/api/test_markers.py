@@ -11,6 +11,7 @@ SUBPROCESS = ("subprocess.", "Popen(")
 SIMULATOR = ('NUMBA_ENABLE_CUDASIM="1"', "NUMBA_ENABLE_CUDASIM='1'")
 MPI_HELPERS = {"run_mpi", "mpirun"}          # tests/mpirun.py's runner, however imported
 SIM_HELPERS = {"run_sim"}                    # tests/simulator.py's runner
+CHILD_HELPERS = {"run_script"}               # tests/child.py's runner of tests/scripts/
 
 
 def _marks(decorators):
@@ -47,7 +48,7 @@ def _needs(path):
     for name, fn in funcs.items():
         src = ast.get_source_segment(text, fn) or ""
         need = set()
-        if any(p in src for p in SUBPROCESS) or _calls(fn) & MPI_HELPERS:
+        if any(p in src for p in SUBPROCESS) or _calls(fn) & (MPI_HELPERS | CHILD_HELPERS):
             need.add("slow")
         if any(p in src for p in SIMULATOR) or _calls(fn) & SIM_HELPERS:
             need |= {"slow", "gpu"}
@@ -86,10 +87,12 @@ def test_the_rule_sees_helpers_and_module_marks(tmp_path):
                  "    subprocess.run([])\n"
                  "def test_c():\n    mpirun(['x'])\n"
                  "def test_d():\n    return 1\n"
-                 "def test_e():\n    run_sim('x')\n")
+                 "def test_e():\n    run_sim('x')\n"
+                 "def test_f():\n    run_script('x')\n")
     got = _needs(f)
     assert got["test_a"] == ({"mpi"}, {"slow"})
     assert got["test_b"] == ({"mpi", "slow", "gpu"}, {"slow", "gpu"})
     assert got["test_c"] == ({"mpi"}, {"slow", "mpi"})
     assert got["test_d"] == ({"mpi"}, set())
     assert got["test_e"] == ({"mpi"}, {"slow", "gpu"})
+    assert got["test_f"] == ({"mpi"}, {"slow"})

@@ -7,6 +7,7 @@ import pytest
 from numbaflow.bench import __main__ as bench
 from numbaflow.bench import fusion
 from numbaflow.bench.cases import all_cases, quick_config
+from numbaflow.compiler.compiled_program import last_plan
 
 
 def test_every_flag_on_every_model_is_a_case():
@@ -57,6 +58,6 @@ def test_a_default_on_flag_is_measured_against_a_baseline_without_it(flag, model
     assert not plain.fired()[0]
     changed, passes = flagged.fired()
     assert changed and [p.name for p in passes if p.changed] == [flag]
-    ops = {op.type for op in flagged.compiled._last_plan.ops}
+    ops = {op.type for op in last_plan(flagged.compiled).ops}
     assert "fused_conv2d" in ops and "batch_norm" not in ops if model.endswith("inference") \
         else "fused_conv2d" in ops

@@ -9,7 +9,7 @@ import numbaflow as paddle
 import numbaflow.fluid as fluid
 import numbaflow.static as static
 from numbaflow.utils import unique_name
-from numbaflow.compiler.compiled_program import passed_programs
+from numbaflow.compiler.compiled_program import last_plan, passed_programs
 
 pytestmark = pytest.mark.usefixtures("fresh_graph_state")
 
@@ -407,7 +407,7 @@ def test_a_bucket_of_gradients_lies_in_one_flat_buffer():
     exe.run(c, feed=f, fetch_list=[loss], scope=s1)
     exe.run(main, feed=f, fetch_list=[loss], scope=s2)
     assert_params_close(params(main, s1), params(main, s2))
-    plan = c._last_plan
+    plan = last_plan(c)
     op = next(op for op in plan.ops if op.type == "c_allreduce_wait")
     grads = [plan.buffers[v] for v in op.output_vars()]
     flat = flat_view(grads)

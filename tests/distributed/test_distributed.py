@@ -3,9 +3,9 @@
 the job ended. The single-process behaviour (no mpiexec) runs in a plain subprocess so
 that this test process never initialises MPI."""
 import subprocess
-import sys
 
 import pytest
+from child import script_command
 from mpirun import ROOT, mpi_env
 from mpirun import mpirun as run_mpi
 
@@ -66,30 +66,6 @@ def test_unhandled_exception_on_one_rank_aborts_the_job(mode):
 
 
 def test_single_process_needs_no_mpi():
-    code = """
-import sys
-import numpy as np
-import numbaflow
-assert 'mpi4py' not in sys.modules, 'import numbaflow imported mpi4py'
-import numbaflow.distributed as dist
-import numbaflow.static as static
-assert 'mpi4py' not in sys.modules, 'import numbaflow.distributed imported mpi4py'
-assert dist.world() is None and (dist.get_rank(), dist.get_world_size()) == (0, 1)
-assert not dist.is_initialized()
-dist.barrier()
-assert sys.excepthook is sys.__excepthook__
-main, startup = static.Program(), static.Program()
-with static.program_guard(main, startup):
-    static.nn.fc(static.data('x', [None, 2], 'float32'), 3)
-scope = static.Scope()
-static.Executor(numbaflow.CPUPlace()).run(startup, scope=scope)
-w = scope.get('fc_0.w_0')
-assert dist.broadcast_parameters(main, scope) == ['fc_0.b_0', 'fc_0.w_0']
-np.testing.assert_array_equal(scope.get('fc_0.w_0'), w)
-assert 'mpi4py' not in sys.modules, 'single-process use imported mpi4py'
-assert dist.init() is None and dist.is_initialized() and dist.get_world_size() == 1
-print('OK')
-"""
-    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=mpi_env(), capture_output=True,
-                       text=True, timeout=TIMEOUT)
+    p = subprocess.run(script_command("single_process_no_mpi"), cwd=ROOT, env=mpi_env(),
+                       capture_output=True, text=True, timeout=TIMEOUT)
     assert p.returncode == 0 and p.stdout.strip() == "OK", p.stdout + p.stderr

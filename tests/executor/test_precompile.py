@@ -7,72 +7,15 @@ import subprocess
 import sys
 
 import pytest
+from child import run_script
 
 pytestmark = pytest.mark.slow     # subprocesses with cold numba caches
 
-KERNELS = """
-import functools, os, sys, tempfile
-import numpy as np
-from numba.core import event
-from numbaflow.executor import precompile
-from numbaflow.kernels.codegen import cache
-
-SRC = '''from numba import njit
-@njit(cache=True)
-def kernel(x):
-    s = 0.0
-    for i in range(x.size):
-        s += x[i] * {k}
-    x[0] = s
-'''
-arrays = [np.ones(4) for _ in range(8)]
-thunks = [functools.partial(cache.load_source(SRC.format(k=k)).kernel, a)
-          for k, a in enumerate(arrays)]
-cold = precompile.cold_kernels(thunks)
-print("cold:", len(cold))
-mode = sys.argv[1]
-if mode == "helper":           # the helper alone, with kernels 1..7 claimed by 'us'
-    work = tempfile.mkdtemp()
-    os.mkdir(os.path.join(work, "claims"))
-    for i in range(1, len(cold)):
-        open(os.path.join(work, "claims", str(i)), "w").close()
-    helper, err = precompile.start_helper(cold, work)
-    assert helper.wait(timeout=300) == 0, open(os.path.join(work, "stderr"), encoding="utf-8").read()
-    err.close()
-elif mode == "stopped":        # the helper is stopped (SIGSTOP) holding its first claim
-    import signal, time
-    real = precompile.start_helper
-    def start(cold, work):
-        helper, err = real(cold, work)
-        while not os.path.exists(os.path.join(work, "claims", "0")):
-            time.sleep(0.001)
-        os.kill(helper.pid, signal.SIGSTOP)
-        return helper, err
-    precompile.start_helper = start
-    t0 = time.time()
-    print("offered:", precompile.precompile(thunks))
-    print("elapsed:", round(time.time() - t0))
-else:                          # both sides, as a plan's first run does
-    print("offered:", precompile.precompile(thunks))
-print("cold after:", len(precompile.cold_kernels(thunks)))
-compiles = []
-class Count(event.Listener):
-    def on_start(self, ev): compiles.append(ev.data["dispatcher"])
-    def on_end(self, ev): pass
-event.register("numba:compile", Count())
-for t in thunks:
-    t()
-print("compiled on call:", len(compiles))
-print("sums:", [float(a[0]) for a in arrays])
-"""
-
 
 def _run(tmp_path, mode, timeout=600, **env):
-    env = dict(os.environ, NUMBAFLOW_CACHE_DIR=str(tmp_path / "kernels"),
-               NUMBA_CACHE_DIR=str(tmp_path / "numba"), **env)
-    r = subprocess.run([sys.executable, "-c", KERNELS, mode], env=env, capture_output=True,
-                       text=True, timeout=timeout)
-    assert r.returncode == 0, r.stderr
+    r = run_script("precompile_kernels", mode, timeout=timeout,
+                   NUMBAFLOW_CACHE_DIR=str(tmp_path / "kernels"),
+                   NUMBA_CACHE_DIR=str(tmp_path / "numba"), **env)
     return dict(line.split(": ", 1) for line in r.stdout.splitlines())
 
 
@@ -121,33 +64,10 @@ def test_work_directories_of_killed_runs_are_removed_on_the_next_start(tmp_path)
                                               "numbaflow-compile-old_style"])
 
 
-CNN = """
-import argparse, logging, sys
-import numpy as np
-import numbaflow as paddle
-from numbaflow import static
-from numbaflow.examples import train_digits
-logging.basicConfig(level=logging.DEBUG, format="%(message)s")
-paddle.enable_static()
-paddle.seed(0)
-main, startup, _, loss, acc = train_digits.build_programs(argparse.Namespace(model="cnn", lr=5e-3))
-rng = np.random.default_rng(0)
-feed = {"x": rng.standard_normal((64, 64)).astype(np.float32),
-        "y": rng.integers(0, 10, (64, 1)).astype(np.int64)}
-exe = static.Executor(paddle.CPUPlace())
-exe.run(startup)
-for _ in range(2):
-    print("loss", repr(float(exe.run(main, feed=feed, fetch_list=[loss])[0])))
-"""
-
-
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="no helper on one core")
 def test_a_cold_cnn_first_step_shares_the_compile_and_computes_the_same(tmp_path):
-    env = dict(os.environ, NUMBAFLOW_CACHE_DIR=str(tmp_path / "kernels"),
-               NUMBA_CACHE_DIR=str(tmp_path / "numba"))
-    runs = [subprocess.run([sys.executable, "-c", CNN], env=env, capture_output=True, text=True,
-                           timeout=900) for _ in range(2)]
-    assert all(r.returncode == 0 for r in runs), runs[0].stderr + runs[1].stderr
+    runs = [run_script("precompile_cnn", timeout=900, NUMBAFLOW_CACHE_DIR=str(tmp_path / "kernels"),
+                       NUMBA_CACHE_DIR=str(tmp_path / "numba")) for _ in range(2)]
     cold, warm = runs
     # one helper for the training program (how many kernels it takes depends on the load)
     line = [x for x in cold.stderr.splitlines() if "cold kernels" in x]

@@ -6,12 +6,14 @@ import os
 
 import numpy as np
 import pytest
+from child import run_script
 
 import numbaflow as paddle
 import numbaflow.static as static
 from numbaflow.executor import plan as plan_mod
 from numbaflow.executor.plan import PlanOptions
 from numbaflow.utils import unique_name
+from numbaflow.compiler.compiled_program import last_plan
 from numbaflow.executor.executor import cached_plans
 
 pytestmark = pytest.mark.usefixtures("fresh_graph_state")
@@ -87,12 +89,12 @@ def test_seed_step_is_one_segment_and_k_iterations_loop_inside_it():
     c = static.CompiledProgram(main).with_data_parallel(
         loss_name=loss.name, exec_strategy=es, places=[paddle.CPUPlace()])
     got, = exe.run(c, feed={"X": x}, fetch_list=[loss], scope=s1)   # op by op
-    c._last_plan.wait_compiled()
+    last_plan(c).wait_compiled()
     got, = exe.run(c, feed={"X": x}, fetch_list=[loss], scope=s1)   # in the segment
-    units = c._last_plan.units
+    units = last_plan(c).units
     assert len(units) == 1 and units[0].segment and units[0].compiled
     assert units[0]._loop is not None
-    assert len(units[0].ops) == len(c._last_plan.ops)
+    assert len(units[0].ops) == len(last_plan(c).ops)
     for _ in range(10):
         want, = exe.run(main, feed={"X": x}, fetch_list=[loss], scope=s2)
     np.testing.assert_allclose(got, want, rtol=1e-6)
@@ -150,7 +152,7 @@ def test_segment_source_is_dumped(tmp_path, monkeypatch):
     from numbaflow.kernels.codegen import cache
     monkeypatch.setattr(cache, "_modules", {})        # force a (re)load, hence a dump
     exe.run(c, feed={"X": x}, fetch_list=[loss], scope=scope)
-    c._last_plan.wait_compiled()
+    last_plan(c).wait_compiled()
     dumped = glob.glob(os.path.join(str(tmp_path), "segment_*.py"))
     assert dumped
     text = open(dumped[0], encoding="utf-8").read()
@@ -228,79 +230,22 @@ def test_a_program_changed_while_its_compile_is_in_flight_never_uses_the_stale_s
 
 
 @pytest.mark.slow
-def test_exit_during_a_background_compile_is_clean():
+def test_exit_during_a_background_compile_is_clean(tmp_path):
     """A process that ends while its segments compile in the background exits at once
     with status 0: the compile stops after its current piece (no LLVM torn down under it)."""
-    import subprocess
-    import sys
-    import textwrap
     import time
-    script = textwrap.dedent("""
-        import numpy as np
-        import numbaflow as paddle, numbaflow.static as static
-        from numbaflow.executor.plan import HOT_RUNS
-        from numbaflow.executor.executor import cached_plans
-        main, startup = static.Program(), static.Program()
-        with static.program_guard(main, startup):
-            h = static.data("x", [None, 8], "float32")
-            for _ in range(24):
-                h = static.nn.fc(h, 8, activation="tanh")
-            loss = paddle.mean(h)
-            paddle.optimizer.SGD(0.01).minimize(loss)
-        exe = static.Executor(); exe.run(startup)
-        for _ in range(HOT_RUNS + 1):
-            exe.run(main, feed={"x": np.ones((4, 8), np.float32)}, fetch_list=[loss])
-        plan = cached_plans(exe)[-1]
-        assert plan._compiling is not None and not plan._compiling.done.is_set()
-        print("exiting", flush=True)
-    """)
-    env = dict(os.environ, NUMBAFLOW_CACHE_DIR=str(__import__("tempfile").mkdtemp()))
     t0 = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         timeout=300, env=env)
-    assert out.returncode == 0, out.stderr[-2000:]
+    out = run_script("exit_while_compiling", NUMBAFLOW_CACHE_DIR=str(tmp_path))
     assert "exiting" in out.stdout and "Assertion" not in out.stderr, out.stderr[-2000:]
     assert time.perf_counter() - t0 < 240
 
 
 @pytest.mark.slow
-def test_a_fork_during_a_background_compile_can_compile():
+def test_a_fork_during_a_background_compile_can_compile(tmp_path):
     """A process forked while segments compile in the background (a DataLoader worker)
     can still compile numba code: the fork waits for numba's compiler lock."""
-    import subprocess
-    import sys
-    import textwrap
-    script = textwrap.dedent("""
-        import os, sys
-        import numpy as np
-        import numbaflow as paddle, numbaflow.static as static
-        from numbaflow.executor.plan import HOT_RUNS
-        main, startup = static.Program(), static.Program()
-        with static.program_guard(main, startup):
-            h = static.data("x", [None, 8], "float32")
-            for _ in range(24):
-                h = static.nn.fc(h, 8, activation="sigmoid")
-            loss = paddle.mean(h)
-            paddle.optimizer.SGD(0.01).minimize(loss)
-        exe = static.Executor(); exe.run(startup)
-        for _ in range(HOT_RUNS + 1):
-            exe.run(main, feed={"x": np.ones((4, 8), np.float32)}, fetch_list=[loss])
-        for _ in range(3):               # forks while the compile thread works
-            pid = os.fork()
-            if pid == 0:
-                from numba import njit
-                @njit
-                def f(x):
-                    return x + 1
-                os._exit(0 if f(1) == 2 else 1)
-            _, status = os.waitpid(pid, 0)
-            assert status == 0, status
-        print("forked children compiled", flush=True)
-    """)
-    env = dict(os.environ, NUMBAFLOW_CACHE_DIR=str(__import__("tempfile").mkdtemp()))
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         timeout=300, env=env)
-    assert out.returncode == 0 and "forked children compiled" in out.stdout, out.stderr[-2000:]
+    out = run_script("fork_while_compiling", NUMBAFLOW_CACHE_DIR=str(tmp_path))
+    assert "forked children compiled" in out.stdout, out.stderr[-2000:]
 
 
 def test_a_failed_segment_compile_is_said_once_and_the_plan_runs_op_by_op(monkeypatch, caplog):

@@ -4,31 +4,10 @@ import subprocess
 import sys
 
 import pytest
+from child import run_script
 
 from numbaflow import __main__ as cli
 from numbaflow import _warmup
-
-# the README's Quick start, counting numba's real compiles (a cache load is not one)
-QUICK_START = """
-import numpy, numbaflow as paddle, numbaflow.static as static
-from numba.core import event
-
-compiles = []
-class Count(event.Listener):
-    def on_start(self, ev): compiles.append(ev.data["dispatcher"])
-    def on_end(self, ev): pass
-event.register("numba:compile", Count())
-paddle.enable_static()
-main, startup = static.Program(), static.Program()
-with static.program_guard(main, startup):
-    x = static.data(name="X", shape=[None, 1], dtype="float32")
-    loss = paddle.mean(static.nn.fc(x, size=10))
-    paddle.optimizer.SGD(learning_rate=0.01).minimize(loss)
-exe = static.Executor(paddle.CPUPlace())
-exe.run(startup)
-exe.run(main, feed={"X": numpy.ones((10, 1), "float32")}, fetch_list=[loss])
-print("compiles", len(compiles))
-"""
 
 
 def _env(tmp_path):
@@ -37,9 +16,8 @@ def _env(tmp_path):
 
 
 def _compiles(env):
-    r = subprocess.run([sys.executable, "-c", QUICK_START], env=env, capture_output=True,
-                       text=True, timeout=600)
-    assert r.returncode == 0, r.stderr
+    r = run_script("quick_start_compiles", timeout=600, NUMBA_CACHE_DIR=env["NUMBA_CACHE_DIR"],
+                   NUMBAFLOW_CACHE_DIR=env["NUMBAFLOW_CACHE_DIR"])
     return int(r.stdout.split("compiles")[1])
 
 

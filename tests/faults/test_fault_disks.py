@@ -16,6 +16,7 @@ import warnings
 
 import numpy as np
 import pytest
+from child import run_script
 from numba.core import caching
 
 import numbaflow as paddle
@@ -156,44 +157,12 @@ def test_full_numba_cache_turns_caching_off_with_one_warning(cache_dir, monkeypa
     assert len(our_warnings(caught, "numba's compiled-code cache")) == 1
 
 
-# In a process of its own with an empty numba cache, so that its first run compiles (an
-# earlier test in this process may have compiled the same kernels already); no compile
-# helper process (it would compile them, unpatched, and this process would only load them).
-FULL_NUMBA_CACHE = """
-import errno, warnings
-import numpy as np
-from numba.core import caching
-import numbaflow as paddle
-import numbaflow.static as static
-from numbaflow.executor import precompile
-precompile.MIN_COLD = float("inf")
-tried = []
-
-def full(self, name, data):
-    tried.append(name)
-    raise OSError(errno.ENOSPC, "No space left on device", name)
-caching.IndexDataCacheFile._save_data = full
-paddle.enable_static()
-x = static.data("x", [None, 3], "float32")
-y = paddle.nn.functional.relu(x * 3.0 + 0.5)
-a = np.random.default_rng(0).standard_normal((4, 3)).astype("float32")
-with warnings.catch_warnings(record=True) as caught:
-    warnings.simplefilter("default")
-    got, = static.Executor(paddle.CPUPlace()).run(feed={"x": a}, fetch_list=[y])
-np.testing.assert_allclose(got, np.maximum(a * 3.0 + 0.5, 0), rtol=1e-6)
-assert tried, "the run compiled nothing new: the test does not test"
-assert any("numba's compiled-code cache" in str(w.message) for w in caught), caught
-print("ok")
-"""
-
-
 @pytest.mark.slow
 def test_a_program_runs_on_a_full_numba_cache(tmp_path):
-    env = dict(os.environ, NUMBAFLOW_CACHE_DIR=str(tmp_path / "kernels"),
-               NUMBA_CACHE_DIR=str(tmp_path / "numba"))
-    r = subprocess.run([sys.executable, "-c", FULL_NUMBA_CACHE], env=env, capture_output=True,
-                       text=True, timeout=600)
-    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout[-2000:] + r.stderr[-3000:]
+    # in a process of its own with an empty numba cache, so that its first run compiles
+    r = run_script("full_numba_cache", timeout=600, NUMBAFLOW_CACHE_DIR=str(tmp_path / "kernels"),
+                   NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+    assert r.stdout.strip().endswith("ok"), r.stdout[-2000:] + r.stderr[-3000:]
 
 
 def _raise_enospc(name):
@@ -233,21 +202,9 @@ def test_an_unusable_numba_cache_dir_does_not_fail_a_run(tmp_path):
     # fallback: the kernel cache's private __pycache__)
     blocker = tmp_path / "a_file"
     blocker.write_text("")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(paddle.__file__)))
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(blocker / "numba"),
-               NUMBAFLOW_CACHE_DIR=str(tmp_path / "kernels"),
-               PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
-    code = ("import numpy as np, numbaflow as paddle, numbaflow.static as static\n"
-            "x = static.data('x', [None, 3], 'float32')\n"
-            "y = paddle.nn.functional.relu(x * 3.0 + 0.25)\n"
-            "a = np.arange(-6, 6, dtype='float32').reshape(4, 3)\n"
-            "got, = static.Executor(paddle.CPUPlace()).run(feed={'x': a}, fetch_list=[y])\n"
-            "from numbaflow.kernels.codegen import cache\n"
-            "print(cache.info()['numba_path'])\n"
-            "print(np.allclose(got, np.maximum(a * 3 + 0.25, 0)))\n")
-    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                       timeout=600)
-    assert r.returncode == 0 and r.stdout.strip().endswith("True"), r.stdout + r.stderr
+    r = run_script("relu_program", 0.25, timeout=600, NUMBA_CACHE_DIR=str(blocker / "numba"),
+                   NUMBAFLOW_CACHE_DIR=str(tmp_path / "kernels"))
+    assert r.stdout.strip().endswith("True"), r.stdout + r.stderr
     # the cache's integrity checks and size cap look where numba really wrote
     assert r.stdout.split()[-2] == str(tmp_path / "kernels" / "__pycache__")
     # and the skipped NUMBA_CACHE_DIR is reported once, naming where the code went instead
@@ -290,20 +247,10 @@ def test_a_real_full_disk_under_every_directory_numbaflow_writes(full_disk, tmp_
     for d in ("dump", "kernels", "numba"):
         (full_disk / d).mkdir(mode=0o700)
     fill(full_disk)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(paddle.__file__)))
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(full_disk / "numba"),
-               NUMBAFLOW_CACHE_DIR=str(full_disk / "kernels"),
-               NUMBAFLOW_DUMP_DIR=str(full_disk / "dump"),
-               PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
-    code = ("import numpy as np, numbaflow as paddle, numbaflow.static as static\n"
-            "x = static.data('x', [None, 3], 'float32')\n"
-            "y = paddle.nn.functional.relu(x * 3.0 + 0.75)\n"
-            "a = np.arange(-6, 6, dtype='float32').reshape(4, 3)\n"
-            "got, = static.Executor(paddle.CPUPlace()).run(feed={'x': a}, fetch_list=[y])\n"
-            "print(np.allclose(got, np.maximum(a * 3 + 0.75, 0)))\n")
-    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                       timeout=600)
-    assert r.returncode == 0 and r.stdout.strip().endswith("True"), r.stdout + r.stderr
+    r = run_script("relu_program", 0.75, timeout=600, NUMBA_CACHE_DIR=str(full_disk / "numba"),
+                   NUMBAFLOW_CACHE_DIR=str(full_disk / "kernels"),
+                   NUMBAFLOW_DUMP_DIR=str(full_disk / "dump"))
+    assert r.stdout.strip().endswith("True"), r.stdout + r.stderr
     for what in (str(full_disk / "dump"), str(full_disk / "kernels")):
         assert r.stderr.count(f"cannot write to {what!r}") == 1, r.stderr
     # numba's directory: skipped (its probe file cannot be made) or failing at the first
@@ -336,22 +283,10 @@ def test_a_full_numba_cache_dir_does_not_fail_the_static_kernels(full_disk, tmp_
     (issue 30, item 7)."""
     (full_disk / "numba").mkdir(mode=0o700)
     fill(full_disk)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(paddle.__file__)))
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(full_disk / "numba"),
-               NUMBAFLOW_CACHE_DIR=str(tmp_path / "kernels"),
-               PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
-    code = ("import numpy as np, numbaflow as paddle, numbaflow.static as static\n"
-            "paddle.seed(1)\n"
-            "x = static.data('x', [None, 3], 'float32')\n"
-            "y = static.nn.fc(x, 2)\n"
-            "z = paddle.nn.functional.dropout(paddle.uniform([4, 2]) + y, 0.5)\n"
-            "exe = static.Executor(paddle.CPUPlace())\n"
-            "exe.run(static.default_startup_program())\n"
-            "got, = exe.run(feed={'x': np.ones((4, 3), 'float32')}, fetch_list=[z])\n"
-            "print(got.shape == (4, 2))\n")
-    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                       timeout=500)
-    assert r.returncode == 0 and r.stdout.strip().endswith("True"), r.stdout + r.stderr
+    r = run_script("static_kernels_program", timeout=500,
+                   NUMBA_CACHE_DIR=str(full_disk / "numba"),
+                   NUMBAFLOW_CACHE_DIR=str(tmp_path / "kernels"))
+    assert r.stdout.strip().endswith("True"), r.stdout + r.stderr
     assert r.stderr.count(str(full_disk / "numba")) == 1, r.stderr
 
 

@@ -6,12 +6,11 @@ under ReduceStrategy.Reduce raises there instead of hanging (tests/mpi/fault_sav
 
 Each case is one `mpiexec -n 2` run of a few seconds; a hang fails the test at TIMEOUT."""
 import os
-import subprocess
-import sys
 import time
 
 import numpy as np
 import pytest
+from child import run_script
 from mpirun import ROOT
 from mpirun import mpirun as run_mpi
 
@@ -215,25 +214,7 @@ def test_an_abort_waits_until_the_launcher_has_read_the_report():
     """supervisor.wait_forwarded (before a job abort) returns once the reader of this
     process's stderr pipe (the launcher's proxy; here a thread reading after 1 s) has
     read the report, not after a fixed pause; with no reader, after its bound."""
-    code = (
-        "import os, sys, threading, time\n"
-        "from numbaflow.distributed import supervisor\n"
-        "r, w = os.pipe()\n"
-        "os.dup2(w, 2)\n"
-        "os.write(2, b'[rank 1/2] the report\\n')\n"
-        "got = []\n"
-        "threading.Thread(target=lambda: (time.sleep(1.0), got.append(os.read(r, 100)))).start()\n"
-        "t = time.monotonic()\n"
-        "supervisor.wait_forwarded(bound=30)\n"
-        "waited = time.monotonic() - t\n"
-        "print(round(waited, 2), got == [b'[rank 1/2] the report\\n'])\n"
-        "os.write(2, b'unread')\n"
-        "t = time.monotonic()\n"
-        "supervisor.wait_forwarded(bound=0.5)\n"
-        "print(round(time.monotonic() - t, 2))\n")
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                       env=dict(os.environ, PYTHONPATH=str(ROOT)))
-    assert p.returncode == 0, p.stdout + p.stderr
+    p = run_script("abort_waits_for_reader", timeout=120)
     (waited, read), (bounded,) = (line.split() for line in p.stdout.splitlines())
     assert read == "True" and 1.0 <= float(waited) < 20, p.stdout
     assert 0.5 <= float(bounded) < 10, p.stdout

@@ -3,14 +3,12 @@
 k of num_iteration_per_run), concurrent runs on one Executor, bounded plan caches."""
 import os
 import signal
-import subprocess
-import sys
-import textwrap
 import threading
 import time
 
 import numpy as np
 import pytest
+from child import run_script
 
 import numbaflow as paddle
 import numbaflow.nn.functional as F
@@ -379,37 +377,10 @@ def test_rss_of_many_feed_signatures_stays_flat():
     """2000 batch sizes through the plain, compiled and data-parallel (one replica) paths:
     RSS grows no more than the plain Executor's (each path keeps at most
     NUMBAFLOW_MAX_PLANS plans; with D replicas each keeps its own, of 1/D of the batch)."""
-    script = textwrap.dedent("""
-        import resource, sys
-        import numpy as np
-        import numbaflow as paddle, numbaflow.static as static
-        main, startup = static.Program(), static.Program()
-        with static.program_guard(main, startup):
-            x = static.data("x", [None, 64], "float32")
-            loss = paddle.mean(static.nn.fc(static.nn.fc(x, 64, activation="relu"), 8))
-            paddle.optimizer.SGD(0.01).minimize(loss)
-        exe = static.Executor(); exe.run(startup)
-        kind = sys.argv[1]
-        prog = {"plain": main, "compiled": static.CompiledProgram(main),
-                "dp": static.CompiledProgram(main).with_data_parallel(
-                    loss_name=loss.name, places=[paddle.CPUPlace()])}[kind]
-        def rss():
-            return int(open("/proc/self/statm", encoding="utf-8").read().split()[1]) * 4096
-        def run(n):
-            exe.run(prog, feed={"x": np.ones((n, 64), np.float32)}, fetch_list=[loss])
-        for n in range(2, 80):
-            run(n)
-        base = rss()
-        for n in range(80, 2000):
-            run(n)
-        print(rss() - base)
-    """)
-    env = dict(os.environ, NUMBAFLOW_MAX_PLANS="16", CPU_NUM="2")
     growth = {}
     for kind in ("plain", "compiled", "dp"):
-        out = subprocess.run([sys.executable, "-c", script, kind], env=env, timeout=600,
-                             capture_output=True, text=True)
-        assert out.returncode == 0, out.stderr
+        out = run_script("feed_signatures_rss", kind, timeout=600, NUMBAFLOW_MAX_PLANS="16",
+                         CPU_NUM="2")
         growth[kind] = int(out.stdout.split()[-1])
     limit = max(growth["plain"], 0) + (16 << 20)
     assert growth["compiled"] <= limit and growth["dp"] <= limit, growth

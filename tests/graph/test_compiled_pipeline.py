@@ -11,6 +11,7 @@ import numbaflow.static as static
 from numbaflow.executor.plan import HOT_RUNS
 from numbaflow.graph import verify
 from numbaflow.utils import unique_name
+from numbaflow.compiler.compiled_program import last_plan
 from numbaflow.executor.executor import cached_plans
 
 pytestmark = pytest.mark.usefixtures("fresh_graph_state")
@@ -154,7 +155,7 @@ def test_inplace_shares_buffers_but_never_a_fed_or_fetched_variable():
     x_before = feed["x"].copy()
     c = compiled(main, {"enable_inplace": True, "memory_optimize": False})
     exe, scope = run_once(c, startup, loss, feed)
-    plan = c._last_plan
+    plan = last_plan(c)
     assert plan.assignment.inplace, "no op ran in place"
     protected = set(plan.feed_vars) | set(plan.fetch_vars)
     for _, out, inp in plan.assignment.inplace:
@@ -172,16 +173,16 @@ def test_fed_array_is_used_without_a_copy_and_steady_state_allocates_only_fetche
     feed["y"] = np.zeros((512, 1), np.int64)
     c = compiled(main)
     exe, scope = run_once(c, startup, loss, feed)
-    plan = c._last_plan
+    plan = last_plan(c)
     x_var = main.global_block().var("x")
     assert plan.buffers[next(v for v in plan.buffers if v.name == "x")] is feed["x"]
     for _ in range(HOT_RUNS + 1):       # hot: compiled into segments before measuring
         exe.run(c, feed=feed, fetch_list=[loss], scope=scope)
-    c._last_plan.wait_compiled()
+    last_plan(c).wait_compiled()
     exe.run(c, feed=feed, fetch_list=[loss], scope=scope)
     # hot: segments decided on (these kernels are big: dispatch is < 1% of the run, so
     # the plan stays op by op) and compiled if they pay
-    assert c._last_plan._pays is not None
+    assert last_plan(c)._pays is not None
     tracemalloc.start()
     base = tracemalloc.get_traced_memory()[0]
     for _ in range(10):
@@ -219,7 +220,7 @@ def test_drop_local_exe_scopes_releases_the_pool_and_keeps_the_numbers():
     for feed in batches(3):
         got.append(exe.run(c, feed=feed, fetch_list=[loss], scope=scope))
         c.drop_local_exe_scopes()
-        assert c._last_plan.buffers is None
+        assert last_plan(c).buffers is None
     assert_same_training((ref, ref_params),
                          (got, {p.name: scope.get(p.name) for p in main.all_parameters()}))
 
@@ -229,15 +230,15 @@ def test_num_iteration_per_drop_scope_releases_every_n_runs(monkeypatch):
     main, startup, loss = mlp()
     c = compiled(main, {}, {"num_iteration_per_drop_scope": 2})
     exe, scope = run_once(c, startup, loss, batches(1)[0])
-    assert c._last_plan.buffers is not None
+    assert last_plan(c).buffers is not None
     # a small pool is kept by the periodic drop: freeing it would only cost a rebind
-    assert c._last_plan.pool_bytes() < compiled_program.DROP_MIN_BYTES
+    assert last_plan(c).pool_bytes() < compiled_program.DROP_MIN_BYTES
     exe.run(c, feed=batches(1)[0], fetch_list=[loss], scope=scope)
-    assert c._last_plan.buffers is not None
+    assert last_plan(c).buffers is not None
     monkeypatch.setattr(compiled_program, "DROP_MIN_BYTES", 0)
     exe.run(c, feed=batches(1)[0], fetch_list=[loss], scope=scope)
     exe.run(c, feed=batches(1)[0], fetch_list=[loss], scope=scope)
-    assert c._last_plan.buffers is None
+    assert last_plan(c).buffers is None
 
 
 def test_debug_graphviz_path_writes_three_dot_files(tmp_path):
@@ -269,17 +270,17 @@ def test_sequential_execution_runs_ops_in_program_order(monkeypatch):
     main, startup, loss = mlp()
     c = compiled(main, {"enable_sequential_execution": True}, {"num_threads": 4})
     run_once(c, startup, loss, batches(1)[0])
-    assert c._last_plan.scheduler is None        # one op at a time, in program order
+    assert last_plan(c).scheduler is None        # one op at a time, in program order
     c2 = compiled(main, {}, {"num_threads": 2})
     run_once(c2, startup, loss, batches(1)[0])
-    assert c2._last_plan.scheduler is not None
+    assert last_plan(c2).scheduler is not None
 
 
 def test_plan_dependencies_cover_reused_buffers():
     main, startup, loss = mlp(layers=4)
     c = compiled(main)
     run_once(c, startup, loss, batches(1)[0])
-    plan = c._last_plan
+    plan = last_plan(c)
     deps = plan.dependencies()
     # reachability: any two ops touching the same memory, one writing, are ordered
     reach = [set() for _ in deps]
@@ -325,7 +326,7 @@ def test_remove_unnecessary_lock_false_runs_kernels_behind_the_device_lock(monke
             held.append("release")
     monkeypatch.setattr(plan_mod, "DEVICE_LOCK", Spy())
     run_once(c, startup, loss, batches(1)[0])
-    n_ops = len(c._last_plan.ops)
+    n_ops = len(last_plan(c).ops)
     assert held == ["acquire", "release"] * n_ops       # each kernel behind the lock
     held.clear()
     run_once(compiled(main), startup, loss, batches(1)[0])

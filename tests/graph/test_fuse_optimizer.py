@@ -9,7 +9,7 @@ import pytest
 import numbaflow as paddle
 import numbaflow.static as static
 from numbaflow.graph import verify
-from numbaflow.kernels.fused import fused_optim
+from numbaflow.kernels.optim import multi_update
 from numbaflow.kernels import get_op_def, run_op
 from numbaflow.kernels.registry import ConcreteOp, VarInfo, build_kernel
 from numbaflow.utils import unique_name
@@ -140,14 +140,14 @@ def test_one_kernel_per_type_and_dtype(monkeypatch):
              for _ in range(2)]
     want_losses, want = train(main, startup, loss, main, feeds)
     # count the fused run's kernels (the single adam ops' beta-power kernel is one too)
-    monkeypatch.setattr(fused_optim, "_cpu_kernels", {})
+    monkeypatch.setattr(multi_update, "_cpu_kernels", {})
     compiled = static.CompiledProgram(main, build_strategy=fused_options())
     got_losses, got = train(main, startup, loss, compiled, feeds)
     (passed,) = passed_programs(compiled)
     fused = [op for op in passed.global_block().ops if op.type == "fused_adam"]
     assert sorted(str(op.inputs["Param"][0].dtype) for op in fused) == ["float32", "float64"]
     assert all(len(op.input("Param")) == 4 for op in fused)
-    kernels = fused_optim._cpu_kernels
+    kernels = multi_update._cpu_kernels
     assert sorted(spec[2][0] for spec, *_ in kernels) == ["float32", "float64"]  # Param dtype
     np.testing.assert_allclose(got_losses, want_losses, rtol=1e-6)
     for k in want:
@@ -288,7 +288,7 @@ def test_in_place_fused_update_stores_through_the_inputs_and_equals_the_single_o
                      {out: infos[src] for out, src in pairs.items()})
     thunk = opdef.cpu(cop)(fused, {out: fused[src] for out, src in pairs.items()})
     thunk()
-    (aliased,) = [key[2] for key, fn in fused_optim._cpu_kernels.items() if fn is thunk.func]
+    (aliased,) = [key[2] for key, fn in multi_update._cpu_kernels.items() if fn is thunk.func]
     assert aliased == (0, 3, 4)         # ParamOut, Moment1Out, Moment2Out through their inputs
     for i in range(4):
         for out, src in pairs.items():
@@ -298,7 +298,7 @@ def test_in_place_fused_update_stores_through_the_inputs_and_equals_the_single_o
 def test_fused_kernel_parallel_blocks():
     """Above PARALLEL_MIN_SIZE the tasks are blocks of parameters, run in prange."""
     rng = np.random.default_rng(5)
-    shapes = [(1 << 19,), (3,), (fused_optim.BLOCK * 3 + 7,), (1 << 19,)]
+    shapes = [(1 << 19,), (3,), (multi_update.BLOCK * 3 + 7,), (1 << 19,)]
     ins = {"Param": [rng.standard_normal(s).astype("float32") for s in shapes],
            "Grad": [rng.standard_normal(s).astype("float32") for s in shapes],
            "LearningRate": [np.array([0.5], "float32")] * len(shapes)}

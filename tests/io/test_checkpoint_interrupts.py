@@ -12,7 +12,6 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import threading
 import time
 
@@ -23,6 +22,7 @@ import numbaflow as paddle
 import numbaflow.static as static
 from numbaflow.persistence import atomic as _atomic
 from numbaflow.utils import atomic_file as _atomic_file
+from child import script_command, script_env
 from locations import TESTS
 
 # the writer subprocesses import this file and the shared modules
@@ -258,31 +258,6 @@ def syscall_sweep(case, monkeypatch, op, interrupt):
 
 
 # ----------------------------------------------------------------------------- paused writers
-WRITER = textwrap.dedent("""
-    import os, signal, sys
-    import numpy as np
-    sys.path[:0] = os.environ["TESTS_DIR"].split(os.pathsep)
-    import test_checkpoint_interrupts as t
-    case = t.Case("checkpoint", sys.argv[1])
-    real, where = os.replace, sys.argv[2]
-
-    def replace(src, dst, **kw):       # stop (as a job scheduler suspends a job) mid-save
-        if where == "before-commit" and str(dst).endswith(".commit"):
-            os.kill(os.getpid(), signal.SIGSTOP)
-        real(src, dst, **kw)
-        if where == "after-commit" and str(dst).endswith(".commit"):
-            os.kill(os.getpid(), signal.SIGSTOP)
-    os.replace = replace
-    if where == "loop":                # save 2, 3, 4, ... until killed
-        os.replace = real
-        k = 2
-        while True:
-            case.save(k)
-            k += 1
-    case.save(2)
-""")
-
-
 def wait_stopped(proc, timeout=120):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -310,11 +285,9 @@ def test_load_does_not_wait_for_a_stopped_writer_and_saves_still_serialise(tmp_p
                                                                             expected):
     case = Case("checkpoint", str(tmp_path))
     case.save(1)
-    env = dict(os.environ, TESTS_DIR=HERE,
-               PYTHONPATH=os.pathsep.join([os.path.dirname(os.path.dirname(paddle.__file__)),
-                                           os.environ.get("PYTHONPATH", "")]))
-    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path), where], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    writer = subprocess.Popen(script_command("paused_writer", tmp_path, where),
+                              env=script_env(TESTS_DIR=HERE), stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT)
     try:
         wait_stopped(writer)
         # the writer holds the directory's lock, stopped: a load reads the last committed save
@@ -356,11 +329,9 @@ def test_a_load_ignores_a_writers_lock(tmp_path):
 def test_lock_free_loads_beside_a_writer_saving_nonstop_see_whole_saves(tmp_path):
     case = Case("checkpoint", str(tmp_path))
     case.save(1)
-    env = dict(os.environ, TESTS_DIR=HERE,
-               PYTHONPATH=os.pathsep.join([os.path.dirname(os.path.dirname(paddle.__file__)),
-                                           os.environ.get("PYTHONPATH", "")]))
-    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path), "loop"], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    writer = subprocess.Popen(script_command("paused_writer", tmp_path, "loop"),
+                              env=script_env(TESTS_DIR=HERE), stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT)
     try:
         seen = [case.loaded()]       # each load: one value everywhere (Case.loaded checks)
         deadline = time.monotonic() + 120

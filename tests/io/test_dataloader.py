@@ -6,8 +6,6 @@ import multiprocessing
 import os
 import random
 import signal
-import subprocess
-import sys
 import time
 
 import numpy as np
@@ -18,6 +16,7 @@ import numbaflow.fluid as fluid
 import numbaflow.static as static
 from numbaflow.io import (BatchSampler, DataLoader, Dataset, IterableDataset, RandomSampler,
                           RemoteTraceback, SequenceSampler, TensorDataset, get_worker_info)
+from child import run_script
 from locations import TESTS
 
 pytestmark = pytest.mark.usefixtures("fresh_graph_state")
@@ -367,40 +366,6 @@ class SpinBatches(Dataset):
         return rng.standard_normal((64, 64)).astype("float32"), rng.integers(0, 10, (64, 1))
 
 
-PREFETCH_SCRIPT = """
-import sys, time
-sys.path[:0] = sys.argv[1:3]
-import numbaflow as paddle, numbaflow.static as static
-from numbaflow.io import DataLoader
-from test_dataloader import SpinBatches
-main, startup = static.Program(), static.Program()
-with static.program_guard(main, startup):
-    x = static.data("x", [None, 64], "float32")
-    y = static.data("y", [None, 1], "int64")
-    h = static.nn.fc(static.nn.fc(x, 768, activation="relu"), 768, activation="relu")
-    loss = paddle.nn.functional.cross_entropy(static.nn.fc(h, 10), y)
-    paddle.optimizer.SGD(learning_rate=0.01).minimize(loss)
-exe = static.Executor()
-exe.run(startup)
-n = 300
-pre = [dict(zip(("x", "y"), SpinBatches(n, 0)[i])) for i in range(n)]
-def steps_per_s(feeds):
-    t, k = time.perf_counter(), 0
-    for f in feeds:
-        exe.run(main, feed=f, fetch_list=[loss])
-        k += 1
-    assert k == n
-    return n / (time.perf_counter() - t)
-steps_per_s(pre[:10] * (n // 10))                                   # warm up
-from numbaflow.executor.segments import wait_for_compiles
-wait_for_compiles()                     # the steady state: segments compiled
-base = steps_per_s(pre)
-loader = DataLoader(SpinBatches(n, 2.0), feed_list=[x, y], batch_size=None, num_workers=1,
-                    return_list=False)
-print(1e3 / base, steps_per_s(loader) / base)
-"""
-
-
 @pytest.mark.slow
 def test_prefetch_keeps_the_executor_busy(record_property):
     """Issue 10 item 3's measure: a 2 ms/batch loader (one worker process, prefetching)
@@ -410,11 +375,8 @@ def test_prefetch_keeps_the_executor_busy(record_property):
     subprocess so its BLAS takes that setting. The ratio is reported always, asserted
     only with NUMBAFLOW_STRICT_TIMING=1 (a quiet machine with >= 2 free cores; measured
     0.93 there)."""
-    env = dict(os.environ, NUMBA_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
-               OMP_NUM_THREADS="1")
-    out = subprocess.run([sys.executable, "-c", PREFETCH_SCRIPT, str(TESTS), os.path.dirname(os.path.abspath(__file__))],
-                         env=env, capture_output=True, text=True, timeout=600)
-    assert out.returncode == 0, out.stderr[-2000:]
+    out = run_script("prefetch_rate", TESTS, TESTS / "io", timeout=600, NUMBA_NUM_THREADS="1",
+                     OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
     step_ms, ratio = (float(v) for v in out.stdout.split()[-2:])
     record_property("prefetch_ratio", round(ratio, 3))
     print(f"\nstep {step_ms:.2f} ms; loader/pre-loaded step rate = {ratio:.2f}")

@@ -1,11 +1,7 @@
 """Generated kernels: readable dumps, the on-disk cache across processes, layouts."""
-import os
-import subprocess
-import sys
-import textwrap
-
 import numpy as np
 import pytest
+from child import run_script
 
 from numbaflow.kernels import run_op
 from numbaflow.kernels.codegen import cache, cpu
@@ -36,26 +32,8 @@ def test_dump_dir_gets_readable_source(fresh_kernel_caches, monkeypatch):
 
 @pytest.mark.slow
 def test_second_process_loads_compiled_kernels_from_disk(tmp_path):
-    script = textwrap.dedent("""
-        import numpy as np
-        import numbaflow as paddle, numbaflow.static as static
-        from numbaflow.kernels.codegen import cpu
-        main, startup = static.Program(), static.Program()
-        with static.program_guard(main, startup):
-            x = static.data("x", [None, 5])
-            y = paddle.nn.functional.sigmoid(x) * 3.0 + x
-        exe = static.Executor()
-        out, = exe.run(main, feed={"x": np.ones((2, 5), np.float32)}, fetch_list=[y])
-        assert np.allclose(out, 3 / (1 + np.exp(-1.0)) + 1)
-        hits = sum(sum(k.stats.cache_hits.values()) for k in cpu._compiled_kernels.values())
-        misses = sum(sum(k.stats.cache_misses.values()) for k in cpu._compiled_kernels.values())
-        print(hits, misses)
-    """)
-    env = dict(os.environ, NUMBAFLOW_CACHE_DIR=str(tmp_path / "cache"))
-    runs = [subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
-                           text=True, timeout=300) for _ in range(2)]
-    for r in runs:
-        assert r.returncode == 0, r.stderr
+    runs = [run_script("codegen_disk_cache", NUMBAFLOW_CACHE_DIR=str(tmp_path / "cache"))
+            for _ in range(2)]
     (h1, m1), (h2, m2) = [map(int, r.stdout.split()) for r in runs]
     assert m1 > 0 and h1 == 0           # first process compiles ...
     assert h2 == m1 and m2 == 0         # ... the second loads every kernel from disk

@@ -3,7 +3,8 @@ dtypes x 2 launch budgets); prints `checked N`. Run by tests/graph/test_fuse_opt
 import numpy as np
 import numbaflow as paddle
 import numbaflow.static as static
-from numbaflow.kernels import fused_optim, run_op
+from numbaflow.kernels import run_op
+from numbaflow.kernels.optim import multi_update
 from numbaflow.utils import unique_name
 from numbaflow.compiler.compiled_program import passed_programs
 
@@ -23,8 +24,8 @@ slots = {"fused_sgd": ("Param", "Grad", "LearningRate"),
          "fused_adamw": ("Param", "Grad", "LearningRate", "Moment1", "Moment2",
                          "Beta1Pow", "Beta2Pow")}
 checked = 0
-for budget in (fused_optim.CUDA_PARAM_BYTES, 56 * 10 * 2):   # one launch; 3 launches
-    fused_optim.CUDA_PARAM_BYTES = budget
+for budget in (multi_update.CUDA_PARAM_BYTES, 56 * 10 * 2):   # one launch; 3 launches
+    multi_update.CUDA_PARAM_BYTES = budget
     for op, names in slots.items():
         for dt in ("float32", "float64"):
             args = {k: [a.astype(dt) if k != "LearningRate" else a for a in ins[k]]
@@ -37,7 +38,7 @@ for budget in (fused_optim.CUDA_PARAM_BYTES, 56 * 10 * 2):   # one launch; 3 lau
                     assert a.dtype == b.dtype and a.shape == b.shape, (op, k, i)
                     np.testing.assert_allclose(b, a, rtol=1e-6, err_msg=f"{op} {k}[{i}]")
             checked += 1
-assert fused_optim.max_params_per_launch(10) == 2
+assert multi_update.max_params_per_launch(10) == 2
 
 # training steps on CUDAPlace, with the pass and without it, equal the CPU run without
 # it: parameters, moments and beta powers (advanced by the adam ops themselves)

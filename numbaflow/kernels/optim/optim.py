@@ -5,6 +5,7 @@ in place (ParamOut is Param), so an update allocates nothing.
 from .. import scalar as S
 from ..math.elementwise import elementwise_op
 from ..registry import NO_GRAD, OPTIMIZER, Slot, sequence
+from .multi_update import BETA_POWS, bind_beta_pows
 
 _TRAITS = (OPTIMIZER, NO_GRAD)
 
@@ -48,15 +49,6 @@ _ADAM = elementwise_op(
         "Beta1PowOut/Beta2PowOut (what the optimizer emits, in place, as Paddle's does) the "
         "op also writes Beta1Pow * beta1 and Beta2Pow * beta2 there after the update")
 
-# Adam's beta powers: (output slot, input slot, attribute) of each
-BETA_POWS = (("Beta1PowOut", "Beta1Pow", "beta1"), ("Beta2PowOut", "Beta2Pow", "beta2"))
-
-
-def beta_pows_body(a, b1p, b2p):
-    """The beta powers after a step (the body of the kernel that advances them)."""
-    return b1p * a["beta1"], b2p * a["beta2"]
-
-
 def has_beta_pows(opdef):
     """True when `opdef` advances Adam's beta powers itself (`with_beta_pows`)."""
     names = {s.name for s in opdef.outputs}
@@ -86,9 +78,6 @@ def with_beta_pows(opdef):
                 raise ValueError(f"{cop.type}: output {given[0]} is given without the other "
                                  f"beta power's; give both Beta1PowOut and Beta2PowOut, or "
                                  f"neither")
-            # fused_optim imports this module: its pow kernel is reached at bind time
-            from ..fused.fused_optim import bind_beta_pows
-
             def bind_all(ins, outs):
                 calls = [bind(ins, outs)]
                 if given and outs.get(given[0]):

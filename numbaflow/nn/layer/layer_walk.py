@@ -1,5 +1,6 @@
 """Walking a Layer tree: sublayers, parameters and buffers by path, train() / eval(),
-apply(), to(). Mixed into `Layer` (numbaflow/nn/layer/layers.py)."""
+apply(), to(). Mixed into `Layer` (numbaflow/nn/layer/layers.py), which imports this
+file: so the annotations name the mixin, `LayerWalk`, that every Layer is."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -8,7 +9,6 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
     from ...graph.program import Parameter, Variable
-    from .layers import Layer
 
 
 class LayerWalk:
@@ -26,7 +26,7 @@ class LayerWalk:
         return list(self._buffers.items())
 
     # ------------------------------------------------------------------ walking
-    def named_children(self) -> Iterator[tuple[str, Layer]]:
+    def named_children(self) -> Iterator[tuple[str, LayerWalk]]:
         """The direct sublayers with their attribute names.
 
         Yields:
@@ -43,7 +43,7 @@ class LayerWalk:
                 seen.add(id(layer))
                 yield name, layer
 
-    def children(self) -> Iterator[Layer]:
+    def children(self) -> Iterator[LayerWalk]:
         """The direct sublayers.
 
         Yields:
@@ -58,7 +58,7 @@ class LayerWalk:
             yield layer
 
     def named_sublayers(self, prefix: str = "", include_self: bool = False,
-                        layers_set: set | None = None) -> Iterator[tuple[str, Layer]]:
+                        layers_set: set | None = None) -> Iterator[tuple[str, LayerWalk]]:
         """Every sublayer, depth first, with its dotted path (`block.0.conv`).
 
         Args:
@@ -84,7 +84,7 @@ class LayerWalk:
             path = f"{prefix}.{name}" if prefix else name
             yield from layer.named_sublayers(path, True, layers_set)
 
-    def sublayers(self, include_self: bool = False) -> list[Layer]:
+    def sublayers(self, include_self: bool = False) -> list[LayerWalk]:
         """Every sublayer, depth first.
 
         Args:
@@ -178,7 +178,7 @@ class LayerWalk:
         return [b for _, b in self.named_buffers(include_sublayers=include_sublayers)]
 
     # ------------------------------------------------------------------ modes
-    def train(self) -> Layer:
+    def train(self) -> LayerWalk:
         """Training mode for this layer and its sublayers: calls build dropout and batch
         statistics.
 
@@ -193,7 +193,7 @@ class LayerWalk:
             layer.training = True
         return self
 
-    def eval(self) -> Layer:
+    def eval(self) -> LayerWalk:
         """Inference mode for this layer and its sublayers: calls made afterwards build
         the inference ops (dropout off, batch norm with its running statistics).
 
@@ -208,7 +208,7 @@ class LayerWalk:
             layer.training = False
         return self
 
-    def apply(self, fn: Callable[[Layer], Any]) -> Layer:
+    def apply(self, fn: Callable[[LayerWalk], Any]) -> LayerWalk:
         """Call `fn(layer)` on every sublayer (children first), then on self.
 
         Args:
@@ -228,7 +228,7 @@ class LayerWalk:
         fn(self)
         return self
 
-    def to(self, device: Any = None, dtype: Any = None, blocking: Any = None) -> Layer:
+    def to(self, device: Any = None, dtype: Any = None, blocking: Any = None) -> LayerWalk:
         """Accepted for Paddle compatibility; the place is the Executor's, so nothing moves.
 
         Args:
