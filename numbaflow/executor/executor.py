@@ -187,6 +187,18 @@ def cached_plans(exe):
     return exe._cache.plans()
 
 
+def last_plan(exe):
+    """The plan of `exe`'s last plain-Program run (its ops after the default-on rewrites),
+    or None before one (for tests and tools, as compiled_program.last_plan).
+
+    Example:
+        >>> from numbaflow.executor.executor import last_plan
+        >>> last_plan(static.Executor(paddle.CPUPlace())) is None
+        True
+    """
+    return exe._runner.last_plan
+
+
 def runner_of(exe, lowered, make=True):
     """The runner `exe` keeps for `lowered` (made at the first call; with make=False, None
     when there is none yet)."""

@@ -18,6 +18,7 @@ from numbaflow.bench import models
 from numbaflow.executor.plan import PlanOptions
 from numbaflow.executor.plan_cache import DEFAULT_OPTIONS
 from numbaflow.compiler.compiled_program import passed_programs
+from numbaflow.executor.executor import last_plan
 
 FLAGS = ("fuse_conv_bias", "fold_conv_batch_norm")
 
@@ -42,7 +43,7 @@ def _prog(exe, main, fuse, compiled):
 
 def _ops(exe, prog, compiled):
     ops = passed_programs(prog)[0].global_block().ops if compiled else \
-        exe._runner.last_plan.ops
+        last_plan(exe).ops
     return collections.Counter(op.type for op in ops)
 
 
@@ -128,7 +129,7 @@ def test_fetched_conv_output_blocks_the_fusion():
     # the plain path leaves it too
     exe2 = static.Executor(paddle.CPUPlace())
     exe2.run(main, feed={"x": x}, fetch_list=[loss, c], scope=scope)
-    assert "fused_conv2d" not in [op.type for op in exe2._runner.last_plan.ops]
+    assert "fused_conv2d" not in [op.type for op in last_plan(exe2).ops]
 
 
 @pytest.mark.parametrize("compiled", [False, True], ids=["plain", "compiled"])
@@ -193,9 +194,9 @@ def test_train_digits_cnn_is_fused_in_training_and_folded_in_its_test_program(mo
         exe.run(startup, scope=scope)
         got = [float(exe.run(main, feed=feed, fetch_list=[loss], scope=scope)[0])
                for _ in range(3)]
-        train_ops = collections.Counter(op.type for op in exe._runner.last_plan.ops)
+        train_ops = collections.Counter(op.type for op in last_plan(exe).ops)
         got.append(float(exe.run(test, feed=feed, fetch_list=[loss], scope=scope)[0]))
-        test_ops = collections.Counter(op.type for op in exe._runner.last_plan.ops)
+        test_ops = collections.Counter(op.type for op in last_plan(exe).ops)
         runs[fuse] = got, train_ops, test_ops
     (ref, _, before), (got, train_ops, test_ops) = runs[False], runs[True]
     assert train_ops["fused_conv2d"] == train_ops["fused_conv2d_grad"] == 2

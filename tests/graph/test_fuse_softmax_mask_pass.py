@@ -13,6 +13,7 @@ from numbaflow import static
 from numbaflow.executor.plan import PlanOptions
 from numbaflow.executor.plan_cache import DEFAULT_OPTIONS
 from numbaflow.compiler.compiled_program import passed_programs
+from numbaflow.executor.executor import last_plan
 
 import paddle_gpt
 
@@ -46,7 +47,7 @@ def _train(fuse, compiled, steps=8):
                        scope=scope)
         losses.append(float(v))
         sched.step()
-    ops = exe._runner.last_plan.ops if not compiled else \
+    ops = last_plan(exe).ops if not compiled else \
         passed_programs(prog)[0].global_block().ops
     return np.array(losses), collections.Counter(op.type for op in ops), prog
 
@@ -101,10 +102,10 @@ def test_a_fetched_intermediate_blocks_the_fusion():
     exe.run(startup)
     # the plain path: fetching the scaled scores keeps softmax unfused
     s, a = exe.run(main, feed={"q": q}, fetch_list=[scores, att])
-    assert "fused_softmax_mask" not in {op.type for op in exe._runner.last_plan.ops}
+    assert "fused_softmax_mask" not in {op.type for op in last_plan(exe).ops}
     np.testing.assert_allclose(a, _numpy_attention(q), rtol=1e-5, atol=1e-7)
     a2, g = exe.run(main, feed={"q": q}, fetch_list=[att, dq])
-    types = {op.type for op in exe._runner.last_plan.ops}
+    types = {op.type for op in last_plan(exe).ops}
     assert {"fused_softmax_mask", "fused_softmax_mask_grad"} <= types
     np.testing.assert_allclose(a2, a, rtol=1e-6)
     # the pass says why it refused
@@ -133,7 +134,7 @@ def test_a_full_shape_mask_added_first_is_still_the_mask():
     exe = static.Executor(paddle.CPUPlace())
     exe.run(startup)
     a, g = exe.run(main, feed={"q": q}, fetch_list=[att, dq])
-    fused = [op for op in exe._runner.last_plan.ops if op.type == "fused_softmax_mask"]
+    fused = [op for op in last_plan(exe).ops if op.type == "fused_softmax_mask"]
     assert len(fused) == 1 and fused[0].attrs["scale"] == 0.5
     np.testing.assert_allclose(a, _numpy_attention(q), rtol=1e-5, atol=1e-7)
     exe._runner.options = _plain_options(False)
@@ -155,7 +156,7 @@ def test_a_classifier_bias_is_a_mask_in_inference_and_blocks_in_training():
     exe.run(startup)
     xv = np.random.default_rng(2).standard_normal((4, 5)).astype("float32")
     got, = exe.run(test, feed={"x": xv}, fetch_list=[prob.name])
-    assert "fused_softmax_mask" in {op.type for op in exe._runner.last_plan.ops}
+    assert "fused_softmax_mask" in {op.type for op in last_plan(exe).ops}
     w, b = (np.array(static.global_scope().find_var(p.name).get_tensor())
             for p in main.all_parameters())
     z = xv.astype(np.float64) @ w + b

@@ -17,6 +17,7 @@ from numbaflow.profiler import Profiler, ProfilerState, RecordEvent, make_schedu
 from numbaflow.profiler.summary import statistics
 from numbaflow.profiler.trace import chrome_trace
 from numbaflow.utils import profiling_hook
+from numbaflow.executor.executor import last_plan
 
 pytestmark = pytest.mark.usefixtures("fresh_graph_state")
 
@@ -272,7 +273,7 @@ def test_a_hot_plan_with_segments_profiles_op_by_op_and_computes_the_same():
     by_tid = _check_trace(chrome_trace(prof.profiler_result))
     cats = {e["cat"] for events in by_tid.values() for e in events}
     assert "operator" in cats
-    plan = exe._runner.last_plan
+    plan = last_plan(exe)
     if any(u.segment for u in plan.units or ()):    # (segments pay on this machine)
         assert "segment" in cats
     (after,) = exe.run(main, feed=feed, fetch_list=[y])
