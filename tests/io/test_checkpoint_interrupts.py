@@ -261,7 +261,7 @@ def syscall_sweep(case, monkeypatch, op, interrupt):
 def wait_stopped(proc, timeout=120):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        with open(f"/proc/{proc.pid}/stat") as f:
+        with open(f"/proc/{proc.pid}/stat", encoding="utf-8") as f:
             if f.read().rsplit(")", 1)[1].split()[0] == "T":
                 return
         assert proc.poll() is None, proc.communicate()
