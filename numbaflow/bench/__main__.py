@@ -44,7 +44,8 @@ def parse_args(argv=None):
     p.add_argument("--quick", action="store_true",
                    help="small sizes, few samples, no verdicts: a smoke test")
     p.add_argument("--only", metavar="NAME", action="append",
-                   help="run the cases whose name contains NAME (repeatable)")
+                   help="run the case named NAME, or else the cases whose name contains NAME "
+                        "(repeatable)")
     p.add_argument("--cold", action="store_true",
                    help="also run the cold-cache compile/* cases (fresh processes, minutes)")
     p.add_argument("--list", action="store_true", help="list the case names and exit")
@@ -147,10 +148,12 @@ def _run_case(case, cfg):
 
 
 def select(cases, only, cold):
-    """The cases to run: those matching --only (all without it); cold-cache cases only when
-    --cold or when --only names them."""
+    """The cases to run: those matching --only (all without it): a NAME that is a case's whole
+    name selects that case, any other NAME every case containing it; cold-cache cases only
+    when --cold or when --only names them."""
     if only:
-        return [c for c in cases if any(s in c.name for s in only)
+        whole = {c.name for c in cases}
+        return [c for c in cases if any(s == c.name if s in whole else s in c.name for s in only)
                 and (cold or not c.cold or any(s.startswith("compile") or s == c.name
                                                for s in only))]
     return [c for c in cases if cold or not c.cold]
