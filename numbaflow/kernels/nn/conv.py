@@ -27,6 +27,7 @@ import numpy as np
 
 from . import conv_gpu
 from . import conv_im2col as cpu
+from . import conv_nchwc
 from ..registry import NO_GRAD, OpDef, Slot, VarInfo, register_op, run_calls
 
 
@@ -211,6 +212,8 @@ def forward_thunk(cop, x, w, out, mul=None, add=None, act=False):
     mul2 = none if mul is None else mul.reshape(w3.shape[:2])
     add2 = none if add is None else add.reshape(w3.shape[:2])
     epi_args = (mul2, add2, epi, int(act))
+    if use_nchwc(k, x.dtype):
+        return _nchwc_thunk(k, T, x, w, out4, epi_args)
     if _is_1x1(k):
         x4 = x5.reshape(x5.shape[:3] + (-1,))
         return cpu.bind_workers(cpu.conv1x1_fwd, (x4, w3, out4, *epi_args), [()] * T)
@@ -218,6 +221,43 @@ def forward_thunk(cop, x, w, out, mul=None, add=None, act=False):
     own = zip(_scratch(k, T, S, w3.shape[2], x.dtype), _scratch(k, T, S, w3.shape[1], x.dtype),
               _padded_plane(k, x.dtype, T))
     return cpu.bind_workers(cpu.conv_fwd, (x5, w3, out4, *epi_args, *_geo_args(k), S), own)
+
+
+# Which forward kernel, by shape (tools/conv_blas_ab.py; the measured table is in
+# docs/architecture.md, "Activation memory"): the NCHWc direct kernel (conv_nchwc.py) came
+# out level with im2col + GEMM on most of the ResNet-20's float32 convs (0.9-1.05x) and
+# ahead only on 3x3 stride-1 convs of 32-64 channels over a batch (0.78-0.91x at batch 32);
+# at batch 1, stride 2 and 1x1 its per-sample packing made it slower (1.2-1.4x).
+NCHWC_CHANNELS = (32, 64)
+NCHWC_MIN_BATCH = 8
+
+
+def use_nchwc(k, dtype):
+    """True where conv2d's forward runs conv_nchwc's direct kernel (the rule above)."""
+    lo, hi = NCHWC_CHANNELS
+    return (dtype == np.float32 and k["groups"] == 1 and k["kh"] == k["kw"] == 3
+            and k["sh"] == k["sw"] == 1 and k["dh"] == k["dw"] == 1
+            and k["m"] % (conv_nchwc.LANES * conv_nchwc.OB) == 0
+            and lo <= k["c"] <= hi and k["n"] >= NCHWC_MIN_BATCH)
+
+
+def _nchwc_thunk(k, T, x, w, out4, epi_args):
+    """The filters packed in 8-channel blocks (per call: they change between training steps),
+    then T workers of conv_nchwc.nchwc_fwd over the samples."""
+    L, NC = conv_nchwc.LANES, conv_nchwc.NC
+    cb = -(-k["c"] // L)
+    hp = k["h"] + k["pt"] + k["pb"]
+    tiles = -(-k["ow"] // NC)
+    wpa = max(_wp(k), (tiles * NC - 1) * k["sw"] + (k["kw"] - 1) * k["dw"] + 1)
+    wb = np.empty((k["m"] // L, cb, k["kh"], k["kw"], L, L), np.float32)
+    last = np.full(w.shape, np.nan, np.float32)     # (NaN != anything: the first call packs)
+    taps = conv_nchwc.tap_offsets(cb, k["kh"], k["kw"], k["dh"], k["dw"], hp, wpa)
+    own = zip(np.zeros((T, cb, hp, wpa, L), np.float32),
+              np.empty((T, NC * L * conv_nchwc.OB), np.float32))
+    workers = cpu.bind_workers(conv_nchwc.nchwc_fwd, (
+        x, wb, out4, *epi_args, k["sh"], k["sw"], k["pt"], k["pl"], k["oh"], k["ow"], taps), own)
+    return functools.partial(run_calls, (functools.partial(conv_nchwc.pack_filter, w, last, wb),
+                                         workers))
 
 
 def backward_thunk(cop, x, w, d, dx=None, dw=None, out=None, db=None, act=False):
