@@ -3,7 +3,7 @@
 
 conv2d runs im2col + BLAS (conv_im2col.py): per (sample, group) the receptive fields are
 unrolled into a columns buffer (allocated once at bind time) and multiplied by the group's
-filters with a GEMM (numpy's OpenBLAS, math/blas_numpy.py: at 16-64 output channels up to
+filters with a GEMM (math/gemm_cpu.gemm: numpy's OpenBLAS, at 16-64 output channels up to
 1.8x faster than scipy's that np.dot calls in njit); with several threads the samples are
 split between them. Measured
 side by side on the 2-core machine (loaded, load average 4.5),
@@ -28,6 +28,7 @@ import numpy as np
 from . import conv_gpu
 from . import conv_im2col as cpu
 from . import conv_nchwc
+from ..math.gemm_cpu import blas_scalars
 from ..registry import NO_GRAD, OpDef, Slot, VarInfo, register_op, run_calls
 
 
@@ -212,15 +213,16 @@ def forward_thunk(cop, x, w, out, mul=None, add=None, act=False):
     mul2 = none if mul is None else mul.reshape(w3.shape[:2])
     add2 = none if add is None else add.reshape(w3.shape[:2])
     epi_args = (mul2, add2, epi, int(act))
+    ab = blas_scalars(x.dtype)
     if use_nchwc(k, x.dtype):
         return _nchwc_thunk(k, T, x, w, out4, epi_args)
     if _is_1x1(k):
         x4 = x5.reshape(x5.shape[:3] + (-1,))
-        return cpu.bind_workers(cpu.conv1x1_fwd, (x4, w3, out4, *epi_args), [()] * T)
+        return cpu.bind_workers(cpu.conv1x1_fwd, (x4, w3, out4, ab, *epi_args), [()] * T)
     S = chunk_samples(k, T)
     own = zip(_scratch(k, T, S, w3.shape[2], x.dtype), _scratch(k, T, S, w3.shape[1], x.dtype),
               _padded_plane(k, x.dtype, T))
-    return cpu.bind_workers(cpu.conv_fwd, (x5, w3, out4, *epi_args, *_geo_args(k), S), own)
+    return cpu.bind_workers(cpu.conv_fwd, (x5, w3, out4, ab, *epi_args, *_geo_args(k), S), own)
 
 
 # Which forward kernel, by shape (tools/conv_blas_ab.py; the measured table is in
@@ -280,10 +282,11 @@ def backward_thunk(cop, x, w, d, dx=None, dw=None, out=None, db=None, act=False)
     dm = np.empty((T,) + (d4.shape[2:] if act else (0, 0)), dt)
     o4 = out.reshape(d4.shape) if act else d4
     flags = (need_dx, need_dw, need_db, bool(act))
+    ab = blas_scalars(dt)
     if _is_1x1(k):
         flat = x5.shape[:3] + (-1,)
         dx4 = dx5.reshape(flat) if need_dx else np.empty((0,) * 4, dt)
-        call = cpu.bind_workers(cpu.conv1x1_bwd, (x5.reshape(flat), w3, d4, dx4, o4, *flags),
+        call = cpu.bind_workers(cpu.conv1x1_bwd, (x5.reshape(flat), w3, ab, d4, dx4, o4, *flags),
                                 zip(dw_parts, db_parts, tmpw, dm))
     else:
         S = chunk_samples(k, T)
@@ -292,7 +295,7 @@ def backward_thunk(cop, x, w, d, dx=None, dw=None, out=None, db=None, act=False)
         dcols = _scratch(k, T, S, K, dt) if need_dx else cols
         own = zip(dw_parts, db_parts, cols, dcols, _scratch(k, T, S, Mg, dt), tmpw, dm,
                   _padded_plane(k, dt, T), _padded_plane(k, dt, T))
-        call = cpu.bind_workers(cpu.conv_bwd, (x5, w3, d4, dx5, o4, *flags, *_geo_args(k), S),
+        call = cpu.bind_workers(cpu.conv_bwd, (x5, w3, ab, d4, dx5, o4, *flags, *_geo_args(k), S),
                                 own)
     if T == 1:
         return call
