@@ -1,5 +1,5 @@
 """conv2d's NCHWc direct forward (kernels/nn/conv_nchwc.py) on shapes its rule selects
-(float32, 3x3 stride 1, 32-64 channels, a batch of 8): against numpy's convolution in
+(float32, 3x3, stride 1 and 2, 16-64 channels; one sample and batches): against numpy's convolution in
 float64, at 1, 2 and 3 threads (equal to the 1-thread result), with the fused epilogue, with
 channel counts that are not multiples of the blocks and output widths that are not multiples
 of the tile, after the filter changed between two runs of one bound thunk, and checked
@@ -23,25 +23,28 @@ def _case(c, m, hw, n=8):
     return x, w
 
 
-def _attrs(pad):
-    return {"strides": [1, 1], "paddings": pad, "dilations": [1, 1], "groups": 1}
+def _attrs(pad, stride=1):
+    return {"strides": [stride] * 2, "paddings": pad, "dilations": [1, 1], "groups": 1}
 
 
-@pytest.mark.parametrize("c,m,hw,pad", [
-    (32, 32, (5, 5), [1, 1]),       # one full tile of 4 columns and a partial one
-    (40, 48, (4, 7), [1, 1]),       # 40 channels: a half-empty block; 3 pairs of filter blocks
-    (64, 16, (6, 6), [0, 2]),       # no row padding, wide column padding
+@pytest.mark.parametrize("c,m,hw,pad,stride,n", [
+    (32, 32, (5, 5), [1, 1], 1, 8),     # one full tile of 4 columns and a partial one
+    (40, 48, (4, 7), [1, 1], 1, 8),     # 40 channels: a half-empty block; 3 filter block pairs
+    (64, 16, (6, 6), [0, 2], 1, 8),     # no row padding, wide column padding
+    (16, 32, (7, 8), [1, 1], 2, 8),     # stride 2, odd height
+    (24, 16, (5, 6), [1, 1], 1, 3),     # a small batch: stride 1 up to 32 channels
 ])
-def test_nchwc_forward_matches_numpy_at_1_2_3_threads(monkeypatch, c, m, hw, pad):
-    x, w = _case(c, m, hw)
-    k = conv.geometry(SimpleNamespace(type="conv2d", attrs=dict(_attrs(pad), data_format="NCHW"),
+def test_nchwc_forward_matches_numpy_at_1_2_3_threads(monkeypatch, c, m, hw, pad, stride, n):
+    x, w = _case(c, m, hw, n)
+    a = _attrs(pad, stride)
+    k = conv.geometry(SimpleNamespace(type="conv2d", attrs=dict(a, data_format="NCHW"),
                                       input=lambda s: x if s == "Input" else w))
     assert conv.use_nchwc(k, x.dtype)
-    want = conv_ref_np(x, w, (1, 1), pad, (1, 1), 1)
+    want = conv_ref_np(x, w, (stride, stride), pad, (1, 1), 1)
     outs = []
     for threads in (1, 2, 3):
         monkeypatch.setattr(conv_im2col, "parallel_threads", lambda work, units, t=threads: t)
-        outs.append(run_op("conv2d", {"Input": x, "Filter": w}, _attrs(pad))["Output"])
+        outs.append(run_op("conv2d", {"Input": x, "Filter": w}, a)["Output"])
         np.testing.assert_allclose(outs[-1], want, **TOL)
     for out in outs[1:]:
         np.testing.assert_array_equal(out, outs[0])
@@ -69,6 +72,17 @@ def test_a_changed_filter_is_packed_again():
     w[3, 5, 1, 2] += 1.0        # one element, in place: the same buffer
     thunk()
     np.testing.assert_allclose(out, conv_ref_np(x, w, (1, 1), [1, 1], (1, 1), 1), **TOL)
+
+
+def test_the_rule_keeps_im2col_where_it_wins():
+    def picks(c, m, n, stride=1, kk=3, dtype=np.float32):
+        k = dict(n=n, c=c, m=m, kh=kk, kw=kk, sh=stride, sw=stride, dh=1, dw=1, groups=1)
+        return conv.use_nchwc(k, np.dtype(dtype))
+    assert picks(16, 16, 1) and picks(32, 64, 32, stride=2) and picks(64, 64, 32)
+    assert not picks(3, 16, 32)                 # the first conv: 3 channels
+    assert not picks(64, 64, 1) and not picks(16, 32, 1, stride=2)
+    assert not picks(16, 32, 32, kk=1) and not picks(16, 16, 32, dtype=np.float64)
+    assert not picks(16, 24, 32)                # output channels: pairs of 8-channel blocks
 
 
 def test_directional_derivatives_match_the_gradient_kernels():

@@ -226,21 +226,27 @@ def forward_thunk(cop, x, w, out, mul=None, add=None, act=False):
 
 
 # Which forward kernel, by shape (tools/conv_blas_ab.py; the measured table is in
-# docs/architecture.md, "Activation memory"): the NCHWc direct kernel (conv_nchwc.py) came
-# out level with im2col + GEMM on most of the ResNet-20's float32 convs (0.9-1.05x) and
-# ahead only on 3x3 stride-1 convs of 32-64 channels over a batch (0.78-0.91x at batch 32);
-# at batch 1, stride 2 and 1x1 its per-sample packing made it slower (1.2-1.4x).
-NCHWC_CHANNELS = (32, 64)
-NCHWC_MIN_BATCH = 8
+# docs/architecture.md, "Activation memory"). The NCHWc direct kernel (conv_nchwc.py) against
+# im2col + GEMM, 1 thread, same run: 3x3 stride 1 at 16-32 channels 0.72-0.86x at batch 1
+# and 32; at 64 channels 0.76x at batch 32 but 1.08x at batch 1 (its per-call filter check
+# and input packing against 8x8 outputs); 3x3 stride 2 0.80-0.89x at batch 32, 1.03-1.11x
+# at batch 1; the first conv (3 channels padded to a block of 8) 2.1x, so it stays on im2col,
+# as do 1x1 convs (level) and other dtypes, groups and dilations.
+NCHWC_CHANNELS = (16, 64)
+NCHWC_MIN_BATCH = 8         # from here: stride 2 and 64 channels too
+NCHWC_SMALL_BATCH_CHANNELS = 32
 
 
 def use_nchwc(k, dtype):
     """True where conv2d's forward runs conv_nchwc's direct kernel (the rule above)."""
     lo, hi = NCHWC_CHANNELS
-    return (dtype == np.float32 and k["groups"] == 1 and k["kh"] == k["kw"] == 3
-            and k["sh"] == k["sw"] == 1 and k["dh"] == k["dw"] == 1
-            and k["m"] % (conv_nchwc.LANES * conv_nchwc.OB) == 0
-            and lo <= k["c"] <= hi and k["n"] >= NCHWC_MIN_BATCH)
+    if not (dtype == np.float32 and k["groups"] == 1 and k["kh"] == k["kw"] == 3
+            and k["dh"] == k["dw"] == 1 and k["m"] % (conv_nchwc.LANES * conv_nchwc.OB) == 0
+            and lo <= k["c"] <= hi and k["sh"] == k["sw"] and k["sh"] in (1, 2)):
+        return False
+    if k["n"] >= NCHWC_MIN_BATCH:
+        return True
+    return k["sh"] == 1 and k["c"] <= NCHWC_SMALL_BATCH_CHANNELS
 
 
 def _nchwc_thunk(k, T, x, w, out4, epi_args):
