@@ -1,7 +1,8 @@
 """A/B of conv2d's CPU kernels (issue 27), all in one process, interleaved rounds:
 per conv shape of the ResNet-20, A = im2col + GEMM with the direct CBLAS call the kernels
 made before (blas_numpy's former `matmul`), B = the same through gemm_cpu.gemm (what they
-call now), C = the NCHWc direct kernel (conv_nchwc.py; forward, float32) forced on; then
+call now), C = the NCHWc direct kernel (conv_nchwc.py, float32: the forward, and the input
+gradient at stride 1 as a forward of dOut) forced on; then
 the whole `for_test` model with im2col everywhere (A), with conv.use_nchwc's rule (B) and
 onnxruntime on numbaflow's own ONNX export of it.
 
@@ -85,8 +86,6 @@ def thunks(n, threads, grad, clock, reps):
         oh = (h + 2 * p - k) // s + 1
         y = np.random.rand(n, m, oh, oh).astype(np.float32)
         for tag, kernels, on in (("A", OLD, False), ("B", NEW, False), ("C", NEW, True)):
-            if grad and tag == "C":
-                continue
             _use(kernels)
             _nchwc(on)
             runs[(c, h, m, k, s), tag] = (

@@ -100,3 +100,28 @@ def test_directional_derivatives_match_the_gradient_kernels():
             "conv2d", dict(ins, **{name: ins[name] + s * v}), a)["Output"]) for s in (1, -1)]
         want = float(np.sum(g[grad].astype(np.float64) * v))
         assert (loss[0] - loss[1]) / 2 == pytest.approx(want, rel=1e-3)
+
+
+@pytest.mark.parametrize("pad,threads", [([1, 1], 1), ([1, 1], 3), ([0, 2], 2)])
+def test_input_gradient_through_the_flipped_filters_matches_im2col(monkeypatch, pad, threads):
+    """At stride 1 dInput is the NCHWc forward of dOut with the flipped, transposed filters:
+    equal (to float32 rounding) to col2im's, and to the directional derivative above."""
+    x, w = _case(32, 16, (5, 6))
+    a = _attrs(pad)
+    out = run_op("conv2d", {"Input": x, "Filter": w}, a)["Output"]
+    d = RNG.standard_normal(out.shape).astype(np.float32)
+    ins = {"Input": x, "Filter": w, "Output@GRAD": d}
+    k = conv.geometry(SimpleNamespace(type="conv2d", attrs=dict(a, data_format="NCHW"),
+                                      input=lambda s: x if s == "Input" else w))
+    assert conv._use_nchwc_dx(k, x.dtype)
+    monkeypatch.setattr(conv_im2col, "parallel_threads", lambda work, units: threads)
+    g = run_op("conv2d_grad", ins, a)
+    monkeypatch.setattr(conv, "_use_nchwc_dx", lambda k, dt: False)
+    g0 = run_op("conv2d_grad", ins, a)
+    np.testing.assert_allclose(g["Input@GRAD"], g0["Input@GRAD"], **TOL)
+    np.testing.assert_allclose(g["Filter@GRAD"], g0["Filter@GRAD"], rtol=1e-5, atol=1e-4)
+    v = RNG.standard_normal(x.shape).astype(np.float32)
+    loss = [np.sum(d.astype(np.float64) * run_op("conv2d", {"Input": x + s * v, "Filter": w},
+                                                 a)["Output"]) for s in (1, -1)]
+    assert (loss[0] - loss[1]) / 2 == pytest.approx(
+        float(np.sum(g["Input@GRAD"].astype(np.float64) * v)), rel=1e-3)

@@ -250,8 +250,8 @@ def use_nchwc(k, dtype):
 
 
 def _nchwc_thunk(k, T, x, w, out4, epi_args):
-    """The filters packed in 8-channel blocks (per call: they change between training steps),
-    then T workers of conv_nchwc.nchwc_fwd over the samples."""
+    """The filters packed in 8-channel blocks (when they changed since the last call), then T
+    workers of conv_nchwc.nchwc_fwd over the samples."""
     L, NC = conv_nchwc.LANES, conv_nchwc.NC
     cb = -(-k["c"] // L)
     hp = k["h"] + k["pt"] + k["pb"]
@@ -268,13 +268,47 @@ def _nchwc_thunk(k, T, x, w, out4, epi_args):
                                          workers))
 
 
+def _transposed(k):
+    """The geometry of dInput = conv(dOut, Filter flipped and transposed) at stride 1:
+    Filter[m, c, i, j] -> [c, m, kh-1-i, kw-1-j], padding kh-1-pt (and so on)."""
+    return dict(k, n=k["n"], c=k["m"], h=k["oh"], w=k["ow"], m=k["c"], cg=k["m"], oh=k["h"],
+                ow=k["w"], pt=k["kh"] - 1 - k["pt"], pb=k["kh"] - 1 - k["pb"],
+                pl=k["kw"] - 1 - k["pl"], pr=k["kw"] - 1 - k["pr"])
+
+
+def _nchwc_dx_thunk(k, T, w, d, dx):
+    """dInput of a stride-1 conv as the NCHWc forward of dOut with the flipped, transposed
+    filters (copied per call: a view of Filter bound once)."""
+    kt = _transposed(k)
+    flipped = w.transpose(1, 0, 2, 3)[:, :, ::-1, ::-1]
+    wt = np.empty(flipped.shape, np.float32)
+    dx4 = dx.reshape(k["n"], 1, k["c"], k["h"] * k["w"])
+    none = no_epilogue(kt, np.float32)
+    return functools.partial(run_calls, (functools.partial(np.copyto, wt, flipped),
+                                         _nchwc_thunk(kt, T, d, wt, dx4, (none, none, 0, 0))))
+
+
+def _use_nchwc_dx(k, dtype):
+    """dInput through the NCHWc kernel: stride 1, paddings within the kernel, and the
+    transposed convolution one that use_nchwc picks."""
+    return (k["sh"] == k["sw"] == 1 and max(k["pt"], k["pb"]) < k["kh"]
+            and max(k["pl"], k["pr"]) < k["kw"] and use_nchwc(_transposed(k), dtype))
+
+
 def backward_thunk(cop, x, w, d, dx=None, dw=None, out=None, db=None, act=False):
     """The backward kernel of `cop`'s path bound to Input `x`, Filter `w`, Output@GRAD `d`
     and the gradients wanted (dx, dw, the bias gradient db: None when not); with `act`
     (relu) d is first masked by Output `out` > 0. Over T > 1 threads each worker sums its
-    samples' dFilter / bias gradient into its own partial, added up after."""
+    samples' dFilter / bias gradient into its own partial, added up after. Where
+    _use_nchwc_dx says so (no act), dInput is a forward NCHWc convolution of dOut first."""
     k = geometry(cop)
     T = _threads(k)
+    if dx is not None and not act and _use_nchwc_dx(k, x.dtype):
+        first = _nchwc_dx_thunk(k, T, w, d, dx)
+        if dw is None and db is None:
+            return first
+        return functools.partial(run_calls, (first, backward_thunk(cop, x, w, d, None, dw, out,
+                                                                   db, act)))
     x5, w3, d4 = _views(k, x, w, d)
     dt = x.dtype
     need_dx, need_dw, need_db = dx is not None, dw is not None, db is not None
