@@ -5,12 +5,11 @@ conv2d runs im2col + BLAS (conv_im2col.py): per (sample, group) the receptive fi
 unrolled into a columns buffer (allocated once at bind time) and multiplied by the group's
 filters with a GEMM (math/gemm_cpu.gemm: numpy's OpenBLAS, at 16-64 output channels up to
 1.8x faster than scipy's that np.dot calls in njit); with several threads the samples are
-split between them. Measured
-side by side on the 2-core machine (loaded, load average 4.5),
-(16,32,28,28) * (64,32,3,3) padding 1, f32, forward: im2col + BLAS 7.4 ms, a direct
-numba loop (prange over samples, vectorised over output columns of a zero-padded
-input) 39.8 ms; so there is no direct path. 1x1 convolutions with stride 1 and no
-padding multiply the input planes directly (they already are the columns).
+split between them. 1x1 convolutions with stride 1 and no padding multiply the input
+planes directly (they already are the columns). float32 3x3 convolutions of 16-64 channels
+run a direct kernel in 8-channel blocks instead (conv_nchwc.py; `use_nchwc` says where, from
+a measured table), and so does their input gradient at stride 1 (a forward convolution of
+dOut with the flipped, transposed filters).
 
 `fuse_relu_before_depthwise_conv` (set by a fusion pass, as Paddle's GPU pass does)
 applies relu to Input inside the kernel; the grad then masks Input@GRAD by Input > 0.
