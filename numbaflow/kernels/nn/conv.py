@@ -224,13 +224,9 @@ def forward_thunk(cop, x, w, out, mul=None, add=None, act=False):
     return cpu.bind_workers(cpu.conv_fwd, (x5, w3, out4, ab, *epi_args, *_geo_args(k), S), own)
 
 
-# Which forward kernel, by shape (tools/conv_blas_ab.py; the measured table is in
-# docs/architecture.md, "Activation memory"). The NCHWc direct kernel (conv_nchwc.py) against
-# im2col + GEMM, 1 thread, same run: 3x3 stride 1 at 16-32 channels 0.72-0.86x at batch 1
-# and 32; at 64 channels 0.76x at batch 32 but 1.08x at batch 1 (its per-call filter check
-# and input packing against 8x8 outputs); 3x3 stride 2 0.80-0.89x at batch 32, 1.03-1.11x
-# at batch 1; the first conv (3 channels padded to a block of 8) 2.1x, so it stays on im2col,
-# as do 1x1 convs (level) and other dtypes, groups and dilations.
+# Which forward kernel, by shape: the table measured by tools/conv_blas_ab.py (NCHWc against
+# im2col + GEMM, docs/architecture.md "Activation memory"); the first conv (3 channels), 1x1
+# convs, other dtypes, groups and dilations stay on im2col + GEMM.
 NCHWC_CHANNELS = (16, 64)
 NCHWC_MIN_BATCH = 8         # from here: stride 2 and 64 channels too
 NCHWC_SMALL_BATCH_CHANNELS = 32
@@ -270,7 +266,7 @@ def _nchwc_thunk(k, T, x, w, out4, epi_args):
 def _transposed(k):
     """The geometry of dInput = conv(dOut, Filter flipped and transposed) at stride 1:
     Filter[m, c, i, j] -> [c, m, kh-1-i, kw-1-j], padding kh-1-pt (and so on)."""
-    return dict(k, n=k["n"], c=k["m"], h=k["oh"], w=k["ow"], m=k["c"], cg=k["m"], oh=k["h"],
+    return dict(k, c=k["m"], h=k["oh"], w=k["ow"], m=k["c"], cg=k["m"], oh=k["h"],
                 ow=k["w"], pt=k["kh"] - 1 - k["pt"], pb=k["kh"] - 1 - k["pb"],
                 pl=k["kw"] - 1 - k["pl"], pr=k["kw"] - 1 - k["pr"])
 

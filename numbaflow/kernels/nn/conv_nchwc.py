@@ -1,15 +1,11 @@
-"""conv2d's direct float32 forward in 8-channel blocks (NCHWc, what onnxruntime's MLAS runs
-on AVX2), for the small-channel convolutions of a CIFAR ResNet (conv.py picks it by
-`use_nchwc`; its rule and the measured table are in docs/architecture.md).
-
-Per call the filters are packed once into (M/8, C/8, kh, kw, 8 in, 8 out) blocks; each
-worker copies a sample's planes into a zero-bordered (C/8, Hp, Wpa, 8) block layout and
-computes tiles of 8 output channels x NC output columns of one output row. A tile's 64
-products per input channel run as 8 ymm fused multiply-adds on 8 accumulators held in
-registers over all of its taps (`conv_tile`, LLVM IR written here): numba runs LLVM
-without the SLP vectorizer, so the same loops in numba code (an 8-wide inner loop over
-output channels) were fully unrolled into scalar FMAs, 3 GFLOP/s against 45-60 here.
-Each sample is computed whole by one worker, so the result does not depend on the threads.
+"""conv2d's direct float32 forward in 8-channel blocks (NCHWc, as onnxruntime's MLAS on AVX2)
+for the small-channel convolutions of a CIFAR ResNet; conv.py picks it (`use_nchwc`), the
+design and measured table are in docs/architecture.md. The filters are packed into (M/8, C/8,
+kh, kw, 8 in, 8 out) blocks, each sample's planes into a zero-bordered (C/8, Hp, Wpa, 8)
+layout; tiles of OB x 8 output channels x NC columns of an output row keep their
+accumulators in ymm registers over all taps (`conv_tile`, LLVM IR: numba's LLVM runs no SLP
+vectorizer, and the same loops in numba code became scalar FMAs, 3 against 45-60 GFLOP/s).
+One worker computes a sample whole, so the result does not depend on the threads.
 """
 import numpy as np
 from llvmlite import ir
