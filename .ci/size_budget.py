@@ -30,16 +30,17 @@ TOP = "(top-level modules)"
 # and GPU kernels) and its fuse_flash_attention pass; bench +50 for config.py and steps.py, the
 # pieces cases.py and compile_time.py share, +30 for issue 32's cheaper --quick; kernels +860, nn
 # +390 for issue 28's 3-D ops conv3d, pool3d, max_pool3d_with_index (CPU + CUDA + grads), F.conv3d /
-# *_pool3d, nn.Conv3D / *Pool3D)
+# *_pool3d, nn.Conv3D / *Pool3D); kernels +185 for issue 27's NCHWc direct conv2d forward and dInput
+# (conv_nchwc.py: an LLVM-IR register tile, the packing, the per-shape rule)
 # area: the most lines it may have (numbaflow/<area>/**, or numbaflow/*.py for TOP)
 AREA_CAPS = {
-    "kernels": 16160, "nn": 7690, "graph": 4220, "executor": 4000, "bench": 3730,
+    "kernels": 16345, "nn": 7690, "graph": 4220, "executor": 4000, "bench": 3730,
     "fluid": 3000, TOP: 3050, "distributed": 2200, "tensor": 2300, "persistence": 1500,
     "static": 1650, "io": 1200, "optimizer": 1100, "utils": 1000, "compiler": 1000,
     "examples": 800, "profiler": 800, "vision": 1000, "hapi": 950, "onnx": 1010,
     "formats": 800, "testing": 600, "metric": 500, "incubate": 100,
 }
-TOTAL_CAP = 58470   # +10: issue 31 compiled_program.last_plan (tests read it privately before); +20: issue 31 no circle between files (gpu_compile.py, kernels/optim/multi_update.py, _version.py: their headers); +1250: issue 28 the 3-D ops conv3d / pool3d / max_pool3d_with_index with F and nn layers; +80: bench config.py / steps.py (issue 31 circle), --quick (issue 32); +500: issue 27 item 4 flash_attention op + fuse_flash_attention pass; +90: conv2d's GEMMs through numpy's OpenBLAS (kernels/math/blas_numpy.py, issue 27); +170: issue 29 the rnn op over the thread budget (batch-row blocks, vectorized fastmath gates), cond outputs of run-time shape, GPU tensor arrays; +150: issue 28 Paddle's docstring examples (Variable methods, cross_entropy weight / label_smoothing, maxout, randint, 1-D return_mask); +50: split-K products (the fc weight gradients); +50: the supervisor's abort deadline, rnn's products over the thread budget; +150: bench dp rows of ResNet-20 / GPT d512 (issue 27); +450: issue 29 BeamSearchDecoder + dynamic_decode, bench rows models/lstm and control/while_loop; +140: --quick serial baselines (issue 32), F.rrelu; +160: issue 28 onnx mappings, rrelu; +550: issue 28 Paddle ops huber/bce/kldiv/nll_loss, prelu, unfold (kernels + F + layers)
+TOTAL_CAP = 58665   # +195: issue 27 conv2d's NCHWc direct forward and stride-1 input gradient (conv_nchwc.py); +10: issue 31 compiled_program.last_plan (tests read it privately before); +20: issue 31 no circle between files (gpu_compile.py, kernels/optim/multi_update.py, _version.py: their headers); +1250: issue 28 the 3-D ops conv3d / pool3d / max_pool3d_with_index with F and nn layers; +80: bench config.py / steps.py (issue 31 circle), --quick (issue 32); +500: issue 27 item 4 flash_attention op + fuse_flash_attention pass; +90: conv2d's GEMMs through numpy's OpenBLAS (kernels/math/blas_numpy.py, issue 27); +170: issue 29 the rnn op over the thread budget (batch-row blocks, vectorized fastmath gates), cond outputs of run-time shape, GPU tensor arrays; +150: issue 28 Paddle's docstring examples (Variable methods, cross_entropy weight / label_smoothing, maxout, randint, 1-D return_mask); +50: split-K products (the fc weight gradients); +50: the supervisor's abort deadline, rnn's products over the thread budget; +150: bench dp rows of ResNet-20 / GPT d512 (issue 27); +450: issue 29 BeamSearchDecoder + dynamic_decode, bench rows models/lstm and control/while_loop; +140: --quick serial baselines (issue 32), F.rrelu; +160: issue 28 onnx mappings, rrelu; +550: issue 28 Paddle ops huber/bce/kldiv/nll_loss, prelu, unfold (kernels + F + layers)
 # (+100: formats 700 -> 800, issue 29 multi-block ProgramDesc and Paddle's XShape of gradient ops)
 # +250: issue 29 ONNX If / Loop / tensor arrays as sequences (onnx/_control_flow.py: SSA renaming)
 

@@ -1,7 +1,10 @@
-"""A/B of conv2d's CPU GEMMs (issue 27): B = the kernels as they are (numpy's OpenBLAS via
-kernels/math/blas_numpy.matmul), A = the same kernels recompiled with the np.dot calls they
-made before (scipy's OpenBLAS, what np.dot runs inside njit); and onnxruntime on
-numbaflow's own ONNX export of the ResNet-20, all in one process, interleaved rounds.
+"""A/B of conv2d's CPU kernels (issue 27), all in one process, interleaved rounds:
+per conv shape of the ResNet-20, A = im2col + GEMM with the direct CBLAS call the kernels
+made before (blas_numpy's former `matmul`), B = the same through gemm_cpu.gemm (what they
+call now), C = the NCHWc direct kernel (conv_nchwc.py, float32: the forward, and the input
+gradient at stride 1 as a forward of dOut) forced on; then
+the whole `for_test` model with im2col everywhere (A), with conv.use_nchwc's rule (B) and
+onnxruntime on numbaflow's own ONNX export of it.
 
     PYTHONPATH=. python tools/conv_blas_ab.py            # thunks, then the model at batch 1, 32
 
@@ -17,6 +20,7 @@ import numpy as np
 from numba import njit
 
 import numbaflow as nf
+from numbaflow.kernels.math.blas_numpy import cblas_gemm
 from numbaflow.kernels.nn import conv, conv_im2col as ci
 
 KERNELS = ("conv_fwd", "conv1x1_fwd", "conv_bwd", "conv1x1_bwd")
@@ -26,14 +30,11 @@ SHAPES = [(16, 32, 16, 3, 1, 1), (32, 16, 32, 3, 1, 1), (64, 8, 64, 3, 1, 1),
 
 
 @njit(nogil=True)
-def _np_dot(a, b, out, ta, tb):
-    # the calls the kernels made before, with static layouts (a transposed view, no copy)
-    if ta:
-        np.dot(a.T, b, out)
-    elif tb:
-        np.dot(a, b.T, out)
-    else:
-        np.dot(a, b, out)
+def _direct_cblas(a, b, out, ta, tb, ab):
+    # the call the kernels made before (blas_numpy.matmul): C-contiguous operands
+    m, n = out.shape
+    k = a.shape[0] if ta else a.shape[1]
+    cblas_gemm(ta, tb, m, n, k, 1.0, a, a.shape[1], b, b.shape[1], 0.0, out, n)
 
 
 def _recompiled(f, **replace):
@@ -44,8 +45,15 @@ def _recompiled(f, **replace):
 
 NEW = {n: getattr(ci, n) for n in KERNELS}
 PARALLEL_THREADS = ci.parallel_threads
-_OLD_ADD = _recompiled(ci._add_dfilter, matmul=_np_dot)
-OLD = {n: _recompiled(f, matmul=_np_dot, _add_dfilter=_OLD_ADD) for n, f in NEW.items()}
+_OLD_ADD = _recompiled(ci._add_dfilter, gemm=_direct_cblas)
+OLD = {n: _recompiled(f, gemm=_direct_cblas, _add_dfilter=_OLD_ADD) for n, f in NEW.items()}
+RULE = conv.use_nchwc
+
+
+def _nchwc(on):
+    """conv.use_nchwc forced: on where the kernel can run (float32, 16 | M, 3x3), or off."""
+    conv.use_nchwc = ((lambda k, dt: dt == np.float32 and k["groups"] == 1 and k["m"] % 16 == 0
+                       and k["kh"] * k["kw"] > 1) if on else (lambda k, dt: False))
 
 
 def _use(kernels):
@@ -77,18 +85,26 @@ def thunks(n, threads, grad, clock, reps):
             input=lambda slot, x=x, w=w: x if slot == "Input" else w)
         oh = (h + 2 * p - k) // s + 1
         y = np.random.rand(n, m, oh, oh).astype(np.float32)
-        for tag, kernels in (("A", OLD), ("B", NEW)):
+        for tag, kernels, on in (("A", OLD, False), ("B", NEW, False), ("C", NEW, True)):
             _use(kernels)
+            _nchwc(on)
             runs[(c, h, m, k, s), tag] = (
                 conv.backward_thunk(cop, x, w, y, np.empty_like(x), np.empty_like(w)) if grad
                 else conv.forward_thunk(cop, x, w, y))
     _use(NEW)
+    conv.use_nchwc = RULE
     best = _interleaved(runs, reps, clock)
     ci.parallel_threads = PARALLEL_THREADS
-    a = sum(v for (_, t), v in best.items() if t == "A")
-    b = sum(v for (_, t), v in best.items() if t == "B")
-    print(f"batch {n:2d} {threads} thread(s) {'grad' if grad else 'fwd '} {clock.__name__}: "
-          f"A {a * 1e3:.2f} ms, B {b * 1e3:.2f} ms, A/B {a / b:.2f}", flush=True)
+    kind = "grad" if grad else "fwd "
+    for shape in dict.fromkeys(key for key, _ in best):
+        row = {t: v for (sh, t), v in best.items() if sh == shape}
+        print(f"  batch {n:2d} {threads}T {kind} {shape}: " + ", ".join(
+            f"{t} {v * 1e6:.0f} us" for t, v in row.items())
+            + "".join(f", {t}/B {row[t] / row['B']:.2f}" for t in "AC" if t in row))
+    tot = {t: sum(v for (_, tt), v in best.items() if tt == t) for t in "ABC"}
+    print(f"batch {n:2d} {threads} thread(s) {kind} {clock.__name__}: " + ", ".join(
+        f"{t} {v * 1e3:.2f} ms" for t, v in tot.items() if v) + f", A/B {tot['A'] / tot['B']:.2f}"
+        + (f", C/B {tot['C'] / tot['B']:.2f}" if tot["C"] else ""), flush=True)
 
 
 def model(batch, reps, threads=1):
@@ -103,14 +119,14 @@ def model(batch, reps, threads=1):
     feed = {"image": np.random.default_rng(0).standard_normal((batch, 3, 32, 32))
             .astype("float32")}
     runs = {}
-    for tag, kernels in (("numbaflow A", OLD), ("numbaflow B", NEW)):
-        _use(kernels)      # bound when the executor builds its plan, at its first run
+    for tag, rule in (("im2col A", lambda k, dt: False), ("rule B", RULE)):
+        conv.use_nchwc = rule      # read when the executor builds its plan, at its first run
         exe = nf.static.Executor(nf.CPUPlace())
         if not runs:
             exe.run(built.startup, scope=scope)
         exe.run(built.test, feed=feed, fetch_list=[built.output], scope=scope)
         runs[tag] = _step(exe, built, feed, scope)
-    _use(NEW)
+    conv.use_nchwc = RULE
     path = f"/tmp/conv_blas_ab_resnet20_b{batch}.onnx"
     nf.onnx.export(built.test, [built.test.global_block().var("image")], [built.output], path,
                    scope=scope)

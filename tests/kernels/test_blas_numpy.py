@@ -1,12 +1,17 @@
-"""kernels/math/blas_numpy.matmul (numpy's OpenBLAS called from njit, what conv2d's CPU
-kernels multiply with) against the product written out with einsum in float64: every
+"""kernels/math/gemm_cpu.gemm as conv2d's CPU kernels call it (numpy's OpenBLAS from njit,
+blas_numpy.cblas_gemm) against the product written out with einsum in float64: every
 transpose combination, both dtypes, shapes across the BLAS kernels' block edges, empty
 inner dimension, and called from inside an njit kernel on sub-views of a buffer."""
 import numpy as np
 import pytest
 from numba import njit
 
-from numbaflow.kernels.math.blas_numpy import matmul
+from numbaflow.kernels.math.gemm_cpu import blas_scalars, gemm
+
+
+
+def matmul(a, b, out, ta, tb):
+    gemm(a, b, out, ta, tb, blas_scalars(out.dtype))
 
 
 def _ref(a, b, ta, tb):
@@ -35,12 +40,12 @@ def test_empty_inner_dimension_gives_zeros():
 
 
 @njit(cache=False)
-def _blocks(w, x, out, rows):
+def _blocks(w, x, out, rows, ab):
     # the conv kernels' use: row blocks of an input, products into slices of a flat buffer
     size = w.shape[0] * x.shape[1]
     for b in range(x.shape[0] // rows):
         o = out[b * size:(b + 1) * size].reshape((w.shape[0], x.shape[1]))
-        matmul(w, x[b * rows:(b + 1) * rows], o, False, False)
+        gemm(w, x[b * rows:(b + 1) * rows], o, False, False, ab)
 
 
 def test_called_from_njit_on_views():
@@ -48,7 +53,7 @@ def test_called_from_njit_on_views():
     w = rng.standard_normal((4, 6)).astype(np.float32)
     x = rng.standard_normal((12, 5)).astype(np.float32)   # two (6, 5) row blocks
     out = np.zeros(2 * 4 * 5, np.float32)
-    _blocks(w, x, out, 6)
+    _blocks(w, x, out, 6, blas_scalars(np.float32))
     for i in range(2):
         np.testing.assert_allclose(out[i * 20:(i + 1) * 20].reshape(4, 5),
                                    _ref(w, x[i * 6:(i + 1) * 6], False, False), rtol=1e-5,
@@ -58,7 +63,7 @@ def test_called_from_njit_on_views():
 def test_numpy_bundled_openblas_is_the_one_used():
     # a silent fall back to np.dot (scipy's BLAS, up to 1.8x slower at a CIFAR ResNet's
     # channel counts) would pass every other test: where numpy's wheel bundles OpenBLAS,
-    # matmul must have found it
+    # cblas_gemm must have found it
     import glob
     import os
 
@@ -66,4 +71,3 @@ def test_numpy_bundled_openblas_is_the_one_used():
     bundled = glob.glob(os.path.join(os.path.dirname(np.__file__) + ".libs",
                                      "libscipy_openblas64_*"))
     assert blas_numpy.HAVE_NUMPY_BLAS == bool(bundled)
-    assert blas_numpy.matmul is (blas_numpy._matmul_cblas if bundled else blas_numpy._matmul_np)

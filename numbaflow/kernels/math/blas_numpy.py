@@ -1,5 +1,5 @@
-"""`matmul`: out = op(a) @ op(b) from njit code through numpy's own OpenBLAS (its CBLAS
-`?gemm`, what `np.dot` runs from Python), not scipy's (what `np.dot` runs inside njit).
+"""`cblas_gemm`: numpy's own OpenBLAS CBLAS `?gemm` (what `np.dot` runs from Python) callable
+from njit code, not scipy's (what `np.dot` runs inside njit); gemm_cpu.gemm calls it.
 
 Why: the two wheels bundle different OpenBLAS builds (numpy's 0.3.31, scipy's 0.3.30, both
 on Haswell kernels here), and at the 16-64 output channels of a CIFAR ResNet's convolutions
@@ -8,8 +8,8 @@ scipy's is up to 1.8x slower. One thread, time.thread_time, same run: (16 x 144)
 (32 x 288) @ (288 x 256) 127 -> 86 us; (64 x 576) @ (576 x 64) 102 -> 80 us.
 
 The CBLAS address is registered with LLVM under a name of ours, so kernels calling it stay cacheable on disk. Where numpy's wheel has no such
-library (numpy built on another BLAS), `HAVE_NUMPY_BLAS` is False, `matmul` is np.dot
-and `cblas_gemm` must not be called (gemm_cpu.gemm then takes scipy's through numba).
+library (numpy built on another BLAS), `HAVE_NUMPY_BLAS` is False and `cblas_gemm` must
+not be called (gemm_cpu.gemm then takes scipy's through numba).
 """
 import ctypes
 import glob
@@ -64,28 +64,3 @@ def cblas_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, out, ldc):
     else:
         _dgemm(_ROW_MAJOR, t_a, t_b, m, n, k, alpha, a.ctypes, lda, b.ctypes, ldb, beta,
                out.ctypes, ldc)
-
-
-@njit(nogil=True, cache=True)
-def _matmul_cblas(a, b, out, ta, tb):
-    m, n = out.shape
-    k = a.shape[0] if ta else a.shape[1]
-    if m == 0 or n == 0 or k == 0:
-        out[...] = 0
-        return
-    cblas_gemm(ta, tb, m, n, k, 1.0, a, a.shape[1], b, b.shape[1], 0.0, out, n)
-
-
-@njit(nogil=True, cache=True)
-def _matmul_np(a, b, out, ta, tb):
-    np.dot(a.T if ta else a, b.T if tb else b, out)
-
-
-matmul = _matmul_cblas if HAVE_NUMPY_BLAS else _matmul_np
-matmul.__doc__ = """out = op(a) @ op(b), op(a) = a.T when `ta`; a, b, out C-contiguous 2-D float32
-or float64 of one dtype (transposes are flags, not views); callable from njit code.
-
->>> a = np.arange(6, dtype=np.float32).reshape(2, 3); out = np.empty((2, 2), np.float32)
->>> matmul(a, a, out, False, True); out.tolist()
-[[5.0, 14.0], [14.0, 50.0]]
-"""

@@ -3,14 +3,13 @@
 
 conv2d runs im2col + BLAS (conv_im2col.py): per (sample, group) the receptive fields are
 unrolled into a columns buffer (allocated once at bind time) and multiplied by the group's
-filters with a GEMM (numpy's OpenBLAS, math/blas_numpy.py: at 16-64 output channels up to
+filters with a GEMM (math/gemm_cpu.gemm: numpy's OpenBLAS, at 16-64 output channels up to
 1.8x faster than scipy's that np.dot calls in njit); with several threads the samples are
-split between them. Measured
-side by side on the 2-core machine (loaded, load average 4.5),
-(16,32,28,28) * (64,32,3,3) padding 1, f32, forward: im2col + BLAS 7.4 ms, a direct
-numba loop (prange over samples, vectorised over output columns of a zero-padded
-input) 39.8 ms; so there is no direct path. 1x1 convolutions with stride 1 and no
-padding multiply the input planes directly (they already are the columns).
+split between them. 1x1 convolutions with stride 1 and no padding multiply the input
+planes directly (they already are the columns). float32 3x3 convolutions of 16-64 channels
+run a direct kernel in 8-channel blocks instead (conv_nchwc.py; `use_nchwc` says where, from
+a measured table), and so does their input gradient at stride 1 (a forward convolution of
+dOut with the flipped, transposed filters).
 
 `fuse_relu_before_depthwise_conv` (set by a fusion pass, as Paddle's GPU pass does)
 applies relu to Input inside the kernel; the grad then masks Input@GRAD by Input > 0.
@@ -27,6 +26,8 @@ import numpy as np
 
 from . import conv_gpu
 from . import conv_im2col as cpu
+from . import conv_nchwc
+from ..math.gemm_cpu import blas_scalars
 from ..registry import NO_GRAD, OpDef, Slot, VarInfo, register_op, run_calls
 
 
@@ -211,22 +212,98 @@ def forward_thunk(cop, x, w, out, mul=None, add=None, act=False):
     mul2 = none if mul is None else mul.reshape(w3.shape[:2])
     add2 = none if add is None else add.reshape(w3.shape[:2])
     epi_args = (mul2, add2, epi, int(act))
+    ab = blas_scalars(x.dtype)
+    if use_nchwc(k, x.dtype):
+        return _nchwc_thunk(k, T, x, w, out4, epi_args)
     if _is_1x1(k):
         x4 = x5.reshape(x5.shape[:3] + (-1,))
-        return cpu.bind_workers(cpu.conv1x1_fwd, (x4, w3, out4, *epi_args), [()] * T)
+        return cpu.bind_workers(cpu.conv1x1_fwd, (x4, w3, out4, ab, *epi_args), [()] * T)
     S = chunk_samples(k, T)
     own = zip(_scratch(k, T, S, w3.shape[2], x.dtype), _scratch(k, T, S, w3.shape[1], x.dtype),
               _padded_plane(k, x.dtype, T))
-    return cpu.bind_workers(cpu.conv_fwd, (x5, w3, out4, *epi_args, *_geo_args(k), S), own)
+    return cpu.bind_workers(cpu.conv_fwd, (x5, w3, out4, ab, *epi_args, *_geo_args(k), S), own)
+
+
+# Which forward kernel, by shape: the table measured by tools/conv_blas_ab.py (NCHWc against
+# im2col + GEMM, docs/architecture.md "Activation memory"); the first conv (3 channels), 1x1
+# convs, other dtypes, groups and dilations stay on im2col + GEMM.
+NCHWC_CHANNELS = (16, 64)
+NCHWC_MIN_BATCH = 8         # from here: stride 2 and 64 channels too
+NCHWC_SMALL_BATCH_CHANNELS = 32
+
+
+def use_nchwc(k, dtype):
+    """True where conv2d's forward runs conv_nchwc's direct kernel (the rule above)."""
+    lo, hi = NCHWC_CHANNELS
+    if not (dtype == np.float32 and k["groups"] == 1 and k["kh"] == k["kw"] == 3
+            and k["dh"] == k["dw"] == 1 and k["m"] % (conv_nchwc.LANES * conv_nchwc.OB) == 0
+            and lo <= k["c"] <= hi and k["sh"] == k["sw"] and k["sh"] in (1, 2)):
+        return False
+    if k["n"] >= NCHWC_MIN_BATCH:
+        return True
+    return k["sh"] == 1 and k["c"] <= NCHWC_SMALL_BATCH_CHANNELS
+
+
+def _nchwc_thunk(k, T, x, w, out4, epi_args):
+    """The filters packed in 8-channel blocks (when they changed since the last call), then T
+    workers of conv_nchwc.nchwc_fwd over the samples."""
+    L, NC = conv_nchwc.LANES, conv_nchwc.NC
+    cb = -(-k["c"] // L)
+    hp = k["h"] + k["pt"] + k["pb"]
+    tiles = -(-k["ow"] // NC)
+    wpa = max(_wp(k), (tiles * NC - 1) * k["sw"] + (k["kw"] - 1) * k["dw"] + 1)
+    wb = np.empty((k["m"] // L, cb, k["kh"], k["kw"], L, L), np.float32)
+    last = np.full(w.shape, np.nan, np.float32)     # (NaN != anything: the first call packs)
+    taps = conv_nchwc.tap_offsets(cb, k["kh"], k["kw"], k["dh"], k["dw"], hp, wpa)
+    own = zip(np.zeros((T, cb, hp, wpa, L), np.float32),
+              np.empty((T, NC * L * conv_nchwc.OB), np.float32))
+    workers = cpu.bind_workers(conv_nchwc.nchwc_fwd, (
+        x, wb, out4, *epi_args, k["sh"], k["sw"], k["pt"], k["pl"], k["oh"], k["ow"], taps), own)
+    return functools.partial(run_calls, (functools.partial(conv_nchwc.pack_filter, w, last, wb),
+                                         workers))
+
+
+def _transposed(k):
+    """The geometry of dInput = conv(dOut, Filter flipped and transposed) at stride 1:
+    Filter[m, c, i, j] -> [c, m, kh-1-i, kw-1-j], padding kh-1-pt (and so on)."""
+    return dict(k, c=k["m"], h=k["oh"], w=k["ow"], m=k["c"], cg=k["m"], oh=k["h"],
+                ow=k["w"], pt=k["kh"] - 1 - k["pt"], pb=k["kh"] - 1 - k["pb"],
+                pl=k["kw"] - 1 - k["pl"], pr=k["kw"] - 1 - k["pr"])
+
+
+def _nchwc_dx_thunk(k, T, w, d, dx):
+    """dInput of a stride-1 conv as the NCHWc forward of dOut with the flipped, transposed
+    filters (copied per call: a view of Filter bound once)."""
+    kt = _transposed(k)
+    flipped = w.transpose(1, 0, 2, 3)[:, :, ::-1, ::-1]
+    wt = np.empty(flipped.shape, np.float32)
+    dx4 = dx.reshape(k["n"], 1, k["c"], k["h"] * k["w"])
+    none = no_epilogue(kt, np.float32)
+    return functools.partial(run_calls, (functools.partial(np.copyto, wt, flipped),
+                                         _nchwc_thunk(kt, T, d, wt, dx4, (none, none, 0, 0))))
+
+
+def _use_nchwc_dx(k, dtype):
+    """dInput through the NCHWc kernel: stride 1, paddings within the kernel, and the
+    transposed convolution one that use_nchwc picks."""
+    return (k["sh"] == k["sw"] == 1 and max(k["pt"], k["pb"]) < k["kh"]
+            and max(k["pl"], k["pr"]) < k["kw"] and use_nchwc(_transposed(k), dtype))
 
 
 def backward_thunk(cop, x, w, d, dx=None, dw=None, out=None, db=None, act=False):
     """The backward kernel of `cop`'s path bound to Input `x`, Filter `w`, Output@GRAD `d`
     and the gradients wanted (dx, dw, the bias gradient db: None when not); with `act`
     (relu) d is first masked by Output `out` > 0. Over T > 1 threads each worker sums its
-    samples' dFilter / bias gradient into its own partial, added up after."""
+    samples' dFilter / bias gradient into its own partial, added up after. Where
+    _use_nchwc_dx says so (no act), dInput is a forward NCHWc convolution of dOut first."""
     k = geometry(cop)
     T = _threads(k)
+    if dx is not None and not act and _use_nchwc_dx(k, x.dtype):
+        first = _nchwc_dx_thunk(k, T, w, d, dx)
+        if dw is None and db is None:
+            return first
+        return functools.partial(run_calls, (first, backward_thunk(cop, x, w, d, None, dw, out,
+                                                                   db, act)))
     x5, w3, d4 = _views(k, x, w, d)
     dt = x.dtype
     need_dx, need_dw, need_db = dx is not None, dw is not None, db is not None
@@ -240,10 +317,11 @@ def backward_thunk(cop, x, w, d, dx=None, dw=None, out=None, db=None, act=False)
     dm = np.empty((T,) + (d4.shape[2:] if act else (0, 0)), dt)
     o4 = out.reshape(d4.shape) if act else d4
     flags = (need_dx, need_dw, need_db, bool(act))
+    ab = blas_scalars(dt)
     if _is_1x1(k):
         flat = x5.shape[:3] + (-1,)
         dx4 = dx5.reshape(flat) if need_dx else np.empty((0,) * 4, dt)
-        call = cpu.bind_workers(cpu.conv1x1_bwd, (x5.reshape(flat), w3, d4, dx4, o4, *flags),
+        call = cpu.bind_workers(cpu.conv1x1_bwd, (x5.reshape(flat), w3, ab, d4, dx4, o4, *flags),
                                 zip(dw_parts, db_parts, tmpw, dm))
     else:
         S = chunk_samples(k, T)
@@ -252,7 +330,7 @@ def backward_thunk(cop, x, w, d, dx=None, dw=None, out=None, db=None, act=False)
         dcols = _scratch(k, T, S, K, dt) if need_dx else cols
         own = zip(dw_parts, db_parts, cols, dcols, _scratch(k, T, S, Mg, dt), tmpw, dm,
                   _padded_plane(k, dt, T), _padded_plane(k, dt, T))
-        call = cpu.bind_workers(cpu.conv_bwd, (x5, w3, d4, dx5, o4, *flags, *_geo_args(k), S),
+        call = cpu.bind_workers(cpu.conv_bwd, (x5, w3, ab, d4, dx5, o4, *flags, *_geo_args(k), S),
                                 own)
     if T == 1:
         return call

@@ -16,7 +16,7 @@ import numpy as np
 from numba import njit
 
 from ..fused.conv_epilogue import dout_epilogue, epilogue
-from ..math.blas_numpy import matmul
+from ..math.gemm_cpu import gemm
 from ..workshare import PARALLEL_MIN_WORK, bind_workers, claim, parallel_threads  # noqa: F401
 
 # reassoc lets LLVM vectorise the dFilter dot products; contract allows FMAs.
@@ -106,9 +106,10 @@ def _chunk(buf, rows, s, P):
 
 
 @njit(**JIT)
-def conv_fwd(x5, w3, out4, mul2, add2, epi, act, kh, kw, sh, sw, dh, dw, pt, pl, OH, OW, Wp, S,
+def conv_fwd(x5, w3, out4, ab, mul2, add2, epi, act, kh, kw, sh, sw, dh, dw, pt, pl, OH, OW, Wp, S,
              cols, tmp, xp, counter):
-    """A worker: x5 (N, G, Cg, H, W), w3 (G, Mg, K), out4 (N, G, Mg, OH*OW); mul2, add2
+    """A worker: x5 (N, G, Cg, H, W), w3 (G, Mg, K), out4 (N, G, Mg, OH*OW), ab the BLAS
+    scalars (gemm_cpu.blas_scalars); mul2, add2
     (G, Mg): the epilogue's; its own flat scratch cols (K*S*P) and tmp (Mg*S*P) and
     zero-bordered plane xp. Claims chunks of S samples from `counter` until none is left."""
     G, Mg, K = w3.shape
@@ -122,10 +123,10 @@ def conv_fwd(x5, w3, out4, mul2, add2, epi, act, kh, kw, sh, sw, dh, dw, pt, pl,
                 im2col(x5[c0 + j, g], xp, cg, j * P, kh, kw, sh, sw, dh, dw, pt, pl, OH, OW,
                        Wp)
             if s == 1:
-                matmul(w3[g], cg, out4[c0, g], False, False)
+                gemm(w3[g], cg, out4[c0, g], False, False, ab)
             else:
                 o = _chunk(tmp, Mg, s, P)
-                matmul(w3[g], cg, o, False, False)
+                gemm(w3[g], cg, o, False, False, ab)
                 for j in range(s):
                     dst = out4[c0 + j, g]
                     for r in range(Mg):
@@ -137,22 +138,22 @@ def conv_fwd(x5, w3, out4, mul2, add2, epi, act, kh, kw, sh, sw, dh, dw, pt, pl,
 
 
 @njit(**JIT)
-def conv1x1_fwd(x4, w3, out4, mul2, add2, epi, act, counter):
+def conv1x1_fwd(x4, w3, out4, ab, mul2, add2, epi, act, counter):
     """A worker for 1x1, stride 1, no padding: x4 (N, G, Cg, H*W) already is the columns;
     claims samples from `counter`."""
     n = claim(counter)
     while n < x4.shape[0]:
         for g in range(x4.shape[1]):
-            matmul(w3[g], x4[n, g], out4[n, g], False, False)
+            gemm(w3[g], x4[n, g], out4[n, g], False, False, ab)
             epilogue(out4[n, g], mul2[g], add2[g], epi, act)
         n = claim(counter)
 
 
 @njit(**JIT)
-def _add_dfilter(d, cols, tmpw, dwg):
+def _add_dfilter(d, cols, tmpw, dwg, ab):
     """dwg += d @ cols.T (tmpw: scratch). A loop, not `dwg += tmpw`: numba compiles that
     array expression for ~3 s of CPU on a cold cache, the rest of conv_bwd in ~1.3 s."""
-    matmul(d, cols, tmpw, False, True)
+    gemm(d, cols, tmpw, False, True, ab)
     for i in range(tmpw.shape[0]):
         for j in range(tmpw.shape[1]):
             dwg[i, j] += tmpw[i, j]
@@ -172,7 +173,7 @@ def _zero_partials(dw3, db2, need_dw, need_db):
 # chunks' dFilter / bias gradient into its own dw3 / db2 (zeroed first: a worker may claim
 # nothing), which conv.py adds up after (sum_partials) when there are several.
 @njit(**JIT)
-def conv_bwd(x5, w3, d4, dx5, o4, need_dx, need_dw, need_db, act, kh, kw, sh, sw, dh, dw, pt, pl,
+def conv_bwd(x5, w3, ab, d4, dx5, o4, need_dx, need_dw, need_db, act, kh, kw, sh, sw, dh, dw, pt, pl,
              OH, OW, Wp, S, dw3, db2, cols, dcols, dtmp, tmpw, dm, xp, gp, counter):
     """dFilter_g = sum_n dOut[n, g] @ cols(x[n, g])^T; dInput[n, g] = col2im(W_g^T @ dOut[n, g]),
     S samples at a time. Its own: the partials dw3, db2, flat scratch cols, dcols (K*S*P),
@@ -198,10 +199,10 @@ def conv_bwd(x5, w3, d4, dx5, o4, need_dx, need_dw, need_db, act, kh, kw, sh, sw
                 for j in range(s):
                     im2col(x5[c0 + j, g], xp, cg, j * P, kh, kw, sh, sw, dh, dw, pt, pl, OH, OW,
                            Wp)
-                _add_dfilter(d, cg, tmpw, dw3[g])
+                _add_dfilter(d, cg, tmpw, dw3[g], ab)
             if need_dx:
                 dc = _chunk(dcols, K, s, P)
-                matmul(w3[g], d, dc, True, False)
+                gemm(w3[g], d, dc, True, False, ab)
                 for j in range(s):
                     col2im(dc, j * P, gp, dx5[c0 + j, g], kh, kw, sh, sw, dh, dw, pt, pl,
                            OH, OW, Wp)
@@ -209,7 +210,7 @@ def conv_bwd(x5, w3, d4, dx5, o4, need_dx, need_dw, need_db, act, kh, kw, sh, sw
 
 
 @njit(**JIT)
-def conv1x1_bwd(x4, w3, d4, dx4, o4, need_dx, need_dw, need_db, act, dw3, db2, tmpw, dm,
+def conv1x1_bwd(x4, w3, ab, d4, dx4, o4, need_dx, need_dw, need_db, act, dw3, db2, tmpw, dm,
                 counter):
     _zero_partials(dw3, db2, need_dw, need_db)
     n = claim(counter)
@@ -217,7 +218,7 @@ def conv1x1_bwd(x4, w3, d4, dx4, o4, need_dx, need_dw, need_db, act, dw3, db2, t
         for g in range(d4.shape[1]):
             d = dout_epilogue(d4[n, g], o4[n, g], dm, db2[g], need_db, act)
             if need_dw:
-                _add_dfilter(d, x4[n, g], tmpw, dw3[g])
+                _add_dfilter(d, x4[n, g], tmpw, dw3[g], ab)
             if need_dx:
-                matmul(w3[g], d, dx4[n, g], True, False)
+                gemm(w3[g], d, dx4[n, g], True, False, ab)
         n = claim(counter)
