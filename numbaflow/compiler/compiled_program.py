@@ -383,14 +383,14 @@ def replicas(compiled):
     the parameters and which device updates which parameter.
 
     Example:
-        >>> x = static.data('x', [None, 3])
-        >>> loss = paddle.mean(static.nn.fc(x, size=1))
-        >>> _ = paddle.optimizer.SGD(learning_rate=0.1).minimize(loss)
-        >>> exe = static.Executor(paddle.CPUPlace())
+        >>> x = static.data('x', [None, 2])
+        >>> loss = paddle.mean(static.nn.fc(x, size=2))
+        >>> _ = paddle.optimizer.SGD(learning_rate=0.5).minimize(loss)
+        >>> exe = static.Executor()
         >>> _ = exe.run(static.default_startup_program())
         >>> dp = static.CompiledProgram(static.default_main_program()).with_data_parallel(
         ...     loss_name=loss.name, places=[paddle.CPUPlace()] * 2)
-        >>> _ = exe.run(dp, feed={'x': np.ones((4, 3), 'float32')}, fetch_list=[loss])
+        >>> _ = exe.run(dp, feed={'x': np.ones((4, 2), 'float32')}, fetch_list=[loss])
         >>> from numbaflow.compiler.compiled_program import replicas
         >>> [len(r.plans) for r in replicas(dp)]
         [1, 1]
