@@ -16,18 +16,6 @@ from .plan import Plan, PlanOptions
 DEFAULT_OPTIONS = PlanOptions(rewrites=plain_rewrites)
 
 
-def plain_options():
-    """The options of a new Executor's plain-Program plans: DEFAULT_OPTIONS, or none of
-    the rewrites with NUMBAFLOW_PLAIN_REWRITES=0.
-
-    Example:
-        >>> from numbaflow.executor.plan_cache import plain_options
-        >>> plain_options().rewrites is not None
-        True
-    """
-    return DEFAULT_OPTIONS if config.plain_rewrites() else PlanOptions()
-
-
 def max_cached_plans():
     """How many plans each plan cache keeps (NUMBAFLOW_MAX_PLANS, default 64): every feed
     signature (a new batch size, a short last batch) has its own plan and buffers."""
