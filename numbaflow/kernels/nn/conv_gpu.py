@@ -38,6 +38,16 @@ def dims(n):
     return gpu_util.launch_dims(n, min(gpu_util.THREADS, max(32, -(-n // 32) * 32)))
 
 
+def split_nchw(o, C, H, W):
+    """(n, c, h, w) of element o of a row-major [N, C, H, W]: a CUDA device function in
+    the kernel builders that index by position (`cuda.jit(device=True)(split_nchw)`)."""
+    w = o % W
+    t = o // W
+    h = t % H
+    t //= H
+    return t // C, t % C, h, w
+
+
 def launch(kernel, n, *args):
     """A thunk launching the grid-stride `kernel` over n items with `args`."""
     return functools.partial(kernel[dims(n)], *args)
@@ -47,6 +57,7 @@ def launch(kernel, n, *args):
 def kernels():
     global cuda
     from numba import cuda
+    nchw = cuda.jit(device=True)(split_nchw)
 
     # ------------------------------------------------------------ convolution
     # x / w / out are flat; xshape, oshape are the (n, c, d, h, w) shapes of the input-
@@ -196,12 +207,7 @@ def kernels():
         OH, OW = oshape[2], oshape[3]
         kh, kw, sh, sw, pt, pb, pl, pr = g
         for o in range(cuda.grid(1), out.size, cuda.gridsize(1)):
-            ow = o % OW
-            t = o // OW
-            oh = t % OH
-            t //= OH
-            c = t % C
-            n = t // C
+            n, c, oh, ow = nchw(o, C, OH, OW)
             base = n * xs[0] + c * xs[1]
             oi = n * os[0] + c * os[1] + oh * os[2] + ow * os[3]
             h0 = oh * sh - pt
@@ -233,12 +239,7 @@ def kernels():
         OH, OW = oshape[2], oshape[3]
         kh, kw, sh, sw, pt, pb, pl, pr = g
         for o in range(cuda.grid(1), dx.size, cuda.gridsize(1)):
-            w_ = o % W
-            t = o // W
-            h_ = t % H
-            t //= H
-            c = t % C
-            n = t // C
+            n, c, h_, w_ = nchw(o, C, H, W)
             base = n * xs[0] + c * xs[1]
             obase = n * os[0] + c * os[1]
             xi = base + h_ * xs[2] + w_ * xs[3]
