@@ -220,6 +220,13 @@ def check_nan_inf():
     return os.environ.get("NUMBAFLOW_CHECK_NAN_INF", "0") not in ("", "0", "false", "False")
 
 
+def plain_rewrites():
+    """NUMBAFLOW_PLAIN_REWRITES=0: an Executor made now runs plain Programs as written,
+    without the default-on rewrites (conv bias/batch-norm folding, softmax mask) that it
+    otherwise applies to their plans; to tell a rewrite's effect on the numbers apart."""
+    return os.environ.get("NUMBAFLOW_PLAIN_REWRITES", "1") not in ("0", "false", "False")
+
+
 DEFAULT_MAX_PLANS = 64
 
 

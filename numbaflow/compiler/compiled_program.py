@@ -10,7 +10,7 @@ Program and strategy objects are never modified: the resolved settings live in
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..graph.graphviz import write_dot
 from ..graph.ir_graph import Graph
@@ -365,3 +365,44 @@ def passed_programs(compiled):
     """The programs `compiled` really runs (after its passes), one per compiled feed and
     fetch signature (for the benches: Paddle's CompiledProgram has no such property)."""
     return [lw.program for lw in compiled._lowered.values()]
+
+
+class Replica(NamedTuple):
+    """One device of a data-parallel run: its `scope` (device 0's is the user's), the
+    `program` it runs (under ReduceStrategy.Reduce with only its parameters' optimizer
+    ops), the `plans` it keeps cached, and the names of the parameters it `updates`."""
+    scope: object
+    program: Program
+    plans: list
+    updates: frozenset
+
+
+def replicas(compiled):
+    """The devices of `compiled`'s last data-parallel run, one Replica each ([] before
+    its first run or when it is not data parallel): to inspect each device's copy of
+    the parameters and which device updates which parameter.
+
+    Example:
+        >>> x = static.data('x', [None, 2])
+        >>> loss = paddle.mean(static.nn.fc(x, size=2))
+        >>> _ = paddle.optimizer.SGD(learning_rate=0.5).minimize(loss)
+        >>> exe = static.Executor()
+        >>> _ = exe.run(static.default_startup_program())
+        >>> dp = static.CompiledProgram(static.default_main_program()).with_data_parallel(
+        ...     loss_name=loss.name, places=[paddle.CPUPlace()] * 2)
+        >>> _ = exe.run(dp, feed={'x': np.ones((4, 2), 'float32')}, fetch_list=[loss])
+        >>> from numbaflow.compiler.compiled_program import replicas
+        >>> [len(r.plans) for r in replicas(dp)]
+        [1, 1]
+    """
+    r = None if compiled._last is None or not compiled._is_data_parallel else \
+        runner_of(compiled._last[0], compiled._last[5], make=False)
+    if r is None:
+        return []
+    first = (r.group.world.rank if r.reduce and r.group.world is not None else 0) * r.D
+    everything = frozenset(p.name for p in r.program.all_parameters())
+    return [Replica(scope, program, cache.plans(),
+                    everything if r.owners is None else
+                    frozenset(p for p, o in r.owners.items() if o == first + i))
+            for i, (scope, program, cache) in enumerate(zip(r.scopes, r.programs,
+                                                            r.device_caches))]

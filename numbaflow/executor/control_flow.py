@@ -14,6 +14,7 @@ import weakref
 
 import numpy as np
 
+from ..graph.backward import block_reads
 from ..kernels.tensor.control_flow import set_block_runner
 from ..kernels.registry import may_fail
 
@@ -199,7 +200,7 @@ class _Runner:
         seed_of = {gblock.vars[f"{v.name}@SEED{tag}"]: v for v in grad_loop}
         outs = [gblock.vars[f"{x.name}@DX{tag}"] for x in wanted]
         shared = op.inputs.get("Arrays", [])
-        in_vars = list(dict.fromkeys(_reads(gblock) + shared))
+        in_vars = list(dict.fromkeys(block_reads(gblock) + shared))
         # fetching the shared arrays keeps the ops that update them (results past
         # len(outs) unused)
         sub = SubBlockRun(gblock, in_vars, outs + shared)
@@ -231,17 +232,6 @@ class _Runner:
                     np.copyto(dx, carry[x] if x in carry else acc[x])
             return run
         return bind
-
-
-def _reads(block):
-    """The variables the ops of `block` read that no earlier op of it writes, in order."""
-    produced, reads = set(), {}
-    for op in block.ops:
-        for v in op.input_vars():
-            if v not in produced:
-                reads[v] = None
-        produced.update(op.output_vars())
-    return list(reads)
 
 
 set_block_runner(_Runner())

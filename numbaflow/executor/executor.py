@@ -16,11 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .. import config
 from ..graph.program import Program, Variable, default_main_program
 from .backend import backend_for
 from .feed import check_feed, feed_array, feed_var, resolve_fetch  # noqa: F401 (their old home)
 from .place import CPUPlace, to_place
-from .plan_cache import PlanCache, max_cached_plans  # noqa: F401 (their old home)
+from .plan import PlanOptions
+from .plan_cache import DEFAULT_OPTIONS, PlanCache, max_cached_plans  # noqa: F401 (their old home)
 from .runner import LocalRunner, iteration_feeds
 from .scope import Scope, Tensor, global_scope
 from ..utils.hints import default_program_feed
@@ -74,7 +76,8 @@ class Executor:
     def __init__(self, place: CPUPlace | CUDAPlace | str | None = None) -> None:
         self.place = CPUPlace() if place is None else to_place(place)
         self._backend = backend_for(self.place)
-        self._runner = LocalRunner(self._backend)     # plain Programs
+        self._runner = LocalRunner(self._backend, DEFAULT_OPTIONS if config.plain_rewrites()
+                                   else PlanOptions())   # plain Programs: their rewrites
         self._cache = self._runner.cache      # (the runner's PlanCache, for tests and benches)
         self._owned = weakref.WeakKeyDictionary()   # Lowered.owner -> {Lowered.key: Runner}
 

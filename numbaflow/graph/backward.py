@@ -255,12 +255,16 @@ def conditional_block_grad(g):
         else:
             gblock.append_op("assign", {"X": grads[x]}, {"Out": dx})
         dxs.append(dx)
-    parent.append_op("conditional_block", {"Cond": op.inputs["Cond"], "Input": _reads(gblock)},
+    parent.append_op("conditional_block", {"Cond": op.inputs["Cond"], "Input": block_reads(gblock)},
                      {"Out": dxs}, {"sub_block": gblock, "is_scalar_condition": True})
 
 
-def _reads(block):
-    """The variables the ops of `block` read that no earlier op of it writes."""
+def block_reads(block):
+    """The variables the ops of `block` read that no earlier op of it writes, in order:
+        >>> y = static.data('x', [None, 2]) * 2.0
+        >>> [v.name for v in paddle.graph.backward.block_reads(y.block)]
+        ['x']
+    """
     produced, reads = set(), {}
     for op in block.ops:
         for v in op.input_vars():

@@ -9,7 +9,7 @@ import numbaflow as paddle
 import numbaflow.fluid as fluid
 import numbaflow.static as static
 from numbaflow.utils import unique_name
-from numbaflow.compiler.compiled_program import last_plan, passed_programs
+from numbaflow.compiler.compiled_program import last_plan, passed_programs, replicas
 
 pytestmark = pytest.mark.usefixtures("fresh_graph_state")
 
@@ -98,8 +98,7 @@ def test_every_replica_holds_the_same_parameters():
     exe, s1, _ = two_scopes(startup)
     c = parallel(main, loss, 3)
     exe.run(c, feed=batch(9), fetch_list=[loss], scope=s1)
-    runner = next(iter(c._runners.values()))
-    for scope in runner.scopes[1:]:
+    for scope in [r.scope for r in replicas(c)][1:]:
         for p in main.all_parameters():
             np.testing.assert_array_equal(scope.get(p.name), s1.get(p.name))
 
@@ -360,16 +359,17 @@ def test_reduce_equals_allreduce_and_state_lives_on_owners(opt, fuse_broadcast):
         exe.run(red, feed=f, fetch_list=[loss], scope=s1)
         exe.run(allr, feed=f, fetch_list=[loss], scope=s2)
     assert_params_close(params(main, s1), params(main, s2), rtol=1e-6)
-    runner = next(iter(red._runners.values()))
-    for i, program in enumerate(runner.programs):
-        updated = {op.input("Param")[0] for op in program.global_block().ops
+    devices = replicas(red)
+    for r in devices:
+        updated = {op.input("Param")[0] for op in r.program.global_block().ops
                    if op.type in ("sgd", "adam")}
-        assert updated == {p for p, o in runner.owners.items() if o == i}
-    assert set(runner.owners.values()) == {0, 1}
+        assert updated == r.updates
+    assert all(r.updates for r in devices) and not devices[0].updates & devices[1].updates
+    assert devices[0].updates | devices[1].updates == {p.name for p in main.all_parameters()}
     if opt == "adam":      # moments of a parameter owned by device 1 never enter device 0's plan
-        p1 = next(p for p, o in runner.owners.items() if o == 1)
+        p1 = next(iter(devices[1].updates))
         moments = {n for n in s1.local_var_names() if n.startswith(p1) and "moment" in n}
-        plan0 = runner.last_plans[0]
+        plan0, = devices[0].plans
         assert moments and not moments & {v.name for v in plan0.buffers}
         # ... while the user's scope still holds them, updated (a checkpoint is complete)
         for n in moments:

@@ -10,8 +10,6 @@ import shutil
 import socket
 import struct
 import subprocess
-import sys
-import textwrap
 import tracemalloc
 
 import numpy as np
@@ -22,7 +20,8 @@ import numbaflow.static as static
 from numbaflow.formats import paddle_model, paddle_proto
 from numbaflow.graph.serialize import FileFormatError
 from numbaflow.persistence import paddle_pickle
-from locations import ROOT, TESTS
+from child import run_script
+from locations import TESTS
 
 pytestmark = pytest.mark.usefixtures("fresh_graph_state")
 
@@ -40,27 +39,11 @@ def model_dir(tmp_path, model_src=None, params_src=None):
     return str(tmp_path / "m")
 
 
-def load_in_child(prefix, what="static.load_inference_model(prefix, "
-                                "static.Executor(paddle.CPUPlace()))"):
-    """Run the load in a child with 3 GiB of address space and 40 s: (exit code, output)."""
-    code = textwrap.dedent(f"""
-        import resource, sys
-        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
-        import numbaflow as paddle, numbaflow.static as static
-        from numbaflow.graph.serialize import FileFormatError
-        prefix = {prefix!r}
-        try:
-            {what}
-        except FileFormatError as e:
-            print("REFUSED", e)
-            sys.exit(0)
-        print("LOADED")
-        sys.exit(3)
-    """)
-    env = dict(os.environ, PYTHONPATH=ROOT)
+def load_in_child(prefix, what="inference_model"):
+    """Run tests/scripts/load_under_memory_limit.py (3 GiB of address space) for 40 s:
+    (exit code, output)."""
     try:
-        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                           timeout=40, env=env)
+        p = run_script("load_under_memory_limit", prefix, what, timeout=40, check=False)
     except subprocess.TimeoutExpired:
         pytest.fail("the load hung (40 s)")
     return p.returncode, p.stdout + p.stderr
@@ -94,7 +77,7 @@ def test_a_fifo_is_refused_not_waited_on(tmp_path, which):
 def test_a_checkpoint_that_is_a_fifo_is_refused(tmp_path):
     fifo = str(tmp_path / "ck.pdparams")
     os.mkfifo(fifo)
-    rc, out = load_in_child(str(tmp_path / "ck"), "static.load_program_state(prefix)")
+    rc, out = load_in_child(str(tmp_path / "ck"), "program_state")
     assert rc == 0, out
     assert "FIFO" in out and "ck.pdparams" in out, out
 

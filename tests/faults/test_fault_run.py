@@ -15,6 +15,7 @@ import numbaflow.nn.functional as F
 import numbaflow.static as static
 from numbaflow.utils import unique_name
 from numbaflow.executor.executor import cached_plans
+from numbaflow.compiler.compiled_program import replicas
 
 pytestmark = pytest.mark.usefixtures("fresh_graph_state")
 
@@ -368,8 +369,7 @@ def test_every_plan_cache_is_bounded(monkeypatch):
         exe.run(dp, feed=f, fetch_list=[loss], scope=scope)
     assert len(cached_plans(exe)) == 4
     assert len(compiled._cache) == 4
-    runner, = dp._runners.values()
-    assert [len(c) for c in runner.device_caches] == [4, 4]
+    assert [len(r.plans) for r in replicas(dp)] == [4, 4]
 
 
 @pytest.mark.slow

@@ -15,29 +15,28 @@ import pytest
 import numbaflow as paddle
 from numbaflow import static
 from numbaflow.bench import models
-from numbaflow.executor.plan import PlanOptions
-from numbaflow.executor.plan_cache import DEFAULT_OPTIONS
 from numbaflow.compiler.compiled_program import passed_programs
 from numbaflow.executor.executor import last_plan
 
 FLAGS = ("fuse_conv_bias", "fold_conv_batch_norm")
 
 
-def _plain_options(fuse):
-    """A plain Program's plan options with its default-on rewrites (the executor's), or
-    none (the unrewritten reference)."""
-    return DEFAULT_OPTIONS if fuse else PlanOptions()
+def _executor(fuse):
+    """An Executor whose plain-Program plans get the default-on rewrites, or (`fuse`
+    False: NUMBAFLOW_PLAIN_REWRITES=0) none: the unrewritten reference."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("NUMBAFLOW_PLAIN_REWRITES", "1" if fuse else "0")
+        return static.Executor(paddle.CPUPlace())
 
 
-def _prog(exe, main, fuse, compiled):
+def _prog(main, fuse, compiled):
     """`main` as run: a CompiledProgram with both flags = `fuse`, or the plain program
-    with the lowering's rewrite = `fuse`."""
+    (run by `_executor(fuse)`)."""
     if compiled:
         bs = static.BuildStrategy()
         for f in FLAGS:
             setattr(bs, f, fuse)
         return static.CompiledProgram(main, build_strategy=bs)
-    exe._runner.options = _plain_options(fuse)
     return main
 
 
@@ -51,9 +50,9 @@ def _train_cnn(fuse, compiled, steps=4):
     paddle.enable_static()
     paddle.seed(0)
     built = models.cnn_program(paddle)
-    exe, scope = static.Executor(paddle.CPUPlace()), static.Scope()
+    exe, scope = _executor(fuse), static.Scope()
     exe.run(built.startup, scope=scope)
-    prog = _prog(exe, built.main, fuse, compiled)
+    prog = _prog(built.main, fuse, compiled)
     losses = [float(exe.run(prog, feed=models.batch("cnn", s), fetch_list=[built.loss],
                             scope=scope)[0]) for s in range(steps)]
     return np.array(losses), _ops(exe, prog, compiled), prog
@@ -99,9 +98,9 @@ def test_conv_bias_relu_fused_with_input_gradient(compiled):
     for fuse in (False, True):
         paddle.seed(0)
         main, startup, _, loss, dx = _conv_relu_program()
-        exe, scope = static.Executor(paddle.CPUPlace()), static.Scope()
+        exe, scope = _executor(fuse), static.Scope()
         exe.run(startup, scope=scope)
-        prog = _prog(exe, main, fuse, compiled)
+        prog = _prog(main, fuse, compiled)
         got = [exe.run(prog, feed={"x": x}, fetch_list=[loss, dx], scope=scope)
                for _ in range(3)]
         runs[fuse] = got, _ops(exe, prog, compiled)
@@ -119,7 +118,7 @@ def test_fetched_conv_output_blocks_the_fusion():
     main, startup, c, loss, _ = _conv_relu_program()
     exe, scope = static.Executor(paddle.CPUPlace()), static.Scope()
     exe.run(startup, scope=scope)
-    prog = _prog(exe, main, True, True)
+    prog = _prog(main, True, True)
     x = np.ones((2, 2, 6, 6), np.float32)
     exe.run(prog, feed={"x": x}, fetch_list=[loss, c], scope=scope)
     assert _ops(exe, prog, True)["fused_conv2d"] == 0
@@ -150,8 +149,8 @@ def test_inference_program_folds_batch_norm_at_run_time(compiled):
               for i, (n, a) in enumerate(trained.items())}
     outs = {}
     for fuse in (False, True):
-        e = static.Executor(paddle.CPUPlace())
-        prog = _prog(e, test, fuse, compiled)
+        e = _executor(fuse)
+        prog = _prog(test, fuse, compiled)
         outs[fuse] = []
         for values in (trained, loaded):
             for n, a in values.items():
@@ -189,8 +188,7 @@ def test_train_digits_cnn_is_fused_in_training_and_folded_in_its_test_program(mo
         paddle.seed(0)
         main, startup, test, loss, _ = train_digits.build_programs(
             argparse.Namespace(model="cnn", lr=0.01))
-        exe, scope = static.Executor(paddle.CPUPlace()), static.Scope()
-        exe._runner.options = _plain_options(fuse)
+        exe, scope = _executor(fuse), static.Scope()
         exe.run(startup, scope=scope)
         got = [float(exe.run(main, feed=feed, fetch_list=[loss], scope=scope)[0])
                for _ in range(3)]

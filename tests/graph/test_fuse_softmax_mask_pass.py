@@ -10,18 +10,18 @@ import pytest
 
 import numbaflow as paddle
 from numbaflow import static
-from numbaflow.executor.plan import PlanOptions
-from numbaflow.executor.plan_cache import DEFAULT_OPTIONS
 from numbaflow.compiler.compiled_program import passed_programs
 from numbaflow.executor.executor import last_plan
 
 import paddle_gpt
 
 
-def _plain_options(fuse):
-    """A plain Program's plan options with its default-on rewrites (the executor's), or
-    none (the unrewritten reference)."""
-    return DEFAULT_OPTIONS if fuse else PlanOptions()
+def _executor(fuse):
+    """An Executor whose plain-Program plans get the default-on rewrites, or (`fuse`
+    False: NUMBAFLOW_PLAIN_REWRITES=0) none: the unrewritten reference."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("NUMBAFLOW_PLAIN_REWRITES", "1" if fuse else "0")
+        return static.Executor(paddle.CPUPlace())
 
 
 def _build():
@@ -32,14 +32,13 @@ def _build():
 def _train(fuse, compiled, steps=8):
     """Losses of `steps` AdamW steps of tests/paddle_gpt.py's GPT, and the ops run."""
     main, startup, _, loss, _, sched = _build()
-    exe, scope = static.Executor(paddle.CPUPlace()), static.Scope()
+    exe, scope = _executor(fuse), static.Scope()
     exe.run(startup, scope=scope)
     if compiled:
         bs = static.BuildStrategy()
         bs.fuse_softmax_mask = fuse
         prog = static.CompiledProgram(main, build_strategy=bs)
     else:
-        exe._runner.options = _plain_options(fuse)
         prog = main
     losses = []
     for tokens, labels in paddle_gpt.batches(steps):
@@ -137,8 +136,7 @@ def test_a_full_shape_mask_added_first_is_still_the_mask():
     fused = [op for op in last_plan(exe).ops if op.type == "fused_softmax_mask"]
     assert len(fused) == 1 and fused[0].attrs["scale"] == 0.5
     np.testing.assert_allclose(a, _numpy_attention(q), rtol=1e-5, atol=1e-7)
-    exe._runner.options = _plain_options(False)
-    g_ref, = exe.run(main, feed={"q": q}, fetch_list=[dq])
+    g_ref, = _executor(False).run(main, feed={"q": q}, fetch_list=[dq])
     np.testing.assert_allclose(g, g_ref, rtol=1e-5, atol=1e-7)
 
 

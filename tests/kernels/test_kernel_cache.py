@@ -14,6 +14,7 @@ import pytest
 
 from numbaflow import config
 from numbaflow.kernels.codegen import cache
+from child import script_command, script_env
 
 
 @pytest.fixture
@@ -204,26 +205,17 @@ def test_planted_files_never_run_in_a_real_program(tmp_path):
     """End to end: every cached kernel of a training step is replaced by a planted file
     (same name); the next process computes the right numbers and never runs the plants."""
     marker = tmp_path / "planted_code_ran"
-    child = ("import numpy as np, numbaflow as paddle, numbaflow.static as static\n"
-             "main, startup = static.Program(), static.Program()\n"
-             "with static.program_guard(main, startup):\n"
-             "    x = static.data('x', [None, 3])\n"
-             "    y = paddle.nn.functional.sigmoid(x) * 3.0 + x\n"
-             "out, = static.Executor().run(main, feed={'x': np.ones((2, 3), np.float32)},"
-             " fetch_list=[y])\n"
-             "assert np.allclose(out, 3 / (1 + np.exp(-1.0)) + 1), out\n"
-             "print('ok')\n")
-    env = dict(os.environ, NUMBAFLOW_CACHE_DIR=str(tmp_path / "cache"))
+    env = script_env(NUMBAFLOW_CACHE_DIR=str(tmp_path / "cache"))
     env.pop("NUMBAFLOW_LOG_LEVEL", None)
-    first = subprocess.run([sys.executable, "-c", child], env=env, capture_output=True,
-                           text=True, timeout=300)
+    first = subprocess.run(script_command("sigmoid_program"), env=env,
+                           capture_output=True, text=True, timeout=300)
     assert first.returncode == 0 and "ok" in first.stdout, first.stderr
     entries = list((tmp_path / "cache").glob("nfk_*.py"))
     assert entries
     for p in entries:
-        p.write_text(f"open({str(marker)!r}, 'w').close()\nkernel = None\n")
-    second = subprocess.run([sys.executable, "-c", child], env=env, capture_output=True,
-                            text=True, timeout=300)
+        p.write_text(f"open({str(marker)!r}, 'w').close()\nkernel = None\n", encoding="utf-8")
+    second = subprocess.run(script_command("sigmoid_program"), env=env,
+                            capture_output=True, text=True, timeout=300)
     assert second.returncode == 0 and "ok" in second.stdout, second.stderr
     assert not marker.exists()
     assert second.stderr.count("does not match its name") == len(entries)

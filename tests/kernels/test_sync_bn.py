@@ -14,7 +14,7 @@ from numbaflow.graph.verify import verify
 from numbaflow.kernels import get_op_def, run_op
 from numbaflow.kernels.registry import ConcreteOp, InferContext, VarInfo
 from numbaflow.utils import unique_name
-from numbaflow.compiler.compiled_program import passed_programs
+from numbaflow.compiler.compiled_program import passed_programs, replicas
 from simulator import run_sim
 
 pytestmark = pytest.mark.usefixtures("fresh_graph_state")
@@ -118,9 +118,8 @@ def test_without_sync_bn_d_devices_differ_from_one_device():
 
 def test_running_statistics_stay_identical_on_every_device():
     compiled, *_ = train_both(3, 7, sync=True, steps=2)
-    runner, = compiled._runners.values()
     for name in ("batch_norm_0.w_1", "batch_norm_0.w_2"):
-        values = [s.get(name) for s in runner.scopes]
+        values = [r.scope.get(name) for r in replicas(compiled)]
         for v in values[1:]:
             np.testing.assert_array_equal(v, values[0], err_msg=name)
 

@@ -10,6 +10,7 @@ import numpy as np
 import numbaflow as paddle
 import numbaflow.distributed as dist
 import numbaflow.static as static
+from numbaflow.compiler.compiled_program import replicas
 from numbaflow.utils import unique_name
 
 out_dir = sys.argv[1]
@@ -35,9 +36,9 @@ batches = [{"x": rng.standard_normal((9, 6)).astype(np.float32),
             "y": rng.integers(0, 3, (9, 1)).astype(np.int64)} for _ in range(3)]
 for b in batches:
     exe.run(c, feed={k: np.array_split(v, size)[rank] for k, v in b.items()}, fetch_list=[loss])
-runner = next(iter(c._runners.values()))
-owned_elsewhere = [p for p, o in runner.owners.items() if o != rank]
-assert owned_elsewhere, runner.owners
+mine, = replicas(c)
+owned_elsewhere = [p.name for p in main.all_parameters() if p.name not in mine.updates]
+assert owned_elsewhere and mine.updates, mine.updates
 path = os.path.join(out_dir, f"rank{rank}")
 static.save(main, path)                      # every rank: a collective gather first
 

@@ -294,33 +294,27 @@ def _as3(a, is_x):
     return a.reshape((numel(b),) + m)
 
 
-def _matmul_cpu(cop):
-    tx, ty = cop.attrs["trans_x"], cop.attrs["trans_y"]
-    xs, ys = cop.input("X").shape, cop.input("Y").shape
-    batch, xm, ym, _ = _matmul_shapes(xs, ys, tx, ty, ValueError)
-    ix = _batch_index(_as_matrix(xs, True)[0], batch)
-    iy = _batch_index(_as_matrix(ys, False)[0], batch)
+def _matmul_factory(product):
+    """A matmul factory body: `product(x3, y3, out3, ix, iy, tx, ty)` -> the thunk, over
+    (batch, rows, cols) views of X, Y and Out and each product's batch indexes."""
+    def factory(cop):
+        tx, ty = cop.attrs["trans_x"], cop.attrs["trans_y"]
+        xs, ys = cop.input("X").shape, cop.input("Y").shape
+        batch, xm, ym, _ = _matmul_shapes(xs, ys, tx, ty, ValueError)
+        ix = _batch_index(_as_matrix(xs, True)[0], batch)
+        iy = _batch_index(_as_matrix(ys, False)[0], batch)
 
-    def bind(ins, outs):
-        x3, y3 = _as3(ins["X"][0], True), _as3(ins["Y"][0], False)
-        out3 = outs["Out"][0].reshape((len(ix), xm[0], ym[1]))
-        return batched_call(x3, y3, out3, ix, iy, tx and len(xs) > 1, ty and len(ys) > 1,
-                            blas_scalars(out3.dtype))
-    return bind
+        def bind(ins, outs):
+            x3, y3 = _as3(ins["X"][0], True), _as3(ins["Y"][0], False)
+            out3 = outs["Out"][0].reshape((len(ix), xm[0], ym[1]))
+            return product(x3, y3, out3, ix, iy, tx and len(xs) > 1, ty and len(ys) > 1)
+        return bind
+    return factory
 
 
-def _matmul_gpu(cop):
-    tx, ty = cop.attrs["trans_x"], cop.attrs["trans_y"]
-    xs, ys = cop.input("X").shape, cop.input("Y").shape
-    batch, xm, ym, _ = _matmul_shapes(xs, ys, tx, ty, ValueError)
-    ix = _batch_index(_as_matrix(xs, True)[0], batch)
-    iy = _batch_index(_as_matrix(ys, False)[0], batch)
-
-    def bind(ins, outs):
-        x3, y3 = _as3(ins["X"][0], True), _as3(ins["Y"][0], False)
-        out3 = outs["Out"][0].reshape((len(ix), xm[0], ym[1]))
-        return gemm_thunk(x3, y3, out3, ix, iy, tx and len(xs) > 1, ty and len(ys) > 1)
-    return bind
+_matmul_cpu = _matmul_factory(lambda x3, y3, out3, *rest: batched_call(
+    x3, y3, out3, *rest, blas_scalars(out3.dtype)))
+_matmul_gpu = _matmul_factory(gemm_thunk)
 
 
 def _matmul_grad_rule(g):

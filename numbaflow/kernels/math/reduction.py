@@ -131,13 +131,16 @@ def _reduce_infer(ctx):
     return {"Out": VarInfo(shape, dtype)}
 
 
-def _reduce_cpu(cop):
-    kind = _KIND[cop.type]
-    shape = cop.input("X").shape
+def _reduce_geometry(cop):
+    """(kind, X's shape, the reduced axes, their (A, R, C) view or None, integer sum)."""
+    kind, shape = _KIND[cop.type], cop.input("X").shape
     axes = reduce_axes(shape, cop.attrs)
-    arc = arc_view(shape, axes)
-
     ints = cop.input("X").dtype.kind in "biu" and kind in (SUM, MEAN)
+    return kind, shape, axes, arc_view(shape, axes), ints
+
+
+def _reduce_cpu(cop):
+    kind, shape, axes, arc, ints = _reduce_geometry(cop)
 
     def bind(ins, outs):
         x, out = ins["X"][0], outs["Out"][0]
@@ -161,11 +164,7 @@ def _gathered(fn, src, scratch, perm):
 
 
 def _reduce_gpu(cop):
-    kind = _KIND[cop.type]
-    shape = cop.input("X").shape
-    axes = reduce_axes(shape, cop.attrs)
-    arc = arc_view(shape, axes)
-    ints = cop.input("X").dtype.kind in "biu" and kind in (SUM, MEAN)
+    kind, shape, axes, arc, ints = _reduce_geometry(cop)
 
     def bind(ins, outs):
         from numba import cuda

@@ -16,7 +16,7 @@ import functools
 from numba import float64, njit
 
 from ..gpu import gpu_util
-from .conv_gpu import launch as _launch
+from .conv_gpu import launch as _launch, split_nchw
 
 cuda = None   # numba.cuda, bound by `kernels()` on first use
 
@@ -104,6 +104,7 @@ def cpu_backward(nhwc, is_max):
 def kernels():
     global cuda
     from numba import cuda
+    nchw = cuda.jit(device=True)(split_nchw)
 
     @cuda.jit(device=True)
     def dbin(o, size, osize):
@@ -114,12 +115,7 @@ def kernels():
         N, C, H, W = shape
         OH, OW = oshape[2], oshape[3]
         for o in range(cuda.grid(1), out.size, cuda.gridsize(1)):
-            ow = o % OW
-            t = o // OW
-            oh = t % OH
-            t //= OH
-            c = t % C
-            n = t // C
+            n, c, oh, ow = nchw(o, C, OH, OW)
             base = n * xs[0] + c * xs[1]
             oi = n * os[0] + c * os[1] + oh * os[2] + ow * os[3]
             hs, he = dbin(oh, H, OH)
@@ -143,12 +139,7 @@ def kernels():
         N, C, H, W = shape
         OH, OW = oshape[2], oshape[3]
         for o in range(cuda.grid(1), dx.size, cuda.gridsize(1)):
-            w_ = o % W
-            t = o // W
-            h_ = t % H
-            t //= H
-            c = t % C
-            n = t // C
+            n, c, h_, w_ = nchw(o, C, H, W)
             base = n * xs[0] + c * xs[1]
             obase = n * os[0] + c * os[1]
             xi = base + h_ * xs[2] + w_ * xs[3]

@@ -8,14 +8,17 @@ half first, dilations 1) or 'VALID' (no padding) overrides it, as in Paddle.
 
 CPU: vol2col + GEMM, per (sample, group): the receptive fields of a sample's group are
 unrolled into a (Cg * kd * kh * kw, OD * OH * OW) columns buffer (out-of-input cells 0)
-and multiplied by the group's filters with `np.dot`; the gradient multiplies Output@GRAD
+and multiplied by the group's filters with gemm_cpu.gemm (numpy's CBLAS, as every other
+CPU product); the gradient multiplies Output@GRAD
 by the columns (dFilter) and by the filters, folding the columns back (col2vol, dInput).
-NDHWC buffers are run through NCDHW copies. The CUDA kernels are in conv3d_gpu.py.
+NDHWC buffers are run through NCDHW copies. The CUDA kernels are conv2d's (conv_gpu.py,
+rank-generic).
 """
 import numpy as np
 from numba import njit
 
-from . import conv3d_gpu
+from . import conv_gpu
+from ..math.gemm_cpu import blas_scalars, gemm
 from ..registry import NO_GRAD, OpDef, Slot, VarInfo, register_op
 
 FORMATS = ("NCDHW", "NDHWC")
@@ -170,30 +173,36 @@ def _layout(x, w, d, last, groups):
 def conv3d_forward(x, w, out, last, groups, geo):
     x, w3, osp = _layout(x, w, out, last, groups)
     o = _ncdhw(out, last)
+    oc = o if o.flags.c_contiguous else np.empty(o.shape, o.dtype)   # NDHWC: a copy back
     cg, mg = x.shape[1] // groups, w3.shape[1]
     cols = np.empty((w3.shape[2], int(np.prod(osp))), x.dtype)
+    o4, ab = oc.reshape(oc.shape[0], groups, mg, cols.shape[1]), blas_scalars(x.dtype)
     for n in range(x.shape[0]):
         for g in range(groups):
             vol2col(x[n, g * cg:(g + 1) * cg], cols, False, *osp, *geo)
-            o[n, g * mg:(g + 1) * mg] = np.dot(w3[g], cols).reshape((mg,) + osp)
+            gemm(w3[g], cols, o4[n, g], False, False, ab)
+    if oc is not o:
+        o[...] = oc
 
 
 def conv3d_backward(x, w, d, dx, dw, last, groups, geo):
     x, w3, osp = _layout(x, w, d, last, groups)
     d = np.ascontiguousarray(_ncdhw(d, last))
     cg, mg = x.shape[1] // groups, w3.shape[1]
-    d4 = d.reshape(d.shape[0], groups, mg, -1)
+    d4, ab = d.reshape(d.shape[0], groups, mg, -1), blas_scalars(x.dtype)
     cols = np.empty((w3.shape[2], d4.shape[3]), x.dtype)
     dxc = np.zeros(x.shape, x.dtype) if dx is not None else None
     dw3 = np.zeros(w3.shape, x.dtype) if dw is not None else None
+    dwg = np.empty(w3.shape[1:], x.dtype)       # one (sample, group)'s dFilter
     for n in range(x.shape[0]):
         for g in range(groups):
             if dw3 is not None:
                 vol2col(x[n, g * cg:(g + 1) * cg], cols, False, *osp, *geo)
-                dw3[g] += np.dot(d4[n, g], cols.T)
+                gemm(d4[n, g], cols, dwg, False, True, ab)
+                dw3[g] += dwg
             if dxc is not None:
-                vol2col(dxc[n, g * cg:(g + 1) * cg], np.dot(w3[g].T, d4[n, g]), True, *osp,
-                        *geo)
+                gemm(w3[g], d4[n, g], cols, True, False, ab)
+                vol2col(dxc[n, g * cg:(g + 1) * cg], cols, True, *osp, *geo)
     if dxc is not None:
         _ncdhw(dx, last)[...] = dxc
     if dw3 is not None:
@@ -224,11 +233,13 @@ def _grad_cpu(cop):
 
 
 def _gpu(cop):
-    return conv3d_gpu.forward(*geometry(cop))
+    last, _, geo = geometry(cop)
+    return conv_gpu.conv_forward(geo, False, last=last)
 
 
 def _grad_gpu(cop):
-    return conv3d_gpu.backward(*geometry(cop))
+    last, _, geo = geometry(cop)
+    return conv_gpu.conv_backward(geo, False, last=last)
 
 
 # ---------------------------------------------------------------- registration

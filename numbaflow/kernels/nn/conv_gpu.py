@@ -38,6 +38,16 @@ def dims(n):
     return gpu_util.launch_dims(n, min(gpu_util.THREADS, max(32, -(-n // 32) * 32)))
 
 
+def split_nchw(o, C, H, W):
+    """(n, c, h, w) of element o of a row-major [N, C, H, W]: a CUDA device function in
+    the kernel builders that index by position (`cuda.jit(device=True)(split_nchw)`)."""
+    w = o % W
+    t = o // W
+    h = t % H
+    t //= H
+    return t // C, t % C, h, w
+
+
 def launch(kernel, n, *args):
     """A thunk launching the grid-stride `kernel` over n items with `args`."""
     return functools.partial(kernel[dims(n)], *args)
@@ -47,107 +57,124 @@ def launch(kernel, n, *args):
 def kernels():
     global cuda
     from numba import cuda
+    nchw = cuda.jit(device=True)(split_nchw)
 
     # ------------------------------------------------------------ convolution
+    # x / w / out are flat; xshape, oshape are the (n, c, d, h, w) shapes of the input-
+    # and output-shaped buffers and xs, os their element strides (2-D: d == 1; NDHWC and
+    # NCDHW run the same code); w is [M, C / groups, kd, kh, kw]; geo = conv_geometry's.
+    @cuda.jit(device=True)
+    def split(o, shape):
+        """(n, c, d, h, w) of element o, row-major over the NCDHW-ordered shape."""
+        w = o % shape[4]
+        t = o // shape[4]
+        h = t % shape[3]
+        t //= shape[3]
+        d = t % shape[2]
+        t //= shape[2]
+        return t // shape[1], t % shape[1], d, h, w
+
+    @cuda.jit(device=True)
+    def at(s, n, c, d, h, w):
+        return n * s[0] + c * s[1] + d * s[2] + h * s[3] + w * s[4]
+
     @cuda.jit(cache=True)
-    def conv_fwd(x, w, out, sh, sw, pt, pl, dil_h, dil_w, relu, mul, add, epi, act):
-        N, C, H, W = x.shape
-        M, Cg, KH, KW = w.shape
-        OH, OW = out.shape[2], out.shape[3]
-        Mg = M // (C // Cg)
+    def conv_fwd(x, w, out, xshape, oshape, xs, os, groups, geo, relu, mul, add, epi, act):
+        kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw = geo
+        C, D, H, W = xshape[1], xshape[2], xshape[3], xshape[4]
+        Cg, Mg = C // groups, oshape[1] // groups
         for o in range(cuda.grid(1), out.size, cuda.gridsize(1)):
-            ow = o % OW
-            t = o // OW
-            oh = t % OH
-            t //= OH
-            m = t % M
-            n = t // M
+            n, m, a, b, e = split(o, oshape)
             c0 = (m // Mg) * Cg
             acc = 0.0
             for cc in range(Cg):
-                for i in range(KH):
-                    ih = oh * sh - pt + i * dil_h
-                    if ih < 0 or ih >= H:
+                for i in range(kd):
+                    z = a * sd - pd + i * dd
+                    if z < 0 or z >= D:
                         continue
-                    for j in range(KW):
-                        iw = ow * sw - pl + j * dil_w
-                        if iw >= 0 and iw < W:
-                            v = float64(x[n, c0 + cc, ih, iw])
-                            if relu and not v > 0:
-                                v = 0.0
-                            acc += v * float64(w[m, cc, i, j])
+                    for j in range(kh):
+                        y = b * sh - ph + j * dh
+                        if y < 0 or y >= H:
+                            continue
+                        for l in range(kw):
+                            u = e * sw - pw + l * dw
+                            if u >= 0 and u < W:
+                                v = float64(x[at(xs, n, c0 + cc, z, y, u)])
+                                if relu and not v > 0:
+                                    v = 0.0
+                                acc += v * float64(w[(((m * Cg + cc) * kd + i) * kh + j) * kw + l])
             if epi == 2:            # the epilogue: conv.epilogue's modes
                 acc = acc * float64(mul[m])
             if epi > 0:
                 acc += float64(add[m])
             if act and not acc > 0:
                 acc = 0.0
-            out[n, m, oh, ow] = acc
+            out[at(os, n, m, a, b, e)] = acc
 
     @cuda.jit(cache=True)
-    def conv_dinput(x, w, d, dx, sh, sw, pt, pl, dil_h, dil_w, relu, fwd_out, act):
-        N, C, H, W = dx.shape
-        M, Cg, KH, KW = w.shape
-        OH, OW = d.shape[2], d.shape[3]
-        Mg = M // (C // Cg)
+    def conv_dinput(x, w, d, dx, xshape, oshape, xs, os, groups, geo, relu, fwd_out, act):
+        # a gather over the output positions whose window covers the element
+        kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw = geo
+        OD, OH, OW = oshape[2], oshape[3], oshape[4]
+        Cg, Mg = xshape[1] // groups, oshape[1] // groups
         for o in range(cuda.grid(1), dx.size, cuda.gridsize(1)):
-            iw = o % W
-            t = o // W
-            ih = t % H
-            t //= H
-            c = t % C
-            n = t // C
-            if relu and not x[n, c, ih, iw] > 0:
-                dx[n, c, ih, iw] = 0.0
+            n, c, z, y, u = split(o, xshape)
+            xi = at(xs, n, c, z, y, u)
+            if relu and not x[xi] > 0:
+                dx[xi] = 0.0
                 continue
             g = c // Cg
             cc = c - g * Cg
             acc = 0.0
-            for i in range(KH):
-                th = ih + pt - i * dil_h          # = oh * sh for the rows covering ih
-                if th < 0 or th % sh != 0 or th // sh >= OH:
+            for i in range(kd):
+                ta = z + pd - i * dd             # = a * sd for the output planes covering z
+                if ta < 0 or ta % sd != 0 or ta // sd >= OD:
                     continue
-                oh = th // sh
-                for j in range(KW):
-                    tw = iw + pl - j * dil_w
-                    if tw < 0 or tw % sw != 0 or tw // sw >= OW:
+                for j in range(kh):
+                    tb = y + ph - j * dh
+                    if tb < 0 or tb % sh != 0 or tb // sh >= OH:
                         continue
-                    ow = tw // sw
-                    for mm in range(Mg):
-                        m = g * Mg + mm
-                        if not act or fwd_out[n, m, oh, ow] > 0:     # act: relu's mask
-                            acc += float64(w[m, cc, i, j]) * float64(d[n, m, oh, ow])
-            dx[n, c, ih, iw] = acc
+                    for l in range(kw):
+                        te = u + pw - l * dw
+                        if te < 0 or te % sw != 0 or te // sw >= OW:
+                            continue
+                        for mm in range(Mg):
+                            m = g * Mg + mm
+                            oi = at(os, n, m, ta // sd, tb // sh, te // sw)
+                            if not act or fwd_out[oi] > 0:     # act: relu's mask
+                                acc += float64(w[(((m * Cg + cc) * kd + i) * kh + j) * kw + l]) * \
+                                    float64(d[oi])
+            dx[xi] = acc
 
     @cuda.jit(cache=True)
-    def conv_dfilter(x, d, dw, sh, sw, pt, pl, dil_h, dil_w, relu, fwd_out, act):
-        N, C, H, W = x.shape
-        M, Cg, KH, KW = dw.shape
-        OH, OW = d.shape[2], d.shape[3]
-        Mg = M // (C // Cg)
-        for o in range(cuda.grid(1), dw.size, cuda.gridsize(1)):
-            j = o % KW
-            t = o // KW
-            i = t % KH
-            t //= KH
-            cc = t % Cg
-            m = t // Cg
+    def conv_dfilter(x, d, dwt, xshape, oshape, xs, os, groups, geo, relu, fwd_out, act):
+        kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw = geo
+        N, C, D, H, W = xshape
+        M, OD, OH, OW = oshape[1], oshape[2], oshape[3], oshape[4]
+        Cg, Mg = C // groups, M // groups
+        wshape = (M, Cg, kd, kh, kw)
+        for o in range(cuda.grid(1), dwt.size, cuda.gridsize(1)):
+            m, cc, i, j, l = split(o, wshape)
             c = (m // Mg) * Cg + cc
             acc = 0.0
             for n in range(N):
-                for oh in range(OH):
-                    ih = oh * sh - pt + i * dil_h
-                    if ih < 0 or ih >= H:
+                for a in range(OD):
+                    z = a * sd - pd + i * dd
+                    if z < 0 or z >= D:
                         continue
-                    for ow in range(OW):
-                        iw = ow * sw - pl + j * dil_w
-                        if iw >= 0 and iw < W and (not act or
-                                                   fwd_out[n, m, oh, ow] > 0):
-                            v = float64(x[n, c, ih, iw])
-                            if relu and not v > 0:
-                                v = 0.0
-                            acc += v * float64(d[n, m, oh, ow])
-            dw[m, cc, i, j] = acc
+                    for b in range(OH):
+                        y = b * sh - ph + j * dh
+                        if y < 0 or y >= H:
+                            continue
+                        for e in range(OW):
+                            u = e * sw - pw + l * dw
+                            oi = at(os, n, m, a, b, e)
+                            if u >= 0 and u < W and (not act or fwd_out[oi] > 0):
+                                v = float64(x[at(xs, n, c, z, y, u)])
+                                if relu and not v > 0:
+                                    v = 0.0
+                                acc += v * float64(d[oi])
+            dwt[o] = acc
 
     @cuda.jit(cache=True)
     def conv_dbias(d, fwd_out, db, act):
@@ -180,12 +207,7 @@ def kernels():
         OH, OW = oshape[2], oshape[3]
         kh, kw, sh, sw, pt, pb, pl, pr = g
         for o in range(cuda.grid(1), out.size, cuda.gridsize(1)):
-            ow = o % OW
-            t = o // OW
-            oh = t % OH
-            t //= OH
-            c = t % C
-            n = t // C
+            n, c, oh, ow = nchw(o, C, OH, OW)
             base = n * xs[0] + c * xs[1]
             oi = n * os[0] + c * os[1] + oh * os[2] + ow * os[3]
             h0 = oh * sh - pt
@@ -217,12 +239,7 @@ def kernels():
         OH, OW = oshape[2], oshape[3]
         kh, kw, sh, sw, pt, pb, pl, pr = g
         for o in range(cuda.grid(1), dx.size, cuda.gridsize(1)):
-            w_ = o % W
-            t = o // W
-            h_ = t % H
-            t //= H
-            c = t % C
-            n = t // C
+            n, c, h_, w_ = nchw(o, C, H, W)
             base = n * xs[0] + c * xs[1]
             obase = n * os[0] + c * os[1]
             xi = base + h_ * xs[2] + w_ * xs[3]
@@ -268,43 +285,74 @@ def kernels():
 
 
 # ---------------------------------------------------------------- factories
+def layout(shape, last):
+    """(NCDHW-ordered shape, NCDHW-ordered element strides) of a C-contiguous buffer of a
+    4-D or 5-D shape (`last`: channels last); a 4-D one has depth 1 (stride 0)."""
+    s = gpu_util.c_strides(shape)
+    order = (0, len(shape) - 1, *range(1, len(shape) - 1)) if last else range(len(shape))
+    shape, s = [shape[i] for i in order], [s[i] for i in order]
+    if len(shape) == 4:
+        shape.insert(2, 1)
+        s.insert(2, 0)
+    return tuple(shape), tuple(s)
+
+
+def conv_frame(x_shape, w_shape, out_shape, last=False):
+    """The conv kernels' (xshape, oshape, xs, os, groups) for an input-shaped buffer, a
+    filter [M, C / groups, ...] and an output-shaped buffer."""
+    (xshape, xs), (oshape, os) = layout(x_shape, last), layout(out_shape, last)
+    return xshape, oshape, xs, os, xshape[1] // w_shape[1]
+
+
+def conv_geometry(kernel, strides, pads, dilations):
+    """The kernels' 12 window ints (kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw) from
+    the 2 or 3 per-dimension ones (paddings: those before each dimension)."""
+    lead = (1,) * (3 - len(kernel))
+    return (*lead, *kernel, *lead, *strides, *(0,) * len(lead), *pads, *lead, *dilations)
+
+
 def _geo(k):
-    return (k["sh"], k["sw"], k["pt"], k["pl"], k["dh"], k["dw"])
+    return conv_geometry((k["kh"], k["kw"]), (k["sh"], k["sw"]), (k["pt"], k["pl"]),
+                         (k["dh"], k["dw"]))
 
 
-def conv_forward(k, relu_in, epilogue=None):
-    """The gpu factory body of conv2d / depthwise_conv2d; k is conv.geometry(cop).
-    `epilogue(ins, (mul, add, epi, act) -> launch) -> [launches]`: fused_conv2d's
-    (conv_fused.py), which binds the per-channel arrays; without one, Filter stands in
-    for the unused arrays."""
+def conv_forward(k, relu_in, epilogue=None, last=False):
+    """The gpu factory body of conv2d / depthwise_conv2d / conv3d; k is conv.geometry(cop)
+    or conv3d's 12 window ints, `last` channels last. `epilogue(ins, (mul, add, epi, act)
+    -> launch) -> [launches]`: fused_conv2d's (conv_fused.py), which binds the per-channel
+    arrays; without one, Filter stands in for the unused arrays."""
+    geo = k if isinstance(k, tuple) else _geo(k)
+
     def bind(ins, outs):
-        x, w, out = ins["Input"][0], ins["Filter"][0], outs["Output"][0]
+        x, w, out, f = ins["Input"][0], ins["Filter"][0], outs["Output"][0], gpu_util.flat
+        frame = conv_frame(x.shape, w.shape, out.shape, last)
 
         def conv(mul, add, epi, act):
-            return launch(kernels().conv_fwd, out.size, x, w, out, *_geo(k), relu_in,
-                          mul, add, epi, act)
+            return launch(kernels().conv_fwd, out.size, f(x), f(w), f(out), *frame, geo,
+                          relu_in, mul, add, epi, act)
         if epilogue is None:
-            return conv(gpu_util.flat(w), gpu_util.flat(w), 0, False)
+            return conv(f(w), f(w), 0, False)
         return gpu_util.sequence(epilogue(ins, conv))
     return bind
 
 
-def conv_backward(k, relu_in, out=None, act=False):
-    """The gpu factory body of conv2d_grad / depthwise_conv2d_grad (either output may be
-    absent), and of fused_conv2d_grad: `out`, the input slot holding Output (read with
-    `act`, relu); Bias@GRAD when bound."""
+def conv_backward(k, relu_in, out=None, act=False, last=False):
+    """The gpu factory body of conv2d_grad / depthwise_conv2d_grad / conv3d_grad (either
+    output may be absent), and of fused_conv2d_grad: `out`, the input slot holding Output
+    (read with `act`, relu); Bias@GRAD when bound."""
+    geo = k if isinstance(k, tuple) else _geo(k)
+
     def bind(ins, outs):
-        x, w, d = ins["Input"][0], ins["Filter"][0], ins["Output@GRAD"][0]
+        x, w, d, f = ins["Input"][0], ins["Filter"][0], ins["Output@GRAD"][0], gpu_util.flat
         o = ins[out][0] if act else d          # d stands in when there is no relu mask
+        args = conv_frame(x.shape, w.shape, d.shape, last) + (geo, relu_in, f(o), act)
         calls = []
         if outs.get("Input@GRAD"):
             dx = outs["Input@GRAD"][0]
-            calls.append(launch(kernels().conv_dinput, dx.size, x, w, d, dx, *_geo(k), relu_in,
-                                o, act))
+            calls.append(launch(kernels().conv_dinput, dx.size, f(x), f(w), f(d), f(dx), *args))
         if outs.get("Filter@GRAD"):
             dw = outs["Filter@GRAD"][0]
-            calls.append(launch(kernels().conv_dfilter, dw.size, x, d, dw, *_geo(k), relu_in,
-                                o, act))
+            calls.append(launch(kernels().conv_dfilter, dw.size, f(x), f(d), f(dw), *args))
         if outs.get("Bias@GRAD"):
             db = outs["Bias@GRAD"][0]
             calls.append(launch(kernels().conv_dbias, db.size, d, o, db, act))

@@ -151,17 +151,19 @@ def _grad_cpu(cop):
 # ---------------------------------------------------------------- GPU (conv_gpu's kernels)
 def _gpu_geo(cop):
     a, _ = geometry(cop.attrs, cop.input("Input").shape, cop.input("Filter").shape)
-    return (a["strides"][0], a["strides"][1], a["paddings"][0], a["paddings"][2],
-            a["dilations"][0], a["dilations"][1])
+    return conv_gpu.conv_geometry(cop.input("Filter").shape[2:], a["strides"][:2],
+                                  (a["paddings"][0], a["paddings"][2]), a["dilations"][:2])
 
 
 def _gpu(cop):
+    # the transposed conv's forward is the conv's dInput gather (Output in dx's place)
     geo = _gpu_geo(cop)
 
     def bind(ins, outs):
-        x, w, out = ins["Input"][0], ins["Filter"][0], outs["Output"][0]
-        return conv_gpu.launch(conv_gpu.kernels().conv_dinput, out.size, out, w, x, out, *geo,
-                               False, x, False)
+        x, w, out, f = ins["Input"][0], ins["Filter"][0], outs["Output"][0], gpu_util.flat
+        return conv_gpu.launch(conv_gpu.kernels().conv_dinput, out.size, f(out), f(w), f(x),
+                               f(out), *conv_gpu.conv_frame(out.shape, w.shape, x.shape), geo,
+                               False, f(x), False)
     return bind
 
 
@@ -169,16 +171,17 @@ def _grad_gpu(cop):
     geo = _gpu_geo(cop)
 
     def bind(ins, outs):
-        x, w, d = ins["Input"][0], ins["Filter"][0], ins["Output@GRAD"][0]
+        x, w, d, f = ins["Input"][0], ins["Filter"][0], ins["Output@GRAD"][0], gpu_util.flat
         k, calls = conv_gpu.kernels(), []
+        frame = conv_gpu.conv_frame(d.shape, w.shape, x.shape)
         if outs.get("Input@GRAD"):
-            dx, fw = outs["Input@GRAD"][0], gpu_util.flat(w)
-            calls.append(conv_gpu.launch(k.conv_fwd, dx.size, d, w, dx, *geo, False, fw, fw,
-                                         0, False))
+            dx, fw = outs["Input@GRAD"][0], f(w)
+            calls.append(conv_gpu.launch(k.conv_fwd, dx.size, f(d), fw, f(dx), *frame, geo,
+                                         False, fw, fw, 0, False))
         if outs.get("Filter@GRAD"):
             dw = outs["Filter@GRAD"][0]
-            calls.append(conv_gpu.launch(k.conv_dfilter, dw.size, d, x, dw, *geo, False, x,
-                                         False))
+            calls.append(conv_gpu.launch(k.conv_dfilter, dw.size, f(d), f(x), f(dw), *frame,
+                                         geo, False, f(x), False))
         return gpu_util.sequence(calls)
     return bind
 

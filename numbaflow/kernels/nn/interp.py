@@ -24,7 +24,7 @@ import numpy as np
 from numba import njit
 
 from ..gpu import gpu_util
-from .conv_gpu import launch
+from .conv_gpu import launch, split_nchw
 from ..registry import NO_GRAD, OpDef, Slot, VarInfo, register_op, run_calls
 
 cuda = None   # numba.cuda, bound by `kernels()` on first use
@@ -156,17 +156,13 @@ def _grad_cpu(cop):
 def kernels():
     global cuda
     from numba import cuda
+    nchw = cuda.jit(device=True)(split_nchw)
 
     @cuda.jit(cache=True)
     def fwd(x, out, oshape, xs, os, lh, hh, a0, a1, lw, hw, b0, b1):
         C, OH, OW = oshape[1], oshape[2], oshape[3]
         for o in range(cuda.grid(1), out.size, cuda.gridsize(1)):
-            m = o % OW
-            t = o // OW
-            k = t % OH
-            t //= OH
-            c = t % C
-            n = t // C
+            n, c, k, m = nchw(o, C, OH, OW)
             b = n * xs[0] + c * xs[1]
             r0, r1, c0, c1 = lh[k] * xs[2], hh[k] * xs[2], lw[m] * xs[3], hw[m] * xs[3]
             out[n * os[0] + c * os[1] + k * os[2] + m * os[3]] = (
@@ -177,12 +173,7 @@ def kernels():
     def bwd(d, dx, oshape, xs, os, lh, hh, a0, a1, lw, hw, b0, b1):
         C, OH, OW = oshape[1], oshape[2], oshape[3]
         for o in range(cuda.grid(1), d.size, cuda.gridsize(1)):
-            m = o % OW
-            t = o // OW
-            k = t % OH
-            t //= OH
-            c = t % C
-            n = t // C
+            n, c, k, m = nchw(o, C, OH, OW)
             b = n * xs[0] + c * xs[1]
             g = d[n * os[0] + c * os[1] + k * os[2] + m * os[3]]
             r0, r1, c0, c1 = lh[k] * xs[2], hh[k] * xs[2], lw[m] * xs[3], hw[m] * xs[3]

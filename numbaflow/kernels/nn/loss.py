@@ -443,32 +443,27 @@ def _xent_grad_rule(g):
              {"X@GRAD": g.dx("X")}, dict(g.attrs))
 
 
-def _xent_grad_cpu(cop):
-    N, D = _xent_rows(cop)
-    soft, ignore = cop.attrs["soft_label"], cop.attrs["ignore_index"]
+def _xent_grad_factory(grad):
+    """cross_entropy_grad's factory body: `grad(soft, n, x, label, dy, dx, *ignore)` -> the
+    thunk, over X, dX as [N, D], Label as [N, D] (soft) or [N], dY as [N]."""
+    def factory(cop):
+        N, D = _xent_rows(cop)
+        soft, ignore = cop.attrs["soft_label"], cop.attrs["ignore_index"]
 
-    def bind(ins, outs):
-        x, lab = ins["X"][0].reshape(N, D), ins["Label"][0]
-        dy, dx = ins["Y@GRAD"][0].reshape(N), outs["X@GRAD"][0].reshape(N, D)
-        if soft:
-            return functools.partial(xent_soft_grad, x, lab.reshape(N, D), dy, dx)
-        return functools.partial(xent_hard_grad, x, lab.reshape(N), dy, dx, ignore)
-    return bind
+        def bind(ins, outs):
+            x, lab = ins["X"][0].reshape(N, D), ins["Label"][0]
+            dy, dx = ins["Y@GRAD"][0].reshape(N), outs["X@GRAD"][0].reshape(N, D)
+            if soft:
+                return grad(True, N * D, x, lab.reshape(N, D), dy, dx)
+            return grad(False, N * D, x, lab.reshape(N), dy, dx, ignore)
+        return bind
+    return factory
 
 
-def _xent_grad_gpu(cop):
-    N, D = _xent_rows(cop)
-    soft, ignore = cop.attrs["soft_label"], cop.attrs["ignore_index"]
-
-    def bind(ins, outs):
-        x, lab = ins["X"][0].reshape(N, D), ins["Label"][0]
-        dy, dx = ins["Y@GRAD"][0].reshape(N), outs["X@GRAD"][0].reshape(N, D)
-        if soft:
-            return gpu_util.launch_flat(_gk().xent_soft_grad, N * D, x, lab.reshape(N, D), dy,
-                                        dx)
-        return gpu_util.launch_flat(_gk().xent_hard_grad, N * D, x, lab.reshape(N), dy, dx,
-                                    ignore)
-    return bind
+_xent_grad_cpu = _xent_grad_factory(lambda soft, n, *args: functools.partial(
+    xent_soft_grad if soft else xent_hard_grad, *args))
+_xent_grad_gpu = _xent_grad_factory(lambda soft, n, *args: gpu_util.launch_flat(
+    _gk().xent_soft_grad if soft else _gk().xent_hard_grad, n, *args))
 
 
 _XENT_ATTRS = {"soft_label": False, "ignore_index": -100}

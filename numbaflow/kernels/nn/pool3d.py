@@ -23,8 +23,7 @@ import numpy as np
 from numba import float64, njit
 
 from ..gpu import gpu_util
-from .conv3d_gpu import layout
-from .conv_gpu import launch
+from .conv_gpu import launch, layout
 from ..registry import NO_GRAD, OpDef, Slot, VarInfo, register_op, run_calls
 
 cuda = None   # numba.cuda, bound by `kernels()` on first use

@@ -15,7 +15,7 @@ import numpy as np
 from numba import njit
 
 from ..gpu import gpu_util
-from .conv_gpu import launch
+from .conv_gpu import launch, split_nchw
 from ..registry import NO_GRAD, OpDef, Slot, VarInfo, register_op, run_calls
 
 cuda = None   # numba.cuda, bound by `kernels()` on first use
@@ -96,6 +96,7 @@ def bwd(mask, d, dx):
 def kernels():
     global cuda
     from numba import cuda
+    nchw = cuda.jit(device=True)(split_nchw)
 
     @cuda.jit(cache=True)
     def fwd_k(x, out, mask, g, adaptive):
@@ -103,12 +104,7 @@ def kernels():
         OH, OW = out.shape[2], out.shape[3]
         kh, kw, sh, sw, ph, pw = g
         for o in range(cuda.grid(1), out.size, cuda.gridsize(1)):
-            ow = o % OW
-            t = o // OW
-            oh = t % OH
-            t //= OH
-            c = t % C
-            n = t // C
+            n, c, oh, ow = nchw(o, C, OH, OW)
             if adaptive:
                 hs, he = (oh * H) // OH, -((-(oh + 1) * H) // OH)
                 ws, we = (ow * W) // OW, -((-(ow + 1) * W) // OW)

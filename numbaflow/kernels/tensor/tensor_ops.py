@@ -3,7 +3,8 @@ range, linspace, cumsum and pad (constant).
 
 where and expand_as_v2 are elementwise: declared by scalar bodies, so the
 loop templates (CPU and CUDA) and the fusion pass handle them. tril_triu, range, linspace,
-cumsum and pad need the element's position, so they have their own njit / cuda.jit loops.
+cumsum and pad need the element's position, so they have their own njit / cuda.jit loops
+(cumsum's one body, scan_lane, compiled for both).
 Integer results (range of ints, cumsum of ints) are computed in the integer dtype:
 exact, as numpy's.
 """
@@ -185,20 +186,29 @@ register_op(OpDef("linspace", (), (Slot("Out"),), _linspace_infer, _linspace_cpu
 
 
 # ---------------------------------------------------------------- cumsum
+def scan_lane(x3, o, j, exclusive, reverse, out3):
+    """out3[o, :, j] = the running sum of x3[o, :, j] (exclusive: of the elements before;
+    reverse: from the end): the CPU loop's body and a GPU thread's work, compiled for each."""
+    n = x3.shape[1]
+    acc = x3[o, 0, j] - x3[o, 0, j]     # a zero of x's dtype
+    for t in range(n):
+        i = n - 1 - t if reverse else t
+        if exclusive:
+            out3[o, i, j] = acc
+            acc += x3[o, i, j]
+        else:
+            acc += x3[o, i, j]
+            out3[o, i, j] = acc
+
+
+_scan_lane_cpu = njit(nogil=True, cache=True)(scan_lane)
+
+
 @njit(nogil=True, cache=True)
 def cumsum_kernel(x3, exclusive, reverse, out3):
-    n = x3.shape[1]
     for o in range(x3.shape[0]):
         for j in range(x3.shape[2]):
-            acc = x3[o, 0, j] - x3[o, 0, j]     # a zero of x's dtype
-            for t in range(n):
-                i = n - 1 - t if reverse else t
-                if exclusive:
-                    out3[o, i, j] = acc
-                    acc += x3[o, i, j]
-                else:
-                    acc += x3[o, i, j]
-                    out3[o, i, j] = acc
+            _scan_lane_cpu(x3, o, j, exclusive, reverse, out3)
 
 
 def _cumsum_view(shape, attrs):
@@ -353,20 +363,13 @@ def _gpu_kernels():
         for i in range(cuda.grid(1), n, cuda.gridsize(1)):
             out[i] = start + step * i if i < (n + 1) // 2 else stop - step * (n - 1 - i)
 
+    lane_scan = cuda.jit(device=True)(scan_lane)
+
     @cuda.jit(cache=True)
     def cumsum(x3, exclusive, reverse, out3):
         # one thread per (outer, inner) lane scans its n elements
-        n, inner = x3.shape[1], x3.shape[2]
+        inner = x3.shape[2]
         for lane in range(cuda.grid(1), x3.shape[0] * inner, cuda.gridsize(1)):
-            o, j = lane // inner, lane % inner
-            acc = x3[o, 0, j] - x3[o, 0, j]
-            for t in range(n):
-                i = n - 1 - t if reverse else t
-                if exclusive:
-                    out3[o, i, j] = acc
-                    acc += x3[o, i, j]
-                else:
-                    acc += x3[o, i, j]
-                    out3[o, i, j] = acc
+            lane_scan(x3, lane // inner, lane % inner, exclusive, reverse, out3)
 
     return gpu_util.Kernels(tril_triu=tril_triu, range=range_, linspace=linspace, cumsum=cumsum)
