@@ -103,6 +103,8 @@ class FuseGemmEpilogue(Rewrite):
             return None
         xn, trans_y = _product(mm)
         add, act, y, mids = found
+        if act is None:     # the bias alone: measured no gain (docs/architecture.md)
+            return None
         approximate = act is not None and bool(act.attrs.get("approximate", False))
         bwd, d, dz, gouts, gmids = _backward(block, mm, add, act, y)
         fwd = [o for o in (mm, add, act) if o is not None]

@@ -40,8 +40,12 @@ from .fused_add_act import act_grad_reads
 ACTIVATIONS = ("none", "relu", "gelu")
 ATTRS = {"x_num_col_dims": 1, "trans_y": False, "activation": "none", "approximate": False}
 CHUNKS = 4              # fixed row chunks of the bias gradient's sum
-EPILOGUE_BYTES = 1 << 19   # rows per forward block: about this many bytes of Out (L2)
-MIN_BLOCK_ROWS = 64        # fewer rows and the BLAS's repacking of Y costs more than it saves
+# Rows per forward block: about EPILOGUE_BYTES of Out, at least MIN_BLOCK_ROWS. Measured
+# (1 thread, GPT fc shapes): blocks of 64-256 rows (an L2's worth) were slower than one
+# block, the BLAS losing more on short products (repacking Y per block) than the
+# epilogue gains in cache; a block of a few MB stays in the L3 and keeps the BLAS whole.
+EPILOGUE_BYTES = 1 << 22
+MIN_BLOCK_ROWS = 64
 
 
 def activation(attrs, op="fused_gemm_epilogue"):
@@ -138,7 +142,8 @@ def _source(act, attrs, dtype, save, gpu, alias=False):
             "                s = sr[j]", "                g = dr[j]"] + bwd
     # the bias sum in a loop of its own over the row just written (in L1): one loop doing
     # both did not vectorize
-    src += [f"                zr[j] = {b_out[0]}"] if act != "none" else ["                pass"]
+    src = src[:-4] + ["            zr = dr"] if act == "none" else \
+        src + [f"                zr[j] = {b_out[0]}"]
     src += ["            for j in range(n):",
             "                acc[j] += zr[j]",
             "        c = claim(counter)"]
@@ -212,6 +217,11 @@ def _block_rows(m, n, itemsize, threads):
     return rows
 
 
+def pass_threads(m, n):
+    """Workers for the backward's pass over an m x n DOut (at most CHUNKS)."""
+    return min(CHUNKS, numba.get_num_threads()) if m * n >= (1 << 16) else 1
+
+
 def _cpu(cop):
     act = activation(cop.attrs)
     xn, ty = cop.attrs["x_num_col_dims"], bool(cop.attrs["trans_y"])
@@ -254,7 +264,7 @@ def _grad_cpu(cop):
             mod = epilogues(act, cop.attrs["approximate"], d.dtype.name, False,
                             alias=dz.ctypes.data == d2.ctypes.data)
             parts = np.empty((CHUNKS, 1, n), d.dtype)
-            T = min(CHUNKS, numba.get_num_threads()) if m * n >= (1 << 16) else 1
+            T = pass_threads(m, n)
             # act "none": dz is d; the loop writes it back unchanged
             calls.append(bind_workers(mod.backward, (saved, d2, dz, parts), [()] * T))
             if db:
