@@ -1,8 +1,8 @@
 """The fuse_gemm_epilogue pass (graph/passes/fuse_gemm_epilogue.py): the small GPT of
 numbaflow/bench/models.py trains with each MLP block's `gelu(fc(x))` in fused_gemm_epilogue,
-forward and backward (a plain Executor.run: the row is on by default), and the losses
-equal the unfused program's over a few steps; an MLP's `relu(fc(x))` through a
-CompiledProgram with the flag on and off likewise. Refused, with the reason: a fetched
+forward and backward (a CompiledProgram with BuildStrategy.fuse_gemm_epilogue; off by
+default), and the losses equal the unfused program's over a few steps; an MLP's
+`relu(fc(x))` likewise. Refused, with the reason: a fetched
 pre-activation, a matmul_v2 with trans_x. (The op: tests/op_rows/gemm_epilogue.py and
 tests/kernels/test_gemm_epilogue.py.)"""
 import collections
@@ -13,9 +13,6 @@ import numbaflow as paddle
 from numbaflow import static
 from numbaflow.bench import models
 from numbaflow.compiler.compiled_program import passed_programs
-from numbaflow.executor.executor import last_plan
-from numbaflow.executor.plan import PlanOptions
-from numbaflow.executor.plan_cache import DEFAULT_OPTIONS
 from numbaflow.graph.passes import get_pass
 
 SMALL_GPT = dict(models.GPT, batch=2, ctx=8, d_model=16, heads=2, warmup=1)
@@ -27,16 +24,22 @@ def _train_gpt(fuse, steps=3):
     built = models.gpt_program(paddle, SMALL_GPT)
     exe, scope = static.Executor(paddle.CPUPlace()), static.Scope()
     exe.run(built.startup, scope=scope)
-    exe._runner.options = DEFAULT_OPTIONS if fuse else PlanOptions()
+    bs = static.BuildStrategy()
+    bs.fuse_gemm_epilogue = fuse
+    prog = static.CompiledProgram(built.main, build_strategy=bs)
     rng = np.random.default_rng(0)
     losses = []
     for _ in range(steps):
         seq = rng.integers(0, SMALL_GPT["vocab"], (2, 9)).astype(np.int64)
         feed = {"tokens": seq[:, :-1].copy(), "target": seq[:, 1:, None].copy()}
-        losses.append(float(exe.run(built.main, feed=feed, fetch_list=[built.loss],
+        losses.append(float(exe.run(prog, feed=feed, fetch_list=[built.loss],
                                     scope=scope)[0]))
         built.scheduler.step()
-    return np.array(losses), collections.Counter(op.type for op in last_plan(exe).ops)
+    return np.array(losses), _types(prog)
+
+
+def _types(prog):
+    return collections.Counter(op.type for op in passed_programs(prog)[0].global_block().ops)
 
 
 def test_gpt_mlp_gelu_is_fused_and_trains_the_same():
@@ -63,7 +66,7 @@ def _mlp(fetch_pre=False):
     return main, startup, loss, pre
 
 
-def test_mlp_relu_through_compiled_program_flag_on_and_off():
+def test_mlp_relu_fused_and_trains_the_same():
     rng = np.random.default_rng(2)
     feed = {"x": rng.standard_normal((10, 12)).astype(np.float32),
             "y": rng.integers(0, 4, (10, 1)).astype(np.int64)}
@@ -78,8 +81,7 @@ def test_mlp_relu_through_compiled_program_flag_on_and_off():
         prog = static.CompiledProgram(main, build_strategy=bs)
         losses = [float(exe.run(prog, feed=feed, fetch_list=[loss], scope=scope)[0])
                   for _ in range(3)]
-        types = collections.Counter(op.type for op in passed_programs(prog)[0].global_block().ops)
-        runs[fuse] = np.array(losses), types
+        runs[fuse] = np.array(losses), _types(prog)
     (ref, before), (got, after) = runs[False], runs[True]
     assert before["fused_gemm_epilogue"] == 0
     assert after["fused_gemm_epilogue"] == after["fused_gemm_epilogue_grad"] == 1
