@@ -42,14 +42,14 @@ def test_forward_and_gradients_at_several_workers(workers, T, act):
     got = run_op("fused_gemm_epilogue", {"X": x, "Y": w, "Bias": b}, attrs)
     np.testing.assert_allclose(got["Out"], _ref(x, w, b, act), rtol=1e-12, atol=1e-12)
     d = RNG.standard_normal(got["Out"].shape)
-    ins = {"X": x, "Y": w, "Bias": b, "DOut": d}
+    ins = {"X": x, "Y": w, "Bias": b, "Out@GRAD": d}
     if act == "gelu":
         ins["ReserveSpace"] = got["ReserveSpace"]
     if act == "relu":
         ins["Out"] = got["Out"]
     g = run_op("fused_gemm_epilogue_grad", ins, attrs)
     eps = 1e-6
-    for name, arr, slot in (("X", x, "DX"), ("Y", w, "DY"), ("Bias", b, "DBias")):
+    for name, arr, slot in (("X", x, "X@GRAD"), ("Y", w, "Y@GRAD"), ("Bias", b, "Bias@GRAD")):
         v = RNG.standard_normal(arr.shape)
         plus, minus = (dict({"X": x, "Y": w, "Bias": b}, **{name: arr + s * eps * v})
                        for s in (1, -1))
@@ -67,8 +67,8 @@ def test_bias_gradient_is_the_same_at_every_worker_count(workers):
     for T in (1, 2, 3):
         workers(T)
         got.append(run_op("fused_gemm_epilogue_grad",
-                          {"X": x, "Y": w, "Bias": b, "DOut": d,
-                           "ReserveSpace": z["ReserveSpace"]}, {"activation": "gelu"})["DBias"])
+                          {"X": x, "Y": w, "Bias": b, "Out@GRAD": d,
+                           "ReserveSpace": z["ReserveSpace"]}, {"activation": "gelu"})["Bias@GRAD"])
     assert all((g == got[0]).all() for g in got[1:])
 
 

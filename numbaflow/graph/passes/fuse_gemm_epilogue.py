@@ -9,7 +9,7 @@ and the backward chain the gradient rules made of them (`<act>_grad -> elementwi
 -> mul_grad | matmul_v2_grad`) -> one fused_gemm_epilogue_grad, which applies the
 activation's gradient and sums the bias gradient in one pass over dOut before its two
 GEMMs: c and its gradient are never written; z (relu) or the activation's gradient gets
-DOut's buffer.
+dOut's buffer.
 
 A candidate is refused, with the reason, when the product is not a plain 2-D weight
 (mul with y_num_col_dims 1; matmul_v2 with trans_x or a batched Y); when the add is not
@@ -18,11 +18,28 @@ gradient) is fetched, persistable or read outside the chain; or when the backwar
 is not the one the gradient rules make.
 """
 from . import register_pass
-from .fuse_conv_epilogue import _grad_reader, _out, _sole_reader
 from .rewrite import Refused, Replacement, Rewrite
 
 ACTS = ("gelu", "relu")
 GRADS = {"mul": "mul_grad", "matmul_v2": "matmul_v2_grad"}
+
+
+def _sole_reader(block, var, types):
+    """The one forward op reading `var` when it is of `types`, else None."""
+    readers = [op for op in block.consumers(var) if not op.type.endswith("_grad")]
+    return readers[0] if len(readers) == 1 and readers[0].type in types else None
+
+
+def _grad_reader(block, var, gtype, slot):
+    """The `gtype` op reading `var` in `slot` (None when there is none)."""
+    found = [op for op in block.consumers(var) if op.type == gtype and op.inputs[slot][0] is var]
+    if len(found) > 1:
+        raise Refused(f"{var.name} has {len(found)} {gtype} ops")
+    return found[0] if found else None
+
+
+def _out(op, slot):
+    return (op.outputs.get(slot) or [None])[0]
 
 
 def _product(op):
@@ -60,7 +77,7 @@ def _forward(block, mm):
 
 
 def _backward(block, mm, add, act, y):
-    """(grad ops, DOut, DPreAct var or None, outputs, mids); ([], ...) without a backward."""
+    """(grad ops, dOut, DPreAct var or None, outputs, mids); ([], ...) without a backward."""
     c, z = mm.outputs["Out"][0], add.outputs["Out"][0]
     ag = _grad_reader(block, z, "gelu_grad", "X") if act is not None and act.type == "gelu" \
         else _grad_reader(block, y, "relu_grad", "Out") if act is not None else None
@@ -85,8 +102,8 @@ def _backward(block, mm, add, act, y):
             mg.inputs[s][0] is not mm.inputs[s][0] for s in ("X", "Y")):
         raise Refused(f"{dc.name} is not read by the product's {GRADS[mm.type]}")
     mids.append(dc)
-    outs = {"DX": mg.outputs.get("X@GRAD") or [], "DY": mg.outputs.get("Y@GRAD") or [],
-            "DBias": bg.outputs.get("Y@GRAD") or []}
+    outs = {"X@GRAD": mg.outputs.get("X@GRAD") or [], "Y@GRAD": mg.outputs.get("Y@GRAD") or [],
+            "Bias@GRAD": bg.outputs.get("Y@GRAD") or []}
     return [o for o in (ag, bg, mg) if o is not None], d, dz, outs, mids
 
 
@@ -126,7 +143,7 @@ class FuseGemmEpilogue(Rewrite):
         new[0].role = mm.role
         at = [mm]
         if bwd:
-            gins = dict(ins, DOut=[d])
+            gins = dict(ins, **{"Out@GRAD": [d]})
             if kind != "none":
                 gins["ReserveSpace" if kind == "gelu" else "Out"] = [z if kind == "gelu" else y]
                 gouts["DPreAct"] = [dz]

@@ -9,10 +9,11 @@ epilogue, so the CPU kernel runs the product in blocks of rows and adds Bias and
 act to each block right after the BLAS wrote it, while it is in cache; the workers claim
 blocks (workshare.py). Without ReserveSpace the epilogue runs in place in Out.
 
-fused_gemm_epilogue_grad: DPreAct = act'(pre-activation) * DOut (one pass over DOut that
-also sums DBias, in fixed row chunks so the sum does not depend on the thread count),
-then DX = DPreAct @ op(Y)^T and DY = op^-1(flatten(X)^T @ DPreAct) with the threaded GEMM
-(gemm_cpu.gemm_call). DPreAct may share DOut's buffer (declared in place). relu's gradient
+fused_gemm_epilogue_grad (slots named as numbaflow's gradients are: Out@GRAD, X@GRAD, ...;
+Paddle's DOut, DX, ...): DPreAct = act'(pre-activation) * Out@GRAD (one pass that also
+sums Bias@GRAD, in fixed row chunks so the sum does not depend on the thread count), then
+X@GRAD = DPreAct @ op(Y)^T and Y@GRAD from flatten(X)^T @ DPreAct with the threaded GEMM
+(gemm_cpu.gemm_call). DPreAct may share Out@GRAD's buffer (declared in place). relu's gradient
 reads Out (kept anyway: the next layer's input), gelu's ReserveSpace: the op keeps for
 the backward no more than the unfused mul, elementwise_add and act do.
 
@@ -142,7 +143,7 @@ def _source(act, attrs, dtype, save, gpu, alias=False):
             "                s = sr[j]", "                g = dr[j]"] + bwd
     # the bias sum in a loop of its own over the row just written (in L1): one loop doing
     # both did not vectorize
-    src = src[:-4] + ["            zr = dr"] if act == "none" else \
+    src = src[:-4] + ["            zr = dr"] if act == "none" and alias else \
         src + [f"                zr[j] = {b_out[0]}"]
     src += ["            for j in range(n):",
             "                acc[j] += zr[j]",
@@ -186,8 +187,8 @@ def _infer(ctx):
 
 
 def _grad_infer(ctx):
-    d = ctx.input("DOut")
-    return {"DX": ctx.input("X"), "DY": ctx.input("Y"), "DBias": ctx.input("Bias"),
+    d = ctx.input("Out@GRAD")
+    return {"X@GRAD": ctx.input("X"), "Y@GRAD": ctx.input("Y"), "Bias@GRAD": ctx.input("Bias"),
             "DPreAct": d}
 
 
@@ -198,10 +199,10 @@ def _grad_rule(g):
         raise ValueError("fused_gemm_epilogue with gelu and no ReserveSpace has no gradient: "
                          "give it a ReserveSpace output (the pre-activation gelu's gradient "
                          "reads)")
-    ins = {"X": g.fwd("X"), "Y": g.fwd("Y"), "Bias": g.fwd("Bias"), "DOut": g.dout("Out")}
+    ins = {"X": g.fwd("X"), "Y": g.fwd("Y"), "Bias": g.fwd("Bias"), "Out@GRAD": g.dout("Out")}
     if saved:
         ins[saved] = g.fwd(saved)
-    outs = {"DX": g.dx("X"), "DY": g.dx("Y"), "DBias": g.dx("Bias")}
+    outs = {"X@GRAD": g.dx("X"), "Y@GRAD": g.dx("Y"), "Bias@GRAD": g.dx("Bias")}
     if act != "none":
         outs["DPreAct"] = g.tmp(g.fwd("Out"))
     g.append("fused_gemm_epilogue_grad", ins, outs, dict(g.attrs))
@@ -218,28 +219,32 @@ def _block_rows(m, n, itemsize, threads):
 
 
 def pass_threads(m, n):
-    """Workers for the backward's pass over an m x n DOut (at most CHUNKS)."""
+    """Workers for the backward's pass over an m x n Out@GRAD (at most CHUNKS)."""
     return min(CHUNKS, numba.get_num_threads()) if m * n >= (1 << 16) else 1
 
 
+def _forward_operands(attrs, ins, outs, gpu):
+    """(X as (M, K), Y, Bias, where the pre-activation goes (ReserveSpace or Out), Out,
+    the epilogue module) of a forward op."""
+    act = activation(attrs)
+    x, out, res = ins["X"][0], outs["Out"][0], outs.get("ReserveSpace")
+    save = act == "gelu" and bool(res)
+    x2 = x.reshape(flat2(x.shape, attrs["x_num_col_dims"]))
+    mod = epilogues(act, attrs["approximate"], out.dtype.name, save, gpu=gpu)
+    return x2, ins["Y"][0], ins["Bias"][0], res[0] if save else out, out, mod
+
+
 def _cpu(cop):
-    act = activation(cop.attrs)
-    xn, ty = cop.attrs["x_num_col_dims"], bool(cop.attrs["trans_y"])
+    ty = bool(cop.attrs["trans_y"])
 
     def bind(ins, outs):
-        x, y, b, out = ins["X"][0], ins["Y"][0], ins["Bias"][0], outs["Out"][0]
-        res = outs.get("ReserveSpace")
-        save = act == "gelu" and bool(res)
-        x2 = x.reshape(flat2(x.shape, xn))
+        x2, y, b, z, out, mod = _forward_operands(cop.attrs, ins, outs, False)
         m, n = x2.shape[0], b.shape[0]
-        o2 = out.reshape(m, n)
-        z2 = res[0].reshape(m, n) if save else o2
-        mod = epilogues(act, cop.attrs["approximate"], out.dtype.name, save)
         T = gemm_threads(m, n, x2.shape[1], 1, numba.get_num_threads())
         block = _block_rows(m, n, out.itemsize, T)
         T = min(T, -(-m // block))
-        return bind_workers(mod.forward, (x2, y, b, z2, o2, ty, blas_scalars(out.dtype), block),
-                            [()] * max(T, 1))
+        return bind_workers(mod.forward, (x2, y, b, z.reshape(m, n), out.reshape(m, n), ty,
+                                          blas_scalars(out.dtype), block), [()] * max(T, 1))
     return bind
 
 
@@ -248,31 +253,31 @@ def _grad_cpu(cop):
     xn, ty = cop.attrs["x_num_col_dims"], bool(cop.attrs["trans_y"])
 
     def bind(ins, outs):
-        x, y, d = ins["X"][0], ins["Y"][0], ins["DOut"][0]
+        x, y, d = ins["X"][0], ins["Y"][0], ins["Out@GRAD"][0]
         x2 = x.reshape(flat2(x.shape, xn))
         m, n = x2.shape[0], y.shape[0] if ty else y.shape[1]
         d2 = d.reshape(m, n)
         calls, ab = [], blas_scalars(d.dtype)
-        dz = d2
+        dz, saved = d2, d2      # act "none": DPreAct (when asked for) is a copy of d
+        if outs.get("DPreAct"):
+            dz = outs["DPreAct"][0].reshape(m, n)
+        elif act != "none":
+            dz = np.empty_like(d2)
         if act != "none":
-            dz = (outs["DPreAct"][0] if outs.get("DPreAct") else np.empty_like(d)).reshape(m, n)
             saved = ins["ReserveSpace" if act == "gelu" else "Out"][0].reshape(m, n)
-        else:
-            saved = d2
-        db = outs.get("DBias")
-        if act != "none" or db:
+        db = outs.get("Bias@GRAD")
+        if act != "none" or db or dz is not d2:
             mod = epilogues(act, cop.attrs["approximate"], d.dtype.name, False,
                             alias=dz.ctypes.data == d2.ctypes.data)
             parts = np.empty((CHUNKS, 1, n), d.dtype)
             T = pass_threads(m, n)
-            # act "none": dz is d; the loop writes it back unchanged
             calls.append(bind_workers(mod.backward, (saved, d2, dz, parts), [()] * T))
             if db:
                 calls.append(functools.partial(sum_parts, parts, db[0].reshape(1, n)))
-        if outs.get("DX"):     # DX = dz @ op(Y)^T
-            calls.append(gemm_call(dz, y, outs["DX"][0].reshape(x2.shape), False, not ty, ab))
-        if outs.get("DY"):     # d op(Y) = X^T @ dz; DY its transpose when trans_y
-            dy = outs["DY"][0]
+        if outs.get("X@GRAD"):     # dz @ op(Y)^T
+            calls.append(gemm_call(dz, y, outs["X@GRAD"][0].reshape(x2.shape), False, not ty, ab))
+        if outs.get("Y@GRAD"):     # d op(Y) = X^T @ dz; Y@GRAD its transpose when trans_y
+            dy = outs["Y@GRAD"][0]
             calls.append(gemm_call(dz, x2, dy, True, False, ab) if ty else
                          gemm_call(x2, dz, dy, True, False, ab))
         return functools.partial(run_calls, tuple(calls))
@@ -281,19 +286,13 @@ def _grad_cpu(cop):
 
 # ---------------------------------------------------------------- GPU
 def _gpu(cop):
-    act = activation(cop.attrs)
-    xn, ty = cop.attrs["x_num_col_dims"], bool(cop.attrs["trans_y"])
+    ty = bool(cop.attrs["trans_y"])
 
     def bind(ins, outs):
-        x, y, b, out = ins["X"][0], ins["Y"][0], ins["Bias"][0], outs["Out"][0]
-        res = outs.get("ReserveSpace")
-        save = act == "gelu" and bool(res)
-        x3 = x.reshape((1,) + flat2(x.shape, xn))
-        z = res[0] if save else out
-        mod = epilogues(act, cop.attrs["approximate"], out.dtype.name, save, gpu=True)
-        z3 = z.reshape(1, x3.shape[1], b.shape[0])
+        x2, y, b, z, out, mod = _forward_operands(cop.attrs, ins, outs, True)
         return gpu_util.sequence([
-            gemm_thunk(x3, y.reshape((1,) + y.shape), z3, ONLY_BATCH, ONLY_BATCH, False, ty),
+            gemm_thunk(x2.reshape((1,) + x2.shape), y.reshape((1,) + y.shape),
+                       z.reshape(1, x2.shape[0], b.shape[0]), ONLY_BATCH, ONLY_BATCH, False, ty),
             gpu_util.launch_flat(mod.forward, out.size, gpu_util.flat(z), b,
                                  gpu_util.flat(out))])
     return bind
@@ -305,25 +304,29 @@ def _grad_gpu(cop):
 
     def bind(ins, outs):
         from numba import cuda
-        x, y, d = ins["X"][0], ins["Y"][0], ins["DOut"][0]
+        x, y, d = ins["X"][0], ins["Y"][0], ins["Out@GRAD"][0]
         x3 = x.reshape((1,) + flat2(x.shape, xn))
         m, n = x3.shape[1], y.shape[0] if ty else y.shape[1]
         mod = epilogues(act, cop.attrs["approximate"], d.dtype.name, False, gpu=True)
-        calls, dz = [], d
+        calls, dz, saved = [], d, d
+        if outs.get("DPreAct"):
+            dz = outs["DPreAct"][0]
+        elif act != "none":
+            dz = cuda.device_array(d.shape, d.dtype)
         if act != "none":
-            dz = outs["DPreAct"][0] if outs.get("DPreAct") else cuda.device_array(d.shape, d.dtype)
             saved = ins["ReserveSpace" if act == "gelu" else "Out"][0]
+        if dz is not d:
             calls.append(gpu_util.launch_flat(mod.backward, d.size, gpu_util.flat(saved),
                                               gpu_util.flat(d), gpu_util.flat(dz)))
-        if outs.get("DBias"):
+        if outs.get("Bias@GRAD"):
             calls.append(gpu_util.launch_flat(mod.column_sums, n, gpu_util.flat(dz),
-                                              outs["DBias"][0]))
+                                              outs["Bias@GRAD"][0]))
         dz3, y3 = dz.reshape(1, m, n), y.reshape((1,) + y.shape)
-        if outs.get("DX"):
-            calls.append(gemm_thunk(dz3, y3, outs["DX"][0].reshape(x3.shape), ONLY_BATCH,
+        if outs.get("X@GRAD"):
+            calls.append(gemm_thunk(dz3, y3, outs["X@GRAD"][0].reshape(x3.shape), ONLY_BATCH,
                                     ONLY_BATCH, False, not ty))
-        if outs.get("DY"):
-            dy3 = outs["DY"][0].reshape(y3.shape)
+        if outs.get("Y@GRAD"):
+            dy3 = outs["Y@GRAD"][0].reshape(y3.shape)
             calls.append(gemm_thunk(dz3, x3, dy3, ONLY_BATCH, ONLY_BATCH, True, False) if ty
                          else gemm_thunk(x3, dz3, dy3, ONLY_BATCH, ONLY_BATCH, True, False))
         return gpu_util.sequence(calls)
@@ -340,9 +343,9 @@ register_op(OpDef(
 register_op(OpDef(
     "fused_gemm_epilogue_grad",
     (Slot("X"), Slot("Y"), Slot("Bias"), Slot("ReserveSpace", optional=True),
-     Slot("Out", optional=True), Slot("DOut")),
-    tuple(Slot(s, optional=True) for s in ("DX", "DY", "DBias", "DPreAct")),
-    _grad_infer, _grad_cpu, gpu=_grad_gpu, attrs=ATTRS, inplace={"DPreAct": "DOut"},
+     Slot("Out", optional=True), Slot("Out@GRAD")),
+    tuple(Slot(s, optional=True) for s in ("X@GRAD", "Y@GRAD", "Bias@GRAD", "DPreAct")),
+    _grad_infer, _grad_cpu, gpu=_grad_gpu, attrs=ATTRS, inplace={"DPreAct": "Out@GRAD"},
     shape_only=("Bias",), traits=frozenset({NO_GRAD, FUSED}),
-    doc="DX, DY, DBias of fused_gemm_epilogue: act's gradient and the bias sum in one pass "
-        "over DOut (into DPreAct, in place), then the two GEMMs"))
+    doc="X@GRAD, Y@GRAD, Bias@GRAD of fused_gemm_epilogue: act's gradient and the bias sum "
+        "in one pass over Out@GRAD (into DPreAct, in place), then the two GEMMs"))
