@@ -129,7 +129,7 @@ PIPELINE = [
         "each.", default=True),
     # before the elementwise fusion, which would take the fc's bias add and activation;
     # off by default: no measurable gain on the bench GPT (A/B 0.93-1.02x at 1 thread,
-    # 0.99x at 2): the epilogue's maths costs what the separate ops cost
+    # 0.92-1.07x at 2): the epilogue's maths costs what the separate ops cost
     Row("fuse_gemm_epilogue", FuseGemmEpilogue,
         "add an fc's bias and apply its gelu / relu in the GEMM's kernel, block by block, "
         "and take the bias and activation gradients in one pass before the backward "
