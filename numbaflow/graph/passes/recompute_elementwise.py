@@ -19,12 +19,14 @@ output while `gelu_grad` reads its input, so keeping both cost two tensors of
 Refused, with the reason, when it would keep more rather than less: an input of the op
 that would otherwise die before y's first backward reader (recomputing would keep it
 alive instead), y fetched or persistable, or no op between y's last forward use and its
-first backward reader (nothing would be freed). The trade is memory for a recompute,
+first backward reader (nothing would be freed); and when a backward reader runs a
+sub-block (a control-flow gradient: its ops name y itself). The trade is memory for a recompute,
 not a fusion: the time cost rule does not apply; docs/architecture.md "Activation
 memory" has the measurement.
 """
 from ...kernels.registry import (COLLECTIVE, ELEMENTWISE, FUSED, MAY_FAIL, OPTIMIZER, RANDOM,
                                  get_op_def, value_inputs)
+from ..block import Block
 from ..nodes import BACKWARD, FORWARD, Variable
 from . import register_pass
 from .rewrite import Refused, Replacement, Rewrite
@@ -60,6 +62,9 @@ def _match(block, op, protected):
         return None                 # the backward does not keep y: nothing to do
     if y.name in protected or y.persistable:
         raise Refused(f"{y.name} is fetched or persistable: it stays alive anyway")
+    for r in readers:
+        if any(isinstance(a, Block) for a in r.attrs.values()):
+            raise Refused(f"{r.type} runs a sub-block that reads {y.name} by name")
     first = block.index(readers[0])
     for x in op.input_vars():
         if x.persistable or x.is_data or x.name in protected:
