@@ -59,6 +59,11 @@ ONNX_TARGET = {"models/resnet20_infer_b1": 2.0, "models/resnet20_infer_b32": 1.2
 # the inference rows (models.INFER) run onnxruntime from the torch interpreter instead
 PEER_MODELS = ("cnn", "gpt", "mlp", "conv", "resnet20", "gpt_medium", "lstm")
 PEER_FRAMEWORKS = ("jax", "torch", "paddle")
+# models/gpt_medium_memory: peak RSS per batch size against torch eager (issue 27's target:
+# the width-512 GPT's at batch 16 <= PyTorch eager's), after MEMORY_STEPS training steps
+MEMORY_BATCHES = (8, 16)
+MEMORY_TARGET_BATCH = 16
+MEMORY_STEPS = 2
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -277,8 +282,65 @@ def model_case(model):
     return Case(f"models/{model}", models.WHAT[model], None, report=report)
 
 
+def measure_memory(model, batches, cfg, numbaflow_root, steps=MEMORY_STEPS):
+    """Peak RSS of numbaflow and of torch eager (when named) after `steps` training steps of
+    `model` from the same weights and batch, per batch size; every worker is a fresh
+    process (ru_maxrss is a process's maximum) and runs alone. Rows: numbaflow against
+    torch, ratio = numbaflow's peak / torch's; no timing."""
+    name, rows = f"models/{model}_memory", []
+    for n in batches:
+        cs = [Contender(f"numbaflow {cfg.threads}t b{n}", "numbaflow", sys.executable,
+                        cfg.threads)]
+        if "torch" in cfg.peer_python:
+            cs.append(Contender(f"torch eager {cfg.threads}t b{n}", "torch",
+                                cfg.peer_python["torch"], cfg.threads))
+        rss, losses = {}, {}
+        with tempfile.TemporaryDirectory(prefix="numbaflow-bench-memory-") as d:
+            for c in cs:
+                w = Worker(c, numbaflow_root)
+                try:
+                    w.ask("setup", model=model, dir=d, reference=c is cs[0], batch=n)
+                    answer = w.ask("losses", steps=steps)
+                    losses[c.label], rss[c.label] = answer["losses"], answer["rss_mb"]
+                except RuntimeError as e:
+                    if c is cs[0]:
+                        raise
+                    rows.append(Row(name, "", cs[0].label, c.label, note=f"ERROR {e}"[:200]))
+                finally:
+                    w.close()
+        me = cs[0].label
+        if len(cs) == 1:
+            rows.append(Row(name, "", me, "", note=f"no torch named (--peer-python); peak "
+                            f"RSS {rss[me]:.0f} MB after {steps} steps"))
+        elif cs[1].label in rss:
+            why = agree(losses[me], losses[cs[1].label])
+            checks = {"peak RSS <= torch eager's": rss[me] <= rss[cs[1].label]} \
+                if n == MEMORY_TARGET_BATCH else {}
+            rows.append(Row(name, "", me, cs[1].label, rss[me] / rss[cs[1].label],
+                            note=f"ERROR {why}" if why else f"peak RSS {rss[me]:.0f} MB vs "
+                            f"{rss[cs[1].label]:.0f} MB after {steps} steps (ratio of peaks)",
+                            checks=checks))
+    return rows
+
+
+def memory_case(model="gpt_medium", batches=MEMORY_BATCHES):
+    """models/<model>_memory: peak RSS per batch size, numbaflow beside torch eager (not in
+    --quick)."""
+
+    def report(cfg):
+        import numbaflow
+        if cfg.quick:
+            raise Skip("peak RSS per batch size runs in the full run or with --only")
+        root = os.path.dirname(os.path.dirname(os.path.abspath(numbaflow.__file__)))
+        return measure_memory(model, batches, cfg, root)
+
+    return Case(f"models/{model}_memory", f"peak RSS at batch {', '.join(map(str, batches))}: "
+                f"{models.WHAT[model]}", None, report=report)
+
+
 def model_cases():
     """models/cnn, models/gpt, models/mlp, models/conv (the CNN's convolutions alone), and
-    the real sizes: models/resnet20, models/gpt_medium, and ResNet-20's inference rows."""
+    the real sizes: models/resnet20, models/gpt_medium, ResNet-20's inference rows and the
+    GPT d512's peak RSS per batch size (models/gpt_medium_memory)."""
     return [model_case(m) for m in ("cnn", "gpt", "mlp", "conv", "resnet20", "gpt_medium",
-                                    "lstm", *models.INFER)]
+                                    "lstm", *models.INFER)] + [memory_case()]

@@ -13,8 +13,9 @@ passive OpenMP waiting, a short OpenBLAS spin), and sends one JSON command per l
 stdin; each answer is one line `@@ {json}` on stdout (frameworks may print other lines):
 
     {"cmd": "setup", "model": "cnn", "dir": D,  build; the reference (numbaflow at the
-     "reference": true}                          budget) writes its initial weights and
-                                                 the batch to D, the others read them
+     "reference": true, "batch": 16}             budget) writes its initial weights and
+                                                 the batch (of the model's size, or of
+                                                 `batch` samples) to D, the others read them
     {"cmd": "losses", "steps": 3}                the losses of the next steps (of an
                                                  inference model: its outputs, flat)
     {"cmd": "warmup", "steps": 10}               run steps, wait for background compiles
@@ -64,7 +65,7 @@ def read_numpy(d):
 class StaticStep:
     """numbaflow or paddle: the program of models.py, run by an Executor."""
 
-    def __init__(self, framework, model, d, reference):
+    def __init__(self, framework, model, d, reference, batch=None):
         import numpy as np
         try:
             from . import models
@@ -86,7 +87,7 @@ class StaticStep:
         self.exe.run(self.built.startup, scope=self.scope)
         names = models.parameters(self.built)
         if reference:       # numbaflow's weights and batch: what every other worker starts from
-            self.feed = models.batch(model)
+            self.feed = models.batch(model, batch_size=batch)
             params = {n: np.array(self.scope.find_var(n).get_tensor()) for n in names}
             write_arrays(d, {**{"param:" + k: v for k, v in params.items()},
                              **{"feed:" + k: v for k, v in self.feed.items()}})
@@ -121,9 +122,9 @@ class StaticStep:
             wait_for_compiles()
 
 
-def make_step(framework, model, d, reference=False):
+def make_step(framework, model, d, reference=False, batch=None):
     if framework in ("numbaflow", "paddle"):
-        return StaticStep(framework, model, d, reference)
+        return StaticStep(framework, model, d, reference, batch)
     if reference:
         raise ValueError(f"the reference worker is numbaflow's, not {framework}'s")
     try:
@@ -160,7 +161,7 @@ def serve(framework, stdin=sys.stdin, stdout=sys.stdout):
             if cmd == "setup":
                 t0 = time.perf_counter()
                 step = make_step(framework, msg["model"], msg["dir"],
-                                 msg.get("reference", False))
+                                 msg.get("reference", False), msg.get("batch"))
                 out = {"setup_s": time.perf_counter() - t0}
             elif cmd == "losses":
                 out = {"losses": [values(step.step()) for _ in range(msg["steps"])]}

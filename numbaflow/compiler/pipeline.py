@@ -25,6 +25,7 @@ from ..graph.passes.fuse_optimizer_ops import FuseAllOptimizerOps
 from ..graph.passes.fuse_relu_depthwise_conv import FuseReluDepthwiseConv
 from ..graph.passes.fuse_sgd_gemm import FuseSgdIntoGemm
 from ..graph.passes.fuse_softmax_mask import FuseSoftmaxMask
+from ..graph.passes.recompute_elementwise import RecomputeElementwise
 from ..graph.passes.sync_batch_norm import SyncBatchNormPass
 
 PROGRAMS = ("any", "training", "inference")
@@ -147,6 +148,11 @@ PIPELINE = [
     Row("enable_auto_fusion", AutoFusion,
         "fuse every connected group of elementwise ops of one shape (plus a producing "
         "matmul and a consuming reduction or softmax) into one generated kernel."),
+    # after the fusions, which may take the elementwise ops in; memory for a recompute
+    Row("recompute_elementwise", RecomputeElementwise,
+        "recompute a cheap elementwise forward result (GELU, scale, cast, ...) right before "
+        "its first backward reader instead of keeping it alive from the forward (less "
+        "activation memory).", default=True, programs="training"),
     Row(None, MultiDevicesPass, data_parallel=True, options=_multi_devices_options,
         stage="multi_devices"),
 ]

@@ -81,6 +81,15 @@ class Block:
         self.program.bump()
         return v
 
+    def add_var(self, v):
+        """Add `v`, a Variable made for this block (a pass's new temporary), under its name."""
+        if v.name in self.vars or v.block is not self:
+            raise ValueError(f"variable {v.name!r} already exists in block {self.idx} or was "
+                             f"made for another block")
+        self.vars[v.name] = v
+        self.program.bump()
+        return v
+
     def create_parameter(self, name, shape, dtype, **kw):
         if name in self.vars:
             raise ValueError(f"parameter {name!r} already exists; give the layer another "

@@ -110,16 +110,16 @@ def test_rows_decide_when_a_pass_applies():
     bs.fuse_all_optimizer_ops = True
     one = [p.name for _, p in passes_for(bs.effective(), Context(devices=1))]
     assert one == ["fuse_conv_bias", "fuse_softmax_mask", "fuse_sgd_into_gemm",
-                   "fuse_all_optimizer_ops"]
+                   "fuse_all_optimizer_ops", "recompute_elementwise"]
     # a weight updated inside the gemm would miss the other devices' gradients
     several = [p.name for _, p in passes_for(bs.effective(),
                                              Context(devices=2, data_parallel=True))]
     assert several == ["fuse_conv_bias", "fuse_softmax_mask", "fuse_all_optimizer_ops",
-                       "multi_devices"]
+                       "recompute_elementwise", "multi_devices"]
     # the default strategy runs only the default-on rows (and in an inference program the
-    # batch_norm fold)
+    # batch_norm fold, not the backward's recompute)
     assert [p.name for _, p in passes_for(static.BuildStrategy().effective(), Context())] == \
-        ["fuse_conv_bias", "fuse_softmax_mask"]
+        ["fuse_conv_bias", "fuse_softmax_mask", "recompute_elementwise"]
     assert [p.name for _, p in passes_for(static.BuildStrategy().effective(),
                                           Context(training=False))] == \
         ["fold_conv_batch_norm", "fuse_conv_bias", "fuse_softmax_mask"]
@@ -194,7 +194,8 @@ def test_training_or_inference_column():
     names = lambda training: [p.name for _, p in passes_for(bs.effective(),
                                                             Context(training=training))]
     assert names(True) == ["sync_batch_norm", "fuse_conv_bias", "fuse_softmax_mask",
-                           "fuse_sgd_into_gemm", "fuse_all_optimizer_ops", "auto_fusion"]
+                           "fuse_sgd_into_gemm", "fuse_all_optimizer_ops", "auto_fusion",
+                           "recompute_elementwise"]
     # (a forward-only program may still compute batch statistics: sync_batch_norm stays)
     assert names(False) == ["sync_batch_norm", "fold_conv_batch_norm", "fuse_conv_bias",
                             "fuse_softmax_mask", "auto_fusion"]
@@ -225,4 +226,5 @@ def test_an_inference_program_is_compiled_without_the_optimizer_passes():
     exe.run(train, feed=feed, fetch_list=[out], scope=scope)
     assert [p.name for p in train.passes] == ["fuse_conv_bias", "fuse_softmax_mask",
                                               "fuse_sgd_into_gemm",
-                                              "fuse_all_optimizer_ops", "auto_fusion"]
+                                              "fuse_all_optimizer_ops", "auto_fusion",
+                                              "recompute_elementwise"]

@@ -115,5 +115,5 @@ from . import fuse_elewise_add_act, auto_fusion  # noqa: E402,F401
 from . import fuse_relu_depthwise_conv, fuse_optimizer_ops, fuse_sgd_gemm  # noqa: E402,F401
 from . import sync_batch_norm  # noqa: E402,F401
 from . import fuse_softmax_mask, fuse_flash_attention  # noqa: E402,F401
-from . import fuse_conv_epilogue, fuse_gemm_epilogue  # noqa: E402,F401
+from . import fuse_conv_epilogue, fuse_gemm_epilogue, recompute_elementwise  # noqa: E402,F401
 from .rewrite import Refused, Replacement, Rewrite  # noqa: E402,F401

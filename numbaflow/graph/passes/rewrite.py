@@ -55,13 +55,16 @@ class Replacement:
     spread over the block may also move other ops, in order, to right `before` the (one)
     new op (it reads what they write) or right `after` it (they read what it writes).
     `what`: how the cost rule's refusal names it (default: the pass's `what` of the
-    candidate)."""
+    candidate). Several new ops may take the place of one old op (in the order given).
+    `vars`: new variables the new ops write (made with `Variable(block, ...)`, not added):
+    the driver adds them to a program's block; a plain run's plan holds them itself."""
     old: list
     new: list
     at: list = field(default_factory=list)
     before: list = field(default_factory=list)
     after: list = field(default_factory=list)
     what: str = None
+    vars: list = field(default_factory=list)
 
     def __post_init__(self):
         if len(self.at) != len(self.new) or \
@@ -117,6 +120,8 @@ def rewrite_block(rewrite, block):
         if found is None:
             continue
         dropped = sorted({v.name for o in found.old for v in o.output_vars()})
+        for v in found.vars:
+            block.add_var(v)
         for new, at in zip(found.new, found.at):
             block.insert_before(at, new)
         block.remove_ops(found.old)
@@ -146,9 +151,11 @@ def rewrite_ops(rewrites, block, ops):
                 continue
             have.difference_update(id(o) for o in found.old)
             drop.update(id(o) for o in found.old)
-            put.update({id(a): n for a, n in zip(found.at, found.new)})
+            for a, n in zip(found.at, found.new):
+                put.setdefault(id(a), []).append(n)
         if put or drop:
-            ops = [put.get(id(o), o) for o in ops if id(o) in put or id(o) not in drop]
+            ops = [n for o in ops if id(o) in put or id(o) not in drop
+                   for n in put.get(id(o), [o])]
     return ops
 
 
