@@ -90,6 +90,8 @@ def test_three_training_steps_give_paddles_losses(name, paddle_runs):
 #   float32 is up to 2e-5 off float64 there); Paddle rounds it to +1.9e-6, numbaflow to
 #   -6.4e-6, which switches off that element's gradient (1.7e-3, a fifth of the largest).
 #   `tools/vision_rounding.py resnet18` prints every step-1 tensor's two errors and finds it.
+#   conv2d's NCHWc kernel (issue 27) sums the 3x3 convs of 64 channels in another order: then
+#   numbaflow is 2.2e-3 / 3.7e-5 off float64 (im2col + GEMM: 1.0e-3 / 8.0e-3), the same flip.
 #   Batch norm, SGD and the kernels match (batch_norm_grad and conv2d_grad each equal a
 #   float64 numpy reference to 4e-7 at these shapes).
 # - The thread count changes the order of the sums. It moves lenet, resnet18 and
@@ -97,7 +99,7 @@ def test_three_training_steps_give_paddles_losses(name, paddle_runs):
 #   from 2.2971 (1 thread) to 2.3076 (2), 2.2982 (3), 2.3249 (4): that step can only be
 #   held to float32's error, and the float64 check below is what keeps it honest.
 # The margins below are 2x-10x what was measured.
-STEP_RTOL = {"lenet": [1e-5, 1e-5], "resnet18": [2e-3, 2e-2], "mobilenet_v2": [1e-5, 2e-3],
+STEP_RTOL = {"lenet": [1e-5, 1e-5], "resnet18": [5e-3, 2e-2], "mobilenet_v2": [1e-5, 2e-3],
              "mobilenet_v1": [5e-5, 2e-2]}
 
 
