@@ -15,8 +15,6 @@ import numbaflow as paddle
 from numbaflow import static
 from numbaflow.compiler.compiled_program import passed_programs
 from numbaflow.executor.executor import last_plan
-from numbaflow.executor.plan import PlanOptions
-from numbaflow.executor.plan_cache import DEFAULT_OPTIONS
 
 N, D, H, O = 16, 8, 64, 4
 NAMES = ("w1", "b1", "w2", "b2", "w3", "b3")
@@ -48,7 +46,9 @@ def _feed():
 def _run(recompute, compiled=False, threads=1, fetch_gelu=False):
     """(loss and gradients, the scope's weights, executor, program as run)."""
     main, startup, fetch = _build(fetch_gelu)
-    exe, scope = static.Executor(paddle.CPUPlace()), static.Scope()
+    with pytest.MonkeyPatch.context() as env:     # plain runs: the default rewrites, or none
+        env.setenv("NUMBAFLOW_PLAIN_REWRITES", "1" if recompute or compiled else "0")
+        exe, scope = static.Executor(paddle.CPUPlace()), static.Scope()
     exe.run(startup, scope=scope)
     prog = main
     if compiled:
@@ -56,8 +56,6 @@ def _run(recompute, compiled=False, threads=1, fetch_gelu=False):
         bs.recompute_elementwise, es.num_threads = recompute, threads
         prog = static.CompiledProgram(main, build_strategy=bs).with_data_parallel(
             loss_name=fetch[0].name, exec_strategy=es, places=[paddle.CPUPlace()])
-    else:
-        exe._runner.options = DEFAULT_OPTIONS if recompute else PlanOptions()
     got = exe.run(prog, feed=_feed(), fetch_list=fetch, scope=scope)
     weights = {n: np.array(scope.find_var(n).get_tensor()) for n in NAMES}
     return [np.asarray(v) for v in got], weights, exe, prog
