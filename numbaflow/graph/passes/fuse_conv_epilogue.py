@@ -30,30 +30,9 @@ them to a program, and, on by default, the executor to the op list of a plain
 from ...kernels.nn.batch_norm import bn_uses_global_stats
 from ...kernels.registry import get_op_def
 from . import register_pass
-from .rewrite import Refused, Replacement, Rewrite
+from .rewrite import Refused, Replacement, Rewrite, first_output, grad_reader, sole_reader
 
 BN_SLOTS = {"BNScale": "Scale", "BNBias": "Bias", "BNMean": "Mean", "BNVariance": "Variance"}
-
-
-def _sole_reader(block, var, fwd_types):
-    """The one forward op of `fwd_types` reading `var`, or None (gradient ops aside)."""
-    readers = [op for op in block.consumers(var) if not op.type.endswith("_grad")]
-    if len(readers) == 1 and readers[0].type in fwd_types:
-        return readers[0]
-    return None
-
-
-def _grad_reader(block, var, gtype, slot):
-    """The one `gtype` op reading `var` in `slot` (None when there is none)."""
-    found = [op for op in block.consumers(var) if op.type == gtype and op.inputs[slot][0] is var]
-    if len(found) > 1:
-        raise Refused(f"{var.name} has {len(found)} {gtype} ops")
-    return found[0] if found else None
-
-
-def _out(op, slot):
-    vs = op.outputs.get(slot) or []
-    return vs[0] if vs else None
 
 
 def _forward(block, cv, fold_bn):
@@ -62,7 +41,7 @@ def _forward(block, cv, fold_bn):
     m = cv.inputs["Filter"][0].shape[0]
     add = bn = relu = None
     last, mids = c, []
-    p = _sole_reader(block, c, ("elementwise_add",))
+    p = sole_reader(block, c, ("elementwise_add",))
     if p is not None and p.inputs["X"][0] is c:
         b = p.inputs["Y"][0]
         if tuple(b.shape) != (m,) or b.dtype != c.dtype or p.attrs.get("axis", -1) != 1:
@@ -70,20 +49,20 @@ def _forward(block, cv, fold_bn):
                            f"(shape {tuple(b.shape)}, axis {p.attrs.get('axis', -1)})")
         add, last = p, p.outputs["Out"][0]
         mids.append(c)
-    p = _sole_reader(block, last, ("batch_norm",)) if fold_bn else None
+    p = sole_reader(block, last, ("batch_norm",)) if fold_bn else None
     if p is not None:
         if not bn_uses_global_stats(p.attrs) or p.attrs["data_layout"] != "NCHW":
             raise Refused(f"batch_norm of {last.name} computes batch statistics (not is_test) "
                            f"or is not NCHW")
         for slot, into in (("MeanOut", "Mean"), ("VarianceOut", "Variance")):
-            if _out(p, slot) is not None and _out(p, slot) is not p.inputs[into][0]:
+            if first_output(p, slot) is not None and first_output(p, slot) is not p.inputs[into][0]:
                 raise Refused(f"batch_norm's {slot} is not its {into}")
         bn, mids = p, mids + [last] + [v for s in ("SavedMean", "SavedVariance")
-                                       if (v := _out(p, s)) is not None]
+                                       if (v := first_output(p, s)) is not None]
         last = p.outputs["Y"][0]
     if add is None and bn is None:
         return None             # nothing to fold
-    p = _sole_reader(block, last, ("relu",))
+    p = sole_reader(block, last, ("relu",))
     if p is not None:
         relu, mids = p, mids + [last]
         last = p.outputs["Out"][0]
@@ -94,8 +73,8 @@ def _backward(block, cv, add, relu, y):
     """The gradient chain (relu_grad, add_grad, conv_grad, dOut, intermediates) of a
     conv + bias [+ relu]; all None when the program has no backward for it."""
     c = cv.outputs["Output"][0]
-    rg = _grad_reader(block, y, "relu_grad", "Out") if relu is not None else None
-    ag = _grad_reader(block, c, "elementwise_add_grad", "X")
+    rg = grad_reader(block, y, "relu_grad", "Out") if relu is not None else None
+    ag = grad_reader(block, c, "elementwise_add_grad", "X")
     if rg is None and ag is None:
         return None, None, None, None, []
     mids, d = [], None
@@ -110,10 +89,10 @@ def _backward(block, cv, add, relu, y):
         d = ag.inputs["Out@GRAD"][0]
     if ag.inputs["Y"][0] is not add.inputs["Y"][0]:
         raise Refused(f"{ag.type} does not belong to the bias add")
-    dc = _out(ag, "X@GRAD")
+    dc = first_output(ag, "X@GRAD")
     cg = None
     if dc is not None:
-        cg = _grad_reader(block, dc, "conv2d_grad", "Output@GRAD")
+        cg = grad_reader(block, dc, "conv2d_grad", "Output@GRAD")
         same = cg is not None and cg.attrs == cv.attrs and all(
             cg.inputs[s][0] is cv.inputs[s][0] for s in ("Input", "Filter"))
         if not same:

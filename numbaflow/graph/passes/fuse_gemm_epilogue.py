@@ -18,28 +18,10 @@ gradient) is fetched, persistable or read outside the chain; or when the backwar
 is not the one the gradient rules make.
 """
 from . import register_pass
-from .rewrite import Refused, Replacement, Rewrite
+from .rewrite import Refused, Replacement, Rewrite, first_output, grad_reader, sole_reader
 
 ACTS = ("gelu", "relu")
 GRADS = {"mul": "mul_grad", "matmul_v2": "matmul_v2_grad"}
-
-
-def _sole_reader(block, var, types):
-    """The one forward op reading `var` when it is of `types`, else None."""
-    readers = [op for op in block.consumers(var) if not op.type.endswith("_grad")]
-    return readers[0] if len(readers) == 1 and readers[0].type in types else None
-
-
-def _grad_reader(block, var, gtype, slot):
-    """The `gtype` op reading `var` in `slot` (None when there is none)."""
-    found = [op for op in block.consumers(var) if op.type == gtype and op.inputs[slot][0] is var]
-    if len(found) > 1:
-        raise Refused(f"{var.name} has {len(found)} {gtype} ops")
-    return found[0] if found else None
-
-
-def _out(op, slot):
-    return (op.outputs.get(slot) or [None])[0]
 
 
 def _product(op):
@@ -59,7 +41,7 @@ def _product(op):
 def _forward(block, mm):
     """(add, act, y, mids) after product `mm`, or None when no bias add follows."""
     c = mm.outputs["Out"][0]
-    add = _sole_reader(block, c, ("elementwise_add",))
+    add = sole_reader(block, c, ("elementwise_add",))
     if add is None or add.inputs["X"][0] is not c:
         return None
     b = add.inputs["Y"][0]
@@ -70,7 +52,7 @@ def _forward(block, mm):
     if c.dtype not in ("float32", "float64") or b.dtype != c.dtype:
         raise Refused(f"dtypes {c.dtype} / {b.dtype}: not one float32 / float64")
     z = add.outputs["Out"][0]
-    act = _sole_reader(block, z, ACTS)
+    act = sole_reader(block, z, ACTS)
     if act is None:
         return add, None, z, [c]
     return add, act, act.outputs["Out"][0], [c] + ([z] if act.type == "relu" else [])
@@ -79,25 +61,25 @@ def _forward(block, mm):
 def _backward(block, mm, add, act, y):
     """(grad ops, dOut, DPreAct var or None, outputs, mids); ([], ...) without a backward."""
     c, z = mm.outputs["Out"][0], add.outputs["Out"][0]
-    ag = _grad_reader(block, z, "gelu_grad", "X") if act is not None and act.type == "gelu" \
-        else _grad_reader(block, y, "relu_grad", "Out") if act is not None else None
-    bg = _grad_reader(block, c, "elementwise_add_grad", "X")
+    ag = grad_reader(block, z, "gelu_grad", "X") if act is not None and act.type == "gelu" \
+        else grad_reader(block, y, "relu_grad", "Out") if act is not None else None
+    bg = grad_reader(block, c, "elementwise_add_grad", "X")
     if ag is None and bg is None:
         return [], None, None, {}, []
     if (act is not None and ag is None) or bg is None:
         raise Refused("the activation's and the add's gradient ops are not both there")
     d = (ag or bg).inputs["Out@GRAD"][0]
-    dz = _out(ag, "X@GRAD") if ag is not None else None
+    dz = first_output(ag, "X@GRAD") if ag is not None else None
     mids = []
     if ag is not None:
         if dz is None or bg.inputs["Out@GRAD"][0] is not dz:
             raise Refused("the add's gradient does not read the activation's gradient")
     if bg.inputs["Y"][0] is not add.inputs["Y"][0]:
         raise Refused(f"{bg.type} does not belong to the bias add")
-    dc = _out(bg, "X@GRAD")
+    dc = first_output(bg, "X@GRAD")
     if dc is None:
         raise Refused(f"the gradient of {c.name} is not computed")
-    mg = _grad_reader(block, dc, GRADS[mm.type], "Out@GRAD")
+    mg = grad_reader(block, dc, GRADS[mm.type], "Out@GRAD")
     if mg is None or mg.attrs != mm.attrs or any(
             mg.inputs[s][0] is not mm.inputs[s][0] for s in ("X", "Y")):
         raise Refused(f"{dc.name} is not read by the product's {GRADS[mm.type]}")

@@ -109,6 +109,27 @@ class Rewrite(Pass):
         return found
 
 
+def sole_reader(block, var, fwd_types):
+    """The one forward op of `fwd_types` reading `var`, or None (gradient ops aside): what a
+    fusion may take in only when nothing else reads `var`."""
+    readers = [op for op in block.consumers(var) if not op.type.endswith("_grad")]
+    return readers[0] if len(readers) == 1 and readers[0].type in fwd_types else None
+
+
+def grad_reader(block, var, gtype, slot):
+    """The one `gtype` op reading `var` in `slot` (None when there is none); refused when
+    there are several."""
+    found = [op for op in block.consumers(var) if op.type == gtype and op.inputs[slot][0] is var]
+    if len(found) > 1:
+        raise Refused(f"{var.name} has {len(found)} {gtype} ops")
+    return found[0] if found else None
+
+
+def first_output(op, slot):
+    """op's first variable in output `slot`, or None."""
+    return (op.outputs.get(slot) or [None])[0]
+
+
 def rewrite_block(rewrite, block):
     """Apply `rewrite` to `block` through the Block verbs, candidate by candidate in
     program order; True when anything changed."""
