@@ -36,7 +36,7 @@ TOP = "(top-level modules)"
 # bench +60 for issue 27 item 5's recompute_elementwise pass and models/gpt_medium_memory row
 # area: the most lines it may have (numbaflow/<area>/**, or numbaflow/*.py for TOP)
 AREA_CAPS = {
-    "kernels": 16675, "nn": 7690, "graph": 4500, "executor": 4000, "bench": 3790,
+    "kernels": 16675, "nn": 7690, "graph": 4500, "executor": 4030, "bench": 3790,
     "fluid": 3000, TOP: 3050, "distributed": 2200, "tensor": 2300, "persistence": 1500,
     "static": 1650, "io": 1200, "optimizer": 1100, "utils": 1000, "compiler": 1000,
     "examples": 800, "profiler": 800, "vision": 1000, "hapi": 950, "onnx": 1010,

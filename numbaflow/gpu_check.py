@@ -227,7 +227,7 @@ def _compile_one(task):
     for cc, ptx in zip(ccs, ptxs) if use_ptxas else ():
         try:
             regs = re.search(r"Used (\d+) registers", assemble(ptx, cc, verbose=True))
-            threads = getattr(k, "_nf_block_threads", 0)
+            threads = getattr(k, "nf_block_threads", 0)
             if regs and _block_registers(int(regs.group(1)), threads) > REGISTERS_PER_BLOCK:
                 raise RuntimeError(f"{regs.group(1)} registers per thread x {threads} threads "
                                    f"exceed the {REGISTERS_PER_BLOCK} registers of a block: "

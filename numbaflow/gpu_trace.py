@@ -53,7 +53,7 @@ class _Recorder:
         dims = blockdim if isinstance(blockdim, tuple) else (blockdim,)
         threads = int(np.prod(dims))
         # the largest block it is launched with: --ptxas checks its registers fit
-        kernel._nf_block_threads = max(getattr(kernel, "_nf_block_threads", 0), threads)
+        kernel.nf_block_threads = max(getattr(kernel, "nf_block_threads", 0), threads)
 
     def __call__(self, *args):
         from numba import typeof

@@ -37,14 +37,14 @@ LOSS_RTOL = 1e-4
 TARGET = 1.0
 
 
-class _Contender:
+class Contender:
     """One CompiledProgram of `model` (with `flag` alone, or no fusion flag), its scope
     and feed. `model` + INFERENCE: its forward-only clone, parameters unchanged."""
 
     def __init__(self, nf, model, flag, weights=None):
         base = model.removesuffix(INFERENCE)
         self.built = models.PROGRAMS[base](nf)
-        bs = nf.static.BuildStrategy()
+        self.build_strategy = bs = nf.static.BuildStrategy()
         for f in FLAGS + INFERENCE_FLAGS:
             setattr(bs, f, f == flag)
         program = self.built.main
@@ -116,8 +116,8 @@ def measure_flag(flag, model, cfg):
     """The row of `flag` on `model` (see the module docstring)."""
     import numbaflow as nf
     nf.enable_static()
-    plain = _Contender(nf, model, None)
-    flagged = _Contender(nf, model, flag, plain.weights)
+    plain = Contender(nf, model, None)
+    flagged = Contender(nf, model, flag, plain.weights)
     want = [plain.step() for _ in range(AGREE_STEPS)]
     got = [flagged.step() for _ in range(AGREE_STEPS)]
     name = f"fusion/{flag}/{model}"

@@ -98,7 +98,7 @@ def serial_note(cfg):
     return "loops serial with --quick" if cfg.quick else ""
 
 
-def _depthwise_baseline(cfg, x, k, g, relu_first):
+def depthwise_baseline(cfg, x, k, g, relu_first):
     """(label, step, o, dx, dw): the padded-plane numba loops, or with --quick (which judges
     no ratio) the same planes in numpy, whose compile-free run saves a cold --quick ~10 s."""
     o, dx, dw = np.empty_like(x), np.empty_like(x), np.empty_like(k)
@@ -208,7 +208,7 @@ def depthwise_relu_case():
                                                   relu_first=False)
         assert "depthwise_conv2d" in [op.type for op in main.global_block().ops]
         run = executor_runner(nf, main, {"x": x, "w": k, "g": g}, grads, nf.static.Scope())
-        label, step, _, dx, dw = _depthwise_baseline(cfg, x, k, g, relu_first=False)
+        label, step, _, dx, dw = depthwise_baseline(cfg, x, k, g, relu_first=False)
         step()
         got_dx, got_dw = run()
         check_close("depthwise dx", got_dx, dx, rtol=1e-4, atol=1e-4)
@@ -237,7 +237,7 @@ def fused_depthwise_case():
         feed = {"x": x, "w": k, "g": g}
         run_fused = executor_runner(nf, fused, feed, grads, nf.static.Scope())
         run_plain = executor_runner(nf, plain, feed, grads, nf.static.Scope())
-        base, step, _, dx, dw = _depthwise_baseline(cfg, x, k, g, relu_first=True)
+        base, step, _, dx, dw = depthwise_baseline(cfg, x, k, g, relu_first=True)
         step()
         for label, run in (("fused", run_fused), ("unfused", run_plain)):
             got_dx, got_dw = run()

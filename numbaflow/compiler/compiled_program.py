@@ -253,14 +253,6 @@ class CompiledProgram:
                  for lw in self._lowered.values() if lw.data_parallel is not None}
         return {k: r for k, r in found.items() if r is not None}
 
-    @property
-    def _cache(self):
-        """The PlanCache of the last run's executor for this program (None before the
-        first run or for data parallelism)."""
-        if self._last is None or self._is_data_parallel:
-            return None
-        return runner_of(self._last[0], self._last[5]).cache
-
     def _data_parallel_runner(self, program, world):
         source = None
         if self._share_vars_from is not None:

@@ -78,7 +78,6 @@ class Executor:
         self._backend = backend_for(self.place)
         self._runner = LocalRunner(self._backend, DEFAULT_OPTIONS if config.plain_rewrites()
                                    else PlanOptions())   # plain Programs: their rewrites
-        self._cache = self._runner.cache      # (the runner's PlanCache, for tests and benches)
         self._owned = weakref.WeakKeyDictionary()   # Lowered.owner -> {Lowered.key: Runner}
 
     def close(self) -> None:
@@ -89,8 +88,7 @@ class Executor:
             >>> exe = static.Executor(paddle.CPUPlace())
             >>> exe.close()
         """
-        for runner in [self._runner] + [r for rs in list(self._owned.values())
-                                         for r in rs.values()]:
+        for runner in runners(self):
             runner.clear()
 
     def run(self, program: Program | Any = None,      # Any: a CompiledProgram (a higher layer)
@@ -187,7 +185,31 @@ def cached_plans(exe):
     """The plans `exe` has built and keeps for plain Programs, oldest first (for the warm-up
     tool and the benches: Paddle's Executor has no public plan list, so this is a function
     here)."""
-    return exe._cache.plans()
+    return exe._runner.cache.plans()
+
+
+def plain_runner(exe):
+    """The LocalRunner that runs plain Programs for `exe`: its `cache` (a PlanCache), the
+    `options` it plans with and its `last_plan`.
+
+    Example:
+        >>> from numbaflow.executor.executor import plain_runner
+        >>> len(plain_runner(static.Executor()).cache)
+        0
+    """
+    return exe._runner
+
+
+def runners(exe):
+    """Every runner `exe` keeps: the plain Programs' first, then one per compiled version
+    of each live CompiledProgram (those go with their CompiledProgram).
+
+    Example:
+        >>> from numbaflow.executor.executor import runners
+        >>> len(runners(static.Executor()))
+        1
+    """
+    return [exe._runner] + [r for rs in list(exe._owned.values()) for r in rs.values()]
 
 
 def last_plan(exe):

@@ -91,9 +91,9 @@ class Plan:
         live and which kernels run (HostBackend by default, CudaBackend for a GPU)."""
         self.backend = backend or HostBackend()
         self.options = options or PlanOptions()
-        self._compiling = None             # segments.BackgroundCompile in flight
+        self.compiling = None             # segments.BackgroundCompile in flight
         self._run_seconds = []             # op-by-op run times until hot
-        self._pays = None                  # do segments pay here? (decided when hot)
+        self.segments_pay = None           # do segments pay here? (decided when hot)
         self._loops = False                # has a run asked for K > 1 iterations?
         self.scheduler = None
         self._binders = None
@@ -168,7 +168,7 @@ class Plan:
         self._skip_backups = False
         # a run that is one compiled call can only happen whole when no kernel in it may
         # raise and no persistable is fed (copied in before it)
-        self._indivisible = (host and not check and self.feed_slots == [] and not self.arrays
+        self.indivisible = (host and not check and self.feed_slots == [] and not self.arrays
                              and not any(may_fail(op) for op in self.ops))
         # fetched arrays handed over as they are (host temporaries) or copied out
         in_place = set(self.zero_copy) if self.options.feed_in_place else set()
@@ -229,7 +229,7 @@ class Plan:
         """For each op, the earlier ops it must wait for (see Lowering.dependencies)."""
         return self.lowering.dependencies()
 
-    def _memory_key(self, v):
+    def memory_key(self, v):
         return self.lowering.memory_key(v)
 
     def release(self):
@@ -325,30 +325,30 @@ class Plan:
 
     def _start_compile(self):
         """Units usable at once, op by op; their segments compile in the background."""
-        if self._compiling is not None:
-            self._compiling.cancel()
-        self._compiling = compile_in_background(
+        if self.compiling is not None:
+            self.compiling.cancel()
+        self.compiling = compile_in_background(
             self.thunks, f"a plan of {len(self.ops)} ops", self._loops)
-        self.units = self._compiling.units
+        self.units = self.compiling.units
 
-    def _segments_pay(self):
+    def _decide_segments(self):
         """True when the Python dispatch a segment saves is worth its compile: at least
         PAYS_FRACTION of the op-by-op run time (measured over the first runs). Decided
         once per plan."""
-        if self._pays is None:
+        if self.segments_pay is None:
             calls = sum(len(flatten(t)) for t in self.thunks)
             times = sorted(self._run_seconds)
             typical = times[len(times) // 2] if times else 0.0
-            self._pays = calls >= 2 and calls * DISPATCH_S >= PAYS_FRACTION * typical
-        return self._pays
+            self.segments_pay = calls >= 2 and calls * DISPATCH_S >= PAYS_FRACTION * typical
+        return self.segments_pay
 
     def wait_compiled(self, timeout=None):
         """Block until the background segment compile (if any) is done and in use (for
         tests and benchmarks; a run never waits for it)."""
-        if self._compiling is not None:
-            self._compiling.wait(timeout)
-            if self._compiling.done.is_set():
-                self._compiling = None
+        if self.compiling is not None:
+            self.compiling.wait(timeout)
+            if self.compiling.done.is_set():
+                self.compiling = None
 
     def run(self, feed_arrays, iterations=1):
         """feed_arrays: {name: ndarray} matching the signature this plan was built for.
@@ -406,11 +406,11 @@ class Plan:
         if self.runs == 0 and isinstance(self.backend, HostBackend):
             precompile(self.thunks)     # a cold cache: two processes compile (precompile.py)
         self.runs += 1
-        if self._compiling is not None and not self._compiling.poll():
-            self._compiling = None
+        if self.compiling is not None and not self.compiling.poll():
+            self.compiling = None
         self._loops |= iterations > 1
         if self.units is None and self._segments_ok and (
-                iterations > 1 or self.runs >= HOT_RUNS and self._segments_pay()):
+                iterations > 1 or self.runs >= HOT_RUNS and self._decide_segments()):
             self._start_compile()
         timed = self.units is None and self._segments_ok and self.runs < HOT_RUNS
         t0 = time.perf_counter() if timed else 0.0
@@ -426,7 +426,7 @@ class Plan:
         self._defer_at = self._tail if defer else None
         self._at = 0
         try:
-            if self._indivisible and iterations == 1 and units is not None and \
+            if self.indivisible and iterations == 1 and units is not None and \
                     len(units) == 1 and units[0].compiled:
                 # the whole run is one native call in which nothing can raise: it
                 # happens entirely or not at all, so there is nothing to back up

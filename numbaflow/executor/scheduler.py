@@ -266,7 +266,7 @@ class Scheduler:
             self.numba_threads != max_numba
         if self._set_numba:
             self._get_nt, self._set_nt = _thread_count_functions()
-        self._pool = None
+        self.pool = None
         self._finalizer = None
         if num_threads > 1:
             pool = _Pool([tuple(s) for s in succ], indeg)
@@ -275,7 +275,7 @@ class Scheduler:
                                      name=f"numbaflow-scheduler-{k}", daemon=True)
                 pool.threads.append(t)
                 t.start()
-            self._pool = pool
+            self.pool = pool
             # also runs at interpreter exit (weakref.finalize registers with atexit)
             self._finalizer = weakref.finalize(self, pool.stop)
 
@@ -298,7 +298,7 @@ class Scheduler:
                 prev = self._get_nt()
                 self._set_nt(self.numba_threads)
             try:
-                if self._pool is None:
+                if self.pool is None:
                     if self.num_threads > 1:
                         raise RuntimeError("Scheduler.run after close()")
                     self._run_sequential(thunks)
@@ -320,7 +320,7 @@ class Scheduler:
             raise OpFailed(i, e) from e
 
     def _run_pool(self, thunks):
-        pool = self._pool
+        pool = self.pool
         with pool.lock:
             if pool.closed:
                 raise RuntimeError("Scheduler.run after close()")
@@ -358,10 +358,10 @@ class Scheduler:
     def close(self):
         """Stop and join the worker threads; idempotent. Later `run` calls raise RuntimeError
         (for num_threads > 1)."""
-        if self._pool is not None:
+        if self.pool is not None:
             self._finalizer()               # runs pool.stop once, then becomes a no-op
-            self._pool.join()
-            self._pool = None
+            self.pool.join()
+            self.pool = None
 
     def __enter__(self):
         return self

@@ -147,6 +147,11 @@ class Scope:
             fn()
 
     # ---- host <-> device bookkeeping (used by executor backends)
+    @property
+    def device_id(self) -> int | None:
+        """The GPU holding this scope's device copies (None before a GPU run)."""
+        return self._device_id
+
     def _on_gpu(self):
         """Context manager: the device holding the copies is current (copies between
         host and device run in that device's context)."""

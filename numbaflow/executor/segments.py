@@ -147,7 +147,7 @@ class Unit:
         self.where = tuple(where)
         self.ops = tuple(dict.fromkeys(i for i, _ in self.where))
         self.segment = len(calls) >= MIN_CALLS
-        self._compiled = self._loop = self._while = None
+        self._compiled = self.compiled_loop = self._while = None
         self.ready = None          # (segment, segment_loop) compiled, not yet in use
         # what each call must stay (kernel, number of arguments) for the compiled code, and
         # the argument types it is compiled for: the compile thread needs no arrays
@@ -192,13 +192,13 @@ class Unit:
             compiled, loop = self.ready
             args = tuple(a for c in self.calls for a in c.args)
             run = functools.partial(compiled, *args)
-            self.args, self.run, self._loop, self._compiled, self.ready = \
+            self.args, self.run, self.compiled_loop, self._compiled, self.ready = \
                 args, run, loop, compiled, None
 
     def loop(self, k):
         """Run k times (in compiled code for a segment)."""
-        if self._loop is not None:
-            self._loop(k, *self.args)
+        if self.compiled_loop is not None:
+            self.compiled_loop(k, *self.args)
         else:
             for _ in range(k):
                 self.run()

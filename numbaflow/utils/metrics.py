@@ -220,7 +220,7 @@ class Progress:
                  bar: bool | None = None, start: int = 0) -> None:
         self.count = start
         self.callbacks = list(callbacks)
-        self._bar = None
+        self.bar = None
         if bar is None:
             bar = sys.stderr.isatty()
         if bar:
@@ -229,7 +229,7 @@ class Progress:
             except ImportError:
                 tqdm = None
             if tqdm is not None:
-                self._bar = tqdm(total=total, desc=desc, unit="step", leave=False)
+                self.bar = tqdm(total=total, desc=desc, unit="step", leave=False)
 
     def step(self, n: int = 1, **scalars: float) -> None:
         """Count `n` steps done; show `scalars` on the bar and pass them to the callbacks.
@@ -239,19 +239,19 @@ class Progress:
             **scalars (float): this step's values, e.g. loss=0.3.
         """
         self.count += n
-        if self._bar is not None:
-            self._bar.update(n)
+        if self.bar is not None:
+            self.bar.update(n)
             if scalars:
-                self._bar.set_postfix({k: f"{v:.4g}" for k, v in scalars.items()},
+                self.bar.set_postfix({k: f"{v:.4g}" for k, v in scalars.items()},
                                       refresh=False)
         for callback in self.callbacks:
             callback(self.count, dict(scalars))
 
     def close(self) -> None:
         """Remove the bar (the callbacks are not closed: their owner closes them)."""
-        if self._bar is not None:
-            self._bar.close()
-            self._bar = None
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
 
     def __enter__(self) -> Progress:
         return self

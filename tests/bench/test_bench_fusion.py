@@ -50,9 +50,9 @@ def test_quick_mlp_row(flag):
 def test_a_default_on_flag_is_measured_against_a_baseline_without_it(flag, model):
     import numbaflow as nf
     nf.enable_static()
-    plain = fusion._Contender(nf, model, None)
-    flagged = fusion._Contender(nf, model, flag, plain.weights)
-    assert not any(getattr(plain.compiled._build_strategy, f)
+    plain = fusion.Contender(nf, model, None)
+    flagged = fusion.Contender(nf, model, flag, plain.weights)
+    assert not any(getattr(plain.build_strategy, f)
                    for f in fusion.FLAGS + fusion.INFERENCE_FLAGS)
     assert plain.step() == pytest.approx(flagged.step(), rel=fusion.LOSS_RTOL)
     assert not plain.fired()[0]

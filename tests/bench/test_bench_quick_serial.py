@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from numbaflow.bench import baselines
-from numbaflow.bench.kernel_cases import _depthwise_baseline, serial_note
+from numbaflow.bench.kernel_cases import depthwise_baseline, serial_note
 from numbaflow.bench.cases import Config, quick_config
 
 LOOPS = ["bias_relu_loop"]       # the depthwise rows' --quick baseline is numpy (below)
@@ -65,13 +65,13 @@ def test_quick_depthwise_baseline_is_numpy_and_right(relu_first):
     x = rng.standard_normal((2, 3, 5, 6), dtype=np.float32)
     k = rng.standard_normal((3, 1, 3, 3), dtype=np.float32)
     g = rng.standard_normal(x.shape, dtype=np.float32)
-    label, step, out, dx, dw = _depthwise_baseline(quick_config(), x, k, g, relu_first)
+    label, step, out, dx, dw = depthwise_baseline(quick_config(), x, k, g, relu_first)
     assert label == "numpy padded planes"
     step()
     for got, want in zip((out, dx, dw), _finite_difference_reference(x, k, g, relu_first)):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
     # the full bench times the numba loops (built, not called here: no compile)
-    assert _depthwise_baseline(Config(), x, k, g, relu_first)[0] == "numba padded-plane loops"
+    assert depthwise_baseline(Config(), x, k, g, relu_first)[0] == "numba padded-plane loops"
 
 
 def test_quick_rows_say_their_loops_ran_serial():

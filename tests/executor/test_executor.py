@@ -8,7 +8,7 @@ import pytest
 import numbaflow as paddle
 import numbaflow.static as static
 from numbaflow.utils import unique_name
-from numbaflow.executor.executor import cached_plans
+from numbaflow.executor.executor import cached_plans, plain_runner
 
 
 def seed_net(opt=None):
@@ -301,8 +301,8 @@ def test_num_iteration_per_run_runs_k_steps(exe):
     x = np.random.rand(4, 1).astype("float32")
     es = static.ExecutionStrategy()
     es.num_iteration_per_run = 3
-    compiled = static.CompiledProgram(main)
-    compiled._exec_strategy = es
+    compiled = static.CompiledProgram(main).with_data_parallel(loss.name, exec_strategy=es,
+                                                                places=[paddle.CPUPlace()])
     exe.run(compiled, feed={"X": x}, fetch_list=[loss], scope=s1)
     for _ in range(3):
         last, = exe.run(main, feed={"X": x}, fetch_list=[loss], scope=s2)
@@ -348,20 +348,21 @@ def test_a_repeated_run_takes_the_fast_path_but_every_change_is_still_checked(ex
     fetch = [loss]
     x = np.ones((4, 1), np.float32)
     first, = exe.run(main, feed={"X": x}, fetch_list=fetch, scope=scope)
-    assert exe._cache.repeat(main, {"X": x}, fetch, scope, exe._cache._last[3]) is not None
+    plain = plain_runner(exe)
+    assert plain.cache.repeat(main, {"X": x}, fetch, scope, plain.options) is not None
     # a different dtype, rank, or a non-contiguous array leaves the fast path
     with pytest.raises(ValueError, match="data type"):
         exe.run(main, feed={"X": x.astype(np.float64)}, fetch_list=fetch, scope=scope)
     with pytest.raises(ValueError, match="dimensions"):
         exe.run(main, feed={"X": np.ones((4, 1, 1), np.float32)}, fetch_list=fetch, scope=scope)
     strided = np.ones((8, 1), np.float32)[::2]
-    assert exe._cache.repeat(main, {"X": strided}, fetch, scope, exe._cache._last[3]) is None
+    assert plain.cache.repeat(main, {"X": strided}, fetch, scope, plain.options) is None
     got, = exe.run(main, feed={"X": strided}, fetch_list=fetch, scope=scope)
     assert np.isfinite(got)
     # a changed program (new version) is re-planned
     with static.program_guard(main):
         paddle.scale(loss, 2.0)
-    assert exe._cache.repeat(main, {"X": x}, fetch, scope, exe._cache._last[3]) is None
+    assert plain.cache.repeat(main, {"X": x}, fetch, scope, plain.options) is None
     exe.run(main, feed={"X": x}, fetch_list=fetch, scope=scope)
 
 

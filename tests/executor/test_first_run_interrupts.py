@@ -221,7 +221,7 @@ def test_ctrl_c_while_a_compiled_segment_takes_over(monkeypatch):
         tracer = Interrupt(at)
         sys.settrace(tracer)
         try:
-            plan._compiling.poll()      # what the next run does first: activate the units
+            plan.compiling.poll()      # what the next run does first: activate the units
         except KeyboardInterrupt:
             pass
         finally:

@@ -94,7 +94,7 @@ def test_empty_and_chain():
 def test_total_order_runs_sequentially():
     # nothing can overlap (transitively 0 -> 1 -> 2 -> 3), so no pool and all numba threads
     s = Scheduler([(), (0,), (1,), (0, 2)], 4)
-    assert (s.num_threads, s.requested_threads, s._pool) == (1, 4, None)
+    assert (s.num_threads, s.requested_threads, s.pool) == (1, 4, None)
     assert s.numba_threads == numba.config.NUMBA_NUM_THREADS
     ident = []
     s.run([lambda: ident.append(threading.get_ident())] * 4)
@@ -109,7 +109,7 @@ def test_single_thread_program_order_on_caller():
     s = Scheduler(deps, 1)
     s.run([lambda i=i: seen.append((i, threading.get_ident())) for i in range(5)])
     assert seen == [(i, threading.get_ident()) for i in range(5)]
-    assert s._pool is None
+    assert s.pool is None
 
 
 def test_pool_uses_several_threads():
@@ -290,7 +290,7 @@ def test_workqueue_layer_falls_back_to_one_thread(monkeypatch):
     monkeypatch.setattr(sched_mod, "threading_layer", lambda: "workqueue")
     with pytest.warns(RuntimeWarning, match="workqueue"):
         s = Scheduler([(), ()], 4)
-    assert s.num_threads == 1 and s._pool is None
+    assert s.num_threads == 1 and s.pool is None
     out = []
     s.run([lambda: out.append(0), lambda: out.append(1)])
     assert out == [0, 1]
@@ -303,7 +303,7 @@ def test_workqueue_layer_falls_back_to_one_thread(monkeypatch):
 
 def test_close_idempotent_and_joins():
     s = Scheduler([(), ()], 3)
-    threads = list(s._pool.threads)
+    threads = list(s.pool.threads)
     assert len(threads) == 2 and all(t.daemon and t.is_alive() for t in threads)
     s.close()
     s.close()
@@ -316,7 +316,7 @@ def test_close_idempotent_and_joins():
 def test_garbage_collection_stops_workers():
     s = Scheduler([(), ()], 3)
     s.run([lambda: None, lambda: None])
-    threads = list(s._pool.threads)
+    threads = list(s.pool.threads)
     del s
     gc.collect()
     for t in threads:
@@ -344,7 +344,7 @@ def test_bad_arguments():
 def test_reference_cycle_collected_stops_workers():
     s = Scheduler([(), ()], 2)
     s.myself = s                # only the cyclic collector can free it
-    threads = list(s._pool.threads)
+    threads = list(s.pool.threads)
     del s
     gc.collect()
     for t in threads:

@@ -14,7 +14,7 @@ from numbaflow.executor import plan as plan_mod
 from numbaflow.executor.plan import PlanOptions
 from numbaflow.utils import unique_name
 from numbaflow.compiler.compiled_program import last_plan
-from numbaflow.executor.executor import cached_plans
+from numbaflow.executor.executor import cached_plans, plain_runner
 
 pytestmark = pytest.mark.usefixtures("fresh_graph_state")
 
@@ -52,7 +52,8 @@ def run_steps(main, startup, loss, batches, segments):
     exe.run(startup, scope=scope)
     out = []
     for k, f in enumerate(batches):
-        plan, arrays = exe._cache.plan_for(main, f, [loss], scope, PlanOptions(segments=segments))
+        plan, arrays = plain_runner(exe).cache.plan_for(main, f, [loss], scope,
+                                                        PlanOptions(segments=segments))
         out.append(plan.run(arrays)[0])
         if k == plan_mod.HOT_RUNS - 1:
             plan.wait_compiled()      # the later steps run the compiled segments
@@ -93,7 +94,7 @@ def test_seed_step_is_one_segment_and_k_iterations_loop_inside_it():
     got, = exe.run(c, feed={"X": x}, fetch_list=[loss], scope=s1)   # in the segment
     units = last_plan(c).units
     assert len(units) == 1 and units[0].segment and units[0].compiled
-    assert units[0]._loop is not None
+    assert units[0].compiled_loop is not None
     assert len(units[0].ops) == len(last_plan(c).ops)
     for _ in range(10):
         want, = exe.run(main, feed={"X": x}, fetch_list=[loss], scope=s2)
@@ -150,7 +151,7 @@ def test_segment_source_is_dumped(tmp_path, monkeypatch):
     c = static.CompiledProgram(main).with_data_parallel(
         loss_name=loss.name, exec_strategy=es, places=[paddle.CPUPlace()])
     from numbaflow.kernels.codegen import cache
-    monkeypatch.setattr(cache, "_modules", {})        # force a (re)load, hence a dump
+    monkeypatch.setattr(cache, "loaded_modules", {})        # force a (re)load, hence a dump
     exe.run(c, feed={"X": x}, fetch_list=[loss], scope=scope)
     last_plan(c).wait_compiled()
     dumped = glob.glob(os.path.join(str(tmp_path), "segment_*.py"))
@@ -185,10 +186,11 @@ def test_background_compile_swaps_in_mid_training_with_bit_identical_numbers():
         scope.set(k, ref_scope.get(k))
     modes = []
     for f in batches:
-        ref_plan, arrays = exe._cache.plan_for(main, f, [loss], ref_scope,
-                                               PlanOptions(segments=False))
+        ref_plan, arrays = plain_runner(exe).cache.plan_for(main, f, [loss], ref_scope,
+                                                            PlanOptions(segments=False))
         want = ref_plan.run(arrays)[0]
-        plan, arrays = exe._cache.plan_for(main, f, [loss], scope, PlanOptions(segments=True))
+        plan, arrays = plain_runner(exe).cache.plan_for(main, f, [loss], scope,
+                                                        PlanOptions(segments=True))
         got = plan.run(arrays)[0]         # never waits: op by op until pieces are ready
         modes.append(sum(u.compiled for u in plan.units or []))
         np.testing.assert_array_equal(got, want)
@@ -210,7 +212,7 @@ def test_a_program_changed_while_its_compile_is_in_flight_never_uses_the_stale_s
     for _ in range(plan_mod.HOT_RUNS):
         exe.run(test_prog, feed=f, fetch_list=[loss], scope=scope)
     old_plan = cached_plans(exe)[-1]
-    assert old_plan._compiling is not None or old_plan.units is not None   # started
+    assert old_plan.compiling is not None or old_plan.units is not None   # started
     scale_op = next(op for op in test_prog.global_block().ops if op.type == "scale")
     scale_op._set_attr("scale", 2.0)
     for _ in range(plan_mod.HOT_RUNS + 4):

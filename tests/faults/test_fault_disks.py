@@ -31,7 +31,7 @@ pytestmark = pytest.mark.usefixtures("fresh_graph_state")
 @pytest.fixture
 def cache_dir(monkeypatch, tmp_path):
     """A fresh, empty kernel cache for this test; nothing loaded in this process."""
-    monkeypatch.setattr(cache, "_modules", {})
+    monkeypatch.setattr(cache, "loaded_modules", {})
     monkeypatch.setattr(cache, "_numba_write_failed", set())
     d = tmp_path / "kernels"
     monkeypatch.setenv("NUMBAFLOW_CACHE_DIR", str(d))

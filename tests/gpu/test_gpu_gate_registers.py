@@ -13,7 +13,7 @@ def kernel():
 
     class K:
         py_func = body
-        _nf_block_threads = 512
+        nf_block_threads = 512
     return K()
 
 

@@ -405,8 +405,8 @@ def _dumped_fused_kernels(monkeypatch, tmp_path, run):
     every kernel is loaded, hence dumped); return {file name: source}."""
     from numbaflow.kernels.codegen import cache, cpu
     monkeypatch.setenv("NUMBAFLOW_DUMP_DIR", str(tmp_path))
-    monkeypatch.setattr(cache, "_modules", {})
-    monkeypatch.setattr(cpu, "_compiled_kernels", {})
+    monkeypatch.setattr(cache, "loaded_modules", {})
+    monkeypatch.setattr(cpu, "compiled_kernels", {})
     run()
     return {os.path.basename(f): open(f, encoding="utf-8").read() for f in glob.glob(str(tmp_path / "*.py"))}
 

@@ -12,7 +12,7 @@ from numbaflow.executor.plan import HOT_RUNS
 from numbaflow.graph import verify
 from numbaflow.utils import unique_name
 from numbaflow.compiler.compiled_program import last_plan
-from numbaflow.executor.executor import cached_plans
+from numbaflow.executor.executor import cached_plans, plain_runner, runners
 
 pytestmark = pytest.mark.usefixtures("fresh_graph_state")
 
@@ -182,7 +182,7 @@ def test_fed_array_is_used_without_a_copy_and_steady_state_allocates_only_fetche
     exe.run(c, feed=feed, fetch_list=[loss], scope=scope)
     # hot: segments decided on (these kernels are big: dispatch is < 1% of the run, so
     # the plan stays op by op) and compiled if they pay
-    assert last_plan(c)._pays is not None
+    assert last_plan(c).segments_pay is not None
     tracemalloc.start()
     base = tracemalloc.get_traced_memory()[0]
     for _ in range(10):
@@ -289,8 +289,8 @@ def test_plan_dependencies_cover_reused_buffers():
             reach[i] |= reach[j] | {j}
     touched = []
     for op in plan.ops:
-        touched.append(({plan._memory_key(v) for v in op.input_vars()},
-                        {plan._memory_key(v) for v in op.output_vars()}))
+        touched.append(({plan.memory_key(v) for v in op.input_vars()},
+                        {plan.memory_key(v) for v in op.output_vars()}))
     for i in range(len(deps)):
         for j in range(i):
             ri, wi = touched[i]
@@ -367,7 +367,6 @@ def test_the_executor_owns_every_plan_and_close_frees_them():
     exe.close() frees them with the plain program's, and the next run builds them again."""
     import weakref
 
-    from numbaflow.executor.executor import runner_of
     main, startup, loss = mlp()
     exe, scope = static.Executor(), static.Scope()
     exe.run(startup, scope=scope)
@@ -378,13 +377,12 @@ def test_the_executor_owns_every_plan_and_close_frees_them():
     exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
     exe.run(c, feed=feed, fetch_list=[loss], scope=scope)
     exe.run(dp, feed=feed, fetch_list=[loss], scope=scope)
-    lowered = [lw for prog in (c, dp) for lw in prog._lowered.values()]
-    runners = [runner_of(exe, lw, make=False) for lw in lowered]
-    assert all(r is not None and r.plans() for r in runners)
-    held = [weakref.ref(p) for r in runners for p in r.plans()]
+    kept = runners(exe)[1:]                     # the compiled program's, the data-parallel one's
+    assert len(kept) == 2 and all(r.plans() for r in kept)
+    held = [weakref.ref(p) for r in kept for p in r.plans()]
     assert len(held) == 3                       # compiled: 1, data parallel: one per device
     exe.close()
-    assert not any(r.plans() for r in runners) and not cached_plans(exe)
+    assert not any(r.plans() for r in runners(exe))
     import gc
     gc.collect()
     assert all(h() is None for h in held)       # the plans and their buffers are gone
@@ -393,8 +391,8 @@ def test_the_executor_owns_every_plan_and_close_frees_them():
     want = exe.run(test, feed=feed, fetch_list=[loss], scope=scope)[0]
     got = exe.run(c, feed=feed, fetch_list=[loss], scope=scope)[0]
     np.testing.assert_allclose(got, want, rtol=1e-6)
-    assert runners[0].plans()
+    assert [bool(r.plans()) for r in runners(exe)] == [True, True, False]
     # a CompiledProgram that goes takes its runners with it
-    del c, dp, lowered, runners
+    del c, dp, kept
     gc.collect()
-    assert not list(exe._owned.keys())
+    assert runners(exe) == [plain_runner(exe)]

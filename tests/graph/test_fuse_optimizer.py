@@ -140,14 +140,14 @@ def test_one_kernel_per_type_and_dtype(monkeypatch):
              for _ in range(2)]
     want_losses, want = train(main, startup, loss, main, feeds)
     # count the fused run's kernels (the single adam ops' beta-power kernel is one too)
-    monkeypatch.setattr(multi_update, "_cpu_kernels", {})
+    monkeypatch.setattr(multi_update, "cpu_kernels", {})
     compiled = static.CompiledProgram(main, build_strategy=fused_options())
     got_losses, got = train(main, startup, loss, compiled, feeds)
     (passed,) = passed_programs(compiled)
     fused = [op for op in passed.global_block().ops if op.type == "fused_adam"]
     assert sorted(str(op.inputs["Param"][0].dtype) for op in fused) == ["float32", "float64"]
     assert all(len(op.input("Param")) == 4 for op in fused)
-    kernels = multi_update._cpu_kernels
+    kernels = multi_update.cpu_kernels
     assert sorted(spec[2][0] for spec, *_ in kernels) == ["float32", "float64"]  # Param dtype
     np.testing.assert_allclose(got_losses, want_losses, rtol=1e-6)
     for k in want:
@@ -288,7 +288,7 @@ def test_in_place_fused_update_stores_through_the_inputs_and_equals_the_single_o
                      {out: infos[src] for out, src in pairs.items()})
     thunk = opdef.cpu(cop)(fused, {out: fused[src] for out, src in pairs.items()})
     thunk()
-    (aliased,) = [key[2] for key, fn in multi_update._cpu_kernels.items() if fn is thunk.func]
+    (aliased,) = [key[2] for key, fn in multi_update.cpu_kernels.items() if fn is thunk.func]
     assert aliased == (0, 3, 4)         # ParamOut, Moment1Out, Moment2Out through their inputs
     for i in range(4):
         for out, src in pairs.items():

@@ -10,8 +10,8 @@ from numbaflow.kernels.codegen import cache, cpu
 @pytest.fixture
 def fresh_kernel_caches(monkeypatch, tmp_path):
     """Forget in-process compiled kernels so the next use goes through the disk cache."""
-    monkeypatch.setattr(cache, "_modules", {})
-    monkeypatch.setattr(cpu, "_compiled_kernels", {})
+    monkeypatch.setattr(cache, "loaded_modules", {})
+    monkeypatch.setattr(cpu, "compiled_kernels", {})
     monkeypatch.setenv("NUMBAFLOW_CACHE_DIR", str(tmp_path / "cache"))
     return tmp_path
 

@@ -20,7 +20,7 @@ from child import script_command, script_env
 @pytest.fixture
 def cache_dir(monkeypatch, tmp_path):
     """A fresh, empty kernel cache for this test; nothing loaded in this process."""
-    monkeypatch.setattr(cache, "_modules", {})
+    monkeypatch.setattr(cache, "loaded_modules", {})
     d = tmp_path / "kernels"
     monkeypatch.setenv("NUMBAFLOW_CACHE_DIR", str(d))
     monkeypatch.delenv("NUMBAFLOW_DUMP_DIR", raising=False)
@@ -63,7 +63,7 @@ def test_damaged_entry_is_regenerated_with_one_warning(cache_dir, caplog, damage
     with caplog.at_level(logging.WARNING, logger="numbaflow"):
         mod = cache.load_source(src)
         assert mod.f(3) == 7
-        cache._modules.clear()
+        cache.loaded_modules.clear()
         assert cache.load_source(src).f(4) == 9   # the regenerated entry is used silently
     (w,) = _cache_warnings(caplog)
     assert word in w.getMessage()
@@ -82,7 +82,7 @@ def test_truncated_numba_cache_file_is_recompiled(cache_dir, caplog, suffix):
         data = f.read()
     with open(path, "wb") as f:
         f.write(data[: len(data) // 2])
-    cache._modules.clear()
+    cache.loaded_modules.clear()
     with caplog.at_level(logging.WARNING, logger="numbaflow"):
         mod = cache.load_source(src)
         assert mod.f(4) == 9                      # recompiled, not a pickle error
@@ -164,7 +164,7 @@ def test_size_cap_applies_on_load(cache_dir, monkeypatch):
     monkeypatch.setenv("NUMBAFLOW_CACHE_SIZE_MB", "0.0001")  # 104 bytes: one entry fits, not two
     first = _source()
     cache.load_source(first[0])
-    cache._modules.clear()                        # no longer in use by this process
+    cache.loaded_modules.clear()                        # no longer in use by this process
     second = _source()
     cache.load_source(second[0])
     assert not (cache_dir / first[1]).exists() and (cache_dir / second[1]).exists()

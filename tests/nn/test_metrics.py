@@ -37,7 +37,7 @@ def test_progress_calls_back_with_global_steps_and_draws_a_bar(capsys):
                   bar=True, start=3) as progress:
         for loss in (0.5, 0.25, 0.125):
             progress.step(loss=loss)
-        assert progress._bar.n == 3 and progress._bar.postfix == "loss=0.125"
+        assert progress.bar.n == 3 and progress.bar.postfix == "loss=0.125"
     assert seen == [(4, {"loss": 0.5}), (5, {"loss": 0.25}), (6, {"loss": 0.125})]
     err = capsys.readouterr().err
     assert "epoch 2" in err and "/3 [" in err
@@ -48,7 +48,7 @@ def test_progress_without_a_terminal_draws_nothing(monkeypatch, capsys):
     progress = Progress(total=2)
     progress.step()
     progress.close()
-    assert progress.count == 1 and progress._bar is None
+    assert progress.count == 1 and progress.bar is None
 
 
 def test_train_digits_logdir_holds_the_printed_numbers(tmp_path):

@@ -11,6 +11,6 @@ with static.program_guard(main, startup):
 exe = static.Executor()
 out, = exe.run(main, feed={"x": np.ones((2, 5), np.float32)}, fetch_list=[y])
 assert np.allclose(out, 3 / (1 + np.exp(-1.0)) + 1)
-hits = sum(sum(k.stats.cache_hits.values()) for k in cpu._compiled_kernels.values())
-misses = sum(sum(k.stats.cache_misses.values()) for k in cpu._compiled_kernels.values())
+hits = sum(sum(k.stats.cache_hits.values()) for k in cpu.compiled_kernels.values())
+misses = sum(sum(k.stats.cache_misses.values()) for k in cpu.compiled_kernels.values())
 print(hits, misses)

@@ -16,5 +16,5 @@ exe = static.Executor(); exe.run(startup)
 for _ in range(HOT_RUNS + 1):
     exe.run(main, feed={"x": np.ones((4, 8), np.float32)}, fetch_list=[loss])
 plan = cached_plans(exe)[-1]
-assert plan._compiling is not None and not plan._compiling.done.is_set()
+assert plan.compiling is not None and not plan.compiling.done.is_set()
 print("exiting", flush=True)

@@ -34,7 +34,7 @@ from ...utils.atomic_file import atomic_write
 log = logging.getLogger("numbaflow.cache")
 
 PREFIX = "nfk_"
-_modules = {}           # digest -> module, for this process
+loaded_modules = {}           # digest -> module, for this process
 _numba_write_failed = set()     # directories (and "no disk") already warned about, once each
 _lock = threading.Lock()
 _TMP_MAX_AGE_S = 3600   # temporary files older than this are leftovers of killed writes
@@ -211,7 +211,7 @@ class _TolerantCache:
         except OSError as e:
             self._inner.disable()
             # numba replays the warnings of a compile, so Python's once-per-place filter
-            # does not hold: the directories already reported are kept beside _modules
+            # does not hold: the directories already reported are kept beside loaded_modules
             # (one per NUMBA_CACHE_DIR, not per module subdirectory numba makes in it)
             from numba.core import config as numba_config
             root = numba_config.CACHE_DIR if numba_config.CACHE_DIR and \
@@ -242,6 +242,14 @@ def tolerate_cache_errors(namespace):
             obj._cache = _TolerantCache(inner)
 
 
+def cached_on_disk(dispatcher):
+    """True when numba keeps `dispatcher`'s compiled code in its on-disk cache (a CUDA
+    kernel's cache, unwrapped from _TolerantCache, is numba's CUDACache; the GPU gate
+    checks every launched kernel declared cache=True)."""
+    cache = getattr(dispatcher, "_cache", None)
+    return type(getattr(cache, "_inner", cache)).__name__ in ("CUDACache", "FunctionCache")
+
+
 def in_disk_cache(dispatcher, sig):
     """True when numba's disk cache holds `dispatcher` compiled for the argument types
     `sig` (executor/precompile.py asks before starting a compile helper); also True when
@@ -266,7 +274,7 @@ def load_source(source, label="kernel"):
     data = source.encode()
     digest = hashlib.sha256(data).hexdigest()[:20]
     with _lock:
-        mod = _modules.get(digest)
+        mod = loaded_modules.get(digest)
         if mod is not None:
             return mod
         cache_dir, wrote = _store(config.kernel_cache_dir(), digest, source, data)
@@ -290,9 +298,9 @@ def load_source(source, label="kernel"):
             _without_disk_cache(f"numba can write its compiled code nowhere ({e})")
             exec(compile(_uncached(source), path, "exec"), mod.__dict__)
         tolerate_cache_errors(mod.__dict__)
-        _modules[digest] = mod
+        loaded_modules[digest] = mod
         if wrote and cache_dir is not None:
-            _evict(cache_dir, config.cache_size_limit(), keep=set(_modules))
+            _evict(cache_dir, config.cache_size_limit(), keep=set(loaded_modules))
         return mod
 
 
@@ -390,5 +398,5 @@ def clear():
         for _, _, paths in entries.values():
             _remove(paths)
         _remove(_stale_tmp(cache_dir))
-        _modules.clear()
+        loaded_modules.clear()
     return len(entries), sum(e[1] for e in entries.values())

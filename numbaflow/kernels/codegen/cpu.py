@@ -145,7 +145,7 @@ def kernel_source(outputs, n_in, ndim, inner_kinds, float_dtype, in_dtypes=None,
     return "\n".join(src) + "\n"
 
 
-_compiled_kernels = {}
+compiled_kernels = {}
 
 
 def _compiled(outputs, n_in, ndim, inner_kinds, float_dtype, in_dtypes, checks, divides,
@@ -153,11 +153,11 @@ def _compiled(outputs, n_in, ndim, inner_kinds, float_dtype, in_dtypes, checks, 
     key = (SymKey.of(outputs), n_in, ndim, inner_kinds, float_dtype, in_dtypes,
            SymKey.of([sym for sym, _ in checks]), tuple(m for _, m in checks), divides,
            aliases)
-    fn = _compiled_kernels.get(key)
+    fn = compiled_kernels.get(key)
     if fn is None:
         src = kernel_source(outputs, n_in, ndim, inner_kinds, float_dtype, in_dtypes, checks,
                             divides, aliases)
-        fn = _compiled_kernels[key] = cache.load_source(src, label="elementwise").kernel
+        fn = compiled_kernels[key] = cache.load_source(src, label="elementwise").kernel
     return fn
 
 

@@ -99,16 +99,16 @@ def cpu_source(outputs, scalar, in_dtypes, out_dtypes, float_dtype, parallel, po
     return "\n".join(src) + "\n"
 
 
-_cpu_kernels = {}      # (spec, parallel, aliases) -> njit dispatcher
+cpu_kernels = {}      # (spec, parallel, aliases) -> njit dispatcher
 
 
 def _cpu_kernel(op_type, outputs, spec, parallel, aliases):
     key = (spec, parallel, aliases)
-    fn = _cpu_kernels.get(key)
+    fn = cpu_kernels.get(key)
     if fn is None:
         _, scalar, in_dt, out_dt, fdt, post = spec
         src = cpu_source(outputs, scalar, in_dt, out_dt, fdt, parallel, post, aliases)
-        fn = _cpu_kernels[key] = cache.load_source(src, label=f"{op_type}_cpu").kernel
+        fn = cpu_kernels[key] = cache.load_source(src, label=f"{op_type}_cpu").kernel
     return fn
 
 
