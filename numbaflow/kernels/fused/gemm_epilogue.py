@@ -248,28 +248,38 @@ def _cpu(cop):
     return bind
 
 
+def _grad_operands(attrs, ins, outs, empty):
+    """(X as (M, K), Y, Out@GRAD as (M, N), where act's gradient goes (DPreAct, a new
+    array from `empty`, or Out@GRAD itself when act is "none"), what act's gradient reads)
+    of a gradient op, CPU and GPU alike."""
+    act = activation(attrs)
+    x, y, d = ins["X"][0], ins["Y"][0], ins["Out@GRAD"][0]
+    x2 = x.reshape(flat2(x.shape, attrs["x_num_col_dims"]))
+    m, n = x2.shape[0], y.shape[0] if attrs["trans_y"] else y.shape[1]
+    d2 = d.reshape(m, n)
+    dz, saved = d2, d2      # act "none": DPreAct (when asked for) is a copy of d
+    if outs.get("DPreAct"):
+        dz = outs["DPreAct"][0].reshape(m, n)
+    elif act != "none":
+        dz = empty((m, n), d.dtype)
+    if act != "none":
+        saved = ins["ReserveSpace" if act == "gelu" else "Out"][0].reshape(m, n)
+    return x2, y, d2, dz, saved
+
+
 def _grad_cpu(cop):
     act = activation(cop.attrs)
-    xn, ty = cop.attrs["x_num_col_dims"], bool(cop.attrs["trans_y"])
+    ty = bool(cop.attrs["trans_y"])
 
     def bind(ins, outs):
-        x, y, d = ins["X"][0], ins["Y"][0], ins["Out@GRAD"][0]
-        x2 = x.reshape(flat2(x.shape, xn))
-        m, n = x2.shape[0], y.shape[0] if ty else y.shape[1]
-        d2 = d.reshape(m, n)
-        calls, ab = [], blas_scalars(d.dtype)
-        dz, saved = d2, d2      # act "none": DPreAct (when asked for) is a copy of d
-        if outs.get("DPreAct"):
-            dz = outs["DPreAct"][0].reshape(m, n)
-        elif act != "none":
-            dz = np.empty_like(d2)
-        if act != "none":
-            saved = ins["ReserveSpace" if act == "gelu" else "Out"][0].reshape(m, n)
+        x2, y, d2, dz, saved = _grad_operands(cop.attrs, ins, outs, np.empty)
+        m, n = d2.shape
+        calls, ab = [], blas_scalars(d2.dtype)
         db = outs.get("Bias@GRAD")
         if act != "none" or db or dz is not d2:
-            mod = epilogues(act, cop.attrs["approximate"], d.dtype.name, False,
+            mod = epilogues(act, cop.attrs["approximate"], d2.dtype.name, False,
                             alias=dz.ctypes.data == d2.ctypes.data)
-            parts = np.empty((CHUNKS, 1, n), d.dtype)
+            parts = np.empty((CHUNKS, 1, n), d2.dtype)
             T = pass_threads(m, n)
             calls.append(bind_workers(mod.backward, (saved, d2, dz, parts), [()] * T))
             if db:
@@ -300,21 +310,14 @@ def _gpu(cop):
 
 def _grad_gpu(cop):
     act = activation(cop.attrs)
-    xn, ty = cop.attrs["x_num_col_dims"], bool(cop.attrs["trans_y"])
+    ty = bool(cop.attrs["trans_y"])
 
     def bind(ins, outs):
         from numba import cuda
-        x, y, d = ins["X"][0], ins["Y"][0], ins["Out@GRAD"][0]
-        x3 = x.reshape((1,) + flat2(x.shape, xn))
-        m, n = x3.shape[1], y.shape[0] if ty else y.shape[1]
+        x2, y, d, dz, saved = _grad_operands(cop.attrs, ins, outs, cuda.device_array)
+        (m, n), x3 = d.shape, x2.reshape((1,) + x2.shape)
         mod = epilogues(act, cop.attrs["approximate"], d.dtype.name, False, gpu=True)
-        calls, dz, saved = [], d, d
-        if outs.get("DPreAct"):
-            dz = outs["DPreAct"][0]
-        elif act != "none":
-            dz = cuda.device_array(d.shape, d.dtype)
-        if act != "none":
-            saved = ins["ReserveSpace" if act == "gelu" else "Out"][0]
+        calls = []
         if dz is not d:
             calls.append(gpu_util.launch_flat(mod.backward, d.size, gpu_util.flat(saved),
                                               gpu_util.flat(d), gpu_util.flat(dz)))
