@@ -14,7 +14,7 @@ import pytest
 
 from numbaflow import config
 from numbaflow.kernels.codegen import cache
-from child import script_command, script_env
+from child import run_script, script_command, script_env
 
 
 @pytest.fixture
@@ -219,3 +219,29 @@ def test_planted_files_never_run_in_a_real_program(tmp_path):
     assert second.returncode == 0 and "ok" in second.stdout, second.stderr
     assert not marker.exists()
     assert second.stderr.count("does not match its name") == len(entries)
+
+
+def test_a_kernel_is_recompiled_when_a_callee_in_another_file_changes(tmp_path):
+    """numba keys a cached kernel by its own file only: after a callee's file changes,
+    numba alone runs the old machine code (the reference below); numbaflow's wrapping keys
+    every entry by the whole package's sources too, so the change is seen."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from numba import njit\nfrom pkg.b import g\n\n\n"
+                              "@njit(cache=True)\ndef f():\n    return g() + 1\n")
+
+    def callee_returns(v, bump):
+        (pkg / "b.py").write_text(f"from numba import njit\n\n\n@njit(cache=True)\n"
+                                  f"def g():\n    return {v}\n")
+        os.utime(pkg / "b.py", ns=(bump, bump))
+
+    def f(mode):
+        return int(run_script("cross_file_cache", str(tmp_path), mode,
+                              NUMBA_CACHE_DIR=str(tmp_path / f"numba_{mode}")).stdout)
+
+    callee_returns(1, 10**18)
+    assert (f("plain"), f("wrap")) == (2, 2)
+    callee_returns(10, 2 * 10**18)
+    assert f("plain") == 2          # numba alone: the stale entry of a.f
+    assert f("wrap") == 11

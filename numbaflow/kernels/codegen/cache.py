@@ -37,6 +37,7 @@ PREFIX = "nfk_"
 loaded_modules = {}           # digest -> module, for this process
 _numba_write_failed = set()     # directories (and "no disk") already warned about, once each
 _lock = threading.Lock()
+_stamps = {}                    # package root -> sources_stamp, once per process
 _TMP_MAX_AGE_S = 3600   # temporary files older than this are leftovers of killed writes
 
 
@@ -197,10 +198,14 @@ class _TolerantCache:
     """numba's on-disk cache of one of our kernels (NUMBA_CACHE_DIR, or the __pycache__
     beside its source), made to degrade: a write that fails (a full disk, a directory made
     read-only) turns caching off for that kernel, with one warning per directory and
-    process, instead of failing the run that compiled it."""
+    process, instead of failing the run that compiled it. Its entries are keyed by the
+    package's `sources_stamp` besides numba's stamp of the kernel's own file."""
 
-    def __init__(self, inner):
+    def __init__(self, inner, stamp):
         self._inner = inner
+        index = getattr(inner, "_cache_file", None)     # numba's IndexDataCacheFile
+        if hasattr(index, "_source_stamp"):
+            index._source_stamp = (index._source_stamp, stamp)
 
     def __getattr__(self, name):
         return getattr(self._inner, name)
@@ -232,14 +237,43 @@ def write_failures():
     return sorted(_numba_write_failed)
 
 
-def tolerate_cache_errors(namespace):
+PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def sources_stamp(root=PACKAGE_DIR):
+    """A digest of every .py file's path, mtime and size under `root`, computed once per
+    process (~2 ms of stat calls).
+
+    numba keys a kernel's cached machine code by its own file's stamp only, while that
+    code has its callees in other files compiled into it: a changed callee would run
+    stale. Every numbaflow kernel's cache entry is therefore also keyed by this stamp of
+    the whole package (see _TolerantCache): any change to numbaflow recompiles.
+
+    >>> sources_stamp() == sources_stamp()
+    True
+    """
+    if root not in _stamps:
+        h = hashlib.sha256()
+        for d, dirs, files in sorted(os.walk(root)):
+            dirs.sort()
+            for f in sorted(files):
+                if f.endswith(".py"):
+                    st = os.stat(os.path.join(d, f))
+                    h.update(f"{os.path.relpath(os.path.join(d, f), root)}:{st.st_mtime_ns}:"
+                             f"{st.st_size};".encode())
+        _stamps[root] = h.hexdigest()[:16]
+    return _stamps[root]
+
+
+def tolerate_cache_errors(namespace, root=PACKAGE_DIR):
     """Wrap the on-disk cache of every numba dispatcher in `namespace` (a module's dict)
-    so that a failed cache write degrades to no caching (see _TolerantCache)."""
+    so that a failed cache write degrades to no caching and an entry is used only while
+    the sources under `root` are unchanged (see _TolerantCache)."""
     for obj in list(namespace.values()):
         inner = getattr(obj, "_cache", None)
         if hasattr(obj, "enable_caching") and hasattr(inner, "save_overload") and \
                 not isinstance(inner, _TolerantCache):
-            obj._cache = _TolerantCache(inner)
+            obj._cache = _TolerantCache(inner, sources_stamp(root))
 
 
 def cached_on_disk(dispatcher):
