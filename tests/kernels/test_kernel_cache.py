@@ -221,6 +221,7 @@ def test_planted_files_never_run_in_a_real_program(tmp_path):
     assert second.stderr.count("does not match its name") == len(entries)
 
 
+@pytest.mark.slow
 def test_a_kernel_is_recompiled_when_a_callee_in_another_file_changes(tmp_path):
     """numba keys a cached kernel by its own file only: after a callee's file changes,
     numba alone runs the old machine code (the reference below); numbaflow's wrapping keys
