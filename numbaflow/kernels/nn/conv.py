@@ -236,7 +236,7 @@ def use_nchwc(k, dtype):
     """True where conv2d's forward runs conv_nchwc's direct kernel (the rule above)."""
     lo, hi = NCHWC_CHANNELS
     if not (dtype == np.float32 and k["groups"] == 1 and k["kh"] == k["kw"] == 3
-            and k["dh"] == k["dw"] == 1 and k["m"] % (conv_nchwc.LANES * conv_nchwc.OB) == 0
+            and k["dh"] == k["dw"] == 1 and k["m"] % conv_nchwc.LANES == 0
             and lo <= k["c"] <= hi and k["sh"] == k["sw"] and k["sh"] in (1, 2)):
         return False
     if k["n"] >= NCHWC_MIN_BATCH:
@@ -247,7 +247,9 @@ def use_nchwc(k, dtype):
 def _nchwc_thunk(k, T, x, w, out4, epi_args):
     """The filters packed in 8-channel blocks (when they changed since the last call), then T
     workers of conv_nchwc.nchwc_fwd over the samples."""
-    L, NC = conv_nchwc.LANES, conv_nchwc.NC
+    L = conv_nchwc.LANES
+    ob = 2 if k["m"] % (2 * L) == 0 else 1
+    NC = conv_nchwc.SHAPES[ob]
     cb = -(-k["c"] // L)
     hp = k["h"] + k["pt"] + k["pb"]
     tiles = -(-k["ow"] // NC)
@@ -256,9 +258,9 @@ def _nchwc_thunk(k, T, x, w, out4, epi_args):
     last = np.full(w.shape, np.nan, np.float32)     # (NaN != anything: the first call packs)
     taps = conv_nchwc.tap_offsets(cb, k["kh"], k["kw"], k["dh"], k["dw"], hp, wpa)
     own = zip(np.zeros((T, cb, hp, wpa, L), np.float32),
-              np.empty((T, NC * L * conv_nchwc.OB), np.float32))
+              np.empty((T, conv_nchwc.ACC), np.float32))
     workers = cpu.bind_workers(conv_nchwc.nchwc_fwd, (
-        x, wb, out4, *epi_args, k["sh"], k["sw"], k["pt"], k["pl"], k["oh"], k["ow"], taps), own)
+        x, wb, out4, *epi_args, k["sh"], k["sw"], k["pt"], k["pl"], k["oh"], k["ow"], taps, ob), own)
     return functools.partial(run_calls, (functools.partial(conv_nchwc.pack_filter, w, last, wb),
                                          workers))
 

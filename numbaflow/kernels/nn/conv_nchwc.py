@@ -1,14 +1,15 @@
-"""conv2d's direct float32 forward in 8-channel blocks (NCHWc, as onnxruntime's MLAS on AVX2)
-for the small-channel convolutions of a CIFAR ResNet; conv.py picks it (`use_nchwc`), the
-design and measured table are in docs/architecture.md. The filters are packed into (M/8, C/8,
-kh, kw, 8 in, 8 out) blocks, each sample's planes into a zero-bordered (C/8, Hp, Wpa, 8)
-layout; tiles of OB x 8 output channels x NC columns of an output row keep their
-accumulators in ymm registers over all taps (`conv_tile`, LLVM IR: numba's LLVM runs no SLP
-vectorizer, and the same loops in numba code became scalar FMAs, 3 against 45-60 GFLOP/s).
-One worker computes a sample whole, so the result does not depend on the threads.
+"""conv2d's direct float32 forward in channel blocks of one vector register (NCHWc, as
+onnxruntime's MLAS): LANES = 16 channels (zmm) where the CPU has AVX-512, else 8 (ymm), for
+the small-channel convolutions of a CIFAR ResNet; conv.py picks it (`use_nchwc`), the design
+and measured table are in docs/architecture.md. The filters are packed into (M/L, C/L, kh,
+kw, L in, L out) blocks, each sample's planes into a zero-bordered (C/L, Hp, Wpa, L) layout;
+tiles of ob x L output channels x nc columns of an output row keep their accumulators in
+registers over all taps (`TILES`, LLVM IR: numba's LLVM runs no SLP vectorizer, and the same
+loops in numba code became scalar FMAs, 3 against 45-60 GFLOP/s). One worker computes a
+sample whole, so the result does not depend on the threads.
 """
 import numpy as np
-from llvmlite import ir
+from llvmlite import binding, ir
 from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
@@ -17,18 +18,31 @@ from ..fused.conv_epilogue import epilogue
 from ..workshare import claim
 
 JIT = dict(nogil=True, cache=True, error_model="numpy")
-NC = 4      # output columns per tile
-OB = 2      # 8-channel output blocks per tile: 8 accumulators, 2 filter rows, a broadcast
-LANES = 8   # channels per block: one ymm of float32
+# channels per block: one vector register of float32 (numba compiles for the host CPU; its
+# disk cache is keyed by the CPU's features, so a cached kernel always matches LANES)
+LANES = 16 if binding.get_host_cpu_features().get("avx512f") else 8
+# (output blocks, columns) of a tile, by output blocks: 8 accumulators either way; two
+# blocks share each broadcast input lane (fewer loads per FMA) where M is a multiple of 2L
+NC2, NC1 = 4, 8
+SHAPES = {2: NC2, 1: NC1}
+ACC = max(2 * NC2, NC1) * LANES     # a worker's tile buffer
 
 
-@intrinsic
-def conv_tile(typingctx, acc, w, woff, wstride, x, xoff, taps, xstride):
-    """acc[(b*NC + c)*8 + o] += sum over taps t and input lanes i of
-    x[xoff + taps[t] + c*xstride + i] * w[woff + b*wstride + t*64 + i*8 + o], for the OB
-    output blocks b, NC columns c and 8 output lanes o; all float32, flat C arrays. The
+def _tile(OB, NC):
+    """The tile intrinsic for OB output blocks and NC columns (_tile_typer says what it does)."""
+    def conv_tile(typingctx, acc, w, woff, wstride, x, xoff, taps, xstride):
+        return _tile_typer(OB, NC, typingctx, acc, w, woff, wstride, x, xoff, taps, xstride)
+    conv_tile.__name__ = f"conv_tile_{OB}x{NC}"
+    return intrinsic(conv_tile)
+
+
+def _tile_typer(OB, NC, typingctx, acc, w, woff, wstride, x, xoff, taps, xstride):
+    """acc[(b*NC + c)*L + o] += sum over taps t and input lanes i of
+    x[xoff + taps[t] + c*xstride + i] * w[woff + b*wstride + t*L*L + i*L + o], for the OB
+    output blocks b, NC columns c and L output lanes o; all float32, flat C arrays. The
     accumulators stay in registers over the taps (one load, one store)."""
     sig = types.void(acc, w, woff, wstride, x, xoff, taps, xstride)
+    fma_name = f"llvm.fma.v{LANES}f32"
 
     def codegen(context, builder, sig, args):
         ip = context.get_value_type(types.intp)
@@ -39,7 +53,7 @@ def conv_tile(typingctx, acc, w, woff, wstride, x, xoff, taps, xstride):
         taps = context.make_array(sig.args[6])(context, builder, args[6])
         vt = ir.VectorType(ir.FloatType(), LANES)
         fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vt, [vt] * 3),
-                                             "llvm.fma.v8f32")
+                                             fma_name)
         lane0, bcast = ir.Constant(ir.IntType(32), 0), ir.Constant(
             ir.VectorType(ir.IntType(32), LANES), [0] * LANES)
 
@@ -77,6 +91,9 @@ def conv_tile(typingctx, acc, w, woff, wstride, x, xoff, taps, xstride):
             builder.store(builder.load(slot), vec_at(acc_p, const(c * LANES)), align=4)
         return context.get_dummy_value()
     return sig, codegen
+
+
+conv_tile, conv_tile1 = _tile(2, NC2), _tile(1, NC1)
 
 
 @njit(**JIT)
@@ -129,11 +146,13 @@ def tap_offsets(Cb, KH, KW, dh, dw, Hp, Wpa):
 
 
 @njit(**JIT)
-def nchwc_fwd(x4, wb, out4, mul2, add2, epi, act, sh, sw, pt, pl, OH, OW, taps, xb, acc,
+def nchwc_fwd(x4, wb, out4, mul2, add2, epi, act, sh, sw, pt, pl, OH, OW, taps, ob, xb, acc,
               counter):
-    """A worker: x4 (N, C, H, W), wb packed by pack_filter, out4 (N, 1, M, OH*OW); its own
-    zero-bordered block plane xb (C/8, Hp, Wpa, 8) and tile acc (NC*8). Claims samples."""
+    """A worker: x4 (N, C, H, W), wb packed by pack_filter, out4 (N, 1, M, OH*OW), tiles of
+    `ob` output blocks (a key of SHAPES); its own zero-bordered block plane xb (C/L, Hp, Wpa,
+    L) and tile buffer acc (ACC). Claims samples."""
     Mb, Wpa = wb.shape[0], xb.shape[2]
+    nc = NC2 if ob == 2 else NC1
     per_m = wb.shape[1] * wb.shape[2] * wb.shape[3] * LANES * LANES
     xf, wf = xb.reshape(-1), wb.reshape(-1)
     n = claim(counter)
@@ -141,17 +160,95 @@ def nchwc_fwd(x4, wb, out4, mul2, add2, epi, act, sh, sw, pt, pl, OH, OW, taps, 
         _pack_input(x4[n], xb, pt, pl)
         o = out4[n, 0]
         of = o.reshape(-1)
-        for mb in range(0, Mb, OB):
+        for mb in range(0, Mb, ob):
             for oh in range(OH):
-                for ow0 in range(0, OW, NC):
+                for ow0 in range(0, OW, nc):
                     acc[:] = 0
-                    conv_tile(acc, wf, mb * per_m, per_m, xf, (oh * sh * Wpa + ow0 * sw) * LANES,
-                              taps, sw * LANES)
-                    nc = min(NC, OW - ow0)
-                    for b in range(OB):
+                    xoff = (oh * sh * Wpa + ow0 * sw) * LANES
+                    if ob == 2:
+                        conv_tile(acc, wf, mb * per_m, per_m, xf, xoff, taps, sw * LANES)
+                    else:
+                        conv_tile1(acc, wf, mb * per_m, per_m, xf, xoff, taps, sw * LANES)
+                    ncols = min(nc, OW - ow0)
+                    for b in range(ob):
                         for co in range(LANES):
                             dst = np.uintp(((mb + b) * LANES + co) * OH * OW + oh * OW + ow0)
-                            for c in range(nc):
-                                of[dst + np.uintp(c)] = acc[(b * NC + c) * LANES + co]
+                            for c in range(ncols):
+                                of[dst + np.uintp(c)] = acc[(b * nc + c) * LANES + co]
         epilogue(o, mul2[0], add2[0], epi, act)
+        n = claim(counter)
+
+
+# ---------------------------------------------------------------- activations kept blocked
+# The ops of kernels/nn/conv_blocked.py (made by the nchwc_layout pass) hold activations as
+# (N, C/L, H + 2, W + 2, L) with a zero border of 1: a 3x3 pad-1 conv reads it as it is (no
+# per-layer packing) and writes its output straight into the same layout (L-wide stores with
+# the epilogue applied on the way, no scatter into NCHW rows and no second pass).
+
+@njit(**JIT)
+def pack_blocked(x4, xb5, counter):
+    """A worker: xb5[n] = the zero-bordered blocks of x4[n] (N, C, H, W), claimed by sample."""
+    n = claim(counter)
+    while n < x4.shape[0]:
+        xb5[n] = 0
+        _pack_input(x4[n], xb5[n], 1, 1)
+        n = claim(counter)
+
+
+@njit(**JIT)
+def unpack_blocked(xb5, x4, counter):
+    """A worker: x4[n, c, h, w] = xb5[n, c // L, 1 + h, 1 + w, c % L], claimed by sample."""
+    C, H, W = x4.shape[1:]
+    n = claim(counter)
+    while n < x4.shape[0]:
+        for c in range(C):
+            src = xb5[n, c // LANES]
+            for h in range(H):
+                for w in range(W):
+                    x4[n, c, h, w] = src[1 + h, 1 + w, c % LANES]
+        n = claim(counter)
+
+
+@njit(**JIT)
+def blocked_fwd(xb5, wb, ob5, mul, add, epi, act, sh, sw, oh0, ow0_, OH, OW, taps, ob, acc,
+                counter):
+    """A worker: xb5 (N, C/L, H+2, W+2, L) -> ob5 (N, M/L, OH+2, OW+2, L), both zero-bordered;
+    wb packed by pack_filter; the conv's first tap at row oh0, column ow0_ of the bordered
+    input (1 - its padding); out = act(conv * mul + add) per channel (epi 2; 1: + add; 0:
+    neither). Claims samples."""
+    Mb, Wp = wb.shape[0], xb5.shape[3]
+    nc = NC2 if ob == 2 else NC1
+    per_m = wb.shape[1] * wb.shape[2] * wb.shape[3] * LANES * LANES
+    wf = wb.reshape(-1)
+    n = claim(counter)
+    while n < xb5.shape[0]:
+        xf = xb5[n].reshape(-1)
+        o = ob5[n]
+        o[:, 0] = 0
+        o[:, OH + 1] = 0
+        o[:, :, 0] = 0
+        o[:, :, OW + 1] = 0
+        for mb in range(0, Mb, ob):
+            for oh in range(OH):
+                for ow0 in range(0, OW, nc):
+                    acc[:] = 0
+                    xoff = ((oh * sh + oh0) * Wp + ow0 * sw + ow0_) * LANES
+                    if ob == 2:
+                        conv_tile(acc, wf, mb * per_m, per_m, xf, xoff, taps, sw * LANES)
+                    else:
+                        conv_tile1(acc, wf, mb * per_m, per_m, xf, xoff, taps, sw * LANES)
+                    for b in range(ob):
+                        ch = (mb + b) * LANES
+                        row = o[mb + b, 1 + oh]
+                        for c in range(min(nc, OW - ow0)):
+                            dst, a0 = row[1 + ow0 + c], (b * nc + c) * LANES
+                            for co in range(LANES):
+                                v = acc[a0 + co]
+                                if epi == 2:
+                                    v = v * mul[ch + co] + add[ch + co]
+                                elif epi == 1:
+                                    v += add[ch + co]
+                                if act and v < 0:
+                                    v = 0
+                                dst[co] = v
         n = claim(counter)
