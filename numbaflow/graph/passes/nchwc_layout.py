@@ -67,6 +67,8 @@ def _match(block, ops, protected):
     if not region:
         return None
     taken = {id(op) for op in region}
+    # the readers among `ops`: a plain run's plan holds ops (fused_conv2d) its block does not
+    read_outside = {v.name for op in ops if id(op) not in taken for v in op.input_vars()}
     new, at, packed = [], [], set()
 
     def add(op_type, ins, outs, attrs, where):
@@ -88,8 +90,7 @@ def _match(block, ops, protected):
         else:
             add(op.type, {s: [blocked[v.name] for v in vs] for s, vs in op.inputs.items()},
                 {"Out": [blocked[out.name]]}, op.attrs, op)
-        if out.name in protected or out.persistable or \
-                any(id(r) not in taken for r in block.consumers(out)):
+        if out.name in protected or out.persistable or out.name in read_outside:
             add("nchwc_unpack", {"X": [blocked[out.name]]}, {"Out": [out]}, {}, op)
     return Replacement(region, new, at, vars=list(blocked.values()),
                        what=f"{len(region)} ops from {region[0].type} -> {out.name}")
