@@ -147,8 +147,7 @@ def _conv_cpu(cop):
             add = bias
         T = _threads(x, m * kh * kw)
         steps.append(cpu.bind_workers(nchwc.blocked_fwd, (
-            x, wb, out, mul, add, epi, int(act), sh, sw, BORDER - pt, BORDER - pl,
-            out.shape[2] - 2 * BORDER, out.shape[3] - 2 * BORDER, taps, ob),
+            x, wb, out, mul, add, epi, int(act), sh, sw, BORDER - pt, BORDER - pl, taps, ob),
             [(a,) for a in np.empty((T, nchwc.ACC), np.float32)]))
         return sequence(steps)
     return bind

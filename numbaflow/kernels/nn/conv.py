@@ -245,7 +245,7 @@ def use_nchwc(k, dtype):
 
 
 def _nchwc_thunk(k, T, x, w, out4, epi_args):
-    """The filters packed in 8-channel blocks (when they changed since the last call), then T
+    """The filters packed in L-channel blocks (when they changed since the last call), then T
     workers of conv_nchwc.nchwc_fwd over the samples."""
     L = conv_nchwc.LANES
     ob = 2 if k["m"] % (2 * L) == 0 else 1
@@ -258,9 +258,11 @@ def _nchwc_thunk(k, T, x, w, out4, epi_args):
     last = np.full(w.shape, np.nan, np.float32)     # (NaN != anything: the first call packs)
     taps = conv_nchwc.tap_offsets(cb, k["kh"], k["kw"], k["dh"], k["dw"], hp, wpa)
     own = zip(np.zeros((T, cb, hp, wpa, L), np.float32),
+              np.empty((T, k["m"] // L, k["oh"] + 2, k["ow"] + 2, L), np.float32),
               np.empty((T, conv_nchwc.ACC), np.float32))
+    out = out4.reshape(k["n"], k["m"], k["oh"], k["ow"])
     workers = cpu.bind_workers(conv_nchwc.nchwc_fwd, (
-        x, wb, out4, *epi_args, k["sh"], k["sw"], k["pt"], k["pl"], k["oh"], k["ow"], taps, ob), own)
+        x, wb, out, *epi_args, k["sh"], k["sw"], k["pt"], k["pl"], taps, ob), own)
     return functools.partial(run_calls, (functools.partial(conv_nchwc.pack_filter, w, last, wb),
                                          workers))
 

@@ -14,7 +14,6 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from ..fused.conv_epilogue import epilogue
 from ..workshare import claim
 
 JIT = dict(nogil=True, cache=True, error_model="numpy")
@@ -146,36 +145,19 @@ def tap_offsets(Cb, KH, KW, dh, dw, Hp, Wpa):
 
 
 @njit(**JIT)
-def nchwc_fwd(x4, wb, out4, mul2, add2, epi, act, sh, sw, pt, pl, OH, OW, taps, ob, xb, acc,
+def nchwc_fwd(x4, wb, out4, mul2, add2, epi, act, sh, sw, pt, pl, taps, ob, xb, yb, acc,
               counter):
-    """A worker: x4 (N, C, H, W), wb packed by pack_filter, out4 (N, 1, M, OH*OW), tiles of
-    `ob` output blocks (a key of SHAPES); its own zero-bordered block plane xb (C/L, Hp, Wpa,
-    L) and tile buffer acc (ACC). Claims samples."""
-    Mb, Wpa = wb.shape[0], xb.shape[2]
-    nc = NC2 if ob == 2 else NC1
-    per_m = wb.shape[1] * wb.shape[2] * wb.shape[3] * LANES * LANES
-    xf, wf = xb.reshape(-1), wb.reshape(-1)
+    """A worker: x4 (N, C, H, W) -> out4 (N, M, OH, OW), wb packed by pack_filter, tiles of
+    `ob` output blocks; through its own zero-bordered block planes xb (C/L, Hp, Wpa, L) of
+    the input (borders pt, pl) and yb (M/L, OH+2, OW+2, L) of the output, and tile buffer
+    acc (ACC). Claims samples."""
+    xf = xb.reshape(-1)
     n = claim(counter)
     while n < x4.shape[0]:
         _pack_input(x4[n], xb, pt, pl)
-        o = out4[n, 0]
-        of = o.reshape(-1)
-        for mb in range(0, Mb, ob):
-            for oh in range(OH):
-                for ow0 in range(0, OW, nc):
-                    acc[:] = 0
-                    xoff = (oh * sh * Wpa + ow0 * sw) * LANES
-                    if ob == 2:
-                        conv_tile(acc, wf, mb * per_m, per_m, xf, xoff, taps, sw * LANES)
-                    else:
-                        conv_tile1(acc, wf, mb * per_m, per_m, xf, xoff, taps, sw * LANES)
-                    ncols = min(nc, OW - ow0)
-                    for b in range(ob):
-                        for co in range(LANES):
-                            dst = np.uintp(((mb + b) * LANES + co) * OH * OW + oh * OW + ow0)
-                            for c in range(ncols):
-                                of[dst + np.uintp(c)] = acc[(b * nc + c) * LANES + co]
-        epilogue(o, mul2[0], add2[0], epi, act)
+        conv_sample(xf, xb.shape[2], wb, yb, mul2[0], add2[0], epi, act, sh, sw, 0, 0, taps,
+                    ob, acc)
+        _unpack_sample(yb, out4[n])
         n = claim(counter)
 
 
@@ -198,57 +180,71 @@ def pack_blocked(x4, xb5, counter):
 @njit(**JIT)
 def unpack_blocked(xb5, x4, counter):
     """A worker: x4[n, c, h, w] = xb5[n, c // L, 1 + h, 1 + w, c % L], claimed by sample."""
-    C, H, W = x4.shape[1:]
     n = claim(counter)
     while n < x4.shape[0]:
-        for c in range(C):
-            src = xb5[n, c // LANES]
-            for h in range(H):
-                for w in range(W):
-                    x4[n, c, h, w] = src[1 + h, 1 + w, c % LANES]
+        _unpack_sample(xb5[n], x4[n])
         n = claim(counter)
 
 
 @njit(**JIT)
-def blocked_fwd(xb5, wb, ob5, mul, add, epi, act, sh, sw, oh0, ow0_, OH, OW, taps, ob, acc,
-                counter):
-    """A worker: xb5 (N, C/L, H+2, W+2, L) -> ob5 (N, M/L, OH+2, OW+2, L), both zero-bordered;
-    wb packed by pack_filter; the conv's first tap at row oh0, column ow0_ of the bordered
-    input (1 - its padding); out = act(conv * mul + add) per channel (epi 2; 1: + add; 0:
-    neither). Claims samples."""
-    Mb, Wp = wb.shape[0], xb5.shape[3]
+def _unpack_sample(xb, x):
+    """x[c, h, w] = xb[c // L, 1 + h, 1 + w, c % L]: one sample's interior, NCHW."""
+    C, H, W = x.shape
+    for c in range(C):
+        src = xb[c // LANES]
+        for h in range(H):
+            for w in range(W):
+                x[c, h, w] = src[1 + h, 1 + w, c % LANES]
+
+
+@njit(**JIT)
+def conv_sample(xf, Wp, wb, o, mul, add, epi, act, sh, sw, oh0, ow0_, taps, ob, acc):
+    """One sample: the interior of o (M/L, OH+2, OW+2, L) = act(conv * mul + add) per
+    channel (epi 2; 1: + add; 0: neither) of the flat block planes xf (rows Wp wide), the
+    conv's first tap at row oh0, column ow0_; wb packed by pack_filter; tiles of `ob`
+    output blocks, acc the tile buffer (ACC). The tile's L-wide results are stored as they
+    are, the epilogue applied on the way."""
+    Mb, OH, OW = o.shape[0], o.shape[1] - 2, o.shape[2] - 2
     nc = NC2 if ob == 2 else NC1
     per_m = wb.shape[1] * wb.shape[2] * wb.shape[3] * LANES * LANES
     wf = wb.reshape(-1)
+    for mb in range(0, Mb, ob):
+        for oh in range(OH):
+            for ow0 in range(0, OW, nc):
+                acc[:] = 0
+                xoff = ((oh * sh + oh0) * Wp + ow0 * sw + ow0_) * LANES
+                if ob == 2:
+                    conv_tile(acc, wf, mb * per_m, per_m, xf, xoff, taps, sw * LANES)
+                else:
+                    conv_tile1(acc, wf, mb * per_m, per_m, xf, xoff, taps, sw * LANES)
+                for b in range(ob):
+                    ch = (mb + b) * LANES
+                    row = o[mb + b, 1 + oh]
+                    for c in range(min(nc, OW - ow0)):
+                        dst, a0 = row[1 + ow0 + c], (b * nc + c) * LANES
+                        for co in range(LANES):
+                            v = acc[a0 + co]
+                            if epi == 2:
+                                v = v * mul[ch + co] + add[ch + co]
+                            elif epi == 1:
+                                v += add[ch + co]
+                            if act and v < 0:
+                                v = 0
+                            dst[co] = v
+
+
+@njit(**JIT)
+def blocked_fwd(xb5, wb, ob5, mul, add, epi, act, sh, sw, oh0, ow0_, taps, ob, acc, counter):
+    """A worker: xb5 (N, C/L, H+2, W+2, L) -> ob5 (N, M/L, OH+2, OW+2, L), both zero-bordered
+    (conv_sample's arguments). Claims samples."""
     n = claim(counter)
     while n < xb5.shape[0]:
-        xf = xb5[n].reshape(-1)
         o = ob5[n]
+        OH, OW = o.shape[1] - 2, o.shape[2] - 2
         o[:, 0] = 0
         o[:, OH + 1] = 0
         o[:, :, 0] = 0
         o[:, :, OW + 1] = 0
-        for mb in range(0, Mb, ob):
-            for oh in range(OH):
-                for ow0 in range(0, OW, nc):
-                    acc[:] = 0
-                    xoff = ((oh * sh + oh0) * Wp + ow0 * sw + ow0_) * LANES
-                    if ob == 2:
-                        conv_tile(acc, wf, mb * per_m, per_m, xf, xoff, taps, sw * LANES)
-                    else:
-                        conv_tile1(acc, wf, mb * per_m, per_m, xf, xoff, taps, sw * LANES)
-                    for b in range(ob):
-                        ch = (mb + b) * LANES
-                        row = o[mb + b, 1 + oh]
-                        for c in range(min(nc, OW - ow0)):
-                            dst, a0 = row[1 + ow0 + c], (b * nc + c) * LANES
-                            for co in range(LANES):
-                                v = acc[a0 + co]
-                                if epi == 2:
-                                    v = v * mul[ch + co] + add[ch + co]
-                                elif epi == 1:
-                                    v += add[ch + co]
-                                if act and v < 0:
-                                    v = 0
-                                dst[co] = v
+        conv_sample(xb5[n].reshape(-1), xb5.shape[3], wb, o, mul, add, epi, act, sh, sw, oh0,
+                    ow0_, taps, ob, acc)
         n = claim(counter)
