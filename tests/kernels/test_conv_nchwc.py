@@ -82,7 +82,7 @@ def test_the_rule_keeps_im2col_where_it_wins():
     assert not picks(3, 16, 32)                 # the first conv: 3 channels
     assert not picks(64, 64, 1) and not picks(16, 32, 1, stride=2)
     assert not picks(16, 32, 32, kk=1) and not picks(16, 16, 32, dtype=np.float64)
-    assert not picks(16, 24, 32)                # output channels: pairs of 8-channel blocks
+    assert not picks(16, 20, 32)                # output channels: whole blocks (8 or 16)
 
 
 def test_directional_derivatives_match_the_gradient_kernels():
