@@ -137,8 +137,7 @@ def _conv_cpu(cop):
         taps = nchwc.tap_offsets(c // L, kh, kw, 1, 1, x.shape[2], x.shape[3])
         bias = ins["Bias"][0] if ins.get("Bias") else None
         bn = _bn_arrays(ins)
-        mul, add = np.empty(m, np.float32), np.empty(m, np.float32)
-        epi = 2 if bn is not None else 0 if bias is None else 1
+        mul, add = np.ones(m, np.float32), np.zeros(m, np.float32)
         steps = [functools.partial(nchwc.pack_filter, w, last, wb)]
         if bn is not None:
             steps.append(functools.partial(fold_bn, *bn, bias if bias is not None else mul,
@@ -147,8 +146,8 @@ def _conv_cpu(cop):
             add = bias
         T = _threads(x, m * kh * kw)
         steps.append(cpu.bind_workers(nchwc.blocked_fwd, (
-            x, wb, out, mul, add, epi, int(act), sh, sw, BORDER - pt, BORDER - pl, taps, ob),
-            [(a,) for a in np.empty((T, nchwc.ACC), np.float32)]))
+            x, wb, out, mul, add, int(act), sh, sw, BORDER - pt, BORDER - pl, taps, ob),
+            [()] * T))
         return sequence(steps)
     return bind
 

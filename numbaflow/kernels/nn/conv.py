@@ -258,11 +258,13 @@ def _nchwc_thunk(k, T, x, w, out4, epi_args):
     last = np.full(w.shape, np.nan, np.float32)     # (NaN != anything: the first call packs)
     taps = conv_nchwc.tap_offsets(cb, k["kh"], k["kw"], k["dh"], k["dw"], hp, wpa)
     own = zip(np.zeros((T, cb, hp, wpa, L), np.float32),
-              np.empty((T, k["m"] // L, k["oh"] + 2, k["ow"] + 2, L), np.float32),
-              np.empty((T, conv_nchwc.ACC), np.float32))
+              np.empty((T, k["m"] // L, k["oh"] + 2, k["ow"] + 2, L), np.float32))
     out = out4.reshape(k["n"], k["m"], k["oh"], k["ow"])
+    mul2, add2, epi, act = epi_args     # the tile applies act(. * mul + add) to every block
+    mul = mul2.reshape(-1) if epi == 2 else np.ones(k["m"], np.float32)
+    add = add2.reshape(-1) if epi >= 1 else np.zeros(k["m"], np.float32)
     workers = cpu.bind_workers(conv_nchwc.nchwc_fwd, (
-        x, wb, out, *epi_args, k["sh"], k["sw"], k["pt"], k["pl"], taps, ob), own)
+        x, wb, out, mul, add, act, k["sh"], k["sw"], k["pt"], k["pl"], taps, ob), own)
     return functools.partial(run_calls, (functools.partial(conv_nchwc.pack_filter, w, last, wb),
                                          workers))
 

@@ -24,54 +24,64 @@ LANES = 16 if binding.get_host_cpu_features().get("avx512f") else 8
 # blocks share each broadcast input lane (fewer loads per FMA) where M is a multiple of 2L
 NC2, NC1 = 4, 8
 SHAPES = {2: NC2, 1: NC1}
-ACC = max(2 * NC2, NC1) * LANES     # a worker's tile buffer
 
 
 def _tile(OB, NC):
     """The tile intrinsic for OB output blocks and NC columns (_tile_typer says what it does)."""
-    def conv_tile(typingctx, acc, w, woff, wstride, x, xoff, taps, xstride):
-        return _tile_typer(OB, NC, typingctx, acc, w, woff, wstride, x, xoff, taps, xstride)
+    def conv_tile(typingctx, w, woff, wstride, x, xoff, taps, xstride, out, ooff, ostride,
+                  ncols, mul, add, ch, act):
+        return _tile_typer(OB, NC, w, woff, wstride, x, xoff, taps, xstride, out, ooff,
+                           ostride, ncols, mul, add, ch, act)
     conv_tile.__name__ = f"conv_tile_{OB}x{NC}"
     return intrinsic(conv_tile)
 
 
-def _tile_typer(OB, NC, typingctx, acc, w, woff, wstride, x, xoff, taps, xstride):
-    """acc[(b*NC + c)*L + o] += sum over taps t and input lanes i of
-    x[xoff + taps[t] + c*xstride + i] * w[woff + b*wstride + t*L*L + i*L + o], for the OB
-    output blocks b, NC columns c and L output lanes o; all float32, flat C arrays. The
-    accumulators stay in registers over the taps (one load, one store)."""
-    sig = types.void(acc, w, woff, wstride, x, xoff, taps, xstride)
+def _tile_typer(OB, NC, *args):
+    """For the OB output blocks b, NC columns c (the first `ncols` stored) and L output lanes
+    o: out[ooff + b*ostride + c*L + o] = act(mul[ch + b*L + o] * s + add[ch + b*L + o]),
+    s = sum over taps t and input lanes i of x[xoff + taps[t] + c*xstride + i] *
+    w[woff + b*wstride + t*L*L + i*L + o]; act: relu when `act` (NaN kept); all float32,
+    flat C arrays. The accumulators stay in registers over the taps, and the epilogue is
+    applied to them there: no tile buffer, no scalar copy-out."""
+    sig = types.void(*args)
     fma_name = f"llvm.fma.v{LANES}f32"
 
     def codegen(context, builder, sig, args):
         ip = context.get_value_type(types.intp)
-        acc_p, w_p, x_p = (context.make_array(sig.args[i])(context, builder, args[i]).data
-                           for i in (0, 1, 4))
-        woff, wstride, xoff, xstride = (context.cast(builder, args[i], sig.args[i], types.intp)
-                                        for i in (2, 3, 5, 7))
-        taps = context.make_array(sig.args[6])(context, builder, args[6])
+        w_p, x_p, out_p, mul_p, add_p = (
+            context.make_array(sig.args[i])(context, builder, args[i]).data
+            for i in (0, 3, 7, 11, 12))
+        woff, wstride, xoff, xstride, ooff, ostride, ncols, ch, act = (
+            context.cast(builder, args[i], sig.args[i], types.intp)
+            for i in (1, 2, 4, 6, 8, 9, 10, 13, 14))
+        taps = context.make_array(sig.args[5])(context, builder, args[5])
         vt = ir.VectorType(ir.FloatType(), LANES)
         fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vt, [vt] * 3),
                                              fma_name)
         lane0, bcast = ir.Constant(ir.IntType(32), 0), ir.Constant(
             ir.VectorType(ir.IntType(32), LANES), [0] * LANES)
+        zero = ir.Constant(vt, [0.0] * LANES)
 
         def const(v):
             return ir.Constant(ip, v)
 
         def vec_at(base, off):
             return builder.bitcast(builder.gep(base, [off]), vt.as_pointer())
+
+        def splat(s, ty):
+            return builder.shuffle_vector(builder.insert_element(
+                ir.Constant(ty, ir.Undefined), s, lane0), ir.Constant(ty, ir.Undefined), bcast)
         # allocas (promoted to registers by LLVM) carry the accumulators round the loop
         slots = [cgutils.alloca_once(builder, vt) for _ in range(NC * OB)]
-        for c, slot in enumerate(slots):
-            builder.store(builder.load(vec_at(acc_p, const(c * LANES)), align=4), slot)
+        for slot in slots:
+            builder.store(zero, slot)
         with cgutils.for_range(builder, builder.extract_value(taps.shape, 0)) as loop:
             t = loop.index
             accs = [builder.load(s) for s in slots]
             wb = builder.gep(w_p, [builder.add(woff, builder.mul(t, const(LANES * LANES)))])
             tap = builder.load(builder.gep(taps.data, [t]))
             xb = builder.gep(x_p, [builder.add(xoff, context.cast(
-                builder, tap, sig.args[6].dtype, types.intp))])
+                builder, tap, sig.args[5].dtype, types.intp))])
             for i in range(LANES):
                 wrows = [builder.load(vec_at(wb, builder.add(builder.mul(const(b), wstride),
                                                              const(i * LANES))), align=4)
@@ -79,15 +89,23 @@ def _tile_typer(OB, NC, typingctx, acc, w, woff, wstride, x, xoff, taps, xstride
                 for c in range(NC):
                     s = builder.load(builder.gep(xb, [builder.add(builder.mul(const(c), xstride),
                                                                   const(i))]))
-                    sv = builder.shuffle_vector(builder.insert_element(
-                        ir.Constant(vt, ir.Undefined), s, lane0), ir.Constant(vt, ir.Undefined),
-                        bcast)
+                    sv = splat(s, vt)
                     for b in range(OB):
                         accs[b * NC + c] = builder.call(fma, [sv, wrows[b], accs[b * NC + c]])
             for a, slot in zip(accs, slots):
                 builder.store(a, slot)
-        for c, slot in enumerate(slots):
-            builder.store(builder.load(slot), vec_at(acc_p, const(c * LANES)), align=4)
+        relu = splat(builder.icmp_signed("!=", act, const(0)), ir.VectorType(ir.IntType(1), LANES))
+        for b in range(OB):
+            chb = builder.add(ch, const(b * LANES))
+            mulv = builder.load(vec_at(mul_p, chb), align=4)
+            addv = builder.load(vec_at(add_p, chb), align=4)
+            for c in range(NC):
+                v = builder.call(fma, [builder.load(slots[b * NC + c]), mulv, addv])
+                v = builder.select(builder.and_(builder.fcmp_ordered("<", v, zero), relu), zero, v)
+                with builder.if_then(builder.icmp_signed("<", const(c), ncols)):
+                    at = builder.add(ooff, builder.add(builder.mul(const(b), ostride),
+                                                       const(c * LANES)))
+                    builder.store(v, vec_at(out_p, at), align=4)
         return context.get_dummy_value()
     return sig, codegen
 
@@ -145,18 +163,16 @@ def tap_offsets(Cb, KH, KW, dh, dw, Hp, Wpa):
 
 
 @njit(**JIT)
-def nchwc_fwd(x4, wb, out4, mul2, add2, epi, act, sh, sw, pt, pl, taps, ob, xb, yb, acc,
-              counter):
+def nchwc_fwd(x4, wb, out4, mul, add, act, sh, sw, pt, pl, taps, ob, xb, yb, counter):
     """A worker: x4 (N, C, H, W) -> out4 (N, M, OH, OW), wb packed by pack_filter, tiles of
-    `ob` output blocks; through its own zero-bordered block planes xb (C/L, Hp, Wpa, L) of
-    the input (borders pt, pl) and yb (M/L, OH+2, OW+2, L) of the output, and tile buffer
-    acc (ACC). Claims samples."""
+    `ob` output blocks, the epilogue act(. * mul + add); through its own zero-bordered block
+    planes xb (C/L, Hp, Wpa, L) of the input (borders pt, pl) and yb (M/L, OH+2, OW+2, L) of
+    the output. Claims samples."""
     xf = xb.reshape(-1)
     n = claim(counter)
     while n < x4.shape[0]:
         _pack_input(x4[n], xb, pt, pl)
-        conv_sample(xf, xb.shape[2], wb, yb, mul2[0], add2[0], epi, act, sh, sw, 0, 0, taps,
-                    ob, acc)
+        conv_sample(xf, xb.shape[2], wb, yb, mul, add, act, sh, sw, 0, 0, taps, ob)
         _unpack_sample(yb, out4[n])
         n = claim(counter)
 
@@ -198,43 +214,30 @@ def _unpack_sample(xb, x):
 
 
 @njit(**JIT)
-def conv_sample(xf, Wp, wb, o, mul, add, epi, act, sh, sw, oh0, ow0_, taps, ob, acc):
-    """One sample: the interior of o (M/L, OH+2, OW+2, L) = act(conv * mul + add) per
-    channel (epi 2; 1: + add; 0: neither) of the flat block planes xf (rows Wp wide), the
-    conv's first tap at row oh0, column ow0_; wb packed by pack_filter; tiles of `ob`
-    output blocks, acc the tile buffer (ACC). The tile's L-wide results are stored as they
-    are, the epilogue applied on the way."""
-    Mb, OH, OW = o.shape[0], o.shape[1] - 2, o.shape[2] - 2
+def conv_sample(xf, Wp, wb, o, mul, add, act, sh, sw, oh0, ow0_, taps, ob):
+    """One sample: the interior of o (M/L, OH+2, OW+2, L, contiguous) = act(conv * mul + add)
+    per channel (act: relu) of the flat block planes xf (rows Wp wide), the conv's first
+    tap at row oh0, column ow0_; wb packed by pack_filter; tiles of `ob` output blocks."""
+    Mb, OHp, OWp = o.shape[0], o.shape[1], o.shape[2]
     nc = NC2 if ob == 2 else NC1
     per_m = wb.shape[1] * wb.shape[2] * wb.shape[3] * LANES * LANES
-    wf = wb.reshape(-1)
+    wf, of = wb.reshape(-1), o.reshape(-1)
     for mb in range(0, Mb, ob):
-        for oh in range(OH):
-            for ow0 in range(0, OW, nc):
-                acc[:] = 0
+        for oh in range(OHp - 2):
+            for ow0 in range(0, OWp - 2, nc):
                 xoff = ((oh * sh + oh0) * Wp + ow0 * sw + ow0_) * LANES
+                ooff = ((mb * OHp + 1 + oh) * OWp + 1 + ow0) * LANES
+                ncols = min(nc, OWp - 2 - ow0)
                 if ob == 2:
-                    conv_tile(acc, wf, mb * per_m, per_m, xf, xoff, taps, sw * LANES)
+                    conv_tile(wf, mb * per_m, per_m, xf, xoff, taps, sw * LANES, of, ooff,
+                              OHp * OWp * LANES, ncols, mul, add, mb * LANES, act)
                 else:
-                    conv_tile1(acc, wf, mb * per_m, per_m, xf, xoff, taps, sw * LANES)
-                for b in range(ob):
-                    ch = (mb + b) * LANES
-                    row = o[mb + b, 1 + oh]
-                    for c in range(min(nc, OW - ow0)):
-                        dst, a0 = row[1 + ow0 + c], (b * nc + c) * LANES
-                        for co in range(LANES):
-                            v = acc[a0 + co]
-                            if epi == 2:
-                                v = v * mul[ch + co] + add[ch + co]
-                            elif epi == 1:
-                                v += add[ch + co]
-                            if act and v < 0:
-                                v = 0
-                            dst[co] = v
+                    conv_tile1(wf, mb * per_m, per_m, xf, xoff, taps, sw * LANES, of, ooff,
+                               OHp * OWp * LANES, ncols, mul, add, mb * LANES, act)
 
 
 @njit(**JIT)
-def blocked_fwd(xb5, wb, ob5, mul, add, epi, act, sh, sw, oh0, ow0_, taps, ob, acc, counter):
+def blocked_fwd(xb5, wb, ob5, mul, add, act, sh, sw, oh0, ow0_, taps, ob, counter):
     """A worker: xb5 (N, C/L, H+2, W+2, L) -> ob5 (N, M/L, OH+2, OW+2, L), both zero-bordered
     (conv_sample's arguments). Claims samples."""
     n = claim(counter)
@@ -245,6 +248,6 @@ def blocked_fwd(xb5, wb, ob5, mul, add, epi, act, sh, sw, oh0, ow0_, taps, ob, a
         o[:, OH + 1] = 0
         o[:, :, 0] = 0
         o[:, :, OW + 1] = 0
-        conv_sample(xb5[n].reshape(-1), xb5.shape[3], wb, o, mul, add, epi, act, sh, sw, oh0,
-                    ow0_, taps, ob, acc)
+        conv_sample(xb5[n].reshape(-1), xb5.shape[3], wb, o, mul, add, act, sh, sw, oh0, ow0_,
+                    taps, ob)
         n = claim(counter)
