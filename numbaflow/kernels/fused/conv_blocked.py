@@ -108,20 +108,14 @@ def _threads(x, per_element=1):
     return cpu.parallel_threads(x.size * per_element, x.shape[0])
 
 
-def _pack_cpu(cop):
-    def bind(ins, outs):
-        x = ins["X"][0]
-        return cpu.bind_workers(nchwc.pack_blocked, (x, outs["Out"][0]),
-                                [()] * _threads(x))
-    return bind
-
-
-def _unpack_cpu(cop):
-    def bind(ins, outs):
-        x = ins["X"][0]
-        return cpu.bind_workers(nchwc.unpack_blocked, (x, outs["Out"][0]),
-                                [()] * _threads(x))
-    return bind
+def _layout_cpu(kernel):
+    """The CPU factory of nchwc_pack / nchwc_unpack: `kernel(X, Out)` over the samples."""
+    def factory(cop):
+        def bind(ins, outs):
+            x = ins["X"][0]
+            return cpu.bind_workers(kernel, (x, outs["Out"][0]), [()] * _threads(x))
+        return bind
+    return factory
 
 
 def _conv_cpu(cop):
@@ -152,11 +146,13 @@ def _conv_cpu(cop):
     return bind
 
 
-register_op(OpDef("nchwc_pack", (Slot("X"),), (Slot("Out"),), _pack_infer, _pack_cpu,
+register_op(OpDef("nchwc_pack", (Slot("X"),), (Slot("Out"),), _pack_infer,
+                  _layout_cpu(nchwc.pack_blocked),
                   traits=frozenset({NO_GRAD, FUSED}),
                   doc="[N, C, H, W] -> (N, C/L, H+2, W+2, L) channel blocks, zero border 1 "
                       "(CPU only; made by the nchwc_layout pass)"))
-register_op(OpDef("nchwc_unpack", (Slot("X"),), (Slot("Out"),), _unpack_infer, _unpack_cpu,
+register_op(OpDef("nchwc_unpack", (Slot("X"),), (Slot("Out"),), _unpack_infer,
+                  _layout_cpu(nchwc.unpack_blocked),
                   traits=frozenset({NO_GRAD, FUSED}),
                   doc="nchwc_pack's inverse (CPU only; made by the nchwc_layout pass)"))
 register_op(OpDef(
