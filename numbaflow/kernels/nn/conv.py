@@ -289,6 +289,20 @@ def _nchwc_dx_thunk(k, T, w, d, dx):
                                          _nchwc_thunk(kt, T, d, wt, dx4, (none, none, 0, 0))))
 
 
+def _nchwc_dw_thunk(k, T, x, d, dw):
+    """dFilter through conv_nchwc's dw tile: T workers sum their samples into partials in
+    the packed filter layout (zeroed first), added up in worker order after."""
+    L = conv_nchwc.LANES
+    cb, mb = -(-k["c"] // L), k["m"] // L
+    parts = np.empty((T, mb, cb, k["kh"], k["kw"], L, L), np.float32)
+    own = zip(np.zeros((T, cb, k["h"] + k["pt"] + k["pb"], _wp(k), L), np.float32),
+              np.empty((T, mb, k["oh"], k["ow"], L), np.float32), parts)
+    workers = cpu.bind_workers(conv_nchwc.nchwc_dw, (x, d.reshape(
+        k["n"], k["m"], k["oh"], k["ow"]), k["sh"], k["sw"], k["pt"], k["pl"]), own)
+    return functools.partial(run_calls, (functools.partial(zero, parts), workers,
+                                         functools.partial(conv_nchwc.unpack_dw, parts, dw)))
+
+
 def _use_nchwc_dx(k, dtype):
     """dInput through the NCHWc kernel: stride 1, paddings within the kernel, and the
     transposed convolution one that use_nchwc picks."""
@@ -304,6 +318,11 @@ def backward_thunk(cop, x, w, d, dx=None, dw=None, out=None, db=None, act=False)
     _use_nchwc_dx says so (no act), dInput is a forward NCHWc convolution of dOut first."""
     k = geometry(cop)
     T = _threads(k)
+    if dw is not None and db is None and not act and use_nchwc(k, x.dtype):
+        mine = _nchwc_dw_thunk(k, T, x, d, dw)
+        if dx is None:
+            return mine
+        return functools.partial(run_calls, (backward_thunk(cop, x, w, d, dx), mine))
     if dx is not None and not act and _use_nchwc_dx(k, x.dtype):
         first = _nchwc_dx_thunk(k, T, w, d, dx)
         if dw is None and db is None:

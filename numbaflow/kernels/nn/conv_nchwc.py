@@ -251,3 +251,91 @@ def blocked_fwd(xb5, wb, ob5, mul, add, act, sh, sw, oh0, ow0_, taps, ob, counte
         conv_sample(xb5[n].reshape(-1), xb5.shape[3], wb, o, mul, add, act, sh, sw, oh0, ow0_,
                     taps, ob)
         n = claim(counter)
+
+
+# ---------------------------------------------------------------- the filter gradient
+@intrinsic
+def dw_tile(typingctx, wacc, woff, x, xoff, xstep, xrow, d, doff, drow, rows, cols):
+    """wacc[woff + ci*L + co] += sum over r < rows, q < cols of
+    x[xoff + r*xrow + q*xstep + ci] * d[doff + r*drow + q*L + co], for the L input lanes ci
+    and L output lanes co; all float32, flat C arrays. One tap's L x L filter block: its L
+    accumulators (one per input lane) stay in registers over every output position."""
+    sig = types.void(wacc, woff, x, xoff, xstep, xrow, d, doff, drow, rows, cols)
+
+    def codegen(context, builder, sig, args):
+        w_p, x_p, d_p = (context.make_array(sig.args[i])(context, builder, args[i]).data
+                         for i in (0, 2, 6))
+        woff, xoff, xstep, xrow, doff, drow, rows, cols = (
+            context.cast(builder, args[i], sig.args[i], types.intp)
+            for i in (1, 3, 4, 5, 7, 8, 9, 10))
+        ip = context.get_value_type(types.intp)
+        vt = ir.VectorType(ir.FloatType(), LANES)
+        fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vt, [vt] * 3),
+                                             f"llvm.fma.v{LANES}f32")
+        lane0, bcast = ir.Constant(ir.IntType(32), 0), ir.Constant(
+            ir.VectorType(ir.IntType(32), LANES), [0] * LANES)
+
+        def vec_at(base, off):
+            return builder.bitcast(builder.gep(base, [off]), vt.as_pointer())
+        slots = [cgutils.alloca_once(builder, vt) for _ in range(LANES)]
+        for ci, slot in enumerate(slots):
+            builder.store(builder.load(vec_at(w_p, builder.add(woff, ir.Constant(
+                ip, ci * LANES))), align=4), slot)
+        with cgutils.for_range(builder, rows) as r_loop:
+            xr = builder.add(xoff, builder.mul(r_loop.index, xrow))
+            dr = builder.add(doff, builder.mul(r_loop.index, drow))
+            with cgutils.for_range(builder, cols) as q_loop:
+                q = q_loop.index
+                dv = builder.load(vec_at(d_p, builder.add(dr, builder.mul(q, ir.Constant(
+                    ip, LANES)))), align=4)
+                xq = builder.gep(x_p, [builder.add(xr, builder.mul(q, xstep))])
+                for ci, slot in enumerate(slots):
+                    s = builder.load(builder.gep(xq, [ir.Constant(ip, ci)]))
+                    sv = builder.shuffle_vector(builder.insert_element(
+                        ir.Constant(vt, ir.Undefined), s, lane0), ir.Constant(vt, ir.Undefined),
+                        bcast)
+                    builder.store(builder.call(fma, [sv, dv, builder.load(slot)]), slot)
+        for ci, slot in enumerate(slots):
+            builder.store(builder.load(slot), vec_at(w_p, builder.add(woff, ir.Constant(
+                ip, ci * LANES))), align=4)
+        return context.get_dummy_value()
+    return sig, codegen
+
+
+@njit(**JIT)
+def nchwc_dw(x4, d4, sh, sw, pt, pl, xb, db, part, counter):
+    """A worker: adds to its `part` (M/L, C/L, KH, KW, L in, L out: pack_filter's layout)
+    the filter gradient of the samples it claims, x4 (N, C, H, W) packed into its
+    zero-bordered xb (C/L, Hp, Wp, L; borders pt, pl) and d4 (N, M, OH, OW) into db (M/L,
+    OH, OW, L)."""
+    Mb, Cb, KH, KW = part.shape[:4]
+    OH, OW = d4.shape[2], d4.shape[3]
+    Hp, Wp = xb.shape[1], xb.shape[2]
+    xf, df, wf = xb.reshape(-1), db.reshape(-1), part.reshape(-1)
+    n = claim(counter)
+    while n < x4.shape[0]:
+        _pack_input(x4[n], xb, pt, pl)
+        _pack_input(d4[n], db, 0, 0)
+        for mb in range(Mb):
+            for cb in range(Cb):
+                for i in range(KH):
+                    for j in range(KW):
+                        dw_tile(wf, (((mb * Cb + cb) * KH + i) * KW + j) * LANES * LANES, xf,
+                                ((cb * Hp + i) * Wp + j) * LANES, sw * LANES, sh * Wp * LANES,
+                                df, mb * OH * OW * LANES, OW * LANES, OH, OW)
+        n = claim(counter)
+
+
+@njit(**JIT)
+def unpack_dw(parts, dw):
+    """dw[m, c, i, j] = the sum over workers t (in order) of parts[t, m // L, c // L, i, j,
+    c % L, m % L]."""
+    M, C, KH, KW = dw.shape
+    for m in range(M):
+        for c in range(C):
+            for i in range(KH):
+                for j in range(KW):
+                    s = np.float32(0)
+                    for t in range(parts.shape[0]):
+                        s += parts[t, m // LANES, c // LANES, i, j, c % LANES, m % LANES]
+                    dw[m, c, i, j] = s
