@@ -4,9 +4,13 @@ program with `BuildStrategy.nchwc_layout = False`, and onnxruntime on numbaflow'
 export of it; the outputs of the two numbaflow programs are compared.
 
     PYTHONPATH=. python tools/nchwc_ab.py [batch ...]        # default: 1 32
+    PYTHONPATH=. python tools/nchwc_ab.py dfilter            # conv2d_grad's dFilter
+
+`dfilter`: per 3x3 conv shape of the ResNet-20 at batch 64, conv2d_grad's filter gradient
+bound with conv.use_nchwc off (im2col + GEMM) and on (the NCHWc dw tile).
 
 Readings: CPU time of the calling thread (time.thread_time) at 1 thread, min and median
-over 7 rounds.
+over 7 rounds (dfilter: min of 5).
 """
 import sys
 import time
@@ -68,5 +72,38 @@ def main(batches):
         print(f"  on / off {min(times['pass on']) / min(times['pass off']):.2f}")
 
 
+def dfilter(n=64):
+    from types import SimpleNamespace
+    from numbaflow.kernels.nn import conv
+    limit_blas(1)
+    conv_im2col.parallel_threads = lambda work, units: 1
+    rule = conv.use_nchwc
+    for c, h, m, s in [(16, 32, 16, 1), (32, 16, 32, 1), (64, 8, 64, 1), (16, 32, 32, 2),
+                       (32, 16, 64, 2)]:
+        x, w = np.random.rand(n, c, h, h).astype("f4"), np.random.rand(m, c, 3, 3).astype("f4")
+        cop = SimpleNamespace(type="conv2d", input=lambda slot, x=x, w=w: x if slot == "Input"
+                              else w, attrs=dict(strides=[s, s], paddings=[1, 1], groups=1,
+                                                 dilations=[1, 1], data_format="NCHW"))
+        d = np.random.rand(n, m, (h - 1) // s + 1, (h - 1) // s + 1).astype("f4")
+        runs, best = {}, {}
+        for tag, pick in (("im2col", lambda k, dt: False), ("dw tile", rule)):
+            conv.use_nchwc = pick           # read when the thunk is bound
+            runs[tag] = conv.backward_thunk(cop, x, w, d, None, np.empty_like(w))
+        conv.use_nchwc = rule
+        for f in runs.values():
+            f()
+        for _ in range(5):
+            for tag, f in runs.items():
+                t0 = time.thread_time()
+                f()
+                best[tag] = min(best.get(tag, 1e9), time.thread_time() - t0)
+        print(f"dFilter batch {n} C{c} {h}x{h} M{m} stride {s}: im2col {best['im2col'] * 1e3:.2f}"
+              f" ms, dw tile {best['dw tile'] * 1e3:.2f} ms, "
+              f"{best['dw tile'] / best['im2col']:.2f}x", flush=True)
+
+
 if __name__ == "__main__":
-    main([int(b) for b in sys.argv[1:]] or [1, 32])
+    if sys.argv[1:] == ["dfilter"]:
+        dfilter()
+    else:
+        main([int(b) for b in sys.argv[1:]] or [1, 32])
