@@ -4,9 +4,10 @@ the small-channel convolutions of a CIFAR ResNet; conv.py picks it (`use_nchwc`)
 and measured table are in docs/architecture.md. The filters are packed into (M/L, C/L, kh,
 kw, L in, L out) blocks, each sample's planes into a zero-bordered (C/L, Hp, Wpa, L) layout;
 tiles of ob x L output channels x nc columns of an output row keep their accumulators in
-registers over all taps (`TILES`, LLVM IR: numba's LLVM runs no SLP vectorizer, and the same
-loops in numba code became scalar FMAs, 3 against 45-60 GFLOP/s). One worker computes a
-sample whole, so the result does not depend on the threads.
+registers over all taps and apply the epilogue there (`conv_tile`, LLVM IR: numba's LLVM
+runs no SLP vectorizer, and the same loops in numba code became scalar FMAs, 3 against
+45-60 GFLOP/s). One worker computes a sample whole: the result does not depend on the threads.
+The blocked ops (fused/conv_blocked.py) run them too; dFilter has its own tile (`dw_tile`).
 """
 import numpy as np
 from llvmlite import binding, ir
@@ -115,7 +116,7 @@ conv_tile, conv_tile1 = _tile(2, NC2), _tile(1, NC1)
 
 @njit(**JIT)
 def pack_filter(w, last, wb):
-    """wb[mb, cb, i, j, ci, co] = w[mb*8 + co, cb*8 + ci, i, j] (0 past C), w (M, C, kh, kw),
+    """wb[mb, cb, i, j, ci, co] = w[mb*L + co, cb*L + ci, i, j] (0 past C), w (M, C, kh, kw),
     unless w equals `last` (its copy when wb was last packed; a for_test program's filters
     never change: the compare costs a read, the packing ~3 ns an element)."""
     wf, lf = w.reshape(-1), last.reshape(-1)
@@ -140,7 +141,7 @@ def pack_filter(w, last, wb):
 
 @njit(**JIT)
 def _pack_input(x, xb, pt, pl):
-    """The interior of the zero-bordered block plane: xb[c // 8, pt + h, pl + w, c % 8] = x[c, h, w]
+    """The interior of the zero-bordered block plane: xb[c // L, pt + h, pl + w, c % L] = x[c, h, w]
     (a channel's rows read in order, unsigned offsets: 2x faster than lanes innermost)."""
     C, H, W = x.shape
     for c in range(C):
