@@ -18,6 +18,7 @@ from ..graph.nodes import FORWARD
 from ..graph.passes import apply_passes
 from ..graph.passes.auto_fusion import AutoFusion
 from ..graph.passes.fuse_conv_epilogue import FoldConvBatchNorm, FuseConvBias
+from ..graph.passes.nchwc_layout import NchwcLayout
 from ..graph.passes.fuse_elewise_add_act import FuseElewiseAddAct
 from ..graph.passes.fuse_flash_attention import FuseFlashAttention
 from ..graph.passes.fuse_gemm_epilogue import FuseGemmEpilogue
@@ -118,6 +119,11 @@ PIPELINE = [
     Row("fuse_conv_bias", FuseConvBias,
         "add a conv2d's bias (and apply a following relu) in the conv's kernel, and take "
         "the bias gradient in its backward pass.", default=True),
+    # after the conv epilogues (it takes fused_conv2d in); CPU only, refused on a GPU
+    Row("nchwc_layout", NchwcLayout,
+        "keep the activations of an inference program's 3x3 / 1x1 convolutions (and the "
+        "relu and residual adds between them) in channel blocks: packed once, never "
+        "repacked per layer (CPU).", default=True, programs="inference"),
     # before fuse_softmax_mask, whose softmax chain it takes in with the two products; off
     # by default: it saves memory (the GPT d512 b16's peak 11% lower) but recomputes the
     # probabilities, 5-7% slower per step on the bench GPTs

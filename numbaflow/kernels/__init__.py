@@ -18,7 +18,7 @@ from .nn import (loss, logistic_loss, pool, pool_index, adaptive_pool, batch_nor
 from .optim import optim, optim_extra, lamb, squared_l2_norm  # noqa: F401
 from .metric import accuracy, auc  # noqa: F401
 from .fused import (conv_fused, fused_elementwise, fused_optim, fused_add_act, gemm_sgd,  # noqa: F401
-                    gemm_epilogue, softmax_mask, flash_attention)
+                    gemm_epilogue, softmax_mask, flash_attention, conv_blocked)
 from .parallel import collective, sync_bn  # noqa: F401
 
 

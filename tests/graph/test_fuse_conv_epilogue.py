@@ -174,11 +174,14 @@ def test_train_digits_cnn_is_fused_in_training_and_folded_in_its_test_program(mo
     Executor.run, as the example runs it. The convolutions run on one thread: this net
     turns a 1e-7 relative change of its weights into ~2e-3 of the test loss after 3 steps,
     so only sums in the same order compare at 1e-5 (split over threads, the fused bias
-    gradient and elementwise_add_grad's add the samples in different orders)."""
+    gradient and elementwise_add_grad's add the samples in different orders; and conv2d_grad
+    sums dFilter in the NCHWc dw tile where fused_conv2d_grad, with its bias, runs im2col:
+    both on im2col here)."""
     import argparse
     from numbaflow.examples import train_digits
-    from numbaflow.kernels.nn import conv_im2col
+    from numbaflow.kernels.nn import conv, conv_im2col
     monkeypatch.setattr(conv_im2col, "parallel_threads", lambda work, units: 1)
+    monkeypatch.setattr(conv, "use_nchwc", lambda k, dtype: False)
     rng = np.random.default_rng(0)
     feed = {"x": rng.standard_normal((16, 64)).astype(np.float32),
             "y": rng.integers(0, 10, (16, 1)).astype(np.int64)}
@@ -199,7 +202,9 @@ def test_train_digits_cnn_is_fused_in_training_and_folded_in_its_test_program(mo
     (ref, _, before), (got, train_ops, test_ops) = runs[False], runs[True]
     assert train_ops["fused_conv2d"] == train_ops["fused_conv2d_grad"] == 2
     assert train_ops["batch_norm"] == 2
-    assert test_ops["fused_conv2d"] == 2 and test_ops["batch_norm"] == 0
+    # (the second conv's 16 -> 32 channels run on blocked activations: nchwc_layout)
+    assert test_ops["fused_conv2d"] + test_ops["fused_conv2d_nchwc"] == 2
+    assert test_ops["batch_norm"] == 0
     assert before["batch_norm"] == 2 and before["conv2d"] == 2
     np.testing.assert_allclose(got, ref, rtol=1e-5)
 

@@ -117,12 +117,12 @@ def test_rows_decide_when_a_pass_applies():
     assert several == ["fuse_conv_bias", "fuse_softmax_mask", "fuse_all_optimizer_ops",
                        "recompute_elementwise", "multi_devices"]
     # the default strategy runs only the default-on rows (and in an inference program the
-    # batch_norm fold, not the backward's recompute)
+    # batch_norm fold and the blocked layout, not the backward's recompute)
     assert [p.name for _, p in passes_for(static.BuildStrategy().effective(), Context())] == \
         ["fuse_conv_bias", "fuse_softmax_mask", "recompute_elementwise"]
     assert [p.name for _, p in passes_for(static.BuildStrategy().effective(),
                                           Context(training=False))] == \
-        ["fold_conv_batch_norm", "fuse_conv_bias", "fuse_softmax_mask"]
+        ["fold_conv_batch_norm", "fuse_conv_bias", "nchwc_layout", "fuse_softmax_mask"]
 
 
 def test_build_strategy_flags_and_help_come_from_the_rows():
@@ -198,7 +198,7 @@ def test_training_or_inference_column():
                            "recompute_elementwise"]
     # (a forward-only program may still compute batch statistics: sync_batch_norm stays)
     assert names(False) == ["sync_batch_norm", "fold_conv_batch_norm", "fuse_conv_bias",
-                            "fuse_softmax_mask", "auto_fusion"]
+                            "nchwc_layout", "fuse_softmax_mask", "auto_fusion"]
     for r in pipeline.PIPELINE:
         assert r.programs in pipeline.PROGRAMS, r
     only_inference = Row("enable_auto_fusion", FoldScaleChain, programs="inference")
@@ -221,7 +221,8 @@ def test_an_inference_program_is_compiled_without_the_optimizer_passes():
     got, = exe.run(compiled, feed=feed, fetch_list=[out], scope=scope)
     np.testing.assert_allclose(got, want, rtol=1e-6)
     assert [p.name for p in compiled.passes] == ["fold_conv_batch_norm", "fuse_conv_bias",
-                                                 "fuse_softmax_mask", "auto_fusion"]
+                                                 "nchwc_layout", "fuse_softmax_mask",
+                                                 "auto_fusion"]
     train = static.CompiledProgram(main, build_strategy=bs)
     exe.run(train, feed=feed, fetch_list=[out], scope=scope)
     assert [p.name for p in train.passes] == ["fuse_conv_bias", "fuse_softmax_mask",

@@ -82,7 +82,7 @@ def test_the_rule_keeps_im2col_where_it_wins():
     assert not picks(3, 16, 32)                 # the first conv: 3 channels
     assert not picks(64, 64, 1) and not picks(16, 32, 1, stride=2)
     assert not picks(16, 32, 32, kk=1) and not picks(16, 16, 32, dtype=np.float64)
-    assert not picks(16, 24, 32)                # output channels: pairs of 8-channel blocks
+    assert not picks(16, 20, 32)                # output channels: whole blocks (8 or 16)
 
 
 def test_directional_derivatives_match_the_gradient_kernels():
@@ -125,3 +125,32 @@ def test_input_gradient_through_the_flipped_filters_matches_im2col(monkeypatch, 
                                                  a)["Output"]) for s in (1, -1)]
     assert (loss[0] - loss[1]) / 2 == pytest.approx(
         float(np.sum(g["Input@GRAD"].astype(np.float64) * v)), rel=1e-3)
+
+
+@pytest.mark.parametrize("c,m,hw,pad,stride", [
+    (32, 32, (5, 6), [1, 1], 1),      # a partial tile of columns, two output blocks
+    (40, 48, (4, 7), [1, 1], 1),      # 40 channels: a half-empty input block
+    (16, 32, (7, 8), [0, 2], 2),      # stride 2, no row padding, wide column padding
+])
+def test_filter_gradient_through_the_dw_tile_matches_im2col(monkeypatch, c, m, hw, pad, stride):
+    """dFilter summed by conv_nchwc's dw tile over the samples (per-worker partials in the
+    packed filter layout) equals im2col + GEMM's to float32 rounding at 1, 2 and 3 threads;
+    dInput, computed in the same op, is untouched by it."""
+    x, w = _case(c, m, hw)
+    a = _attrs(pad, stride)
+    out = run_op("conv2d", {"Input": x, "Filter": w}, a)["Output"]
+    ins = {"Input": x, "Filter": w, "Output@GRAD": RNG.standard_normal(out.shape).astype(
+        np.float32)}
+    k = conv.geometry(SimpleNamespace(type="conv2d", attrs=dict(a, data_format="NCHW"),
+                                      input=lambda s: x if s == "Input" else w))
+    assert conv.use_nchwc(k, x.dtype)
+    rule = conv.use_nchwc
+    monkeypatch.setattr(conv, "use_nchwc", lambda k, dt: False)
+    want = run_op("conv2d_grad", ins, a)
+    monkeypatch.setattr(conv, "use_nchwc", rule)
+    for threads in (1, 2, 3):
+        monkeypatch.setattr(conv_im2col, "parallel_threads", lambda work, units, t=threads: t)
+        got = run_op("conv2d_grad", ins, a)
+        np.testing.assert_allclose(got["Filter@GRAD"], want["Filter@GRAD"], rtol=1e-4,
+                                   atol=1e-4 * np.abs(want["Filter@GRAD"]).max())
+        np.testing.assert_allclose(got["Input@GRAD"], want["Input@GRAD"], **TOL)

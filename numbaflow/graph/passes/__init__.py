@@ -116,4 +116,5 @@ from . import fuse_relu_depthwise_conv, fuse_optimizer_ops, fuse_sgd_gemm  # noq
 from . import sync_batch_norm  # noqa: E402,F401
 from . import fuse_softmax_mask, fuse_flash_attention  # noqa: E402,F401
 from . import fuse_conv_epilogue, fuse_gemm_epilogue, recompute_elementwise  # noqa: E402,F401
+from . import nchwc_layout  # noqa: E402,F401
 from .rewrite import Refused, Replacement, Rewrite  # noqa: E402,F401

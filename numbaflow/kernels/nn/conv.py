@@ -236,7 +236,7 @@ def use_nchwc(k, dtype):
     """True where conv2d's forward runs conv_nchwc's direct kernel (the rule above)."""
     lo, hi = NCHWC_CHANNELS
     if not (dtype == np.float32 and k["groups"] == 1 and k["kh"] == k["kw"] == 3
-            and k["dh"] == k["dw"] == 1 and k["m"] % (conv_nchwc.LANES * conv_nchwc.OB) == 0
+            and k["dh"] == k["dw"] == 1 and k["m"] % conv_nchwc.LANES == 0
             and lo <= k["c"] <= hi and k["sh"] == k["sw"] and k["sh"] in (1, 2)):
         return False
     if k["n"] >= NCHWC_MIN_BATCH:
@@ -245,9 +245,11 @@ def use_nchwc(k, dtype):
 
 
 def _nchwc_thunk(k, T, x, w, out4, epi_args):
-    """The filters packed in 8-channel blocks (when they changed since the last call), then T
+    """The filters packed in L-channel blocks (when they changed since the last call), then T
     workers of conv_nchwc.nchwc_fwd over the samples."""
-    L, NC = conv_nchwc.LANES, conv_nchwc.NC
+    L = conv_nchwc.LANES
+    ob = 2 if k["m"] % (2 * L) == 0 else 1
+    NC = conv_nchwc.SHAPES[ob]
     cb = -(-k["c"] // L)
     hp = k["h"] + k["pt"] + k["pb"]
     tiles = -(-k["ow"] // NC)
@@ -256,9 +258,13 @@ def _nchwc_thunk(k, T, x, w, out4, epi_args):
     last = np.full(w.shape, np.nan, np.float32)     # (NaN != anything: the first call packs)
     taps = conv_nchwc.tap_offsets(cb, k["kh"], k["kw"], k["dh"], k["dw"], hp, wpa)
     own = zip(np.zeros((T, cb, hp, wpa, L), np.float32),
-              np.empty((T, NC * L * conv_nchwc.OB), np.float32))
+              np.empty((T, k["m"] // L, k["oh"] + 2, k["ow"] + 2, L), np.float32))
+    out = out4.reshape(k["n"], k["m"], k["oh"], k["ow"])
+    mul2, add2, epi, act = epi_args     # the tile applies act(. * mul + add) to every block
+    mul = mul2.reshape(-1) if epi == 2 else np.ones(k["m"], np.float32)
+    add = add2.reshape(-1) if epi >= 1 else np.zeros(k["m"], np.float32)
     workers = cpu.bind_workers(conv_nchwc.nchwc_fwd, (
-        x, wb, out4, *epi_args, k["sh"], k["sw"], k["pt"], k["pl"], k["oh"], k["ow"], taps), own)
+        x, wb, out, mul, add, act, k["sh"], k["sw"], k["pt"], k["pl"], taps, ob), own)
     return functools.partial(run_calls, (functools.partial(conv_nchwc.pack_filter, w, last, wb),
                                          workers))
 
@@ -283,6 +289,20 @@ def _nchwc_dx_thunk(k, T, w, d, dx):
                                          _nchwc_thunk(kt, T, d, wt, dx4, (none, none, 0, 0))))
 
 
+def _nchwc_dw_thunk(k, T, x, d, dw):
+    """dFilter through conv_nchwc's dw tile: T workers sum their samples into partials in
+    the packed filter layout (zeroed first), added up in worker order after."""
+    L = conv_nchwc.LANES
+    cb, mb = -(-k["c"] // L), k["m"] // L
+    parts = np.empty((T, mb, cb, k["kh"], k["kw"], L, L), np.float32)
+    own = zip(np.zeros((T, cb, k["h"] + k["pt"] + k["pb"], _wp(k), L), np.float32),
+              np.empty((T, mb, k["oh"], k["ow"], L), np.float32), parts)
+    workers = cpu.bind_workers(conv_nchwc.nchwc_dw, (x, d.reshape(
+        k["n"], k["m"], k["oh"], k["ow"]), k["sh"], k["sw"], k["pt"], k["pl"]), own)
+    return functools.partial(run_calls, (functools.partial(zero, parts), workers,
+                                         functools.partial(conv_nchwc.unpack_dw, parts, dw)))
+
+
 def _use_nchwc_dx(k, dtype):
     """dInput through the NCHWc kernel: stride 1, paddings within the kernel, and the
     transposed convolution one that use_nchwc picks."""
@@ -298,6 +318,11 @@ def backward_thunk(cop, x, w, d, dx=None, dw=None, out=None, db=None, act=False)
     _use_nchwc_dx says so (no act), dInput is a forward NCHWc convolution of dOut first."""
     k = geometry(cop)
     T = _threads(k)
+    if dw is not None and db is None and not act and use_nchwc(k, x.dtype):
+        mine = _nchwc_dw_thunk(k, T, x, d, dw)
+        if dx is None:
+            return mine
+        return functools.partial(run_calls, (backward_thunk(cop, x, w, d, dx), mine))
     if dx is not None and not act and _use_nchwc_dx(k, x.dtype):
         first = _nchwc_dx_thunk(k, T, w, d, dx)
         if dw is None and db is None:
