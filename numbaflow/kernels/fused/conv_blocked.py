@@ -21,7 +21,7 @@ from ..nn import conv_im2col as cpu
 from ..nn import conv_nchwc as nchwc
 from ..nn.conv import conv_params
 from .conv_epilogue import fold_bn
-from .conv_fused import _act, _bn_arrays, _check_channels, BN, _FUSED_ATTRS
+from .conv_fused import activation_of, bn_arrays, check_channels, BN, FUSED_ATTRS
 from ..registry import FUSED, NO_GRAD, OpDef, Slot, VarInfo, register_op, sequence
 
 BORDER = 1
@@ -96,8 +96,8 @@ def _conv_infer(ctx):
     why = conv_fits(ctx.attrs, c, m, h, wd, kh, kw, x.dtype)
     if why:
         raise ctx.error(f"cannot run blocked: {why}; use fused_conv2d")
-    _act(ctx.attrs, ctx.op_type)
-    _check_channels(ctx, ("Bias",) + BN, m, x.dtype)
+    activation_of(ctx.attrs, ctx.op_type)
+    check_channels(ctx, ("Bias",) + BN, m, x.dtype)
     (sh, _), (pt, pb, pl, pr), _ = conv_params(ctx.attrs)
     oh, ow = (h + pt + pb - kh) // sh + 1, (wd + pl + pr - kw) // sh + 1
     return {"Output": VarInfo(blocked_shape(n, m, oh, ow), x.dtype)}
@@ -119,7 +119,7 @@ def _layout_cpu(kernel):
 
 
 def _conv_cpu(cop):
-    act, eps = _act(cop.attrs, cop.type), float(cop.attrs["epsilon"])
+    act, eps = activation_of(cop.attrs, cop.type), float(cop.attrs["epsilon"])
     (sh, sw), (pt, _, pl, _), _ = conv_params(cop.attrs)
 
     def bind(ins, outs):
@@ -130,7 +130,7 @@ def _conv_cpu(cop):
         last = np.full(w.shape, np.nan, np.float32)     # (NaN != anything: the first call packs)
         taps = nchwc.tap_offsets(c // L, kh, kw, 1, 1, x.shape[2], x.shape[3])
         bias = ins["Bias"][0] if ins.get("Bias") else None
-        bn = _bn_arrays(ins)
+        bn = bn_arrays(ins)
         mul, add = np.ones(m, np.float32), np.zeros(m, np.float32)
         steps = [functools.partial(nchwc.pack_filter, w, last, wb)]
         if bn is not None:
@@ -158,6 +158,6 @@ register_op(OpDef("nchwc_unpack", (Slot("X"),), (Slot("Out"),), _unpack_infer,
 register_op(OpDef(
     "fused_conv2d_nchwc", (Slot("Input"), Slot("Filter"), Slot("Bias", optional=True))
     + tuple(Slot(s, optional=True, no_grad=True) for s in BN),
-    (Slot("Output"),), _conv_infer, _conv_cpu, attrs=_FUSED_ATTRS,
+    (Slot("Output"),), _conv_infer, _conv_cpu, attrs=FUSED_ATTRS,
     traits=frozenset({NO_GRAD, FUSED}),
     doc="fused_conv2d on blocked activations (CPU only; made by the nchwc_layout pass)"))

@@ -32,7 +32,7 @@ ACTIVATIONS = ("", "relu")
 BN = ("BNScale", "BNBias", "BNMean", "BNVariance")
 
 
-def _act(attrs, op):
+def activation_of(attrs, op):
     act = attrs["activation"]
     if act not in ACTIVATIONS:
         raise ValueError(f"{op}: activation {act!r} is not supported; expected one of "
@@ -40,7 +40,7 @@ def _act(attrs, op):
     return act == "relu"
 
 
-def _check_channels(ctx, slots, m, dtype):
+def check_channels(ctx, slots, m, dtype):
     for slot in slots:
         v = ctx.input(slot)
         if v is None:
@@ -55,11 +55,11 @@ def _check_channels(ctx, slots, m, dtype):
 
 def _infer(ctx):
     out = CONV.infer(ctx)
-    _act(ctx.attrs, ctx.op_type)
+    activation_of(ctx.attrs, ctx.op_type)
     given = [s for s in BN if ctx.input(s) is not None]
     if given and len(given) != len(BN):
         raise ctx.error(f"a folded batch_norm needs all of {BN}; got only {given}")
-    _check_channels(ctx, ("Bias",) + BN, ctx.input("Filter").shape[0], ctx.input("Input").dtype)
+    check_channels(ctx, ("Bias",) + BN, ctx.input("Filter").shape[0], ctx.input("Input").dtype)
     return out
 
 
@@ -84,17 +84,17 @@ def _grad_rule(g):
               "Bias@GRAD": g.dx("Bias")}, dict(g.attrs))
 
 
-def _bn_arrays(ins):
+def bn_arrays(ins):
     return [ins[s][0] for s in BN] if ins.get("BNScale") else None
 
 
 def _cpu(cop):
-    act, eps = _act(cop.attrs, cop.type), float(cop.attrs["epsilon"])
+    act, eps = activation_of(cop.attrs, cop.type), float(cop.attrs["epsilon"])
 
     def bind(ins, outs):
         x, w, out = ins["Input"][0], ins["Filter"][0], outs["Output"][0]
         bias = ins["Bias"][0] if ins.get("Bias") else None
-        bn = _bn_arrays(ins)
+        bn = bn_arrays(ins)
         if bn is None:
             return forward_thunk(cop, x, w, out, None, bias, act)
         mul, add = np.empty(w.shape[0], x.dtype), np.empty(w.shape[0], x.dtype)
@@ -105,7 +105,7 @@ def _cpu(cop):
 
 
 def _grad_cpu(cop):
-    act = _act(cop.attrs, cop.type)
+    act = activation_of(cop.attrs, cop.type)
 
     def bind(ins, outs):
         return backward_thunk(cop, ins["Input"][0], ins["Filter"][0], ins["Output@GRAD"][0],
@@ -116,11 +116,11 @@ def _grad_cpu(cop):
 
 
 def _gpu(cop):
-    act, eps = _act(cop.attrs, cop.type), float(cop.attrs["epsilon"])
+    act, eps = activation_of(cop.attrs, cop.type), float(cop.attrs["epsilon"])
 
     def epilogue(ins, conv):
         bias = ins["Bias"][0] if ins.get("Bias") else None
-        bn = _bn_arrays(ins)
+        bn = bn_arrays(ins)
         if bn is None:
             unused = gpu_util.flat(ins["Filter"][0])
             return [conv(unused, bias if bias is not None else unused, int(bias is not None),
@@ -135,18 +135,18 @@ def _gpu(cop):
 
 
 def _grad_gpu(cop):
-    return gpu_backward(cop, "Output", _act(cop.attrs, cop.type))
+    return gpu_backward(cop, "Output", activation_of(cop.attrs, cop.type))
 
 
-_FUSED_ATTRS = dict(CONV.attrs, activation="", epsilon=1e-5)
+FUSED_ATTRS = dict(CONV.attrs, activation="", epsilon=1e-5)
 register_op(OpDef(
     "fused_conv2d", CONV.inputs + (Slot("Bias", optional=True),)
     + tuple(Slot(s, optional=True, no_grad=True) for s in BN),
-    (Slot("Output"),), _infer, _cpu, gpu=_gpu, attrs=_FUSED_ATTRS, grad=_grad_rule,
+    (Slot("Output"),), _infer, _cpu, gpu=_gpu, attrs=FUSED_ATTRS, grad=_grad_rule,
     traits=frozenset({FUSED}),
     doc="act(conv2d(Input, Filter) + Bias), or with an is_test batch_norm folded in "
         "(BN* inputs); made by the fuse_conv_bias / fold_conv_batch_norm passes"))
 register_op(OpDef(
     "fused_conv2d_grad", CONV.inputs + (Slot("Output", optional=True), Slot("Output@GRAD")),
     CONV_GRAD.outputs + (Slot("Bias@GRAD", optional=True),), _grad_infer, _grad_cpu, gpu=_grad_gpu,
-    attrs=_FUSED_ATTRS, traits=frozenset({NO_GRAD, FUSED})))
+    attrs=FUSED_ATTRS, traits=frozenset({NO_GRAD, FUSED})))

@@ -289,17 +289,22 @@ def _nchwc_dx_thunk(k, T, w, d, dx):
                                          _nchwc_thunk(kt, T, d, wt, dx4, (none, none, 0, 0))))
 
 
+DW_CHUNKS = 8       # nchwc_dw's fixed sample chunks (partials), whatever the workers
+
+
 def _nchwc_dw_thunk(k, T, x, d, dw):
-    """dFilter through conv_nchwc's dw tile: T workers sum their samples into partials in
-    the packed filter layout (zeroed first), added up in worker order after."""
+    """dFilter through conv_nchwc's dw tile: up to T workers fill the partials of
+    DW_CHUNKS fixed sample chunks (in the packed filter layout), added up in chunk order
+    after: the same sums at any thread count and however the workers raced."""
     L = conv_nchwc.LANES
-    cb, mb = -(-k["c"] // L), k["m"] // L
-    parts = np.empty((T, mb, cb, k["kh"], k["kw"], L, L), np.float32)
+    cb, mb, Q = -(-k["c"] // L), k["m"] // L, min(k["n"], DW_CHUNKS)
+    T = min(T, Q)
+    parts = np.empty((Q, mb, cb, k["kh"], k["kw"], L, L), np.float32)
     own = zip(np.zeros((T, cb, k["h"] + k["pt"] + k["pb"], _wp(k), L), np.float32),
-              np.empty((T, mb, k["oh"], k["ow"], L), np.float32), parts)
+              np.empty((T, mb, k["oh"], k["ow"], L), np.float32))
     workers = cpu.bind_workers(conv_nchwc.nchwc_dw, (x, d.reshape(
-        k["n"], k["m"], k["oh"], k["ow"]), k["sh"], k["sw"], k["pt"], k["pl"]), own)
-    return functools.partial(run_calls, (functools.partial(zero, parts), workers,
+        k["n"], k["m"], k["oh"], k["ow"]), k["sh"], k["sw"], k["pt"], k["pl"], parts), own)
+    return functools.partial(run_calls, (workers,
                                          functools.partial(conv_nchwc.unpack_dw, parts, dw)))
 
 

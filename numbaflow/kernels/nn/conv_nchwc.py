@@ -304,32 +304,38 @@ def dw_tile(typingctx, wacc, woff, x, xoff, xstep, xrow, d, doff, drow, rows, co
 
 
 @njit(**JIT)
-def nchwc_dw(x4, d4, sh, sw, pt, pl, xb, db, part, counter):
-    """A worker: adds to its `part` (M/L, C/L, KH, KW, L in, L out: pack_filter's layout)
-    the filter gradient of the samples it claims, x4 (N, C, H, W) packed into its
-    zero-bordered xb (C/L, Hp, Wp, L; borders pt, pl) and d4 (N, M, OH, OW) into db (M/L,
-    OH, OW, L)."""
-    Mb, Cb, KH, KW = part.shape[:4]
+def nchwc_dw(x4, d4, sh, sw, pt, pl, parts, xb, db, counter):
+    """A worker: claims chunks q of the samples (as many as `parts`, M/L, C/L, KH, KW, L in,
+    L out each: pack_filter's layout) and sets parts[q] to the filter gradient of chunk q,
+    x4 (N, C, H, W) packed into its zero-bordered xb (C/L, Hp, Wp, L; borders pt, pl) and
+    d4 (N, M, OH, OW) into db (M/L, OH, OW, L). The chunks are fixed, so the sums do not
+    depend on which worker ran which chunk, nor on how many workers there are."""
+    Q, N = parts.shape[0], x4.shape[0]
+    Mb, Cb, KH, KW = parts.shape[1:5]
     OH, OW = d4.shape[2], d4.shape[3]
     Hp, Wp = xb.shape[1], xb.shape[2]
-    xf, df, wf = xb.reshape(-1), db.reshape(-1), part.reshape(-1)
-    n = claim(counter)
-    while n < x4.shape[0]:
-        _pack_input(x4[n], xb, pt, pl)
-        _pack_input(d4[n], db, 0, 0)
-        for mb in range(Mb):
-            for cb in range(Cb):
-                for i in range(KH):
-                    for j in range(KW):
-                        dw_tile(wf, (((mb * Cb + cb) * KH + i) * KW + j) * LANES * LANES, xf,
-                                ((cb * Hp + i) * Wp + j) * LANES, sw * LANES, sh * Wp * LANES,
-                                df, mb * OH * OW * LANES, OW * LANES, OH, OW)
-        n = claim(counter)
+    xf, df = xb.reshape(-1), db.reshape(-1)
+    q = claim(counter)
+    while q < Q:
+        parts[q] = 0
+        wf = parts[q].reshape(-1)
+        for n in range(q * N // Q, (q + 1) * N // Q):
+            _pack_input(x4[n], xb, pt, pl)
+            _pack_input(d4[n], db, 0, 0)
+            for mb in range(Mb):
+                for cb in range(Cb):
+                    for i in range(KH):
+                        for j in range(KW):
+                            dw_tile(wf, (((mb * Cb + cb) * KH + i) * KW + j) * LANES * LANES,
+                                    xf, ((cb * Hp + i) * Wp + j) * LANES, sw * LANES,
+                                    sh * Wp * LANES, df, mb * OH * OW * LANES, OW * LANES, OH,
+                                    OW)
+        q = claim(counter)
 
 
 @njit(**JIT)
 def unpack_dw(parts, dw):
-    """dw[m, c, i, j] = the sum over workers t (in order) of parts[t, m // L, c // L, i, j,
+    """dw[m, c, i, j] = the sum over chunks t (in order) of parts[t, m // L, c // L, i, j,
     c % L, m % L]."""
     M, C, KH, KW = dw.shape
     for m in range(M):
