@@ -244,10 +244,9 @@ def sources_stamp(root=PACKAGE_DIR):
     """A digest of every .py file's path, mtime and size under `root`, computed once per
     process (~2 ms of stat calls).
 
-    numba keys a kernel's cached machine code by its own file's stamp only, while that
-    code has its callees in other files compiled into it: a changed callee would run
-    stale. Every numbaflow kernel's cache entry is therefore also keyed by this stamp of
-    the whole package (see _TolerantCache): any change to numbaflow recompiles.
+    numba keys a kernel's machine code by its own file's stamp only, though its callees
+    in other files are compiled into it: every numbaflow kernel's cache entry is also
+    keyed by this stamp of the whole package (_TolerantCache), so any change recompiles.
 
     >>> sources_stamp() == sources_stamp()
     True

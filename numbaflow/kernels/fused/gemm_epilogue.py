@@ -249,9 +249,8 @@ def _cpu(cop):
 
 
 def _grad_operands(attrs, ins, outs, empty):
-    """(X as (M, K), Y, Out@GRAD as (M, N), where act's gradient goes (DPreAct, a new
-    array from `empty`, or Out@GRAD itself when act is "none"), what act's gradient reads)
-    of a gradient op, CPU and GPU alike."""
+    """(X as (M, K), Y, Out@GRAD as (M, N), where act's gradient goes (DPreAct, `empty`'s
+    array, or Out@GRAD for act "none"), what act's gradient reads) of a gradient op."""
     act = activation(attrs)
     x, y, d = ins["X"][0], ins["Y"][0], ins["Out@GRAD"][0]
     x2 = x.reshape(flat2(x.shape, attrs["x_num_col_dims"]))

@@ -293,9 +293,7 @@ DW_CHUNKS = 8       # nchwc_dw's fixed sample chunks (partials), whatever the wo
 
 
 def _nchwc_dw_thunk(k, T, x, d, dw):
-    """dFilter through conv_nchwc's dw tile: up to T workers fill the partials of
-    DW_CHUNKS fixed sample chunks (in the packed filter layout), added up in chunk order
-    after: the same sums at any thread count and however the workers raced."""
+    """dFilter by conv_nchwc's dw tile: T workers fill DW_CHUNKS chunks' partials, summed."""
     L = conv_nchwc.LANES
     cb, mb, Q = -(-k["c"] // L), k["m"] // L, min(k["n"], DW_CHUNKS)
     T = min(T, Q)

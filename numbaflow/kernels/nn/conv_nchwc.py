@@ -4,11 +4,9 @@ the small-channel convolutions of a CIFAR ResNet; conv.py picks it (`use_nchwc`)
 and measured table are in docs/architecture.md. The filters are packed into (M/L, C/L, kh,
 kw, L in, L out) blocks, each sample's planes into a zero-bordered (C/L, Hp, Wpa, L) layout;
 tiles of ob x L output channels x nc columns of an output row keep their accumulators in
-registers over all taps and apply the epilogue there (`conv_tile`, LLVM IR: numba's LLVM
-runs no SLP vectorizer, and the same loops in numba code became scalar FMAs, 3 against
-45-60 GFLOP/s). One worker computes a sample whole: the result does not depend on the threads.
-The blocked ops (fused/conv_blocked.py) run them too; dFilter has its own tile (`dw_tile`).
-"""
+registers over all taps and apply the epilogue there (`conv_tile`, LLVM IR: numba code
+became scalar FMAs). One worker computes a sample whole, so no result depends on the threads;
+the blocked ops (fused/conv_blocked.py) run them too; dFilter has its own tile (`dw_tile`)."""
 import numpy as np
 from llvmlite import binding, ir
 from numba import njit, types
@@ -305,11 +303,9 @@ def dw_tile(typingctx, wacc, woff, x, xoff, xstep, xrow, d, doff, drow, rows, co
 
 @njit(**JIT)
 def nchwc_dw(x4, d4, sh, sw, pt, pl, parts, xb, db, counter):
-    """A worker: claims chunks q of the samples (as many as `parts`, M/L, C/L, KH, KW, L in,
-    L out each: pack_filter's layout) and sets parts[q] to the filter gradient of chunk q,
-    x4 (N, C, H, W) packed into its zero-bordered xb (C/L, Hp, Wp, L; borders pt, pl) and
-    d4 (N, M, OH, OW) into db (M/L, OH, OW, L). The chunks are fixed, so the sums do not
-    depend on which worker ran which chunk, nor on how many workers there are."""
+    """A worker: claims fixed chunks q of the samples and sets parts[q] (pack_filter's layout)
+    to chunk q's filter gradient, x4 (N, C, H, W) packed into its bordered xb (borders pt,
+    pl) and d4 (N, M, OH, OW) into db (M/L, OH, OW, L): no sum depends on the workers."""
     Q, N = parts.shape[0], x4.shape[0]
     Mb, Cb, KH, KW = parts.shape[1:5]
     OH, OW = d4.shape[2], d4.shape[3]
