@@ -52,7 +52,7 @@ def conv_fits(attrs, c, m, h, w, kh, kw, dtype):
         return f"strides {[sh, sw]}, paddings {[pt, pb, pl, pr]}: equal strides 1 or 2 and " \
                f"paddings up to {BORDER} only"
     oh, ow = (h + pt + pb - kh) // sh + 1, (w + pl + pr - kw) // sw + 1
-    nc = nchwc.SHAPES[2 if m % (2 * L) == 0 else 1]
+    nc = nchwc.SHAPES[nchwc.tile_blocks(m)]
     if (-(-ow // nc) * nc - 1) * sw + kw - 1 + BORDER - pl >= w + 2 * BORDER or \
             (oh - 1) * sh + kh - 1 + BORDER - pt >= h + 2 * BORDER:
         return f"the tiles of a {oh} x {ow} output would read past the bordered input"
@@ -125,14 +125,12 @@ def _conv_cpu(cop):
     def bind(ins, outs):
         x, w, out = ins["Input"][0], ins["Filter"][0], outs["Output"][0]
         L, (m, c, kh, kw) = nchwc.LANES, w.shape
-        ob = 2 if m % (2 * L) == 0 else 1
-        wb = np.empty((m // L, c // L, kh, kw, L, L), np.float32)
-        last = np.full(w.shape, np.nan, np.float32)     # (NaN != anything: the first call packs)
+        wb, pack = nchwc.filter_packing(w)
         taps = nchwc.tap_offsets(c // L, kh, kw, 1, 1, x.shape[2], x.shape[3])
         bias = ins["Bias"][0] if ins.get("Bias") else None
         bn = bn_arrays(ins)
         mul, add = np.ones(m, np.float32), np.zeros(m, np.float32)
-        steps = [functools.partial(nchwc.pack_filter, w, last, wb)]
+        steps = [pack]
         if bn is not None:
             steps.append(functools.partial(fold_bn, *bn, bias if bias is not None else mul,
                                            bias is not None, eps, mul, add))
@@ -140,7 +138,8 @@ def _conv_cpu(cop):
             add = bias
         T = _threads(x, m * kh * kw)
         steps.append(cpu.bind_workers(nchwc.blocked_fwd, (
-            x, wb, out, mul, add, int(act), sh, sw, BORDER - pt, BORDER - pl, taps, ob),
+            x, wb, out, mul, add, int(act), sh, sw, BORDER - pt, BORDER - pl, taps,
+            nchwc.tile_blocks(m)),
             [()] * T))
         return sequence(steps)
     return bind

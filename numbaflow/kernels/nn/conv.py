@@ -248,14 +248,13 @@ def _nchwc_thunk(k, T, x, w, out4, epi_args):
     """The filters packed in L-channel blocks (when they changed since the last call), then T
     workers of conv_nchwc.nchwc_fwd over the samples."""
     L = conv_nchwc.LANES
-    ob = 2 if k["m"] % (2 * L) == 0 else 1
+    ob = conv_nchwc.tile_blocks(k["m"])
     NC = conv_nchwc.SHAPES[ob]
     cb = -(-k["c"] // L)
     hp = k["h"] + k["pt"] + k["pb"]
     tiles = -(-k["ow"] // NC)
     wpa = max(_wp(k), (tiles * NC - 1) * k["sw"] + (k["kw"] - 1) * k["dw"] + 1)
-    wb = np.empty((k["m"] // L, cb, k["kh"], k["kw"], L, L), np.float32)
-    last = np.full(w.shape, np.nan, np.float32)     # (NaN != anything: the first call packs)
+    wb, pack = conv_nchwc.filter_packing(w)
     taps = conv_nchwc.tap_offsets(cb, k["kh"], k["kw"], k["dh"], k["dw"], hp, wpa)
     own = zip(np.zeros((T, cb, hp, wpa, L), np.float32),
               np.empty((T, k["m"] // L, k["oh"] + 2, k["ow"] + 2, L), np.float32))
@@ -265,8 +264,7 @@ def _nchwc_thunk(k, T, x, w, out4, epi_args):
     add = add2.reshape(-1) if epi >= 1 else np.zeros(k["m"], np.float32)
     workers = cpu.bind_workers(conv_nchwc.nchwc_fwd, (
         x, wb, out, mul, add, act, k["sh"], k["sw"], k["pt"], k["pl"], taps, ob), own)
-    return functools.partial(run_calls, (functools.partial(conv_nchwc.pack_filter, w, last, wb),
-                                         workers))
+    return functools.partial(run_calls, (pack, workers))
 
 
 def _transposed(k):

@@ -7,6 +7,8 @@ tiles of ob x L output channels x nc columns of an output row keep their accumul
 registers over all taps and apply the epilogue there (`conv_tile`, LLVM IR: numba code
 became scalar FMAs). One worker computes a sample whole, so no result depends on the threads;
 the blocked ops (fused/conv_blocked.py) run them too; dFilter has its own tile (`dw_tile`)."""
+import functools
+
 import numpy as np
 from llvmlite import binding, ir
 from numba import njit, types
@@ -23,6 +25,25 @@ LANES = 16 if binding.get_host_cpu_features().get("avx512f") else 8
 # blocks share each broadcast input lane (fewer loads per FMA) where M is a multiple of 2L
 NC2, NC1 = 4, 8
 SHAPES = {2: NC2, 1: NC1}
+
+
+class _Vectors:
+    """The L-lane float32 vector pieces both intrinsics build IR from: the type `vt`, the
+    `fma` intrinsic, a vector pointer `at(base, off)` and a broadcast `splat(s, ty)`."""
+
+    def __init__(self, builder):
+        self.b, self.vt = builder, ir.VectorType(ir.FloatType(), LANES)
+        self.fma = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(self.vt, [self.vt] * 3), f"llvm.fma.v{LANES}f32")
+
+    def at(self, base, off):
+        return self.b.bitcast(self.b.gep(base, [off]), self.vt.as_pointer())
+
+    def splat(self, s, ty=None):
+        undef = ir.Constant(ty or self.vt, ir.Undefined)
+        lanes0 = ir.Constant(ir.VectorType(ir.IntType(32), LANES), [0] * LANES)
+        return self.b.shuffle_vector(self.b.insert_element(
+            undef, s, ir.Constant(ir.IntType(32), 0)), undef, lanes0)
 
 
 def _tile(OB, NC):
@@ -43,7 +64,6 @@ def _tile_typer(OB, NC, *args):
     flat C arrays. The accumulators stay in registers over the taps, and the epilogue is
     applied to them there: no tile buffer, no scalar copy-out."""
     sig = types.void(*args)
-    fma_name = f"llvm.fma.v{LANES}f32"
 
     def codegen(context, builder, sig, args):
         ip = context.get_value_type(types.intp)
@@ -54,22 +74,12 @@ def _tile_typer(OB, NC, *args):
             context.cast(builder, args[i], sig.args[i], types.intp)
             for i in (1, 2, 4, 6, 8, 9, 10, 13, 14))
         taps = context.make_array(sig.args[5])(context, builder, args[5])
-        vt = ir.VectorType(ir.FloatType(), LANES)
-        fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vt, [vt] * 3),
-                                             fma_name)
-        lane0, bcast = ir.Constant(ir.IntType(32), 0), ir.Constant(
-            ir.VectorType(ir.IntType(32), LANES), [0] * LANES)
+        v = _Vectors(builder)
+        vt, fma, vec_at, splat = v.vt, v.fma, v.at, v.splat
         zero = ir.Constant(vt, [0.0] * LANES)
 
         def const(v):
             return ir.Constant(ip, v)
-
-        def vec_at(base, off):
-            return builder.bitcast(builder.gep(base, [off]), vt.as_pointer())
-
-        def splat(s, ty):
-            return builder.shuffle_vector(builder.insert_element(
-                ir.Constant(ty, ir.Undefined), s, lane0), ir.Constant(ty, ir.Undefined), bcast)
         # allocas (promoted to registers by LLVM) carry the accumulators round the loop
         slots = [cgutils.alloca_once(builder, vt) for _ in range(NC * OB)]
         for slot in slots:
@@ -88,7 +98,7 @@ def _tile_typer(OB, NC, *args):
                 for c in range(NC):
                     s = builder.load(builder.gep(xb, [builder.add(builder.mul(const(c), xstride),
                                                                   const(i))]))
-                    sv = splat(s, vt)
+                    sv = splat(s)
                     for b in range(OB):
                         accs[b * NC + c] = builder.call(fma, [sv, wrows[b], accs[b * NC + c]])
             for a, slot in zip(accs, slots):
@@ -110,6 +120,19 @@ def _tile_typer(OB, NC, *args):
 
 
 conv_tile, conv_tile1 = _tile(2, NC2), _tile(1, NC1)
+
+
+def tile_blocks(m):
+    """Output blocks per tile for m output channels: 2 where m is a multiple of 2L, else 1."""
+    return 2 if m % (2 * LANES) == 0 else 1
+
+
+def filter_packing(w):
+    """(wb, the call packing w (M, C, kh, kw) into wb when w changed since its last call):
+    pack_filter's blocks, the first call always packing (NaN != anything)."""
+    m, c, kh, kw = w.shape
+    wb = np.empty((m // LANES, -(-c // LANES), kh, kw, LANES, LANES), np.float32)
+    return wb, functools.partial(pack_filter, w, np.full(w.shape, np.nan, np.float32), wb)
 
 
 @njit(**JIT)
@@ -268,14 +291,8 @@ def dw_tile(typingctx, wacc, woff, x, xoff, xstep, xrow, d, doff, drow, rows, co
             context.cast(builder, args[i], sig.args[i], types.intp)
             for i in (1, 3, 4, 5, 7, 8, 9, 10))
         ip = context.get_value_type(types.intp)
-        vt = ir.VectorType(ir.FloatType(), LANES)
-        fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vt, [vt] * 3),
-                                             f"llvm.fma.v{LANES}f32")
-        lane0, bcast = ir.Constant(ir.IntType(32), 0), ir.Constant(
-            ir.VectorType(ir.IntType(32), LANES), [0] * LANES)
-
-        def vec_at(base, off):
-            return builder.bitcast(builder.gep(base, [off]), vt.as_pointer())
+        v = _Vectors(builder)
+        vt, fma, vec_at = v.vt, v.fma, v.at
         slots = [cgutils.alloca_once(builder, vt) for _ in range(LANES)]
         for ci, slot in enumerate(slots):
             builder.store(builder.load(vec_at(w_p, builder.add(woff, ir.Constant(
@@ -289,10 +306,7 @@ def dw_tile(typingctx, wacc, woff, x, xoff, xstep, xrow, d, doff, drow, rows, co
                     ip, LANES)))), align=4)
                 xq = builder.gep(x_p, [builder.add(xr, builder.mul(q, xstep))])
                 for ci, slot in enumerate(slots):
-                    s = builder.load(builder.gep(xq, [ir.Constant(ip, ci)]))
-                    sv = builder.shuffle_vector(builder.insert_element(
-                        ir.Constant(vt, ir.Undefined), s, lane0), ir.Constant(vt, ir.Undefined),
-                        bcast)
+                    sv = v.splat(builder.load(builder.gep(xq, [ir.Constant(ip, ci)])))
                     builder.store(builder.call(fma, [sv, dv, builder.load(slot)]), slot)
         for ci, slot in enumerate(slots):
             builder.store(builder.load(slot), vec_at(w_p, builder.add(woff, ir.Constant(
